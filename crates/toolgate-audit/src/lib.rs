@@ -1,0 +1,1 @@
+//! Tamper-evident, privacy-preserving audit records for toolgate.

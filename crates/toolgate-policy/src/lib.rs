@@ -1,0 +1,2 @@
+//! The toolgate policy language: strict loading, normalisation of MCP tool calls into
+//! actions, evaluation and explain. Pure: filesystem facts come in through a trait.

@@ -1,0 +1,1 @@
+//! Test kit for toolgate: fake MCP peers and fixtures. Not published.

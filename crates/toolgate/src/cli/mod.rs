@@ -1,0 +1,38 @@
+//! Command-line interface: one file per subcommand.
+//!
+//! Each subcommand module exposes `Args` (a `clap::Args`) and
+//! `run(args) -> anyhow::Result<ExitCode>`. Only `wrap` must never print to stdout:
+//! there stdout carries JSON-RPC frames and nothing else.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "toolgate",
+    version,
+    about = "A local, fail-closed firewall for MCP tool calls",
+    long_about = None,
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {}
+
+/// Parses the command line, runs the subcommand and maps its outcome to an exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result: anyhow::Result<ExitCode> = match cli.command {};
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("toolgate: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
