@@ -76,4 +76,68 @@ pub struct ContractResult {
     /// A sentence for a person and a model, e.g. "`/home/u/.ssh/id_rsa` matches deny rule
     /// `protect-secrets`".
     pub reason: String,
+    /// For the sink gate: every sink value that was checked, with its verdict and where it
+    /// came from (for explain and for the approval prompt). Empty for other contracts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sinks: Vec<SinkFinding>,
+}
+
+impl ContractResult {
+    /// A result without a rule id and without sink findings.
+    pub fn new(contract: Contract, effect: Effect, reason: impl Into<String>) -> Self {
+        ContractResult {
+            contract,
+            effect,
+            rule: None,
+            reason: reason.into(),
+            sinks: Vec::new(),
+        }
+    }
+}
+
+/// How the sink gate judged one destination value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SinkVerdict {
+    /// Matches a `trusted_destinations` entry.
+    Trusted,
+    /// The human approved this destination for the session.
+    Approved,
+    /// Seen in a trusted tool output (`output: trusted`).
+    Vouched,
+    /// Seen only in untrusted tool output: an injected destination.
+    Tainted,
+    /// Neither trusted nor seen anywhere: a human must decide.
+    Unproven,
+}
+
+impl SinkVerdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SinkVerdict::Trusted => "trusted",
+            SinkVerdict::Approved => "approved",
+            SinkVerdict::Vouched => "vouched",
+            SinkVerdict::Tainted => "tainted",
+            SinkVerdict::Unproven => "unproven",
+        }
+    }
+}
+
+/// One checked sink value of an exfiltrating tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SinkFinding {
+    /// Where the value sits in the arguments, e.g. `cc[1]` or `recipients[0].email`.
+    pub argument: String,
+    /// The raw value (truncated for display by the caller if needed).
+    pub value: String,
+    /// The canonical destination the value stands for (lower case, decoded, …).
+    pub destination: String,
+    pub verdict: SinkVerdict,
+    /// The tool output that vouched for or tainted the value: server, tool and sequence number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_server: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_seq: Option<u64>,
 }
