@@ -8,6 +8,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub mod demo;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "toolgate",
@@ -22,12 +24,17 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Watch toolgate decide real calls: a scripted agent, a demo server, no setup.
+    Demo(demo::Args),
+}
 
 /// Parses the command line, runs the subcommand and maps its outcome to an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result: anyhow::Result<ExitCode> = match cli.command {};
+    let result: anyhow::Result<ExitCode> = match cli.command {
+        Command::Demo(args) => demo::run(args),
+    };
     match result {
         Ok(code) => code,
         Err(err) => {
