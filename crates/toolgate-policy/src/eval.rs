@@ -1,0 +1,395 @@
+//! The decision engine: normalised action + contracts + rules → one [`Decision`].
+//!
+//! Rules: every matching deny wins; otherwise the first matching rule in file order;
+//! otherwise `default`. Each part of an action is evaluated on its own and the action's
+//! verdict is its most restrictive part's. The final decision is the most restrictive of
+//! the contracts' results and the rules' result; every contributing result is recorded.
+//! Deterministic: the same inputs give the same decision.
+
+use serde::Serialize;
+
+use crate::action::{Action, Operation, Part};
+use crate::decision::{Contract, ContractResult, Effect, SinkFinding};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::model::Policy;
+use crate::rules::{CallFacts, CompiledRule, Vars, compile_rule};
+
+/// The verdict on one tool call and how it was reached.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    pub action: Action,
+    pub effect: Effect,
+    /// What decided: a contract, a rule, or the default.
+    pub contract: Contract,
+    /// The deciding rule's id when `contract` is `rule`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    pub reason: String,
+    /// Every rule that matched any part, in file order.
+    pub matched_rules: Vec<String>,
+    /// Every contributing result (contracts, then the rules' result).
+    pub results: Vec<ContractResult>,
+    /// Set when a session approval turned an `ask` into `allow`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approved_by_session: Option<String>,
+    /// For an approval prompt: the sink values of the deciding sink-gate result (which
+    /// argument, which value, where it came from).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sinks: Vec<SinkFinding>,
+}
+
+/// The rules' verdict on an action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RulesOutcome {
+    pub effect: Effect,
+    /// The deciding rule, or `None` when the default decided.
+    pub rule: Option<String>,
+    pub reason: String,
+    pub matched_rules: Vec<String>,
+}
+
+impl RulesOutcome {
+    /// As a contributing result (`rule` or `default`).
+    pub fn to_result(&self) -> ContractResult {
+        let mut r = ContractResult::new(
+            if self.rule.is_some() {
+                Contract::Rule
+            } else {
+                Contract::Default
+            },
+            self.effect,
+            self.reason.clone(),
+        );
+        r.rule = self.rule.clone();
+        r
+    }
+}
+
+/// A compiled policy, ready to decide calls.
+#[derive(Debug)]
+pub struct Engine {
+    policy: Policy,
+    vars: Vars,
+    rules: Vec<CompiledRule>,
+}
+
+impl Engine {
+    /// Compiles the rules with the real `${workspace}` and `${home}` (canonical absolute
+    /// paths). Fails when any rule does not compile; a proxy must not start then.
+    pub fn new(policy: Policy, vars: Vars) -> Result<Engine, Diagnostics> {
+        let mut diags = Diagnostics::new("policy", "");
+        for (name, value) in [("workspace", &vars.workspace), ("home", &vars.home)] {
+            if !value.starts_with('/') {
+                diags.push(
+                    Diagnostic::error(format!(
+                        "`${{{name}}}` must be an absolute path, got `{value}`"
+                    ))
+                    .with_help(format!("pass an absolute --{name}")),
+                );
+            }
+        }
+        let mut rules = Vec::with_capacity(policy.rules.len());
+        for (i, rule) in policy.rules.iter().enumerate() {
+            let (compiled, issues) = compile_rule(rule, i, &vars);
+            for issue in issues {
+                if issue.severity == crate::diag::Severity::Error {
+                    let mut d = Diagnostic::error(format!(
+                        "{} (at `{}`)",
+                        issue.message,
+                        issue.path.join(".")
+                    ));
+                    if let Some(h) = issue.help {
+                        d = d.with_help(h);
+                    }
+                    diags.push(d);
+                }
+            }
+            if let Some(c) = compiled {
+                rules.push(c);
+            }
+        }
+        if diags.has_errors() {
+            return Err(diags);
+        }
+        Ok(Engine {
+            policy,
+            vars,
+            rules,
+        })
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    pub fn vars(&self) -> &Vars {
+        &self.vars
+    }
+
+    /// The rules' verdict on an action (no contracts). An action without parts is an
+    /// internal error and is denied.
+    pub fn decide_rules(&self, action: &Action, facts: &CallFacts<'_>) -> RulesOutcome {
+        let mut matched = vec![false; self.rules.len()];
+        if action.parts.is_empty() {
+            return RulesOutcome {
+                effect: Effect::Deny,
+                rule: None,
+                reason: format!(
+                    "internal error: the call to `{}` normalised to nothing; denied",
+                    action.tool
+                ),
+                matched_rules: Vec::new(),
+            };
+        }
+        let mut best: Option<(Effect, Option<usize>, &Part)> = None;
+        for part in &action.parts {
+            let (effect, rule) = self.decide_part(facts, part, &mut matched);
+            if best.as_ref().is_none_or(|(e, _, _)| effect > *e) {
+                best = Some((effect, rule, part));
+            }
+        }
+        let matched_rules = self
+            .rules
+            .iter()
+            .zip(&matched)
+            .filter(|(_, m)| **m)
+            .map(|(r, _)| r.id.clone())
+            .collect();
+        let Some((effect, rule, part)) = best else {
+            return RulesOutcome {
+                effect: Effect::Deny,
+                rule: None,
+                reason: "internal error: no part evaluated; denied".to_owned(),
+                matched_rules,
+            };
+        };
+        let what = describe_part(part);
+        match rule.and_then(|i| self.rules.get(i)) {
+            Some(r) => RulesOutcome {
+                effect,
+                rule: Some(r.id.clone()),
+                reason: format!("{what} matches {} rule `{}`", r.effect, r.id),
+                matched_rules,
+            },
+            None => RulesOutcome {
+                effect,
+                rule: None,
+                reason: format!("no rule matches {what}: default is {effect}"),
+                matched_rules,
+            },
+        }
+    }
+
+    /// One part: every matching deny wins, else the first match, else the default.
+    fn decide_part(
+        &self,
+        facts: &CallFacts<'_>,
+        part: &Part,
+        matched: &mut [bool],
+    ) -> (Effect, Option<usize>) {
+        let mut first: Option<usize> = None;
+        let mut first_deny: Option<usize> = None;
+        for (i, rule) in self.rules.iter().enumerate() {
+            if rule.matches(facts, part) {
+                if let Some(m) = matched.get_mut(i) {
+                    *m = true;
+                }
+                if first.is_none() {
+                    first = Some(i);
+                }
+                if rule.effect == Effect::Deny && first_deny.is_none() {
+                    first_deny = Some(i);
+                }
+            }
+        }
+        if let Some(i) = first_deny {
+            return (Effect::Deny, Some(i));
+        }
+        match first.and_then(|i| self.rules.get(i).map(|r| (r.effect, i))) {
+            Some((effect, i)) => (effect, Some(i)),
+            None => (self.policy.default, None),
+        }
+    }
+}
+
+/// Combines contributing results into a decision: the most restrictive effect wins. On a
+/// tie the rules' result names the decider when a rule matched, then the contracts in
+/// order, then the default.
+pub fn combine(action: Action, rules: &RulesOutcome, contracts: Vec<ContractResult>) -> Decision {
+    let rule_result = rules.to_result();
+    let mut results = contracts;
+    results.push(rule_result);
+    let effect = results
+        .iter()
+        .map(|r| r.effect)
+        .max()
+        .unwrap_or(Effect::Deny);
+    let rank = |r: &ContractResult| match r.contract {
+        Contract::Rule => 0,
+        Contract::Default => 2,
+        _ => 1,
+    };
+    let decider = results
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.effect == effect)
+        .min_by_key(|(i, r)| (rank(r), *i))
+        .map(|(_, r)| r.clone());
+    let decider = decider.unwrap_or_else(|| {
+        ContractResult::new(
+            Contract::Default,
+            Effect::Deny,
+            "internal error: no result; denied",
+        )
+    });
+    Decision {
+        action,
+        effect: decider.effect,
+        contract: decider.contract,
+        rule: decider.rule.clone(),
+        reason: decider.reason.clone(),
+        matched_rules: rules.matched_rules.clone(),
+        sinks: if decider.contract == Contract::SinkGate {
+            decider.sinks.clone()
+        } else {
+            Vec::new()
+        },
+        results,
+        approved_by_session: None,
+    }
+}
+
+/// A short description of a part for reasons: "`fs.read` of `/w/a`".
+pub fn describe_part(part: &Part) -> String {
+    let op = part.operation;
+    let detail = if let Some(net) = &part.network {
+        format!(" `{} {}`", net.method, net.url)
+    } else if let Some(argv) = &part.argv {
+        format!(" `{}`", argv.join(" "))
+    } else if let Some(exe) = &part.executable {
+        format!(" of `{exe}`")
+    } else if !part.resources.is_empty() {
+        let shown: Vec<String> = part
+            .resources
+            .iter()
+            .take(3)
+            .map(|r| format!("`{r}`"))
+            .collect();
+        let more = part.resources.len().saturating_sub(3);
+        if more > 0 {
+            format!(" of {} and {more} more", shown.join(", "))
+        } else {
+            format!(" of {}", shown.join(", "))
+        }
+    } else {
+        String::new()
+    };
+    let opaque = if part.opaque && op != Operation::Unknown {
+        " (not understood exactly)"
+    } else {
+        ""
+    };
+    format!("`{op}`{detail}{opaque}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::load;
+
+    fn engine(yaml: &str) -> Engine {
+        let p = load(yaml, "p.yaml").unwrap().policy;
+        Engine::new(
+            p,
+            Vars {
+                workspace: "/w".into(),
+                home: "/home/u".into(),
+            },
+        )
+        .unwrap()
+    }
+
+    fn fs(op: Operation, paths: &[&str]) -> Part {
+        let mut p = Part::new(op);
+        p.resources = paths.iter().map(|s| (*s).to_owned()).collect();
+        p
+    }
+
+    fn action(parts: Vec<Part>) -> Action {
+        Action {
+            server: None,
+            tool: "t".into(),
+            parts,
+        }
+    }
+
+    const FACTS: CallFacts<'static> = CallFacts {
+        server: None,
+        tool: "t",
+        annotations: None,
+    };
+
+    const POLICY: &str = "version: 1\ndefault: ask\nrules:\n  - {id: ws, effect: allow, operations: [fs.read], resources: ['${workspace}/**']}\n  - {id: env, effect: deny, operations: [fs.read], resources: ['**/.env']}\n  - {id: ask-src, effect: ask, operations: [fs.read], resources: ['${workspace}/src/**']}\n";
+
+    #[test]
+    fn deny_wins_over_earlier_allow() {
+        let e = engine(POLICY);
+        let o = e.decide_rules(&action(vec![fs(Operation::FsRead, &["/w/.env"])]), &FACTS);
+        assert_eq!((o.effect, o.rule.as_deref()), (Effect::Deny, Some("env")));
+        assert_eq!(o.matched_rules, vec!["ws", "env"]);
+    }
+
+    #[test]
+    fn first_match_wins_and_default() {
+        let e = engine(POLICY);
+        let o = e.decide_rules(
+            &action(vec![fs(Operation::FsRead, &["/w/src/a.rs"])]),
+            &FACTS,
+        );
+        assert_eq!((o.effect, o.rule.as_deref()), (Effect::Allow, Some("ws")));
+        let o = e.decide_rules(
+            &action(vec![fs(Operation::FsRead, &["/etc/passwd"])]),
+            &FACTS,
+        );
+        assert_eq!((o.effect, o.rule), (Effect::Ask, None));
+        // Every resource must match an allow rule.
+        let o = e.decide_rules(
+            &action(vec![fs(Operation::FsRead, &["/w/a", "/etc/passwd"])]),
+            &FACTS,
+        );
+        assert_eq!(o.effect, Effect::Ask);
+    }
+
+    #[test]
+    fn most_restrictive_part_decides() {
+        let e = engine(POLICY);
+        let o = e.decide_rules(
+            &action(vec![
+                fs(Operation::FsRead, &["/w/a"]),
+                fs(Operation::FsRead, &["/w/x/.env"]),
+            ]),
+            &FACTS,
+        );
+        assert_eq!(o.effect, Effect::Deny);
+        let o = e.decide_rules(&action(vec![]), &FACTS);
+        assert_eq!(o.effect, Effect::Deny);
+    }
+
+    #[test]
+    fn combine_picks_most_restrictive_and_records_all() {
+        let e = engine(POLICY);
+        let a = action(vec![fs(Operation::FsRead, &["/w/a"])]);
+        let o = e.decide_rules(&a, &FACTS);
+        let d = combine(
+            a,
+            &o,
+            vec![ContractResult::new(
+                Contract::Budget,
+                Effect::Deny,
+                "over budget",
+            )],
+        );
+        assert_eq!((d.effect, d.contract), (Effect::Deny, Contract::Budget));
+        assert_eq!(d.results.len(), 2);
+    }
+}

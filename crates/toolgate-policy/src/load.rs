@@ -1,0 +1,366 @@
+//! Strict loading of a policy file.
+//!
+//! YAML is read with serde-saphyr (duplicate keys rejected), every struct denies unknown
+//! fields, and the semantic checks below run on the result. Every finding carries a
+//! `file:line:column`, a snippet and, where useful, a `help:` line. A policy with any
+//! error does not load, so a proxy never starts with it.
+
+use std::collections::BTreeMap;
+
+use serde_saphyr::Error as YamlError;
+
+use crate::diag::{Diagnostic, Diagnostics, Pos, Severity, SourceMap, did_you_mean, pos_at};
+use crate::model::{POLICY_VERSION, Policy};
+use crate::rules::{PathIssue, Vars, compile_rule, covers_rule};
+
+/// A policy that loaded, with its warnings (possibly none) and the map of its locations.
+#[derive(Debug, Clone)]
+pub struct LoadedPolicy {
+    pub policy: Policy,
+    /// Warnings only (a policy with errors does not load).
+    pub warnings: Diagnostics,
+}
+
+/// Loads and checks a policy. `name` is what diagnostics show as the file name.
+/// Resource patterns are checked with placeholder `${workspace}`/`${home}` values; the
+/// [`crate::eval::Engine`] compiles them again with the real ones.
+pub fn load(source: &str, name: &str) -> Result<LoadedPolicy, Diagnostics> {
+    let mut diags = Diagnostics::new(name, source);
+    if source.trim().is_empty()
+        || source
+            .lines()
+            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+    {
+        diags.push(
+            Diagnostic::error("the policy file is empty")
+                .with_help("start from `toolgate policy init`, or write at least `version: 1`"),
+        );
+        return Err(diags);
+    }
+    let policy: Policy = match serde_saphyr::from_str(source) {
+        Ok(p) => p,
+        Err(err) => {
+            diags.push(yaml_error(source, &err));
+            return Err(diags);
+        }
+    };
+    let map = SourceMap::build(source);
+    check(&policy, &map, &mut diags);
+    diags.sort();
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    Ok(LoadedPolicy {
+        policy,
+        warnings: diags,
+    })
+}
+
+/// Semantic checks on a deserialised policy.
+fn check(policy: &Policy, map: &SourceMap, diags: &mut Diagnostics) {
+    if policy.version != POLICY_VERSION {
+        diags.push(
+            Diagnostic::error(format!("unsupported policy version `{}`", policy.version))
+                .at(map.value(&["version"]))
+                .with_label("this build reads version 1")
+                .with_help("write `version: 1`"),
+        );
+    }
+
+    // Duplicate rule ids.
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, rule) in policy.rules.iter().enumerate() {
+        if let Some(first) = seen.get(rule.id.as_str()) {
+            diags.push(
+                Diagnostic::error(format!("duplicate rule id `{}`", rule.id))
+                    .at(map.value(&["rules", &i.to_string(), "id"]))
+                    .with_label("used again here")
+                    .with_related(
+                        map.value(&["rules", &first.to_string(), "id"]),
+                        "first used here",
+                    )
+                    .with_help(
+                        "rule ids must be unique: decisions and the audit name the rule by id",
+                    ),
+            );
+        } else {
+            seen.insert(rule.id.as_str(), i);
+        }
+    }
+
+    // Per-rule compilation: globs, variables, constraints, empty lists.
+    let vars = Vars::placeholder();
+    let mut ok = vec![false; policy.rules.len()];
+    for (i, rule) in policy.rules.iter().enumerate() {
+        let (compiled, issues) = compile_rule(rule, i, &vars);
+        if let Some(slot) = ok.get_mut(i) {
+            *slot = compiled.is_some();
+        }
+        for issue in issues {
+            push_issue(diags, map, issue);
+        }
+    }
+
+    // Rules that can never decide: shadowed by an earlier rule, or by any deny rule.
+    for (j, later) in policy.rules.iter().enumerate() {
+        if later.effect == crate::decision::Effect::Deny || !ok.get(j).copied().unwrap_or(false) {
+            continue;
+        }
+        let shadow = policy.rules.iter().enumerate().find(|(i, earlier)| {
+            *i != j
+                && ok.get(*i).copied().unwrap_or(false)
+                && (*i < j || earlier.effect == crate::decision::Effect::Deny)
+                && covers_rule(earlier, later)
+        });
+        if let Some((i, earlier)) = shadow {
+            let why = if earlier.effect == crate::decision::Effect::Deny {
+                "every call it matches is denied by"
+            } else {
+                "it comes after"
+            };
+            diags.push(
+                Diagnostic::warning(format!(
+                    "rule `{}` can never decide: {why} rule `{}`, which matches everything it matches",
+                    later.id, earlier.id
+                ))
+                .at(map.value(&["rules", &j.to_string(), "id"]))
+                .with_label("shadowed rule")
+                .with_related(map.value(&["rules", &i.to_string(), "id"]), "shadowing rule")
+                .with_help(format!(
+                    "move `{}` above `{}`, narrow `{}`, or remove `{}`",
+                    later.id, earlier.id, earlier.id, later.id
+                )),
+            );
+        }
+    }
+
+    if let Some(t) = &policy.taint
+        && t.max_tokens == Some(0)
+    {
+        diags.push(
+            Diagnostic::warning(
+                "`taint.max_tokens: 0` remembers nothing: every sink value will be unproven (ask)",
+            )
+            .at(map.value(&["taint", "max_tokens"]))
+            .with_help("remove it for the default bound, or choose a positive number"),
+        );
+    }
+
+    if let Some(packs) = &policy.packs {
+        let mut seen = BTreeMap::new();
+        for (i, p) in packs.iter().enumerate() {
+            if let Some(first) = seen.insert(p.as_str(), i) {
+                diags.push(
+                    Diagnostic::warning(format!("pack `{p}` is listed twice"))
+                        .at(map.value(&["packs", &i.to_string()]))
+                        .with_related(
+                            map.value(&["packs", &first.to_string()]),
+                            "first listed here",
+                        ),
+                );
+            }
+        }
+    }
+}
+
+/// Turns an issue addressed by key path into a located diagnostic.
+pub fn push_issue(diags: &mut Diagnostics, map: &SourceMap, issue: PathIssue) {
+    let pos = if issue.at_key {
+        map.key(&issue.path)
+    } else {
+        map.value(&issue.path)
+    };
+    let mut d = match issue.severity {
+        Severity::Error => Diagnostic::error(issue.message),
+        Severity::Warning => Diagnostic::warning(issue.message),
+    }
+    .at(pos);
+    if let Some(h) = issue.help {
+        d = d.with_help(h);
+    }
+    diags.push(d);
+}
+
+/// A located diagnostic for a YAML or serde error.
+fn yaml_error(source: &str, err: &YamlError) -> Diagnostic {
+    let pos: Option<Pos> = err
+        .location()
+        .and_then(|l| pos_at(source, l.line() as usize, l.column() as usize));
+    let core = err.without_snippet();
+    let d = match core {
+        YamlError::SerdeUnknownField {
+            field, expected, ..
+        } => {
+            let d = Diagnostic::error(format!("unknown field `{field}`"))
+                .with_label("not a field here");
+            match did_you_mean(field, expected.iter().copied()) {
+                Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                None => d.with_help(format!(
+                    "expected one of {}",
+                    expected
+                        .iter()
+                        .map(|e| format!("`{e}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            }
+        }
+        YamlError::SerdeUnknownVariant {
+            variant, expected, ..
+        } => {
+            let d = Diagnostic::error(format!("unknown value `{variant}`"))
+                .with_label("not allowed here");
+            match did_you_mean(variant, expected.iter().copied()) {
+                Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                None => d.with_help(format!(
+                    "expected one of {}",
+                    expected
+                        .iter()
+                        .map(|e| format!("`{e}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            }
+        }
+        YamlError::SerdeMissingField { field, .. } => {
+            Diagnostic::error(format!("missing field `{field}`"))
+                .with_label("in this mapping")
+                .with_help(match *field {
+                    "version" => "add `version: 1` at the top of the file".to_owned(),
+                    "id" => "give the rule a unique `id`".to_owned(),
+                    "effect" => "add `effect: allow`, `effect: ask` or `effect: deny`".to_owned(),
+                    "operations" => "list the operations, e.g. `operations: [fs.read]`".to_owned(),
+                    other => format!("add `{other}`"),
+                })
+        }
+        YamlError::SerdeInvalidType {
+            unexpected,
+            expected,
+            ..
+        } => Diagnostic::error(format!(
+            "wrong type: found {unexpected}, expected {expected}"
+        ))
+        .with_label("wrong type")
+        .with_help(format!("write {expected} here")),
+        YamlError::SerdeInvalidValue {
+            unexpected,
+            expected,
+            ..
+        } => Diagnostic::error(format!("invalid value: {unexpected}, expected {expected}"))
+            .with_label("invalid value"),
+        YamlError::InvalidScalar { ty, .. } => {
+            let want = match *ty {
+                "bool" => "`true` or `false`",
+                t if t.starts_with('u') || t.starts_with('i') => "a whole number",
+                t if t.starts_with('f') => "a number",
+                _ => "a different kind of value",
+            };
+            Diagnostic::error(format!("wrong type: expected {want}"))
+                .with_label("wrong type")
+                .with_help(format!("write {want} here"))
+        }
+        YamlError::DuplicateMappingKey { key, .. } => Diagnostic::error(match key {
+            Some(k) => format!("duplicate key `{k}`"),
+            None => "duplicate key".to_owned(),
+        })
+        .with_label("defined again here")
+        .with_help("each key may appear once per mapping; remove or merge the duplicate"),
+        other => {
+            let msg = serde_saphyr::MessageFormatter::format_message(
+                &serde_saphyr::UserMessageFormatter,
+                other,
+            )
+            .to_string();
+            let msg = strip_location_suffix(&msg);
+            let mut chars = msg.chars();
+            let lowered = match chars.next() {
+                Some(c) => c.to_lowercase().chain(chars).collect(),
+                None => "invalid yaml".to_owned(),
+            };
+            match lowered.as_str() {
+                "expected sequence start" => Diagnostic::error("wrong type: expected a list")
+                    .with_label("expected a list")
+                    .with_help("write a list, e.g. `[a, b]` or one `- item` per line"),
+                "expected mapping start" => Diagnostic::error("wrong type: expected a mapping")
+                    .with_label("expected a mapping")
+                    .with_help("write `key: value` pairs"),
+                _ => Diagnostic::error(lowered).with_label("here"),
+            }
+        }
+    };
+    d.at(pos)
+}
+
+fn strip_location_suffix(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg.get(..i).unwrap_or(msg).to_owned(),
+        None => msg.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errs(src: &str) -> Diagnostics {
+        load(src, "p.yaml").unwrap_err()
+    }
+
+    #[test]
+    fn minimal_policy_loads_with_defaults() {
+        let p = load("version: 1\n", "p.yaml").unwrap().policy;
+        assert_eq!(p.default, crate::decision::Effect::Ask);
+        assert!(p.rules.is_empty());
+        assert!(p.packs.is_none());
+    }
+
+    #[test]
+    fn unknown_rule_field_is_located_with_suggestion() {
+        let d = errs(
+            "version: 1\nrules:\n  - id: a\n    effect: allow\n    operations: [fs.read]\n    resource: ['/x']\n",
+        );
+        let item = &d.items[0];
+        assert_eq!(item.message, "unknown field `resource`");
+        assert_eq!(item.help.as_deref(), Some("did you mean `resources`?"));
+        let pos = item.pos.unwrap();
+        assert_eq!((pos.line, pos.column), (6, 5));
+    }
+
+    #[test]
+    fn duplicate_keys_rejected() {
+        let d = errs("version: 1\ndefault: ask\ndefault: allow\n");
+        assert!(d.items[0].message.contains("duplicate key"), "{d}");
+        assert_eq!(d.items[0].pos.unwrap().line, 3);
+    }
+
+    #[test]
+    fn wrong_type_and_bad_variant() {
+        let d = errs("version: 1\nrules: {}\n");
+        assert!(d.items[0].message.starts_with("wrong type"), "{d}");
+        let d = errs("version: 1\nrules:\n  - id: a\n    effect: allow\n    operations: fs.read\n");
+        assert!(d.items[0].message.starts_with("wrong type"), "{d}");
+        let d = errs("version: one\n");
+        assert_eq!(d.items[0].message, "wrong type: expected a whole number");
+        let d = errs("version: 1\ndefault: permit\n");
+        assert_eq!(d.items[0].message, "unknown value `permit`");
+        let d = errs("version: 1\nrules:\n  - {id: a, effect: allow, operations: [fs.reed]}\n");
+        assert_eq!(d.items[0].help.as_deref(), Some("did you mean `fs.read`?"));
+    }
+
+    #[test]
+    fn duplicate_ids_and_version() {
+        let d = errs(
+            "version: 2\nrules:\n  - {id: a, effect: allow, operations: [fs.read]}\n  - {id: a, effect: deny, operations: [fs.write]}\n",
+        );
+        let msgs: Vec<&str> = d.items.iter().map(|i| i.message.as_str()).collect();
+        assert!(msgs.contains(&"unsupported policy version `2`"), "{msgs:?}");
+        assert!(msgs.contains(&"duplicate rule id `a`"), "{msgs:?}");
+    }
+
+    #[test]
+    fn shadowed_rule_is_a_warning() {
+        let l = load("version: 1\nrules:\n  - {id: all, effect: ask, operations: [fs.read]}\n  - {id: ws, effect: allow, operations: [fs.read], resources: ['${workspace}/**']}\n", "p.yaml").unwrap();
+        assert_eq!(l.warnings.warnings(), 1);
+        assert_eq!(l.warnings.items[0].pos.unwrap().line, 4);
+    }
+}

@@ -1,0 +1,857 @@
+//! Rule matchers: compiled once per policy, matched against each [`Part`] of an action.
+//!
+//! Globs always use `literal_separator(true)`: `*` never crosses a `/`, only `**` does.
+//! `${workspace}` and `${home}` (and a leading `~/`) expand in resource patterns, and a
+//! pattern ending in `/**` also covers the directory itself.
+
+use std::collections::BTreeMap;
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+use crate::action::{Operation, Part};
+use crate::decision::Effect;
+use crate::diag::Severity;
+use crate::model::{KNOWN_ANNOTATIONS, Rule};
+
+/// The values substituted for `${workspace}` and `${home}`: canonical absolute paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vars {
+    pub workspace: String,
+    pub home: String,
+}
+
+impl Vars {
+    /// Placeholder values used when a policy is checked without a concrete workspace.
+    pub fn placeholder() -> Vars {
+        Vars {
+            workspace: "/__toolgate_workspace__".to_owned(),
+            home: "/__toolgate_home__".to_owned(),
+        }
+    }
+}
+
+/// A problem found while compiling a rule, addressed by YAML key path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathIssue {
+    pub severity: Severity,
+    pub path: Vec<String>,
+    pub message: String,
+    pub help: Option<String>,
+    /// Point at the key rather than the value.
+    pub at_key: bool,
+}
+
+impl PathIssue {
+    fn new(severity: Severity, path: Vec<String>, message: String) -> Self {
+        PathIssue {
+            severity,
+            path,
+            message,
+            help: None,
+            at_key: false,
+        }
+    }
+
+    fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    fn key(mut self) -> Self {
+        self.at_key = true;
+        self
+    }
+}
+
+/// What a rule sees of the call besides the part: server, tool and pinned annotations.
+#[derive(Debug, Clone, Copy)]
+pub struct CallFacts<'a> {
+    pub server: Option<&'a str>,
+    pub tool: &'a str,
+    /// The `annotations` object of the pinned (unchanged) tool definition, if any.
+    pub annotations: Option<&'a serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A rule ready to match.
+#[derive(Debug, Clone)]
+pub struct CompiledRule {
+    pub id: String,
+    pub effect: Effect,
+    /// Position in the file (0-based).
+    pub index: usize,
+    operations: u16,
+    resources: Option<GlobSet>,
+    servers: Option<GlobSet>,
+    tools: Option<GlobSet>,
+    executables: Option<Vec<String>>,
+    commands: Option<Vec<Vec<String>>>,
+    hosts: Option<GlobSet>,
+    methods: Option<Vec<String>>,
+    annotations: Option<BTreeMap<String, bool>>,
+}
+
+fn op_bit(op: Operation) -> u16 {
+    let idx = Operation::ALL.iter().position(|o| *o == op).unwrap_or(0);
+    1u16 << idx
+}
+
+/// Which operations can carry a constraint at all.
+pub fn constraint_applies(constraint: &str, op: Operation) -> bool {
+    match constraint {
+        "resources" => op.is_fs() || op.is_git() || op == Operation::Unknown,
+        "executables" | "commands" => op == Operation::ShellExec || op.is_git(),
+        "hosts" | "methods" => op == Operation::NetRequest,
+        _ => true,
+    }
+}
+
+fn what_it_has(op: Operation) -> &'static str {
+    match op {
+        Operation::FsRead | Operation::FsWrite | Operation::FsDelete => "paths",
+        Operation::ShellExec => "an executable and argv",
+        Operation::GitRead | Operation::GitWrite | Operation::GitRemote => {
+            "a repository path and argv"
+        }
+        Operation::NetRequest => "a URL, host and method",
+        Operation::Unknown => "only resources when known",
+    }
+}
+
+const HTTP_METHODS: [&str; 9] = [
+    "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT",
+];
+
+/// Expands `${workspace}`, `${home}` and a leading `~`/`~/` in a resource pattern. The
+/// substituted paths are glob-escaped. Unsupported `${var}` is an error.
+pub fn expand_vars(pattern: &str, vars: &Vars) -> Result<String, String> {
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut rest = pattern;
+    if rest == "~" {
+        return Ok(globset::escape(&vars.home));
+    }
+    if let Some(tail) = rest.strip_prefix("~/") {
+        out.push_str(&globset::escape(&vars.home));
+        out.push('/');
+        rest = tail;
+    }
+    while let Some(start) = rest.find("${") {
+        out.push_str(rest.get(..start).unwrap_or(""));
+        let after = rest.get(start + 2..).unwrap_or("");
+        let Some(end) = after.find('}') else {
+            return Err(format!("unterminated variable in `{pattern}`"));
+        };
+        let name = after.get(..end).unwrap_or("");
+        match name {
+            "workspace" => out.push_str(&globset::escape(&vars.workspace)),
+            "home" => out.push_str(&globset::escape(&vars.home)),
+            other => return Err(format!("unsupported variable `${{{other}}}`")),
+        }
+        rest = after.get(end + 1..).unwrap_or("");
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn glob(pattern: &str) -> Result<globset::Glob, String> {
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map_err(|e| e.kind().to_string())
+}
+
+fn build_set(globs: Vec<globset::Glob>) -> Option<GlobSet> {
+    let mut b = GlobSetBuilder::new();
+    for g in globs {
+        b.add(g);
+    }
+    b.build().ok()
+}
+
+/// Compiles one rule. Returns the rule when it has no error-severity issue.
+pub fn compile_rule(
+    rule: &Rule,
+    index: usize,
+    vars: &Vars,
+) -> (Option<CompiledRule>, Vec<PathIssue>) {
+    let base = vec!["rules".to_owned(), index.to_string()];
+    let at = |k: &[&str]| {
+        let mut p = base.clone();
+        p.extend(k.iter().map(|s| (*s).to_owned()));
+        p
+    };
+    let mut issues = Vec::new();
+
+    if rule.id.trim().is_empty() {
+        issues.push(
+            PathIssue::new(Severity::Error, at(&["id"]), "rule id is empty".to_owned())
+                .help("give every rule a short unique id, e.g. `protect-ssh-keys`"),
+        );
+    }
+    if rule.operations.is_empty() {
+        issues.push(
+            PathIssue::new(
+                Severity::Error,
+                at(&["operations"]),
+                format!(
+                    "rule `{}` has an empty `operations` list and can never match",
+                    rule.id
+                ),
+            )
+            .help(format!(
+                "list the operations it applies to: {}",
+                Operation::ALL.map(|o| format!("`{o}`")).join(", ")
+            )),
+        );
+    }
+    let mut operations = 0u16;
+    for op in &rule.operations {
+        operations |= op_bit(*op);
+    }
+
+    // Constraints that cannot apply to some of the rule's operations.
+    for key in ["resources", "executables", "commands", "hosts", "methods"] {
+        let present = match key {
+            "resources" => rule.resources.is_some(),
+            "executables" => rule.executables.is_some(),
+            "commands" => rule.commands.is_some(),
+            "hosts" => rule.hosts.is_some(),
+            _ => rule.methods.is_some(),
+        };
+        if !present {
+            continue;
+        }
+        for (i, op) in rule.operations.iter().enumerate() {
+            if !constraint_applies(key, *op) {
+                issues.push(
+                    PathIssue::new(
+                        Severity::Error,
+                        at(&[key]),
+                        format!(
+                            "`{key}` cannot apply to `{op}` in rule `{}`: a `{op}` action has {}",
+                            rule.id,
+                            what_it_has(*op)
+                        ),
+                    )
+                    .key()
+                    .help(format!(
+                        "remove `{op}` from `operations` (operations.{i}) or move `{key}` to a separate rule"
+                    )),
+                );
+            }
+        }
+    }
+
+    // Empty lists would silently disable the rule.
+    let empties: [(&str, bool); 8] = [
+        (
+            "resources",
+            rule.resources.as_ref().is_some_and(Vec::is_empty),
+        ),
+        ("servers", rule.servers.as_ref().is_some_and(Vec::is_empty)),
+        ("tools", rule.tools.as_ref().is_some_and(Vec::is_empty)),
+        (
+            "executables",
+            rule.executables.as_ref().is_some_and(Vec::is_empty),
+        ),
+        (
+            "commands",
+            rule.commands.as_ref().is_some_and(Vec::is_empty),
+        ),
+        ("hosts", rule.hosts.as_ref().is_some_and(Vec::is_empty)),
+        ("methods", rule.methods.as_ref().is_some_and(Vec::is_empty)),
+        (
+            "annotations",
+            rule.annotations.as_ref().is_some_and(BTreeMap::is_empty),
+        ),
+    ];
+    for (key, empty) in empties {
+        if empty {
+            issues.push(
+                PathIssue::new(
+                    Severity::Error,
+                    at(&[key]),
+                    format!(
+                        "empty `{key}` in rule `{}`: the rule could never match",
+                        rule.id
+                    ),
+                )
+                .key()
+                .help(format!(
+                    "remove `{key}` to match any value, or list at least one"
+                )),
+            );
+        }
+    }
+
+    let resources = rule.resources.as_ref().map(|list| {
+        let mut globs = Vec::new();
+        for (i, raw) in list.iter().enumerate() {
+            let path = at(&["resources", &i.to_string()]);
+            let expanded = match expand_vars(raw, vars) {
+                Ok(e) => e,
+                Err(msg) => {
+                    issues.push(
+                        PathIssue::new(Severity::Error, path, msg)
+                            .help("supported variables: `${workspace}`, `${home}` (and a leading `~/`)"),
+                    );
+                    continue;
+                }
+            };
+            if !expanded.starts_with('/') && !expanded.starts_with("**") {
+                issues.push(
+                    PathIssue::new(
+                        Severity::Error,
+                        path,
+                        format!("resource pattern `{raw}` is relative and can never match"),
+                    )
+                    .help(format!(
+                        "resources are canonical absolute paths: write `${{workspace}}/{raw}` or `**/{raw}`"
+                    )),
+                );
+                continue;
+            }
+            let mut pats = vec![expanded.clone()];
+            if let Some(dir) = expanded.strip_suffix("/**")
+                && !dir.is_empty()
+            {
+                pats.push(dir.to_owned());
+            }
+            for p in pats {
+                match glob(&p) {
+                    Ok(g) => globs.push(g),
+                    Err(e) => issues.push(
+                        PathIssue::new(
+                            Severity::Error,
+                            path.clone(),
+                            format!("invalid glob `{raw}`: {e}"),
+                        )
+                        .help("globs support `*` (within one path component), `**`, `?`, `[...]` and `{a,b}`"),
+                    ),
+                }
+            }
+        }
+        globs
+    });
+
+    let mut name_globs = |key: &str,
+                          list: &Option<Vec<String>>,
+                          lower: bool|
+     -> Option<Vec<globset::Glob>> {
+        list.as_ref().map(|list| {
+            let mut globs = Vec::new();
+            for (i, raw) in list.iter().enumerate() {
+                let path = at(&[key, &i.to_string()]);
+                let mut p = raw.trim().to_owned();
+                if lower {
+                    p = p.trim_end_matches('.').to_lowercase();
+                    if p.contains('/') || p.contains(':') || p.contains('@') {
+                        issues.push(
+                            PathIssue::new(
+                                Severity::Error,
+                                path.clone(),
+                                format!("`{raw}` is not a host name"),
+                            )
+                            .help("`hosts` holds host names or globs such as `*.example.com`, without scheme, port, path or user"),
+                        );
+                        continue;
+                    }
+                }
+                if p.is_empty() {
+                    issues.push(
+                        PathIssue::new(Severity::Error, path, format!("empty pattern in `{key}`"))
+                            .help("remove it, or use `*` to match any name"),
+                    );
+                    continue;
+                }
+                match glob(&p) {
+                    Ok(g) => globs.push(g),
+                    Err(e) => issues.push(
+                        PathIssue::new(Severity::Error, path, format!("invalid glob `{raw}`: {e}"))
+                            .help("globs support `*`, `?`, `[...]` and `{a,b}`"),
+                    ),
+                }
+            }
+            globs
+        })
+    };
+    let servers = name_globs("servers", &rule.servers, false);
+    let tools = name_globs("tools", &rule.tools, false);
+    let hosts = name_globs("hosts", &rule.hosts, true);
+
+    let executables = rule.executables.as_ref().map(|list| {
+        let mut out = Vec::new();
+        for (i, raw) in list.iter().enumerate() {
+            let base_name = raw.rsplit('/').next().unwrap_or(raw).to_owned();
+            if base_name.is_empty() {
+                issues.push(
+                    PathIssue::new(
+                        Severity::Error,
+                        at(&["executables", &i.to_string()]),
+                        format!("`{raw}` names no executable"),
+                    )
+                    .help("write the executable's basename, e.g. `rm`"),
+                );
+                continue;
+            }
+            if base_name != *raw {
+                issues.push(
+                    PathIssue::new(
+                        Severity::Warning,
+                        at(&["executables", &i.to_string()]),
+                        format!("executables match by basename: `{raw}` is read as `{base_name}`"),
+                    )
+                    .help(format!("write `{base_name}`; it also matches `/usr/bin/{base_name}` and any other path")),
+                );
+            }
+            out.push(base_name);
+        }
+        out
+    });
+
+    if let Some(cmds) = &rule.commands {
+        for (i, argv) in cmds.iter().enumerate() {
+            if argv.is_empty() {
+                issues.push(
+                    PathIssue::new(
+                        Severity::Error,
+                        at(&["commands", &i.to_string()]),
+                        format!("empty command in rule `{}` can never match", rule.id),
+                    )
+                    .help("write the exact argv, e.g. `[npm, test]`"),
+                );
+            }
+        }
+    }
+
+    let methods = rule.methods.as_ref().map(|list| {
+        let mut out = Vec::new();
+        for (i, raw) in list.iter().enumerate() {
+            let m = raw.trim().to_uppercase();
+            if m.is_empty() || !m.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-') {
+                issues.push(
+                    PathIssue::new(
+                        Severity::Error,
+                        at(&["methods", &i.to_string()]),
+                        format!("`{raw}` is not an HTTP method"),
+                    )
+                    .help("use methods such as `GET`, `HEAD`, `POST`"),
+                );
+                continue;
+            }
+            if !HTTP_METHODS.contains(&m.as_str()) {
+                let mut issue = PathIssue::new(
+                    Severity::Warning,
+                    at(&["methods", &i.to_string()]),
+                    format!("`{raw}` is not a standard HTTP method"),
+                );
+                if let Some(s) = crate::diag::did_you_mean(&m, HTTP_METHODS) {
+                    issue = issue.help(format!("did you mean `{s}`?"));
+                }
+                issues.push(issue);
+            }
+            out.push(m);
+        }
+        out
+    });
+
+    if let Some(ann) = &rule.annotations {
+        for key in ann.keys() {
+            if !KNOWN_ANNOTATIONS.contains(&key.as_str()) {
+                let mut issue = PathIssue::new(
+                    Severity::Error,
+                    at(&["annotations", key]),
+                    format!("unknown tool annotation `{key}`"),
+                )
+                .key();
+                issue = match crate::diag::did_you_mean(key, KNOWN_ANNOTATIONS) {
+                    Some(s) => issue.help(format!("did you mean `{s}`?")),
+                    None => issue.help(format!(
+                        "MCP defines {}",
+                        KNOWN_ANNOTATIONS.map(|k| format!("`{k}`")).join(", ")
+                    )),
+                };
+                issues.push(issue);
+            }
+        }
+    }
+
+    if rule.effect == Effect::Allow
+        && rule.operations.iter().all(|o| *o == Operation::Unknown)
+        && !rule.operations.is_empty()
+    {
+        issues.push(
+            PathIssue::new(
+                Severity::Warning,
+                at(&["operations"]),
+                format!("allow rule `{}` only covers `unknown`, whose parts are opaque: it never matches", rule.id),
+            )
+            .help("allow rules never match what toolgate could not understand; map the tool in `tools:` (e.g. `operation: fs.read` with `path_params`) so its calls get a real operation"),
+        );
+    }
+
+    if issues.iter().any(|i| i.severity == Severity::Error) {
+        return (None, issues);
+    }
+    let compiled = CompiledRule {
+        id: rule.id.clone(),
+        effect: rule.effect,
+        index,
+        operations,
+        resources: resources.and_then(build_set),
+        servers: servers.and_then(build_set),
+        tools: tools.and_then(build_set),
+        executables,
+        commands: rule.commands.clone(),
+        hosts: hosts.and_then(build_set),
+        methods,
+        annotations: rule.annotations.clone(),
+    };
+    (Some(compiled), issues)
+}
+
+/// MCP's defaults for absent annotation hints.
+fn annotation_default(key: &str) -> Option<bool> {
+    match key {
+        "readOnlyHint" | "idempotentHint" => Some(false),
+        "destructiveHint" | "openWorldHint" => Some(true),
+        _ => None,
+    }
+}
+
+impl CompiledRule {
+    /// True when this rule applies to `op` at all.
+    pub fn covers(&self, op: Operation) -> bool {
+        self.operations & op_bit(op) != 0
+    }
+
+    /// Whether the rule matches one part of a call.
+    pub fn matches(&self, facts: &CallFacts<'_>, part: &Part) -> bool {
+        let allow = self.effect == Effect::Allow;
+        if !self.covers(part.operation) {
+            return false;
+        }
+        if allow && part.opaque {
+            return false;
+        }
+        if let Some(set) = &self.servers {
+            match facts.server {
+                Some(s) if set.is_match(s) => {}
+                _ => return false,
+            }
+        }
+        if let Some(set) = &self.tools
+            && !set.is_match(facts.tool)
+        {
+            return false;
+        }
+        if let Some(set) = &self.resources {
+            if part.resources.is_empty() {
+                return false;
+            }
+            let ok = if self.effect == Effect::Deny {
+                part.resources.iter().any(|r| set.is_match(r))
+            } else {
+                part.resources.iter().all(|r| set.is_match(r))
+            };
+            if !ok {
+                return false;
+            }
+        }
+        if let Some(execs) = &self.executables {
+            match &part.executable {
+                Some(e) => {
+                    let base = e.rsplit('/').next().unwrap_or(e);
+                    if !execs.iter().any(|x| x == base) {
+                        return false;
+                    }
+                }
+                None => return false,
+            }
+        }
+        if let Some(cmds) = &self.commands {
+            match &part.argv {
+                Some(argv) if cmds.iter().any(|c| c == argv) => {}
+                _ => return false,
+            }
+        }
+        if self.hosts.is_some() || self.methods.is_some() {
+            let Some(net) = &part.network else {
+                return false;
+            };
+            if let Some(set) = &self.hosts
+                && !set.is_match(net.host.to_lowercase().trim_end_matches('.'))
+            {
+                return false;
+            }
+            if let Some(methods) = &self.methods
+                && !methods.iter().any(|m| m.eq_ignore_ascii_case(&net.method))
+            {
+                return false;
+            }
+        }
+        if let Some(want) = &self.annotations {
+            for (key, value) in want {
+                let given = facts
+                    .annotations
+                    .and_then(|a| a.get(key))
+                    .and_then(serde_json::Value::as_bool);
+                let effective = match given {
+                    Some(v) => Some(v),
+                    // Allow rules count only what the pinned definition says explicitly;
+                    // ask and deny rules fall back to MCP's defaults (destructive, open world).
+                    None if allow => None,
+                    None => annotation_default(key),
+                };
+                if effective != Some(*value) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
+
+/// Rule `later` can never decide because `earlier` matches everything it matches.
+/// Conservative: only reports when every constraint of `earlier` is absent or a superset.
+pub fn covers_rule(earlier: &Rule, later: &Rule) -> bool {
+    fn superset<T: PartialEq>(a: &Option<Vec<T>>, b: &Option<Vec<T>>) -> bool {
+        match (a, b) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(a), Some(b)) => b.iter().all(|x| a.contains(x)),
+        }
+    }
+    if !later
+        .operations
+        .iter()
+        .all(|o| earlier.operations.contains(o))
+    {
+        return false;
+    }
+    // An allow rule cannot match opaque parts a later ask/deny rule still sees.
+    if earlier.effect == Effect::Allow && later.effect != Effect::Allow {
+        return false;
+    }
+    let ann = match (&earlier.annotations, &later.annotations) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(a), Some(b)) => a.iter().all(|(k, v)| b.get(k) == Some(v)),
+    };
+    // Resources: "**" covers everything.
+    let res = match (&earlier.resources, &later.resources) {
+        (Some(a), _) if a.iter().any(|p| p == "**" || p == "/**") => true,
+        (a, b) => superset(a, b),
+    };
+    ann && res
+        && superset(&earlier.servers, &later.servers)
+        && superset(&earlier.tools, &later.tools)
+        && superset(&earlier.executables, &later.executables)
+        && superset(&earlier.commands, &later.commands)
+        && superset(&earlier.hosts, &later.hosts)
+        && superset(&earlier.methods, &later.methods)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::action::Network;
+
+    fn vars() -> Vars {
+        Vars {
+            workspace: "/w".into(),
+            home: "/home/u".into(),
+        }
+    }
+
+    fn rule(yaml: &str) -> Rule {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    fn compiled(yaml: &str) -> CompiledRule {
+        let (c, issues) = compile_rule(&rule(yaml), 0, &vars());
+        assert!(
+            issues.iter().all(|i| i.severity != Severity::Error),
+            "{issues:?}"
+        );
+        c.unwrap()
+    }
+
+    fn fs(op: Operation, paths: &[&str]) -> Part {
+        let mut p = Part::new(op);
+        p.resources = paths.iter().map(|s| (*s).to_owned()).collect();
+        p
+    }
+
+    const FACTS: CallFacts<'static> = CallFacts {
+        server: Some("filesystem"),
+        tool: "read_file",
+        annotations: None,
+    };
+
+    #[test]
+    fn resource_globs_table() {
+        let allow = compiled(
+            "{id: a, effect: allow, operations: [fs.read], resources: ['${workspace}/**']}",
+        );
+        let deny = compiled(
+            "{id: d, effect: deny, operations: [fs.read], resources: ['**/.env', '~/.ssh/**']}",
+        );
+        let cases: &[(&CompiledRule, &[&str], bool)] = &[
+            (&allow, &["/w"], true),
+            (&allow, &["/w/a/b.rs"], true),
+            (&allow, &["/w/a", "/etc/passwd"], false),
+            (&allow, &["/wx/a"], false),
+            (&allow, &[], false),
+            (&deny, &["/w/.env"], true),
+            (&deny, &["/w/src/a", "/w/.env"], true),
+            (&deny, &["/home/u/.ssh"], true),
+            (&deny, &["/home/u/.ssh/id_rsa"], true),
+            (&deny, &["/w/.env.local"], false),
+        ];
+        for (r, paths, want) in cases {
+            assert_eq!(
+                r.matches(&FACTS, &fs(Operation::FsRead, paths)),
+                *want,
+                "{} {paths:?}",
+                r.id
+            );
+        }
+        // Operation must be covered.
+        assert!(!allow.matches(&FACTS, &fs(Operation::FsWrite, &["/w/a"])));
+    }
+
+    #[test]
+    fn star_does_not_cross_separator() {
+        let r = compiled(
+            "{id: a, effect: allow, operations: [fs.read], resources: ['${workspace}/*.md']}",
+        );
+        assert!(r.matches(&FACTS, &fs(Operation::FsRead, &["/w/README.md"])));
+        assert!(!r.matches(&FACTS, &fs(Operation::FsRead, &["/w/docs/x.md"])));
+    }
+
+    #[test]
+    fn workspace_with_glob_metacharacters_is_escaped() {
+        let v = Vars {
+            workspace: "/w[1]".into(),
+            home: "/h".into(),
+        };
+        let (c, _) = compile_rule(
+            &rule("{id: a, effect: allow, operations: [fs.read], resources: ['${workspace}/**']}"),
+            0,
+            &v,
+        );
+        let c = c.unwrap();
+        assert!(c.matches(&FACTS, &fs(Operation::FsRead, &["/w[1]/x"])));
+        assert!(!c.matches(&FACTS, &fs(Operation::FsRead, &["/w1/x"])));
+    }
+
+    #[test]
+    fn opaque_parts_never_match_allow() {
+        let allow = compiled("{id: a, effect: allow, operations: [shell.exec], executables: [ls]}");
+        let deny = compiled("{id: d, effect: deny, operations: [shell.exec], executables: [rm]}");
+        let mut p = Part::new(Operation::ShellExec);
+        p.executable = Some("ls".into());
+        p.opaque = true;
+        assert!(!allow.matches(&FACTS, &p));
+        p.executable = Some("/bin/rm".into());
+        assert!(deny.matches(&FACTS, &p));
+    }
+
+    #[test]
+    fn commands_are_exact_argv() {
+        let r =
+            compiled("{id: t, effect: allow, operations: [shell.exec], commands: [[npm, test]]}");
+        let mut p = Part::new(Operation::ShellExec);
+        p.argv = Some(vec!["npm".into(), "test".into()]);
+        p.executable = Some("npm".into());
+        assert!(r.matches(&FACTS, &p));
+        p.argv = Some(vec!["npm".into(), "test".into(), "--x".into()]);
+        assert!(!r.matches(&FACTS, &p));
+        p.argv = None;
+        assert!(!r.matches(&FACTS, &p));
+    }
+
+    #[test]
+    fn hosts_and_methods() {
+        let r = compiled(
+            "{id: h, effect: allow, operations: [net.request], hosts: ['*.Example.com'], methods: [get]}",
+        );
+        let net = |host: &str, method: &str| {
+            let mut p = Part::new(Operation::NetRequest);
+            p.network = Some(Network {
+                url: format!("https://{host}/"),
+                scheme: "https".into(),
+                host: host.into(),
+                port: Some(443),
+                method: method.into(),
+            });
+            p
+        };
+        assert!(r.matches(&FACTS, &net("api.example.com", "GET")));
+        assert!(!r.matches(&FACTS, &net("example.com", "GET")));
+        assert!(!r.matches(&FACTS, &net("api.example.com.evil.net", "GET")));
+        assert!(!r.matches(&FACTS, &net("api.example.com", "POST")));
+    }
+
+    #[test]
+    fn annotations_explicit_for_allow_defaults_for_deny() {
+        let allow = compiled(
+            "{id: ro, effect: allow, operations: [unknown, fs.read], annotations: {readOnlyHint: true}}",
+        );
+        let ask = compiled(
+            "{id: de, effect: ask, operations: [unknown], annotations: {destructiveHint: true}}",
+        );
+        let p = Part::new(Operation::FsRead);
+        let u = Part::new(Operation::Unknown);
+        let ro: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(r#"{"readOnlyHint": true}"#).unwrap();
+        let with = CallFacts {
+            annotations: Some(&ro),
+            ..FACTS
+        };
+        assert!(allow.matches(&with, &p));
+        assert!(!allow.matches(&FACTS, &p));
+        // destructiveHint defaults to true when absent.
+        assert!(ask.matches(&FACTS, &u));
+        let nd: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(r#"{"destructiveHint": false}"#).unwrap();
+        assert!(!ask.matches(
+            &CallFacts {
+                annotations: Some(&nd),
+                ..FACTS
+            },
+            &u
+        ));
+    }
+
+    #[test]
+    fn compile_errors_are_located_by_path() {
+        let (c, issues) = compile_rule(
+            &rule(
+                "{id: x, effect: allow, operations: [fs.read], resources: ['${wrkspace}/**', 'src/**'], hosts: [a.com]}",
+            ),
+            3,
+            &vars(),
+        );
+        assert!(c.is_none());
+        let paths: Vec<String> = issues.iter().map(|i| i.path.join(".")).collect();
+        assert!(
+            paths.contains(&"rules.3.resources.0".to_owned()),
+            "{paths:?}"
+        );
+        assert!(
+            paths.contains(&"rules.3.resources.1".to_owned()),
+            "{paths:?}"
+        );
+        assert!(paths.contains(&"rules.3.hosts".to_owned()), "{paths:?}");
+    }
+
+    #[test]
+    fn shadowing() {
+        let a = rule("{id: a, effect: ask, operations: [fs.read, fs.write]}");
+        let b = rule("{id: b, effect: allow, operations: [fs.read], resources: ['/x/**']}");
+        assert!(covers_rule(&a, &b));
+        assert!(!covers_rule(&b, &a));
+    }
+}
