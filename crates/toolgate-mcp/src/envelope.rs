@@ -278,10 +278,10 @@ fn classify_members<'a>(
         if env.result.is_some() || env.error.is_some() {
             return Err(Invalid::MethodWithResult);
         }
-        if let Some(p) = env.params {
-            if !matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) {
-                return Err(Invalid::BadParams);
-            }
+        if let Some(p) = env.params
+            && !matches!(p.get().as_bytes().first(), Some(b'{' | b'['))
+        {
+            return Err(Invalid::BadParams);
         }
         return match id {
             None => Ok(Kind::Notification),

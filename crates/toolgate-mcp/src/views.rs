@@ -59,13 +59,13 @@ impl<'a> ToolsCallParams<'a> {
     /// Reads `tools/call` params. `arguments` must be an object when present.
     pub fn parse(params: &'a RawValue) -> Result<Self, ViewError> {
         let loose: ToolsCallParamsLoose<'a> = view("tools/call params", params)?;
-        if let Some(args) = loose.arguments {
-            if !args.get().starts_with('{') {
-                return Err(ViewError {
-                    what: "tools/call params",
-                    detail: "`arguments` is not an object".into(),
-                });
-            }
+        if let Some(args) = loose.arguments
+            && !args.get().starts_with('{')
+        {
+            return Err(ViewError {
+                what: "tools/call params",
+                detail: "`arguments` is not an object".into(),
+            });
         }
         Ok(ToolsCallParams {
             name: loose.name,

@@ -1,9 +1,11 @@
 //! `toolgate`: a local, fail-closed firewall for MCP tool calls.
 
 mod approval;
+mod child;
 mod cli;
 mod demo;
 mod enforce;
+mod proxy;
 
 use std::process::ExitCode;
 

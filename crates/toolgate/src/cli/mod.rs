@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub mod demo;
+pub mod wrap;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -27,6 +28,8 @@ pub struct Cli {
 enum Command {
     /// Watch toolgate decide real calls: a scripted agent, a demo server, no setup.
     Demo(demo::Args),
+    /// Run an MCP server (stdio) behind toolgate: `toolgate wrap -- CMD ARGS...`.
+    Wrap(wrap::Args),
 }
 
 /// Parses the command line, runs the subcommand and maps its outcome to an exit code.
@@ -34,6 +37,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: anyhow::Result<ExitCode> = match cli.command {
         Command::Demo(args) => demo::run(args),
+        Command::Wrap(args) => wrap::run(args),
     };
     match result {
         Ok(code) => code,

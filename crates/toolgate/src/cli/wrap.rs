@@ -1,0 +1,80 @@
+//! `toolgate wrap [OPTIONS] -- CMD ARGS...`: run an MCP server behind the firewall.
+//!
+//! stdout carries JSON-RPC frames and nothing else; diagnostics go to stderr
+//! (`TOOLGATE_LOG`, an env-filter, default `warn`).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use crate::child;
+use crate::proxy::{self, Passthrough, ProxyConfig, RelayConfig};
+
+/// Run an MCP server (stdio) behind toolgate.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A name for the upstream server (used in logs and policy).
+    #[arg(long, value_name = "NAME")]
+    pub server: Option<String>,
+    /// The directory the server runs in [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// The longest accepted JSON-RPC message, in bytes.
+    #[arg(long, value_name = "N", default_value_t = 64 * 1024 * 1024)]
+    pub max_message_bytes: usize,
+    /// Grace period in milliseconds between closing the server's stdin, SIGTERM and SIGKILL.
+    #[arg(long, value_name = "MS", default_value_t = 2000)]
+    pub grace_ms: u64,
+    /// The server command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+/// Runs `toolgate wrap`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    init_tracing();
+    let workspace = match args.workspace {
+        Some(dir) => dir,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    anyhow::ensure!(
+        workspace.is_dir(),
+        "workspace `{}` is not a directory",
+        workspace.display()
+    );
+    let config = ProxyConfig {
+        relay: RelayConfig {
+            max_message_bytes: args.max_message_bytes.max(1),
+        },
+        grace: Duration::from_millis(args.grace_ms),
+    };
+    if let Some(name) = &args.server {
+        tracing::debug!("wrapping server `{name}`");
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let code = runtime.block_on(async {
+        let upstream = child::spawn_upstream(&args.command, &workspace)?;
+        proxy::run(config, upstream, Arc::new(Passthrough)).await
+    })?;
+    // The stdin reader thread may still be blocked in read(2): do not wait for it.
+    runtime.shutdown_background();
+    Ok(ExitCode::from(code))
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}

@@ -1,0 +1,230 @@
+//! Bounded newline-delimited framing, blocking (client stdin) and async (upstream stdout).
+//!
+//! A line longer than the limit is never buffered whole: its first bytes are kept (to
+//! recover an id for the error reply) and the rest is discarded up to the next newline.
+
+use std::io::{self, BufRead};
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+
+/// How many bytes of an oversize line are kept to recover its id.
+pub const OVERSIZE_PREFIX: usize = 4096;
+
+/// One framed input.
+#[derive(Debug)]
+pub enum Line {
+    /// A complete line, newline included (one is added if the stream ended without one).
+    Frame(Vec<u8>),
+    /// A line longer than the limit: its first bytes and its total length (without newline).
+    Oversize {
+        /// Up to [`OVERSIZE_PREFIX`] bytes from the start of the line.
+        prefix: Vec<u8>,
+        /// The full length of the line, newline excluded.
+        len: u64,
+    },
+}
+
+/// The state of one line being assembled.
+#[derive(Debug)]
+struct Assembler {
+    max: usize,
+    buf: Vec<u8>,
+    oversize_len: Option<u64>,
+}
+
+impl Assembler {
+    fn new(max: usize) -> Self {
+        Assembler {
+            max,
+            buf: Vec::new(),
+            oversize_len: None,
+        }
+    }
+
+    /// Feeds available bytes; returns how many were used and a line if one was completed.
+    fn feed(&mut self, avail: &[u8]) -> (usize, Option<Line>) {
+        let (chunk, used, done) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (avail.get(..i).unwrap_or_default(), i + 1, true),
+            None => (avail, avail.len(), false),
+        };
+        self.push(chunk);
+        if done {
+            (used, Some(self.finish()))
+        } else {
+            (used, None)
+        }
+    }
+
+    fn push(&mut self, chunk: &[u8]) {
+        if let Some(len) = &mut self.oversize_len {
+            *len += chunk.len() as u64;
+            return;
+        }
+        if self.buf.len() + chunk.len() > self.max {
+            let total = (self.buf.len() + chunk.len()) as u64;
+            let keep = OVERSIZE_PREFIX
+                .saturating_sub(self.buf.len())
+                .min(chunk.len());
+            self.buf.truncate(OVERSIZE_PREFIX);
+            self.buf
+                .extend_from_slice(chunk.get(..keep).unwrap_or_default());
+            self.buf.shrink_to(OVERSIZE_PREFIX);
+            self.oversize_len = Some(total);
+        } else {
+            self.buf.extend_from_slice(chunk);
+        }
+    }
+
+    fn finish(&mut self) -> Line {
+        let buf = std::mem::take(&mut self.buf);
+        match self.oversize_len.take() {
+            Some(len) => Line::Oversize { prefix: buf, len },
+            None => {
+                let mut frame = buf;
+                frame.push(b'\n');
+                Line::Frame(frame)
+            }
+        }
+    }
+
+    /// End of stream: a pending partial line is delivered as a line.
+    fn eof(&mut self) -> Option<Line> {
+        if self.buf.is_empty() && self.oversize_len.is_none() {
+            None
+        } else {
+            Some(self.finish())
+        }
+    }
+}
+
+/// Reads bounded lines from a blocking reader.
+#[derive(Debug)]
+pub struct SyncLines<R> {
+    reader: R,
+    asm: Assembler,
+}
+
+impl<R: BufRead> SyncLines<R> {
+    /// Wraps `reader`; lines longer than `max` bytes are reported as oversize.
+    pub fn new(reader: R, max: usize) -> Self {
+        SyncLines {
+            reader,
+            asm: Assembler::new(max),
+        }
+    }
+
+    /// The next line, or `None` at end of stream.
+    pub fn next_line(&mut self) -> io::Result<Option<Line>> {
+        loop {
+            let avail = match self.reader.fill_buf() {
+                Ok(avail) => avail,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(err) => return Err(err),
+            };
+            if avail.is_empty() {
+                return Ok(self.asm.eof());
+            }
+            let (used, line) = self.asm.feed(avail);
+            self.reader.consume(used);
+            if line.is_some() {
+                return Ok(line);
+            }
+        }
+    }
+}
+
+/// Reads bounded lines from an async reader.
+#[derive(Debug)]
+pub struct AsyncLines<R> {
+    reader: R,
+    asm: Assembler,
+}
+
+impl<R: AsyncBufRead + Unpin> AsyncLines<R> {
+    /// Wraps `reader`; lines longer than `max` bytes are reported as oversize.
+    pub fn new(reader: R, max: usize) -> Self {
+        AsyncLines {
+            reader,
+            asm: Assembler::new(max),
+        }
+    }
+
+    /// The next line, or `None` at end of stream.
+    pub async fn next_line(&mut self) -> io::Result<Option<Line>> {
+        loop {
+            let avail = match self.reader.fill_buf().await {
+                Ok(avail) => avail,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(err) => return Err(err),
+            };
+            if avail.is_empty() {
+                return Ok(self.asm.eof());
+            }
+            let (used, line) = self.asm.feed(avail);
+            self.reader.consume(used);
+            if line.is_some() {
+                return Ok(line);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(input: &[u8], max: usize, cap: usize) -> Vec<Line> {
+        let reader = io::BufReader::with_capacity(cap, input);
+        let mut lines = SyncLines::new(reader, max);
+        let mut out = Vec::new();
+        while let Some(line) = lines.next_line().unwrap() {
+            out.push(line);
+        }
+        out
+    }
+
+    #[test]
+    fn splits_lines_across_buffer_boundaries() {
+        for cap in [1, 2, 3, 7, 64] {
+            let out = all(b"ab\n\ncde\nf", 10, cap);
+            let frames: Vec<&[u8]> = out
+                .iter()
+                .map(|l| match l {
+                    Line::Frame(f) => f.as_slice(),
+                    Line::Oversize { .. } => panic!("oversize"),
+                })
+                .collect();
+            assert_eq!(
+                frames,
+                vec![&b"ab\n"[..], b"\n", b"cde\n", b"f\n"],
+                "cap {cap}"
+            );
+        }
+    }
+
+    #[test]
+    fn oversize_lines_are_cut_and_reading_continues() {
+        let mut input = Vec::new();
+        input.extend_from_slice(b"{\"id\":1,");
+        input.extend(std::iter::repeat_n(b'x', 10_000));
+        input.extend_from_slice(b"\nok\n");
+        for cap in [5, 4096, 20_000] {
+            let out = all(&input, 100, cap);
+            assert_eq!(out.len(), 2);
+            match &out[0] {
+                Line::Oversize { prefix, len } => {
+                    assert_eq!(*len, 10_008);
+                    assert!(prefix.starts_with(b"{\"id\":1,"));
+                    assert!(prefix.len() <= OVERSIZE_PREFIX);
+                }
+                Line::Frame(_) => panic!("not oversize"),
+            }
+            assert!(matches!(&out[1], Line::Frame(f) if f == b"ok\n"));
+        }
+        // Exactly at the limit is fine.
+        let out = all(b"12345\n", 5, 2);
+        assert!(matches!(&out[0], Line::Frame(f) if f == b"12345\n"));
+        let out = all(b"123456\n", 5, 2);
+        assert!(matches!(&out[0], Line::Oversize { len: 6, .. }));
+    }
+}

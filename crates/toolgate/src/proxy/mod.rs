@@ -1,0 +1,121 @@
+//! The stdio proxy: relays newline-delimited JSON-RPC between the MCP client (our
+//! stdin/stdout) and the upstream server (a child process), through an [`Interceptor`].
+//!
+//! Invariants (see ARCHITECTURE.md): frames the interceptor forwards pass byte for byte;
+//! every request the proxy blocks gets a reply; stdout carries only protocol frames;
+//! per-direction order is kept; a parked decision never blocks other traffic.
+
+// The seam's full API (watch tags, parking, proxy-originated requests) is consumed by
+// the enforcement layer; until that lands, parts of it are used only by tests.
+#![allow(dead_code, unused_imports)]
+
+pub mod intercept;
+pub mod lines;
+pub mod relay;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustix::process::Signal;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+pub use intercept::{Direction, Interceptor, Message, Parked, Passthrough, Verdict};
+pub use relay::{ORIGIN_ID_PREFIX, ProxyError, ProxyHandle, RelayConfig, UPSTREAM_EXITED};
+
+use crate::child;
+
+/// Proxy settings.
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    /// Framing and relay settings.
+    pub relay: RelayConfig,
+    /// How long to wait after closing the upstream's stdin before SIGTERM, and after
+    /// SIGTERM before SIGKILL.
+    pub grace: Duration,
+}
+
+/// Runs the proxy over this process's stdin/stdout until the upstream exits; returns
+/// toolgate's exit code (the upstream's, or 128+signal).
+pub async fn run(
+    config: ProxyConfig,
+    mut upstream: tokio::process::Child,
+    interceptor: Arc<dyn Interceptor>,
+) -> anyhow::Result<u8> {
+    let pid = upstream.id().unwrap_or(0);
+    let (Some(child_in), Some(child_out)) = (upstream.stdin.take(), upstream.stdout.take()) else {
+        anyhow::bail!("the upstream's stdin/stdout are not piped");
+    };
+
+    let (client_tx, client_rx) = mpsc::channel(32);
+    let (out_tx, out_rx) = mpsc::channel(32);
+    relay::spawn_stdin_reader(config.relay.max_message_bytes, client_tx)?;
+    relay::spawn_stdout_writer(out_rx)?;
+    let mut relay = relay::Relay::start(
+        &config.relay,
+        interceptor,
+        client_rx,
+        out_tx,
+        child_in,
+        child_out,
+    );
+
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+
+    let mut client_open = true;
+    // The next escalation step: at this instant, send this signal to the group.
+    let mut escalation: Option<(Instant, Signal)> = None;
+    let far = Instant::now() + Duration::from_secs(86_400 * 365);
+
+    let status = loop {
+        let deadline = escalation.map_or(far, |(at, _)| at);
+        tokio::select! {
+            biased;
+            status = upstream.wait() => break status?,
+            _ = relay.client_done(), if client_open => {
+                client_open = false;
+                debug!("client closed its input; upstream has {:?} to exit", config.grace);
+                escalation.get_or_insert((Instant::now() + config.grace, Signal::TERM));
+            }
+            _ = sigint.recv() => forward(pid, Signal::INT, &mut escalation, config.grace),
+            _ = sigterm.recv() => forward(pid, Signal::TERM, &mut escalation, config.grace),
+            _ = sighup.recv() => forward(pid, Signal::HUP, &mut escalation, config.grace),
+            () = tokio::time::sleep_until(deadline), if escalation.is_some() => {
+                if let Some((_, sig)) = escalation.take() {
+                    warn!("upstream did not exit in time: sending {sig:?} to its process group");
+                    child::signal_group(pid, sig);
+                    if sig != Signal::KILL {
+                        escalation = Some((Instant::now() + config.grace, Signal::KILL));
+                    }
+                }
+            }
+        }
+    };
+    info!("upstream exited: {status}");
+
+    // Deliver what the upstream wrote before exiting, then answer what it never will.
+    let drain = config.grace.min(Duration::from_secs(1));
+    if tokio::time::timeout(drain, relay.upstream_done())
+        .await
+        .is_err()
+    {
+        debug!("upstream stdout still open after exit (a descendant holds it); not waiting");
+    }
+    relay.upstream_gone().await;
+    relay.flush_client(Duration::from_secs(2)).await;
+    Ok(child::exit_code(status))
+}
+
+fn forward(pid: u32, sig: Signal, escalation: &mut Option<(Instant, Signal)>, grace: Duration) {
+    debug!("forwarding {sig:?} to the upstream's process group");
+    child::signal_group(pid, sig);
+    let kill_at = Instant::now() + grace;
+    match escalation {
+        Some((at, _)) if *at <= kill_at => {}
+        _ => *escalation = Some((kill_at, Signal::KILL)),
+    }
+}

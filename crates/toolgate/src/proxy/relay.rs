@@ -1,0 +1,885 @@
+//! The relay: one task per direction, one writer per output, pending requests per side.
+//!
+//! ```text
+//!  client stdin ─(thread)─► client task ──► Interceptor ──► upstream writer ─► child stdin
+//!  client stdout ◄─(thread)─ client writer ◄── Interceptor ◄── upstream task ◄─ child stdout
+//! ```
+//!
+//! Each direction is handled by exactly one task, so per-direction order is preserved;
+//! forwarded frames are moved, never copied or re-serialised. Parked decisions run in
+//! their own tasks and never block other traffic.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::process::{ChildStdin, ChildStdout};
+use tokio::sync::{mpsc, oneshot};
+use toolgate_mcp::{
+    Envelope, Frame, INTERNAL_ERROR, INVALID_REQUEST, IdKey, Kind, PARSE_ERROR, RawValue, build,
+    classify, classify_value, recover_id,
+};
+use tracing::{debug, warn};
+
+use super::intercept::{Direction, Interceptor, Message, Parked, Verdict};
+use super::lines::{AsyncLines, Line};
+
+/// The prefix of every id toolgate uses for requests it originates itself.
+///
+/// Responses from the client with such an id are consumed by toolgate and never
+/// forwarded; requests from the server with such an id are refused.
+pub const ORIGIN_ID_PREFIX: &str = "toolgate-";
+
+/// The reply every outstanding client request gets when the upstream goes away.
+pub const UPSTREAM_EXITED: &str = "upstream server exited before responding";
+
+/// Capacity (in frames) of each output queue: bounded, so a peer that stops reading
+/// applies back-pressure instead of growing memory.
+const QUEUE: usize = 32;
+
+/// One event from the client's stdin reader.
+#[derive(Debug)]
+pub enum ClientEvent {
+    /// A line (or an oversize line) from the client.
+    Line(Line),
+    /// The client closed its end (or reading failed).
+    Eof,
+}
+
+/// One item for the client's stdout writer.
+#[derive(Debug)]
+pub enum ClientOut {
+    /// A frame, newline included.
+    Frame(Vec<u8>),
+    /// Acknowledge once every earlier frame has been written.
+    Barrier(oneshot::Sender<()>),
+}
+
+#[derive(Debug)]
+enum ServerOut {
+    Frame(Vec<u8>),
+    Close,
+}
+
+/// A request waiting for its response.
+#[derive(Debug)]
+struct Pending {
+    raw_id: Box<str>,
+    tag: Option<u64>,
+    parked: bool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Requests from the client, awaiting the server's response.
+    client_pending: HashMap<IdKey, Pending>,
+    /// Requests from the server, awaiting the client's response.
+    server_pending: HashMap<IdKey, Pending>,
+    /// Requests toolgate sent to the client, awaiting its response.
+    origin: HashMap<Box<str>, oneshot::Sender<Vec<u8>>>,
+    upstream_gone: bool,
+    client_gone: bool,
+}
+
+impl State {
+    fn pending(&mut self, from: Direction) -> &mut HashMap<IdKey, Pending> {
+        match from {
+            Direction::ClientToServer => &mut self.client_pending,
+            Direction::ServerToClient => &mut self.server_pending,
+        }
+    }
+}
+
+struct Shared {
+    interceptor: Arc<dyn Interceptor>,
+    state: Mutex<State>,
+    to_client: mpsc::Sender<ClientOut>,
+    to_server: mpsc::Sender<ServerOut>,
+    origin_prefix: String,
+    next_origin: AtomicU64,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A handle on the running relay, given to the interceptor.
+#[derive(Clone)]
+pub struct ProxyHandle {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for ProxyHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyHandle")
+            .field("origin_prefix", &self.shared.origin_prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A proxy-originated request could not be completed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    /// The client is gone (or never answered before shutdown).
+    #[error("the client closed the connection before answering")]
+    ClientGone,
+    /// The upstream is gone.
+    #[error("the upstream server is gone")]
+    UpstreamGone,
+}
+
+impl ProxyHandle {
+    /// Sends a request to the client with an id from toolgate's reserved id space and
+    /// waits for its response. Returns the response frame (without newline); the
+    /// response is never forwarded to the server.
+    pub async fn request_client(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<Vec<u8>, ProxyError> {
+        let n = self.shared.next_origin.fetch_add(1, Ordering::Relaxed);
+        let id = format!("{}{n}", self.shared.origin_prefix);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut st = self.shared.lock();
+            if st.client_gone {
+                return Err(ProxyError::ClientGone);
+            }
+            st.origin.insert(id.clone().into_boxed_str(), tx);
+        }
+        let frame = with_newline(build::request(&id, method, params));
+        if self
+            .shared
+            .to_client
+            .send(ClientOut::Frame(frame))
+            .await
+            .is_err()
+        {
+            self.shared.lock().origin.remove(id.as_str());
+            return Err(ProxyError::ClientGone);
+        }
+        rx.await.map_err(|_| ProxyError::ClientGone)
+    }
+
+    /// Sends one message (no trailing newline) to the client.
+    pub async fn send_to_client(&self, message: Vec<u8>) -> Result<(), ProxyError> {
+        self.shared
+            .to_client
+            .send(ClientOut::Frame(with_newline(message)))
+            .await
+            .map_err(|_| ProxyError::ClientGone)
+    }
+
+    /// Sends one message (no trailing newline) to the upstream server.
+    pub async fn send_to_server(&self, message: Vec<u8>) -> Result<(), ProxyError> {
+        if self.shared.lock().upstream_gone {
+            return Err(ProxyError::UpstreamGone);
+        }
+        self.shared
+            .to_server
+            .send(ServerOut::Frame(with_newline(message)))
+            .await
+            .map_err(|_| ProxyError::UpstreamGone)
+    }
+
+    /// The reserved id prefix of this relay's own requests.
+    pub fn origin_prefix(&self) -> &str {
+        &self.shared.origin_prefix
+    }
+}
+
+fn with_newline(mut message: Vec<u8>) -> Vec<u8> {
+    message.push(b'\n');
+    message
+}
+
+/// Where one processed frame goes.
+enum Out {
+    Client(Vec<u8>),
+    Server(Vec<u8>),
+    Nothing,
+}
+
+impl Out {
+    fn to_sender(from: Direction, message: Vec<u8>) -> Out {
+        match from {
+            Direction::ClientToServer => Out::Client(with_newline(message)),
+            Direction::ServerToClient => Out::Server(with_newline(message)),
+        }
+    }
+
+    /// `frame` must already end with a newline.
+    fn to_peer(from: Direction, frame: Vec<u8>) -> Out {
+        match from {
+            Direction::ClientToServer => Out::Server(frame),
+            Direction::ServerToClient => Out::Client(frame),
+        }
+    }
+}
+
+/// The decision for one message, no longer borrowing its frame.
+enum Step {
+    Done(Out),
+    Forward,
+    ForwardBytes(Vec<u8>),
+    Park(Parked, Option<IdKey>, Option<Box<str>>),
+}
+
+fn body(frame: &[u8]) -> &[u8] {
+    frame.strip_suffix(b"\n").unwrap_or(frame)
+}
+
+fn is_blank(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+}
+
+async fn dispatch(shared: &Shared, out: Out) {
+    match out {
+        Out::Client(frame) => {
+            // A closed client writer means stdout is gone; nothing left to tell.
+            let _ = shared.to_client.send(ClientOut::Frame(frame)).await;
+        }
+        Out::Server(frame) => {
+            if shared
+                .to_server
+                .send(ServerOut::Frame(frame))
+                .await
+                .is_err()
+            {
+                debug!("upstream writer is gone; frame dropped");
+            }
+        }
+        Out::Nothing => {}
+    }
+}
+
+/// Processes one frame (newline included) read from `from`.
+async fn on_frame(shared: &Arc<Shared>, from: Direction, frame: Vec<u8>) {
+    if is_blank(&frame) {
+        return;
+    }
+    let outs = {
+        let b = body(&frame);
+        match classify(b) {
+            Frame::ParseError(err) => {
+                let out = match from {
+                    Direction::ClientToServer => {
+                        debug!("client sent unparsable frame: {err}");
+                        let msg = format!("parse error: {err}");
+                        Out::to_sender(from, build::error_response(None, PARSE_ERROR, &msg))
+                    }
+                    Direction::ServerToClient => {
+                        warn!(
+                            "upstream wrote a non-json line to stdout ({} bytes), dropped: {err}",
+                            b.len()
+                        );
+                        Out::Nothing
+                    }
+                };
+                Some(vec![out])
+            }
+            Frame::Batch(items) => Some(on_batch(shared, from, &items)),
+            Frame::Single(env) => match decide(shared, from, &env, b) {
+                Step::Done(out) => Some(vec![out]),
+                Step::Forward => None,
+                Step::ForwardBytes(bytes) => Some(vec![Out::to_peer(from, with_newline(bytes))]),
+                Step::Park(fut, key, raw_id) => {
+                    let parked_frame = frame.clone();
+                    tokio::spawn(resolve_parked(
+                        Arc::clone(shared),
+                        from,
+                        key,
+                        raw_id,
+                        parked_frame,
+                        fut,
+                    ));
+                    Some(vec![])
+                }
+            },
+        }
+    };
+    match outs {
+        None => dispatch(shared, Out::to_peer(from, frame)).await,
+        Some(outs) => {
+            for out in outs {
+                dispatch(shared, out).await;
+            }
+        }
+    }
+}
+
+/// Batches from the client are rejected: every request in it gets a `-32600` error (in
+/// one array, as JSON-RPC asks), nothing in it is forwarded. Batches from the server
+/// are split and each element takes the per-message path on its own.
+fn on_batch(shared: &Arc<Shared>, from: Direction, items: &[&RawValue]) -> Vec<Out> {
+    match from {
+        Direction::ClientToServer => {
+            warn!(
+                "client sent a json-rpc batch of {} messages: rejected",
+                items.len()
+            );
+            if items.is_empty() {
+                let msg = "invalid request: empty batch";
+                return vec![Out::to_sender(
+                    from,
+                    build::error_response(None, INVALID_REQUEST, msg),
+                )];
+            }
+            let msg = "invalid request: json-rpc batches are not supported by toolgate; \
+                       send each message on its own line";
+            let replies: Vec<Vec<u8>> = items
+                .iter()
+                .filter_map(|item| {
+                    let env = classify_value(item);
+                    match env.kind {
+                        Kind::Request => Some(build::error_response(env.id, INVALID_REQUEST, msg)),
+                        Kind::Invalid(_) => {
+                            Some(build::error_response(env.reply_id(), INVALID_REQUEST, msg))
+                        }
+                        Kind::Notification | Kind::Response | Kind::ErrorResponse => None,
+                    }
+                })
+                .collect();
+            if replies.is_empty() {
+                return vec![];
+            }
+            vec![Out::to_sender(
+                from,
+                build::batch(replies.iter().map(Vec::as_slice)),
+            )]
+        }
+        Direction::ServerToClient => {
+            warn!(
+                "upstream sent a json-rpc batch of {} messages: split",
+                items.len()
+            );
+            let mut outs = Vec::new();
+            for item in items {
+                let env = classify_value(item);
+                let element = item.get().as_bytes();
+                match decide(shared, from, &env, element) {
+                    Step::Done(out) => outs.push(out),
+                    Step::Forward => outs.push(Out::to_peer(from, with_newline(element.to_vec()))),
+                    Step::ForwardBytes(bytes) => {
+                        outs.push(Out::to_peer(from, with_newline(bytes)));
+                    }
+                    Step::Park(fut, key, raw_id) => {
+                        tokio::spawn(resolve_parked(
+                            Arc::clone(shared),
+                            from,
+                            key,
+                            raw_id,
+                            with_newline(element.to_vec()),
+                            fut,
+                        ));
+                    }
+                }
+            }
+            outs
+        }
+    }
+}
+
+/// Decides one classified message. Never holds the state lock across the interceptor call.
+fn decide(shared: &Arc<Shared>, from: Direction, env: &Envelope<'_>, raw: &[u8]) -> Step {
+    let handle = ProxyHandle {
+        shared: Arc::clone(shared),
+    };
+    match env.kind {
+        Kind::Invalid(why) => match from {
+            Direction::ClientToServer => {
+                debug!("client sent an invalid message: {why}");
+                let msg = format!("invalid request: {why}");
+                Step::Done(Out::to_sender(
+                    from,
+                    build::error_response(env.reply_id(), INVALID_REQUEST, &msg),
+                ))
+            }
+            Direction::ServerToClient => {
+                warn!("upstream sent an invalid message, dropped: {why}");
+                Step::Done(Out::Nothing)
+            }
+        },
+        Kind::Request => {
+            let Some(raw_id) = env.id else {
+                return Step::Done(Out::Nothing);
+            };
+            let Some(key) = IdKey::from_raw(raw_id) else {
+                return Step::Done(Out::Nothing);
+            };
+            {
+                let mut st = shared.lock();
+                if from == Direction::ClientToServer && st.upstream_gone {
+                    return Step::Done(Out::to_sender(
+                        from,
+                        build::error_response(Some(raw_id), INTERNAL_ERROR, UPSTREAM_EXITED),
+                    ));
+                }
+                if from == Direction::ServerToClient
+                    && key
+                        .as_str()
+                        .is_some_and(|s| s.starts_with(ORIGIN_ID_PREFIX))
+                {
+                    warn!("upstream used an id reserved for toolgate: refused");
+                    let msg = format!(
+                        "invalid request: ids starting with `{ORIGIN_ID_PREFIX}` are reserved"
+                    );
+                    return Step::Done(Out::to_sender(
+                        from,
+                        build::error_response(Some(raw_id), INVALID_REQUEST, &msg),
+                    ));
+                }
+                if st.pending(from).contains_key(&key) {
+                    warn!("{} request reuses a pending id: refused", from.label());
+                    let msg = "invalid request: a request with this id is still pending";
+                    return Step::Done(Out::to_sender(
+                        from,
+                        build::error_response(Some(raw_id), INVALID_REQUEST, msg),
+                    ));
+                }
+            }
+            let verdict = shared.interceptor.on_message(
+                &Message {
+                    direction: from,
+                    envelope: env,
+                    raw,
+                    answers: None,
+                },
+                &handle,
+            );
+            let raw_id_text: Box<str> = raw_id.get().into();
+            let insert = |tag: Option<u64>, parked: bool| {
+                shared.lock().pending(from).insert(
+                    key.clone(),
+                    Pending {
+                        raw_id: raw_id_text.clone(),
+                        tag,
+                        parked,
+                    },
+                );
+            };
+            match verdict {
+                Verdict::Forward => {
+                    insert(None, false);
+                    Step::Forward
+                }
+                Verdict::Watch(tag) => {
+                    insert(Some(tag), false);
+                    Step::Forward
+                }
+                Verdict::Replace(bytes) => {
+                    insert(None, false);
+                    Step::ForwardBytes(bytes)
+                }
+                Verdict::Reply(bytes) => Step::Done(Out::to_sender(from, bytes)),
+                Verdict::Drop => Step::Done(Out::to_sender(
+                    from,
+                    build::error_response(
+                        Some(raw_id),
+                        INTERNAL_ERROR,
+                        "request dropped by toolgate",
+                    ),
+                )),
+                Verdict::Park(fut) => {
+                    insert(None, true);
+                    Step::Park(fut, Some(key), Some(raw_id_text))
+                }
+            }
+        }
+        Kind::Notification => {
+            let verdict = shared.interceptor.on_message(
+                &Message {
+                    direction: from,
+                    envelope: env,
+                    raw,
+                    answers: None,
+                },
+                &handle,
+            );
+            simple(from, verdict)
+        }
+        Kind::Response | Kind::ErrorResponse => {
+            let key = env.id.and_then(IdKey::from_raw);
+            let mut answers = None;
+            if let Some(key) = &key {
+                let mut st = shared.lock();
+                if from == Direction::ClientToServer
+                    && let Some(id) = key.as_str()
+                    && id.starts_with(ORIGIN_ID_PREFIX)
+                {
+                    match st.origin.remove(id) {
+                        Some(waiter) => {
+                            let _ = waiter.send(raw.to_vec());
+                        }
+                        None => debug!("client answered an unknown toolgate request: consumed"),
+                    }
+                    return Step::Done(Out::Nothing);
+                }
+                let peer = match from {
+                    Direction::ClientToServer => Direction::ServerToClient,
+                    Direction::ServerToClient => Direction::ClientToServer,
+                };
+                match st.pending(peer).get(key) {
+                    Some(p) if !p.parked => {
+                        answers = p.tag;
+                        st.pending(peer).remove(key);
+                    }
+                    Some(_) | None => {
+                        warn!(
+                            "{} response to a request that is not pending: dropped",
+                            from.label()
+                        );
+                        return Step::Done(Out::Nothing);
+                    }
+                }
+            }
+            let verdict = shared.interceptor.on_message(
+                &Message {
+                    direction: from,
+                    envelope: env,
+                    raw,
+                    answers,
+                },
+                &handle,
+            );
+            simple(from, verdict)
+        }
+    }
+}
+
+fn simple(from: Direction, verdict: Verdict) -> Step {
+    match verdict {
+        Verdict::Forward | Verdict::Watch(_) => Step::Forward,
+        Verdict::Replace(bytes) => Step::ForwardBytes(bytes),
+        Verdict::Reply(bytes) => Step::Done(Out::to_sender(from, bytes)),
+        Verdict::Drop => Step::Done(Out::Nothing),
+        Verdict::Park(fut) => Step::Park(fut, None, None),
+    }
+}
+
+async fn resolve_parked(
+    shared: Arc<Shared>,
+    from: Direction,
+    key: Option<IdKey>,
+    raw_id: Option<Box<str>>,
+    frame: Vec<u8>,
+    fut: Parked,
+) {
+    let mut verdict = fut.await;
+    while let Verdict::Park(next) = verdict {
+        verdict = next.await;
+    }
+    let out = match key {
+        None => match verdict {
+            Verdict::Forward | Verdict::Watch(_) => Out::to_peer(from, frame),
+            Verdict::Replace(bytes) => Out::to_peer(from, with_newline(bytes)),
+            Verdict::Reply(bytes) => Out::to_sender(from, bytes),
+            Verdict::Drop | Verdict::Park(_) => Out::Nothing,
+        },
+        Some(key) => {
+            let mut st = shared.lock();
+            let upstream_gone = st.upstream_gone;
+            let map = st.pending(from);
+            if !map.get(&key).is_some_and(|p| p.parked) {
+                // Already answered (e.g. the upstream exited while this was parked).
+                return;
+            }
+            let forward = |map: &mut HashMap<IdKey, Pending>, tag: Option<u64>| {
+                if let Some(p) = map.get_mut(&key) {
+                    p.parked = false;
+                    p.tag = tag;
+                }
+            };
+            let raw_id = raw_id
+                .as_deref()
+                .and_then(|r| RawValue::from_string(r.to_owned()).ok());
+            match verdict {
+                Verdict::Forward | Verdict::Watch(_) | Verdict::Replace(_)
+                    if from == Direction::ClientToServer && upstream_gone =>
+                {
+                    map.remove(&key);
+                    Out::to_sender(
+                        from,
+                        build::error_response(raw_id.as_deref(), INTERNAL_ERROR, UPSTREAM_EXITED),
+                    )
+                }
+                Verdict::Forward => {
+                    forward(map, None);
+                    Out::to_peer(from, frame)
+                }
+                Verdict::Watch(tag) => {
+                    forward(map, Some(tag));
+                    Out::to_peer(from, frame)
+                }
+                Verdict::Replace(bytes) => {
+                    forward(map, None);
+                    Out::to_peer(from, with_newline(bytes))
+                }
+                Verdict::Reply(bytes) => {
+                    map.remove(&key);
+                    Out::to_sender(from, bytes)
+                }
+                Verdict::Drop | Verdict::Park(_) => {
+                    map.remove(&key);
+                    Out::to_sender(
+                        from,
+                        build::error_response(
+                            raw_id.as_deref(),
+                            INTERNAL_ERROR,
+                            "request dropped by toolgate",
+                        ),
+                    )
+                }
+            }
+        }
+    };
+    dispatch(&shared, out).await;
+}
+
+/// Relay settings.
+#[derive(Debug, Clone)]
+pub struct RelayConfig {
+    /// Longest accepted line, newline excluded.
+    pub max_message_bytes: usize,
+}
+
+/// The running relay, minus the lifecycle (see `proxy::run`).
+pub(crate) struct Relay {
+    shared: Arc<Shared>,
+    client_task: tokio::task::JoinHandle<()>,
+    upstream_task: tokio::task::JoinHandle<()>,
+}
+
+impl Relay {
+    /// Starts the relay tasks over the given client channels and upstream pipes.
+    pub(crate) fn start(
+        config: &RelayConfig,
+        interceptor: Arc<dyn Interceptor>,
+        client_in: mpsc::Receiver<ClientEvent>,
+        to_client: mpsc::Sender<ClientOut>,
+        upstream_in: ChildStdin,
+        upstream_out: ChildStdout,
+    ) -> Relay {
+        let (to_server, server_rx) = mpsc::channel(QUEUE);
+        let shared = Arc::new(Shared {
+            interceptor,
+            state: Mutex::new(State::default()),
+            to_client,
+            to_server,
+            origin_prefix: format!("{ORIGIN_ID_PREFIX}{:016x}-", random_u64()),
+            next_origin: AtomicU64::new(1),
+        });
+        tokio::spawn(upstream_writer(upstream_in, server_rx));
+        let upstream_task = tokio::spawn(upstream_reader(
+            Arc::clone(&shared),
+            upstream_out,
+            config.max_message_bytes,
+        ));
+        let client_task = tokio::spawn(client_reader(Arc::clone(&shared), client_in));
+        Relay {
+            shared,
+            client_task,
+            upstream_task,
+        }
+    }
+
+    /// Completes when the client has closed its input (the upstream's stdin is then closed).
+    pub(crate) fn client_done(&mut self) -> &mut tokio::task::JoinHandle<()> {
+        &mut self.client_task
+    }
+
+    /// Completes when the upstream's stdout has ended.
+    pub(crate) fn upstream_done(&mut self) -> &mut tokio::task::JoinHandle<()> {
+        &mut self.upstream_task
+    }
+
+    /// The upstream is gone: every outstanding client request gets a `-32603` reply.
+    pub(crate) async fn upstream_gone(&mut self) {
+        self.upstream_task.abort();
+        let replies: Vec<Vec<u8>> = {
+            let mut st = self.shared.lock();
+            st.upstream_gone = true;
+            st.client_pending
+                .drain()
+                .map(|(_, p)| {
+                    let raw = RawValue::from_string(p.raw_id.into_string()).ok();
+                    with_newline(build::error_response(
+                        raw.as_deref(),
+                        INTERNAL_ERROR,
+                        UPSTREAM_EXITED,
+                    ))
+                })
+                .collect()
+        };
+        for reply in replies {
+            dispatch(&self.shared, Out::Client(reply)).await;
+        }
+        let _ = self.shared.to_server.send(ServerOut::Close).await;
+    }
+
+    /// Waits until everything queued for the client has been written, up to `limit`.
+    pub(crate) async fn flush_client(&self, limit: Duration) {
+        let (tx, rx) = oneshot::channel();
+        let sent = tokio::time::timeout(limit, self.shared.to_client.send(ClientOut::Barrier(tx)));
+        if matches!(sent.await, Ok(Ok(()))) {
+            let _ = tokio::time::timeout(limit, rx).await;
+        }
+    }
+}
+
+async fn client_reader(shared: Arc<Shared>, mut rx: mpsc::Receiver<ClientEvent>) {
+    while let Some(event) = rx.recv().await {
+        match event {
+            ClientEvent::Line(Line::Frame(frame)) => {
+                on_frame(&shared, Direction::ClientToServer, frame).await;
+            }
+            ClientEvent::Line(Line::Oversize { prefix, len }) => {
+                let id = recover_id(&prefix);
+                warn!(
+                    "client sent a {len}-byte message, over the limit: dropped{}",
+                    if id.is_some() {
+                        " (request answered with an error)"
+                    } else {
+                        ""
+                    }
+                );
+                let msg = format!(
+                    "invalid request: message of {len} bytes exceeds the limit \
+                     (help: raise `--max-message-bytes`)"
+                );
+                let reply = build::error_response(id.as_deref(), INVALID_REQUEST, &msg);
+                dispatch(&shared, Out::Client(with_newline(reply))).await;
+            }
+            ClientEvent::Eof => break,
+        }
+    }
+    debug!("client input closed; closing the upstream's stdin");
+    shared.lock().client_gone = true;
+    shared.lock().origin.clear();
+    let _ = shared.to_server.send(ServerOut::Close).await;
+}
+
+async fn upstream_reader(shared: Arc<Shared>, stdout: ChildStdout, max: usize) {
+    let mut lines = AsyncLines::new(BufReader::with_capacity(64 * 1024, stdout), max);
+    loop {
+        match lines.next_line().await {
+            Ok(Some(Line::Frame(frame))) => {
+                on_frame(&shared, Direction::ServerToClient, frame).await;
+            }
+            Ok(Some(Line::Oversize { prefix, len })) => {
+                warn!("upstream wrote a {len}-byte line, over the limit: dropped");
+                // If it was the response to a pending client request, answer that request.
+                let reply = recover_id(&prefix).and_then(|raw| {
+                    let key = IdKey::from_raw(&raw)?;
+                    shared.lock().client_pending.remove(&key)?;
+                    let msg = format!(
+                        "upstream response of {len} bytes exceeds the limit \
+                         (help: raise `--max-message-bytes`)"
+                    );
+                    Some(build::error_response(Some(&raw), INTERNAL_ERROR, &msg))
+                });
+                if let Some(reply) = reply {
+                    dispatch(&shared, Out::Client(with_newline(reply))).await;
+                }
+            }
+            Ok(None) => break,
+            Err(err) => {
+                warn!("reading the upstream's stdout failed: {err}");
+                break;
+            }
+        }
+    }
+    debug!("upstream stdout closed");
+}
+
+async fn upstream_writer(stdin: ChildStdin, mut rx: mpsc::Receiver<ServerOut>) {
+    let mut stdin = Some(stdin);
+    while let Some(msg) = rx.recv().await {
+        match msg {
+            ServerOut::Frame(frame) => {
+                if let Some(pipe) = &mut stdin
+                    && let Err(err) = pipe.write_all(&frame).await
+                {
+                    debug!("writing to the upstream failed: {err}");
+                    stdin = None;
+                }
+            }
+            ServerOut::Close => stdin = None,
+        }
+    }
+}
+
+/// Writes frames to the client's stdout on a dedicated thread (a blocking write must
+/// never stall the relay). One write per frame, flushed.
+pub(crate) fn spawn_stdout_writer(
+    mut rx: mpsc::Receiver<ClientOut>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("toolgate-stdout".into())
+        .spawn(move || {
+            use std::io::Write;
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            let mut broken = false;
+            while let Some(msg) = rx.blocking_recv() {
+                match msg {
+                    ClientOut::Frame(frame) => {
+                        if broken {
+                            continue;
+                        }
+                        if let Err(err) = out.write_all(&frame).and_then(|()| out.flush()) {
+                            debug!("writing to the client failed: {err}");
+                            broken = true;
+                        }
+                    }
+                    ClientOut::Barrier(ack) => {
+                        let _ = ack.send(());
+                    }
+                }
+            }
+        })
+}
+
+/// Reads the client's stdin on a dedicated thread (tokio stdin reads cannot be
+/// cancelled, so shutdown never waits for it).
+pub(crate) fn spawn_stdin_reader(
+    max: usize,
+    tx: mpsc::Sender<ClientEvent>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("toolgate-stdin".into())
+        .spawn(move || {
+            let reader = std::io::BufReader::with_capacity(64 * 1024, std::io::stdin());
+            let mut lines = super::lines::SyncLines::new(reader, max);
+            loop {
+                let event = match lines.next_line() {
+                    Ok(Some(line)) => ClientEvent::Line(line),
+                    Ok(None) => ClientEvent::Eof,
+                    Err(err) => {
+                        warn!("reading stdin failed: {err}");
+                        ClientEvent::Eof
+                    }
+                };
+                let eof = matches!(event, ClientEvent::Eof);
+                if tx.blocking_send(event).is_err() || eof {
+                    return;
+                }
+            }
+        })
+}
+
+/// A per-process random value (std's hasher keys are seeded from the OS).
+fn random_u64() -> u64 {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(u64::from(std::process::id()));
+    hasher.finish()
+}
