@@ -1,0 +1,196 @@
+//! Filesystem facts come from the caller, so the policy crate stays pure.
+//!
+//! The binary implements [`FsFacts`] over the real filesystem; tests use [`MapFs`] (a map
+//! of symlinks) or [`LexicalFs`] (no symlinks at all).
+
+use std::collections::BTreeMap;
+
+/// How many symlinks [`MapFs`] follows before it calls the path a loop (like `ELOOP`).
+const MAX_SYMLINK_HOPS: usize = 40;
+
+/// The filesystem knowledge normalisation needs.
+pub trait FsFacts {
+    /// Canonicalise an absolute, lexically normalised path: resolve symlinks of the existing
+    /// prefix, append the missing tail. `None` when it cannot be resolved (loop, permission,
+    /// NUL, …).
+    fn canonicalize(&self, abs_path: &str) -> Option<String>;
+}
+
+/// No symlinks: canonicalisation is lexical normalisation only.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LexicalFs;
+
+impl FsFacts for LexicalFs {
+    fn canonicalize(&self, abs_path: &str) -> Option<String> {
+        lexical_normalize(abs_path)
+    }
+}
+
+/// A test fixture: a map of symlinks (`"/w/link" -> "/home/u/.ssh"`; a relative target is
+/// resolved against the link's directory) and of paths that cannot be resolved at all
+/// (as if permission were denied).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MapFs {
+    links: BTreeMap<String, String>,
+    unresolvable: Vec<String>,
+}
+
+impl MapFs {
+    /// An empty filesystem: no symlinks.
+    pub fn new() -> Self {
+        MapFs::default()
+    }
+
+    /// Adds a symlink at `link` (absolute) pointing to `target` (absolute, or relative to the
+    /// link's directory).
+    pub fn symlink(mut self, link: &str, target: &str) -> Self {
+        let key = lexical_normalize(link).unwrap_or_else(|| link.to_owned());
+        self.links.insert(key, target.to_owned());
+        self
+    }
+
+    /// Marks `path` and everything below it as impossible to canonicalise.
+    pub fn unresolvable(mut self, path: &str) -> Self {
+        let key = lexical_normalize(path).unwrap_or_else(|| path.to_owned());
+        self.unresolvable.push(key);
+        self
+    }
+
+    fn is_unresolvable(&self, path: &str) -> bool {
+        self.unresolvable
+            .iter()
+            .any(|p| path == p || is_strictly_under(path, p))
+    }
+}
+
+impl FsFacts for MapFs {
+    fn canonicalize(&self, abs_path: &str) -> Option<String> {
+        let mut current = lexical_normalize(abs_path)?;
+        let mut hops = 0usize;
+        'restart: loop {
+            if self.is_unresolvable(&current) {
+                return None;
+            }
+            // Walk the prefixes from the root; the first one that is a link is replaced by its
+            // target and the walk starts again.
+            let components: Vec<&str> = current.split('/').filter(|c| !c.is_empty()).collect();
+            let mut prefix = String::new();
+            for (i, component) in components.iter().enumerate() {
+                prefix.push('/');
+                prefix.push_str(component);
+                if let Some(target) = self.links.get(&prefix) {
+                    hops += 1;
+                    if hops > MAX_SYMLINK_HOPS {
+                        return None;
+                    }
+                    let parent = parent_of(&prefix);
+                    let base = if target.starts_with('/') {
+                        target.clone()
+                    } else {
+                        format!("{parent}/{target}")
+                    };
+                    let rest = components.get(i + 1..).unwrap_or_default().join("/");
+                    let joined = if rest.is_empty() {
+                        base
+                    } else {
+                        format!("{base}/{rest}")
+                    };
+                    current = lexical_normalize(&joined)?;
+                    continue 'restart;
+                }
+            }
+            return Some(current);
+        }
+    }
+}
+
+fn parent_of(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "",
+        Some(i) => path.get(..i).unwrap_or(""),
+    }
+}
+
+/// True when `path` is strictly below `dir` (component-wise, both normalised).
+fn is_strictly_under(path: &str, dir: &str) -> bool {
+    if dir == "/" {
+        return path != "/" && path.starts_with('/');
+    }
+    path.strip_prefix(dir)
+        .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// Collapses `.`, `..` and repeated `/` of an absolute path, lexically (no symlinks).
+/// `..` at the root stays at the root, as in POSIX. Returns `None` for a relative path, an
+/// empty one, or one containing a NUL byte. The result has no trailing `/` (except `/`).
+pub fn lexical_normalize(path: &str) -> Option<String> {
+    if !path.starts_with('/') || path.contains('\0') {
+        return None;
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for component in path.split('/') {
+        match component {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
+    let mut out = String::with_capacity(path.len());
+    for part in &parts {
+        out.push('/');
+        out.push_str(part);
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lexical_cases() {
+        let cases = [
+            ("/", Some("/")),
+            ("//", Some("/")),
+            ("/a/./b//c/", Some("/a/b/c")),
+            ("/a/b/../../..", Some("/")),
+            ("/../etc/passwd", Some("/etc/passwd")),
+            ("/w/../home/u/.ssh", Some("/home/u/.ssh")),
+            ("/a/...", Some("/a/...")),
+            ("relative", None),
+            ("", None),
+            ("/a\0b", None),
+        ];
+        for (input, want) in cases {
+            assert_eq!(lexical_normalize(input).as_deref(), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn mapfs_resolves_links_and_loops() {
+        let fs = MapFs::new()
+            .symlink("/w/link", "/home/u/.ssh")
+            .symlink("/w/rel", "../etc")
+            .symlink("/loop/a", "/loop/b")
+            .symlink("/loop/b", "/loop/a")
+            .unresolvable("/secret");
+        assert_eq!(
+            fs.canonicalize("/w/link/id_rsa").as_deref(),
+            Some("/home/u/.ssh/id_rsa")
+        );
+        assert_eq!(
+            fs.canonicalize("/w/rel/passwd").as_deref(),
+            Some("/etc/passwd")
+        );
+        assert_eq!(fs.canonicalize("/w/linkx").as_deref(), Some("/w/linkx"));
+        assert_eq!(fs.canonicalize("/loop/a/x"), None);
+        assert_eq!(fs.canonicalize("/secret/x"), None);
+        assert_eq!(fs.canonicalize("/secretx").as_deref(), Some("/secretx"));
+        assert_eq!(LexicalFs.canonicalize("/a/../b").as_deref(), Some("/b"));
+    }
+}

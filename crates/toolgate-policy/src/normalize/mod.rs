@@ -1,0 +1,912 @@
+//! Normalisation: a raw MCP `tools/call` becomes an [`Action`].
+//!
+//! Never fails: anything not understood becomes an opaque `unknown` part (fail closed). A part
+//! is exact (`opaque: false`) only when every fact in it is known before the call runs.
+
+mod git;
+pub mod http;
+mod path;
+pub mod shell;
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::action::{Action, Operation, Part};
+use crate::fsfacts::FsFacts;
+
+pub use http::{UrlError, normalize_url};
+pub use shell::{Scan, look_through, scan};
+
+/// One tool call as the proxy sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCall<'a> {
+    pub server: Option<&'a str>,
+    pub tool: &'a str,
+    pub arguments: &'a Value,
+    /// The pinned `tools/list` entry, when there is one.
+    pub definition: Option<&'a Value>,
+}
+
+/// Where relative paths and `~` point, and how symlinks resolve.
+#[derive(Clone, Copy)]
+pub struct NormalizeContext<'a> {
+    pub workspace: &'a str,
+    pub home: &'a str,
+    pub fs: &'a dyn FsFacts,
+}
+
+impl std::fmt::Debug for NormalizeContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NormalizeContext")
+            .field("workspace", &self.workspace)
+            .field("home", &self.home)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How to read one tool's arguments. Built by the contracts engineer from packs and `tools:`
+/// entries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolMapping {
+    /// The tool's primary operation.
+    pub operation: Option<Operation>,
+    /// Arguments holding a path or a list of paths.
+    pub path_params: Vec<String>,
+    /// Per-argument override, e.g. `move_file` `source` → `fs.delete`.
+    pub param_operations: BTreeMap<String, Operation>,
+    /// Shell: a string or argv-array command.
+    pub command_param: Option<String>,
+    /// Shell: a separate args array (`{command: "git", args: […]}`).
+    pub args_param: Option<String>,
+    pub cwd_param: Option<String>,
+    pub url_params: Vec<String>,
+    pub method_param: Option<String>,
+    /// mcp-server-git style tools: `git_diff` → `"diff"`.
+    pub git_subcommand: Option<String>,
+}
+
+/// Splits an identifier or a sentence into lower-case words on `_`, `-`, `.`, `/`, spaces,
+/// other punctuation and camelCase boundaries (`getURLContent` → `get`, `url`, `content`).
+/// Token-based matching on these words never mistakes `confirm_order` for `rm`.
+pub fn split_words(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut current = String::new();
+    let chars: Vec<char> = name.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            if !current.is_empty() {
+                words.push(std::mem::take(&mut current));
+            }
+            continue;
+        }
+        if c.is_uppercase() && !current.is_empty() {
+            let prev_lower = i
+                .checked_sub(1)
+                .and_then(|p| chars.get(p))
+                .is_some_and(|p| p.is_lowercase() || p.is_numeric());
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            let prev_upper = i
+                .checked_sub(1)
+                .and_then(|p| chars.get(p))
+                .is_some_and(|p| p.is_uppercase());
+            if prev_lower || (prev_upper && next_lower) {
+                words.push(std::mem::take(&mut current));
+            }
+        }
+        current.extend(c.to_lowercase());
+    }
+    if !current.is_empty() {
+        words.push(current);
+    }
+    words
+}
+
+/// Tool names of `@modelcontextprotocol/server-filesystem` and their mappings.
+fn filesystem_mapping(tool: &str) -> Option<ToolMapping> {
+    let (op, params): (Operation, &[&str]) = match tool {
+        "read_file"
+        | "read_text_file"
+        | "read_media_file"
+        | "get_file_info"
+        | "list_directory"
+        | "list_directory_with_sizes"
+        | "directory_tree"
+        | "search_files" => (Operation::FsRead, &["path"]),
+        "read_multiple_files" => (Operation::FsRead, &["paths"]),
+        "write_file" | "edit_file" | "create_directory" => (Operation::FsWrite, &["path"]),
+        "move_file" => {
+            let mut m = ToolMapping {
+                operation: Some(Operation::FsWrite),
+                path_params: vec!["source".to_owned(), "destination".to_owned()],
+                ..ToolMapping::default()
+            };
+            m.param_operations
+                .insert("source".to_owned(), Operation::FsDelete);
+            m.param_operations
+                .insert("destination".to_owned(), Operation::FsWrite);
+            return Some(m);
+        }
+        _ => return None,
+    };
+    Some(ToolMapping {
+        operation: Some(op),
+        path_params: params.iter().map(|p| (*p).to_owned()).collect(),
+        ..ToolMapping::default()
+    })
+}
+
+const SHELL_NOUNS: &[&str] = &[
+    "command",
+    "commands",
+    "cmd",
+    "shell",
+    "bash",
+    "sh",
+    "zsh",
+    "terminal",
+    "script",
+    "powershell",
+    "pwsh",
+    "process",
+];
+
+fn is_shell_tool(words: &[String]) -> bool {
+    let has = |set: &[&str]| words.iter().any(|w| set.contains(&w.as_str()));
+    if let [only] = words {
+        return matches!(
+            only.as_str(),
+            "shell"
+                | "bash"
+                | "sh"
+                | "zsh"
+                | "exec"
+                | "terminal"
+                | "run"
+                | "execute"
+                | "command"
+                | "cmd"
+                | "powershell"
+                | "pwsh"
+                | "spawn"
+        );
+    }
+    if has(&["shell", "bash", "zsh", "terminal", "powershell", "pwsh"]) {
+        return true;
+    }
+    has(&["run", "exec", "execute", "spawn", "invoke"]) && has(SHELL_NOUNS)
+}
+
+fn is_http_tool(words: &[String]) -> bool {
+    let has = |set: &[&str]| words.iter().any(|w| set.contains(&w.as_str()));
+    if let [only] = words {
+        if matches!(
+            only.as_str(),
+            "request" | "get" | "post" | "browse" | "navigate"
+        ) {
+            return true;
+        }
+    }
+    if has(&[
+        "fetch", "http", "https", "curl", "wget", "download", "webhook", "scrape", "crawl",
+    ]) {
+        return true;
+    }
+    has(&["url", "uri", "webpage", "web", "page", "website"])
+        && has(&[
+            "get", "fetch", "open", "read", "load", "visit", "request", "send", "post", "browse",
+            "navigate",
+        ])
+        || (has(&["request"]) && has(&["http", "web", "api", "make", "send"]))
+}
+
+/// Built-in adapters by tool name (shell tool names, http tool names, git tools and the
+/// reference filesystem server's tools) when no mapping is given, else `None`.
+pub fn builtin_mapping(tool: &str, definition: Option<&Value>) -> Option<ToolMapping> {
+    let _ = definition;
+    if let Some(m) = filesystem_mapping(tool) {
+        return Some(m);
+    }
+    let words = split_words(tool);
+    if words.first().is_some_and(|w| w == "git") && words.len() >= 2 {
+        let sub = words.get(1..).unwrap_or_default().join("_");
+        let operation = git::classify_tool(&sub);
+        if operation.is_some() {
+            return Some(ToolMapping {
+                operation,
+                git_subcommand: Some(sub),
+                path_params: vec!["repo_path".to_owned()],
+                ..ToolMapping::default()
+            });
+        }
+    }
+    if is_http_tool(&words) {
+        return Some(ToolMapping {
+            operation: Some(Operation::NetRequest),
+            ..ToolMapping::default()
+        });
+    }
+    if is_shell_tool(&words) {
+        return Some(ToolMapping {
+            operation: Some(Operation::ShellExec),
+            ..ToolMapping::default()
+        });
+    }
+    None
+}
+
+fn opaque(operation: Operation) -> Part {
+    let mut p = Part::new(operation);
+    p.opaque = true;
+    p
+}
+
+/// Never fails: anything not understood becomes an opaque `unknown` part (fail closed).
+pub fn normalize(call: &ToolCall, mapping: Option<&ToolMapping>, ctx: &NormalizeContext) -> Action {
+    let builtin;
+    let mapping = match mapping {
+        Some(m) => Some(m),
+        None => {
+            builtin = builtin_mapping(call.tool, call.definition);
+            builtin.as_ref()
+        }
+    };
+    let mut parts = match mapping {
+        None => unknown_parts(call, ctx),
+        Some(m) => {
+            let op = m.operation.or_else(|| infer_operation(m));
+            match op {
+                Some(op) if op.is_fs() => fs_parts(call, m, op, ctx),
+                Some(Operation::ShellExec) => shell_parts(call, m, ctx),
+                Some(op) if op.is_git() => {
+                    if m.git_subcommand.is_some() {
+                        git_tool_parts(call, m, ctx)
+                    } else if m.command_param.is_some() || m.args_param.is_some() {
+                        shell_parts(call, m, ctx)
+                    } else {
+                        plain_parts(call, m, op, ctx)
+                    }
+                }
+                Some(Operation::NetRequest) => http_parts(call, m),
+                _ => unknown_parts(call, ctx),
+            }
+        }
+    };
+    if parts.is_empty() {
+        parts.push(opaque(Operation::Unknown));
+    }
+    Action {
+        server: call.server.map(str::to_owned),
+        tool: call.tool.to_owned(),
+        parts,
+    }
+}
+
+fn infer_operation(m: &ToolMapping) -> Option<Operation> {
+    if m.git_subcommand.is_some() {
+        return m
+            .git_subcommand
+            .as_deref()
+            .and_then(git::classify_tool)
+            .or(Some(Operation::Unknown));
+    }
+    if m.command_param.is_some() || m.args_param.is_some() {
+        return Some(Operation::ShellExec);
+    }
+    if !m.url_params.is_empty() {
+        return Some(Operation::NetRequest);
+    }
+    if !m.path_params.is_empty() {
+        return m
+            .param_operations
+            .values()
+            .next()
+            .copied()
+            .or(Some(Operation::Unknown));
+    }
+    None
+}
+
+fn args_object<'a>(call: &ToolCall<'a>) -> Option<&'a serde_json::Map<String, Value>> {
+    call.arguments.as_object()
+}
+
+/// Names of every argument that holds a path: the mapping's, the schema's and any argument
+/// whose name reads as a path.
+fn path_param_names(call: &ToolCall, m: &ToolMapping) -> Vec<String> {
+    let mut names: Vec<String> = m.path_params.clone();
+    for n in m.param_operations.keys() {
+        if !names.contains(n) {
+            names.push(n.clone());
+        }
+    }
+    for n in path::schema_path_params(call.definition) {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    if let Some(args) = args_object(call) {
+        for (k, v) in args {
+            if !names.contains(k)
+                && path::is_path_name(k)
+                && matches!(v, Value::String(_) | Value::Array(_))
+            {
+                names.push(k.clone());
+            }
+        }
+    }
+    names
+}
+
+fn fs_parts(call: &ToolCall, m: &ToolMapping, op: Operation, ctx: &NormalizeContext) -> Vec<Part> {
+    let Some(args) = args_object(call) else {
+        return vec![opaque(Operation::Unknown)];
+    };
+    let mut parts: Vec<Part> = Vec::new();
+    let mut unresolved = false;
+    let mut found_any = false;
+    for name in path_param_names(call, m) {
+        let Some(value) = args.get(&name) else {
+            continue;
+        };
+        let part_op = m.param_operations.get(&name).copied().unwrap_or(op);
+        for result in path::resolve_value(value, ctx.workspace, ctx) {
+            found_any = true;
+            match result {
+                Ok(p) => add_resource(&mut parts, part_op, p),
+                Err(_) => unresolved = true,
+            }
+        }
+    }
+    if unresolved || !found_any {
+        // A path we cannot see is an unknown, never "no resources".
+        parts.push(opaque(Operation::Unknown));
+    }
+    parts
+}
+
+fn add_resource(parts: &mut Vec<Part>, op: Operation, resource: String) {
+    if let Some(part) = parts.iter_mut().find(|p| p.operation == op && !p.opaque) {
+        if !part.resources.contains(&resource) {
+            part.resources.push(resource);
+        }
+    } else {
+        let mut p = Part::new(op);
+        p.resources.push(resource);
+        parts.push(p);
+    }
+}
+
+/// A part with a given operation and the mapping's path resources (e.g. a git tool declared
+/// by operation only).
+fn plain_parts(
+    call: &ToolCall,
+    m: &ToolMapping,
+    op: Operation,
+    ctx: &NormalizeContext,
+) -> Vec<Part> {
+    let mut part = Part::new(op);
+    let mut unresolved = false;
+    if let Some(args) = args_object(call) {
+        for name in path_param_names(call, m) {
+            let Some(value) = args.get(&name) else {
+                continue;
+            };
+            for r in path::resolve_value(value, ctx.workspace, ctx) {
+                match r {
+                    Ok(p) if !part.resources.contains(&p) => part.resources.push(p),
+                    Ok(_) => {}
+                    Err(_) => unresolved = true,
+                }
+            }
+        }
+    }
+    let mut parts = vec![part];
+    if unresolved {
+        parts.push(opaque(Operation::Unknown));
+    }
+    parts
+}
+
+/// `unknown`: one opaque part; resources of any path-marked argument are attached so that
+/// deny rules can still see them.
+fn unknown_parts(call: &ToolCall, ctx: &NormalizeContext) -> Vec<Part> {
+    let mut part = opaque(Operation::Unknown);
+    let m = ToolMapping::default();
+    if let Some(args) = args_object(call) {
+        for name in path_param_names(call, &m) {
+            let Some(value) = args.get(&name) else {
+                continue;
+            };
+            for p in path::resolve_value(value, ctx.workspace, ctx)
+                .into_iter()
+                .flatten()
+            {
+                if !part.resources.contains(&p) {
+                    part.resources.push(p);
+                }
+            }
+        }
+    }
+    vec![part]
+}
+
+const COMMAND_PARAMS: &[&str] = &[
+    "command",
+    "cmd",
+    "script",
+    "shell_command",
+    "commandLine",
+    "command_line",
+    "commandline",
+    "line",
+    "input",
+    "code",
+];
+const ARGS_PARAMS: &[&str] = &["args", "argv", "arguments"];
+const CWD_PARAMS: &[&str] = &[
+    "cwd",
+    "workdir",
+    "working_directory",
+    "workingDirectory",
+    "working_dir",
+    "workDir",
+    "dir",
+    "directory",
+];
+
+fn first_present<'v>(
+    args: &'v serde_json::Map<String, Value>,
+    explicit: Option<&String>,
+    candidates: &[&str],
+) -> Option<(String, &'v Value)> {
+    if let Some(name) = explicit {
+        return args.get(name).map(|v| (name.clone(), v));
+    }
+    candidates
+        .iter()
+        .find_map(|c| args.get(*c).map(|v| ((*c).to_owned(), v)))
+}
+
+fn shell_parts(call: &ToolCall, m: &ToolMapping, ctx: &NormalizeContext) -> Vec<Part> {
+    let Some(args) = args_object(call) else {
+        return vec![opaque(Operation::ShellExec)];
+    };
+    // Working directory.
+    let mut cwd: Option<String> = None;
+    let mut cwd_bad = false;
+    if let Some((_, v)) = first_present(args, m.cwd_param.as_ref(), CWD_PARAMS) {
+        match v {
+            Value::String(s) => match path::resolve_path(s, ctx.workspace, ctx) {
+                Ok(p) => cwd = Some(p),
+                Err(_) => cwd_bad = true,
+            },
+            Value::Null => {}
+            _ => cwd_bad = true,
+        }
+    }
+    let command = first_present(args, m.command_param.as_ref(), COMMAND_PARAMS).map(|(_, v)| v);
+    let extra = first_present(args, m.args_param.as_ref(), ARGS_PARAMS)
+        .filter(|(name, _)| Some(name.as_str()) != m.command_param.as_deref())
+        .map(|(_, v)| v);
+    let extra_words: Option<Vec<String>> = match extra {
+        None | Some(Value::Null) => Some(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_owned))
+            .collect(),
+        Some(Value::String(s)) => match scan(s) {
+            Scan::Simple(w) => Some(w),
+            _ => None,
+        },
+        Some(_) => None,
+    };
+
+    let mut out = ShellOut::new(cwd, ctx);
+    match (command, extra_words) {
+        (Some(Value::String(cmd)), Some(extra_words)) => {
+            if extra_words.is_empty() {
+                out.command_string(cmd);
+            } else {
+                match scan(cmd) {
+                    Scan::Simple(mut words) => {
+                        let meta = extra_words.iter().any(|w| shell::has_shell_meta(w));
+                        words.extend(extra_words.iter().cloned());
+                        out.argv(&words, meta);
+                        if meta {
+                            out.command_string(&format!("{cmd} {}", extra_words.join(" ")));
+                        }
+                    }
+                    _ => out.command_string(&format!("{cmd} {}", extra_words.join(" "))),
+                }
+            }
+        }
+        (Some(Value::Array(items)), Some(extra_words)) => {
+            let words: Option<Vec<String>> = items
+                .iter()
+                .map(|i| i.as_str().map(str::to_owned))
+                .collect();
+            match words {
+                Some(mut words) if !words.is_empty() => {
+                    words.extend(extra_words);
+                    let meta = words.iter().any(|w| shell::has_shell_meta(w));
+                    out.argv(&words, meta);
+                    if meta {
+                        // If the server joins the array into a shell string, these run too.
+                        out.command_string(&words.join(" "));
+                    }
+                }
+                _ => out.parts.push(opaque(Operation::ShellExec)),
+            }
+        }
+        (None, Some(extra_words)) if !extra_words.is_empty() => {
+            let meta = extra_words.iter().any(|w| shell::has_shell_meta(w));
+            out.argv(&extra_words, meta);
+        }
+        (Some(Value::String(cmd)), None) => {
+            // Args we cannot read: the command is not exact.
+            out.command_string(cmd);
+            for p in &mut out.parts {
+                p.opaque = true;
+            }
+            out.parts.push(opaque(Operation::ShellExec));
+        }
+        _ => out.parts.push(opaque(Operation::ShellExec)),
+    }
+    let mut parts = out.parts;
+    if parts.is_empty() {
+        parts.push(opaque(Operation::ShellExec));
+    }
+    if cwd_bad {
+        for p in &mut parts {
+            p.opaque = true;
+        }
+        parts.push(opaque(Operation::Unknown));
+    }
+    parts
+}
+
+struct ShellOut<'c> {
+    parts: Vec<Part>,
+    cwd: Option<String>,
+    ctx: &'c NormalizeContext<'c>,
+}
+
+impl<'c> ShellOut<'c> {
+    fn new(cwd: Option<String>, ctx: &'c NormalizeContext<'c>) -> Self {
+        ShellOut {
+            parts: Vec::new(),
+            cwd,
+            ctx,
+        }
+    }
+
+    fn command_string(&mut self, cmd: &str) {
+        match scan(cmd) {
+            Scan::Simple(words) => self.argv(&words, false),
+            Scan::Compound { segments } => {
+                if segments.is_empty() {
+                    self.parts.push(opaque(Operation::ShellExec));
+                }
+                for seg in segments {
+                    self.execs(&seg, true);
+                }
+            }
+            Scan::Invalid => {
+                let segments = shell::best_effort_segments(cmd);
+                if segments.is_empty() {
+                    self.parts.push(opaque(Operation::ShellExec));
+                }
+                for seg in segments {
+                    self.execs(&seg, true);
+                }
+            }
+        }
+    }
+
+    /// An exact argv (exec form or a simple string). `inexact` forces opaque parts.
+    fn argv(&mut self, words: &[String], inexact: bool) {
+        self.execs(words, inexact);
+    }
+
+    fn execs(&mut self, words: &[String], inexact: bool) {
+        let execs = shell::expand(words);
+        let single = execs.len() == 1;
+        if execs.is_empty() {
+            self.parts.push(opaque(Operation::ShellExec));
+        }
+        for e in execs {
+            let exact = single && !inexact && !e.wrapped && !e.inexact;
+            let mut part = self.exec_part(&e.argv);
+            if !exact {
+                part.opaque = true;
+            }
+            self.parts.push(part);
+        }
+    }
+
+    fn exec_part(&self, argv: &[String]) -> Part {
+        let exe = argv.first().map(|w| shell::basename(w).to_owned());
+        let is_git = exe.as_deref().is_some_and(|e| e == "git" || e == "git.exe");
+        let mut part = Part::new(Operation::ShellExec);
+        part.argv = Some(argv.to_vec());
+        part.executable = exe;
+        if is_git {
+            let class = git::classify_argv(argv);
+            part.operation = class.operation;
+            part.opaque = class.opaque;
+            let base = self.cwd.clone().unwrap_or_else(|| {
+                path::resolve_path(self.ctx.workspace, "/", self.ctx)
+                    .unwrap_or_else(|_| self.ctx.workspace.to_owned())
+            });
+            let mut repo = Some(base.clone());
+            for dir in &class.chdirs {
+                repo = repo.and_then(|r| path::resolve_path(dir, &r, self.ctx).ok());
+            }
+            match repo {
+                Some(r) => {
+                    if r != base {
+                        // `-C` to elsewhere: not what the reader of the command sees.
+                        if part.operation == Operation::GitRead {
+                            part.operation = Operation::ShellExec;
+                        }
+                        part.opaque = true;
+                    }
+                    part.resources.push(r);
+                }
+                None => {
+                    part.opaque = true;
+                    part.operation = Operation::Unknown;
+                }
+            }
+        } else if let Some(cwd) = &self.cwd {
+            part.resources.push(cwd.clone());
+        }
+        part
+    }
+}
+
+/// Arguments of mcp-server-git tools that are free text, not refs or paths.
+const GIT_FREE_TEXT: &[&str] = &["message", "msg", "description", "body", "title"];
+const REPO_PARAMS: &[&str] = &["repo_path", "repoPath", "repository", "repo", "path", "cwd"];
+
+fn git_tool_parts(call: &ToolCall, m: &ToolMapping, ctx: &NormalizeContext) -> Vec<Part> {
+    let Some(args) = args_object(call) else {
+        return vec![opaque(Operation::Unknown)];
+    };
+    let sub = m.git_subcommand.as_deref().unwrap_or_default();
+    let op = m
+        .operation
+        .filter(|o| o.is_git())
+        .or_else(|| git::classify_tool(sub));
+    let Some(op) = op else {
+        return vec![opaque(Operation::Unknown)];
+    };
+    let repo_names: Vec<String> = if m.path_params.is_empty() {
+        REPO_PARAMS.iter().map(|s| (*s).to_owned()).collect()
+    } else {
+        m.path_params.clone()
+    };
+    let mut part = Part::new(op);
+    let mut bad = false;
+    let mut repo: Option<String> = None;
+    for name in &repo_names {
+        if let Some(v) = args.get(name) {
+            for r in path::resolve_value(v, ctx.workspace, ctx) {
+                match r {
+                    Ok(p) => {
+                        if repo.is_none() {
+                            repo = Some(p.clone());
+                        }
+                        if !part.resources.contains(&p) {
+                            part.resources.push(p);
+                        }
+                    }
+                    Err(_) => bad = true,
+                }
+            }
+            break;
+        }
+    }
+    let base = repo.unwrap_or_else(|| ctx.workspace.to_owned());
+    let mut injection = false;
+    for (name, value) in args {
+        if repo_names.contains(name) || GIT_FREE_TEXT.contains(&name.as_str()) {
+            continue;
+        }
+        let strings: Vec<&str> = match value {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        for s in &strings {
+            // Flag injection: a ref or path that starts with `-` is read as an option by git.
+            if s.trim_start().starts_with('-') {
+                injection = true;
+            }
+            if s.contains('\0') {
+                bad = true;
+            }
+        }
+        if matches!(name.as_str(), "files" | "paths" | "file" | "path") {
+            for s in strings {
+                match path::resolve_path(s, &base, ctx) {
+                    Ok(p) if !part.resources.contains(&p) => part.resources.push(p),
+                    Ok(_) => {}
+                    Err(_) => bad = true,
+                }
+            }
+        }
+    }
+    if injection || bad {
+        part.operation = Operation::Unknown;
+        part.opaque = true;
+    }
+    vec![part]
+}
+
+const URL_PARAMS: &[&str] = &[
+    "url",
+    "uri",
+    "urls",
+    "endpoint",
+    "redirect_url",
+    "redirectUrl",
+    "redirect_uri",
+    "redirectUri",
+    "callback",
+    "callback_url",
+    "callbackUrl",
+    "webhook",
+    "webhook_url",
+    "webhookUrl",
+    "href",
+    "link",
+    "target_url",
+    "targetUrl",
+    "base_url",
+    "baseUrl",
+    "proxy",
+    "host",
+];
+const METHOD_PARAMS: &[&str] = &["method", "http_method", "httpMethod", "verb"];
+
+fn http_parts(call: &ToolCall, m: &ToolMapping) -> Vec<Part> {
+    let Some(args) = args_object(call) else {
+        return vec![opaque(Operation::Unknown)];
+    };
+    let mut method_opaque = false;
+    let method = match first_present(args, m.method_param.as_ref(), METHOD_PARAMS) {
+        None | Some((_, Value::Null)) => String::new(),
+        Some((_, Value::String(s))) => s.clone(),
+        Some(_) => {
+            method_opaque = true;
+            String::new()
+        }
+    };
+    let mut parts: Vec<Part> = Vec::new();
+    let push_url = |parts: &mut Vec<Part>, raw: &str| match normalize_url(raw, &method) {
+        Ok(net) => {
+            let mut p = Part::new(Operation::NetRequest);
+            p.network = Some(net);
+            p.opaque = method_opaque;
+            if !parts.contains(&p) {
+                parts.push(p);
+            }
+        }
+        Err(_) => parts.push(opaque(Operation::Unknown)),
+    };
+    let declared: Vec<&str> = if m.url_params.is_empty() {
+        URL_PARAMS.to_vec()
+    } else {
+        m.url_params.iter().map(String::as_str).collect()
+    };
+    let mut seen_declared = false;
+    for (name, value) in args {
+        let is_declared = declared.contains(&name.as_str());
+        let mut strings = Vec::new();
+        collect_strings(value, &mut strings, 0);
+        for s in strings {
+            if is_declared {
+                seen_declared = true;
+                push_url(&mut parts, s);
+            } else if http::looks_like_url(s) {
+                push_url(&mut parts, s);
+            }
+        }
+        if is_declared
+            && !matches!(
+                value,
+                Value::String(_) | Value::Array(_) | Value::Object(_) | Value::Null
+            )
+        {
+            parts.push(opaque(Operation::Unknown));
+        }
+    }
+    let _ = seen_declared;
+    if parts.iter().all(|p| p.operation != Operation::NetRequest) && parts.is_empty() {
+        parts.push(opaque(Operation::Unknown));
+    }
+    parts
+}
+
+const MAX_JSON_DEPTH: usize = 64;
+
+fn collect_strings<'v>(value: &'v Value, out: &mut Vec<&'v str>, depth: usize) {
+    if depth > MAX_JSON_DEPTH {
+        return;
+    }
+    match value {
+        Value::String(s) => out.push(s),
+        Value::Array(items) => items
+            .iter()
+            .for_each(|i| collect_strings(i, out, depth + 1)),
+        Value::Object(map) => map
+            .values()
+            .for_each(|v| collect_strings(v, out, depth + 1)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words() {
+        assert_eq!(split_words("getURLContent"), ["get", "url", "content"]);
+        assert_eq!(split_words("execute_command"), ["execute", "command"]);
+        assert_eq!(split_words("confirm_order"), ["confirm", "order"]);
+        assert_eq!(split_words("runShellCommand"), ["run", "shell", "command"]);
+    }
+
+    #[test]
+    fn builtin_names() {
+        for t in [
+            "execute_command",
+            "run_command",
+            "shell",
+            "bash",
+            "exec",
+            "terminal",
+            "run",
+            "run_shell_command",
+            "execute",
+            "command",
+            "runCommand",
+        ] {
+            assert_eq!(
+                builtin_mapping(t, None).and_then(|m| m.operation),
+                Some(Operation::ShellExec),
+                "{t}"
+            );
+        }
+        for t in [
+            "fetch",
+            "http_request",
+            "request",
+            "get_url",
+            "download",
+            "fetch_url",
+            "curl",
+            "http_get",
+            "web_fetch",
+        ] {
+            assert_eq!(
+                builtin_mapping(t, None).and_then(|m| m.operation),
+                Some(Operation::NetRequest),
+                "{t}"
+            );
+        }
+        for t in [
+            "confirm_order",
+            "create_pull_request",
+            "get_command_history_stats",
+            "send_email",
+        ] {
+            let op = builtin_mapping(t, None).and_then(|m| m.operation);
+            assert_ne!(op, Some(Operation::ShellExec), "{t}");
+        }
+        assert_eq!(builtin_mapping("create_pull_request", None), None);
+    }
+}

@@ -1,0 +1,201 @@
+//! Filesystem adapter: which arguments hold paths, and how a path becomes canonical.
+
+use serde_json::Value;
+
+use super::{NormalizeContext, split_words};
+use crate::fsfacts::lexical_normalize;
+
+/// Why a path could not be made canonical.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PathError {
+    Nul,
+    Empty,
+    NotAString,
+    Unresolvable,
+}
+
+/// Resolves one path argument the way `@modelcontextprotocol/server-filesystem` reads it:
+/// `~` and `~/…` expand to the home directory, relative paths resolve against the workspace,
+/// `file://` URLs become their path; then lexical normalisation and
+/// [`FsFacts::canonicalize`](crate::fsfacts::FsFacts::canonicalize) (symlinks).
+pub(crate) fn resolve_path(
+    raw: &str,
+    base: &str,
+    ctx: &NormalizeContext,
+) -> Result<String, PathError> {
+    if raw.contains('\0') {
+        return Err(PathError::Nul);
+    }
+    if raw.is_empty() {
+        return Err(PathError::Empty);
+    }
+    let expanded: String = if raw == "~" {
+        ctx.home.to_owned()
+    } else if let Some(rest) = raw.strip_prefix("~/") {
+        format!("{}/{}", ctx.home, rest)
+    } else if raw.len() >= 7
+        && raw
+            .get(..7)
+            .is_some_and(|p| p.eq_ignore_ascii_case("file://"))
+    {
+        // A `file:` URL names the path in it; a server that understands URLs reads that file.
+        let parsed = url::Url::parse(raw).map_err(|_| PathError::Unresolvable)?;
+        if parsed
+            .host_str()
+            .is_some_and(|h| !h.is_empty() && h != "localhost")
+        {
+            return Err(PathError::Unresolvable);
+        }
+        let decoded = percent_encoding::percent_decode_str(parsed.path())
+            .decode_utf8()
+            .map_err(|_| PathError::Unresolvable)?;
+        if decoded.contains('\0') {
+            return Err(PathError::Nul);
+        }
+        decoded.into_owned()
+    } else {
+        raw.to_owned()
+    };
+    let absolute = if expanded.starts_with('/') {
+        expanded
+    } else {
+        format!("{base}/{expanded}")
+    };
+    let lexical = lexical_normalize(&absolute).ok_or(PathError::Unresolvable)?;
+    ctx.fs.canonicalize(&lexical).ok_or(PathError::Unresolvable)
+}
+
+/// Resolves every path in an argument value: a string, or an array of strings.
+pub(crate) fn resolve_value(
+    value: &Value,
+    base: &str,
+    ctx: &NormalizeContext,
+) -> Vec<Result<String, PathError>> {
+    match value {
+        Value::String(s) => vec![resolve_path(s, base, ctx)],
+        Value::Array(items) => {
+            if items.is_empty() {
+                return Vec::new();
+            }
+            items
+                .iter()
+                .map(|item| match item {
+                    Value::String(s) => resolve_path(s, base, ctx),
+                    _ => Err(PathError::NotAString),
+                })
+                .collect()
+        }
+        Value::Null => Vec::new(),
+        _ => vec![Err(PathError::NotAString)],
+    }
+}
+
+const PATH_WORDS: &[&str] = &[
+    "path",
+    "paths",
+    "pathname",
+    "file",
+    "files",
+    "filename",
+    "filenames",
+    "filepath",
+    "filepaths",
+    "source",
+    "sources",
+    "src",
+    "destination",
+    "dest",
+    "dst",
+    "dir",
+    "dirs",
+    "directory",
+    "directories",
+    "folder",
+    "folders",
+    "target",
+    "root",
+    "cwd",
+];
+
+/// True when an argument name reads as a path by its words (`filePath`, `source_dir`, …).
+pub(crate) fn is_path_name(name: &str) -> bool {
+    !is_disqualified_name(name)
+        && split_words(name)
+            .iter()
+            .any(|w| PATH_WORDS.contains(&w.as_str()))
+}
+
+/// `file_content`, `path_pattern`, `file_type`… name something about a file, not a path.
+fn is_disqualified_name(name: &str) -> bool {
+    const DISQUALIFYING: &[&str] = &[
+        "content", "contents", "text", "data", "pattern", "patterns", "type", "size", "mode",
+        "encoding", "exclude", "count", "limit", "message", "body", "edits",
+    ];
+    split_words(name)
+        .iter()
+        .any(|w| DISQUALIFYING.contains(&w.as_str()))
+}
+
+/// Names of the properties that the tool's input schema marks as paths: path-like names,
+/// `format: path` (or `uri-reference` on a path-like name), or a description that talks about a
+/// path or directory. Only string or array-of-string properties count.
+pub(crate) fn schema_path_params(definition: Option<&Value>) -> Vec<String> {
+    let Some(props) = definition
+        .and_then(|d| d.get("inputSchema"))
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object)
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (name, prop) in props {
+        if !is_stringish(prop) || is_disqualified_name(name) {
+            continue;
+        }
+        let format = prop
+            .get("format")
+            .or_else(|| prop.get("items").and_then(|i| i.get("format")))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let description = prop
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let marked = format == "path"
+            || format == "file-path"
+            || (format == "uri-reference" && is_path_name(name))
+            || is_path_name(name)
+            || description_mentions_path(description);
+        if marked {
+            out.push(name.clone());
+        }
+    }
+    out
+}
+
+fn is_stringish(prop: &Value) -> bool {
+    let ty = prop.get("type");
+    let is = |v: Option<&Value>, want: &str| match v {
+        Some(Value::String(s)) => s == want,
+        Some(Value::Array(a)) => a.iter().any(|t| t.as_str() == Some(want)),
+        _ => false,
+    };
+    if ty.is_none() {
+        // Untyped: could be anything, including a path.
+        return true;
+    }
+    is(ty, "string")
+        || (is(ty, "array")
+            && (prop.get("items").is_none()
+                || is(prop.get("items").and_then(|i| i.get("type")), "string")))
+}
+
+fn description_mentions_path(description: &str) -> bool {
+    let words = split_words(description);
+    words.iter().any(|w| {
+        matches!(
+            w.as_str(),
+            "path" | "paths" | "filepath" | "filename" | "directory" | "directories" | "folder"
+        )
+    })
+}

@@ -1,0 +1,787 @@
+//! Shell adapter: a conservative, quoting-aware scanner and the look-through of wrappers.
+//!
+//! The scanner does not try to be a shell. It answers one question exactly — "is this string
+//! one simple command whose argv is known before it runs?" — and otherwise gives best-effort
+//! segments so deny rules still see every executable.
+//!
+//! A string is [`Scan::Simple`] only when it has none of the following outside quotes:
+//! `;` `&` `|` `<` `>` `(` `)` a backtick, a newline, a `#` starting a word (comment), and
+//! nothing that changes argv at run time: no `$` anywhere outside single quotes (`$VAR`,
+//! `$(…)`, `${…}`, `$'…'`), no unquoted glob character (`*` `?` `[`), no unquoted `{…}`
+//! (brace expansion; the literal word `{}` is fine), no unquoted `~` at the start of a word
+//! or after `=` / `:` (tilde expansion), no `!` starting a word. Such strings are
+//! [`Scan::Compound`] (a single segment when only an expansion was found): not exact, so
+//! allow rules never match them. An unbalanced quote or a trailing backslash is
+//! [`Scan::Invalid`].
+
+/// The verdict of [`scan`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scan {
+    /// Exactly one simple command with a known argv.
+    Simple(Vec<String>),
+    /// Anything else that parses: operators, substitutions, expansions. Segments are the
+    /// best-effort words of each command (split at every operator and substitution).
+    Compound { segments: Vec<Vec<String>> },
+    /// Unbalanced quotes, trailing backslash, or an empty command.
+    Invalid,
+}
+
+#[derive(Debug, Default)]
+struct Scanner {
+    segments: Vec<Vec<String>>,
+    words: Vec<String>,
+    word: String,
+    in_word: bool,
+    word_brace: bool,
+    compound: bool,
+    inexact: bool,
+}
+
+impl Scanner {
+    fn end_word(&mut self) {
+        if self.in_word {
+            if self.word_brace && self.word != "{}" {
+                self.inexact = true;
+            }
+            self.words.push(std::mem::take(&mut self.word));
+        }
+        self.in_word = false;
+        self.word_brace = false;
+    }
+
+    fn end_segment(&mut self) {
+        self.end_word();
+        if !self.words.is_empty() {
+            self.segments.push(std::mem::take(&mut self.words));
+        }
+    }
+
+    fn push(&mut self, c: char) {
+        self.word.push(c);
+        self.in_word = true;
+    }
+
+    fn operator(&mut self) {
+        self.compound = true;
+        self.end_segment();
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Quote {
+    None,
+    Single,
+    Double,
+}
+
+struct Detailed {
+    segments: Vec<Vec<String>>,
+    compound: bool,
+    inexact: bool,
+    invalid: bool,
+}
+
+fn scan_detailed(command: &str) -> Detailed {
+    let mut s = Scanner::default();
+    let mut quote = Quote::None;
+    let mut invalid = false;
+    let mut chars = command.chars().peekable();
+    while let Some(c) = chars.next() {
+        match quote {
+            Quote::Single => {
+                if c == '\'' {
+                    quote = Quote::None;
+                } else {
+                    s.push(c);
+                }
+            }
+            Quote::Double => match c {
+                '"' => quote = Quote::None,
+                '\\' => match chars.next() {
+                    Some(n @ ('$' | '`' | '"' | '\\')) => s.push(n),
+                    Some('\n') => {}
+                    Some(n) => {
+                        s.push('\\');
+                        s.push(n);
+                    }
+                    None => invalid = true,
+                },
+                '`' => s.operator(),
+                '$' => {
+                    if chars.peek() == Some(&'(') {
+                        chars.next();
+                        s.operator();
+                    } else {
+                        s.inexact = true;
+                        s.push(c);
+                    }
+                }
+                _ => s.push(c),
+            },
+            Quote::None => match c {
+                ' ' | '\t' => s.end_word(),
+                '\n' | '\r' | ';' | '&' | '|' | '(' | ')' | '`' => s.operator(),
+                '<' | '>' => {
+                    // Redirection: not simple, but the target stays in the segment.
+                    s.compound = true;
+                    s.end_word();
+                }
+                '\\' => match chars.next() {
+                    Some('\n') => s.operator(),
+                    Some(n) => s.push(n),
+                    None => invalid = true,
+                },
+                '\'' => {
+                    quote = Quote::Single;
+                    s.in_word = true;
+                }
+                '"' => {
+                    quote = Quote::Double;
+                    s.in_word = true;
+                }
+                '$' => {
+                    if chars.peek() == Some(&'(') {
+                        chars.next();
+                        s.operator();
+                    } else {
+                        s.inexact = true;
+                        s.push(c);
+                    }
+                }
+                '*' | '?' | '[' => {
+                    s.inexact = true;
+                    s.push(c);
+                }
+                '{' | '}' => {
+                    s.word_brace = true;
+                    s.push(c);
+                }
+                '#' if !s.in_word => {
+                    // A comment: the shell ignores the rest, we keep scanning (deny rules
+                    // see more, never less).
+                    s.compound = true;
+                    s.end_segment();
+                }
+                '!' if !s.in_word => {
+                    s.inexact = true;
+                    s.push(c);
+                }
+                '~' if !s.in_word || s.word.ends_with('=') || s.word.ends_with(':') => {
+                    s.inexact = true;
+                    s.push(c);
+                }
+                _ => s.push(c),
+            },
+        }
+    }
+    if quote != Quote::None {
+        invalid = true;
+    }
+    s.end_segment();
+    Detailed {
+        compound: s.compound,
+        inexact: s.inexact,
+        invalid,
+        segments: s.segments,
+    }
+}
+
+/// Scans a shell command string. See the module documentation for what counts as simple.
+pub fn scan(command: &str) -> Scan {
+    let d = scan_detailed(command);
+    if d.invalid {
+        return Scan::Invalid;
+    }
+    if d.segments.is_empty() {
+        return if d.compound || d.inexact {
+            Scan::Compound {
+                segments: Vec::new(),
+            }
+        } else {
+            Scan::Invalid
+        };
+    }
+    if d.compound || d.inexact || d.segments.len() != 1 {
+        return Scan::Compound {
+            segments: d.segments,
+        };
+    }
+    match d.segments.into_iter().next() {
+        Some(argv) => Scan::Simple(argv),
+        None => Scan::Invalid,
+    }
+}
+
+/// Best-effort segments of any string, also of an invalid one (an unbalanced quote is closed
+/// at the end). Used so that deny rules see executables even in strings the shell rejects.
+pub(crate) fn best_effort_segments(command: &str) -> Vec<Vec<String>> {
+    let d = scan_detailed(command);
+    if !d.invalid {
+        return d.segments;
+    }
+    // Retry with quotes treated as ordinary characters, and with the trailing quote closed.
+    let mut out = d.segments;
+    let unquoted: String = command
+        .chars()
+        .map(|c| {
+            if matches!(c, '\'' | '"' | '\\') {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    out.extend(scan_detailed(&unquoted).segments);
+    out
+}
+
+/// The basename of an executable word (`/bin/rm` is `rm`).
+pub fn basename(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+/// One execution found inside a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Exec {
+    /// The argv actually executed, wrappers and env prefixes removed.
+    pub argv: Vec<String>,
+    /// True when wrappers, env prefixes or an inner shell were looked through, or when this
+    /// execution is nested in another command (`find -exec`, `xargs`).
+    pub wrapped: bool,
+    /// True when a string was re-scanned (`sh -c`, `eval`) and was not simple.
+    pub inexact: bool,
+    /// True for a command whose job is to run another one (`sh -c`, `xargs`).
+    pub container: bool,
+}
+
+const MAX_DEPTH: usize = 8;
+
+fn is_assignment(word: &str) -> bool {
+    let Some((name, _)) = word.split_once('=') else {
+        return false;
+    };
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Strips env prefixes and wrappers (`sudo`, `env`, `nohup`, `xargs`, `time`, `nice`,
+/// `sh -c`, `bash -c`, `eval`, `busybox`, …) and returns the argv that actually runs. For an
+/// inner shell string that is not one simple command, the first segment's argv.
+pub fn look_through(argv: &[String]) -> Vec<String> {
+    let execs = expand(argv);
+    execs
+        .iter()
+        .find(|e| !e.container)
+        .or_else(|| execs.first())
+        .map(|e| e.argv.clone())
+        .unwrap_or_default()
+}
+
+/// Every execution an argv leads to: the looked-through command first, then nested ones
+/// (`sh -c 'a; b'` gives `a` and `b`; `find -exec rm` gives `find` and `rm`).
+pub(crate) fn expand(argv: &[String]) -> Vec<Exec> {
+    let mut out = Vec::new();
+    expand_into(argv.to_vec(), false, false, 0, &mut out);
+    out
+}
+
+fn expand_into(
+    mut argv: Vec<String>,
+    mut wrapped: bool,
+    inexact: bool,
+    depth: usize,
+    out: &mut Vec<Exec>,
+) {
+    if depth > MAX_DEPTH {
+        out.push(Exec {
+            argv,
+            wrapped: true,
+            inexact: true,
+            container: false,
+        });
+        return;
+    }
+    loop {
+        // Env prefixes and reserved words.
+        let mut skip = 0;
+        while let Some(w) = argv.get(skip) {
+            if is_assignment(w)
+                || matches!(
+                    w.as_str(),
+                    "if" | "then"
+                        | "else"
+                        | "elif"
+                        | "fi"
+                        | "do"
+                        | "done"
+                        | "while"
+                        | "until"
+                        | "!"
+                        | "{"
+                        | "}"
+                        | "coproc"
+                        | "noglob"
+                        | "nocorrect"
+                        | "-"
+                )
+            {
+                skip += 1;
+            } else {
+                break;
+            }
+        }
+        if skip > 0 {
+            argv.drain(..skip);
+            wrapped = true;
+        }
+        let Some(first) = argv.first() else {
+            return;
+        };
+        let name = basename(first).to_owned();
+        let rest: Vec<String> = argv.get(1..).unwrap_or_default().to_vec();
+        let next: Option<Vec<String>> = match name.as_str() {
+            "sudo" | "doas" | "run0" | "pkexec" => {
+                if let Some(cmd) = option_value(&rest, &["-c"], &[]) {
+                    // Not sudo syntax, but harmless: treat as a shell string.
+                    return rescan(&cmd, depth, out);
+                }
+                Some(skip_options(
+                    &rest,
+                    &[
+                        "-u",
+                        "-g",
+                        "-C",
+                        "-D",
+                        "-h",
+                        "-p",
+                        "-r",
+                        "-t",
+                        "-T",
+                        "-U",
+                        "-R",
+                        "--user",
+                        "--group",
+                        "--chdir",
+                        "--prompt",
+                        "--role",
+                        "--type",
+                        "--other-user",
+                        "--close-from",
+                        "--host",
+                        "--chroot",
+                    ],
+                ))
+            }
+            "su" | "runuser" | "sg" => {
+                if let Some(cmd) = option_value(&rest, &["-c", "--command"], &["--command="]) {
+                    return rescan(&cmd, depth, out);
+                }
+                None
+            }
+            "env" => {
+                if let Some(s) =
+                    option_value(&rest, &["-S", "--split-string"], &["--split-string=", "-S"])
+                {
+                    return rescan(&s, depth, out);
+                }
+                let mut r = skip_options(
+                    &rest,
+                    &["-u", "--unset", "-C", "--chdir", "-P", "--argv0", "-a"],
+                );
+                while r.first().is_some_and(|w| is_assignment(w)) {
+                    r.remove(0);
+                }
+                Some(r)
+            }
+            "nohup" | "setsid" | "unbuffer" | "catchsegv" | "caffeinate" | "command"
+            | "builtin" | "exec" | "time" | "nice" | "ionice" | "stdbuf" | "chrt" | "firejail"
+            | "proxychains" | "proxychains4" | "torsocks" | "tsocks" | "strace" | "ltrace"
+            | "valgrind" | "systemd-run" | "unshare" | "nsenter" | "script" | "faketime"
+            | "fakeroot" | "eatmydata" | "trickle" => {
+                if name == "script" {
+                    if let Some(cmd) = option_value(&rest, &["-c", "--command"], &["--command="]) {
+                        return rescan(&cmd, depth, out);
+                    }
+                }
+                let with_arg: &[&str] = match name.as_str() {
+                    "nice" => &["-n", "--adjustment"],
+                    "ionice" => &["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"],
+                    "stdbuf" => &["-i", "-o", "-e", "--input", "--output", "--error"],
+                    "time" => &["-f", "-o", "--format", "--output"],
+                    "exec" => &["-a"],
+                    "strace" | "ltrace" => &[
+                        "-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-P", "-S",
+                        "-X",
+                    ],
+                    "systemd-run" => &[
+                        "-p",
+                        "-u",
+                        "-E",
+                        "--unit",
+                        "--property",
+                        "--setenv",
+                        "--uid",
+                        "--gid",
+                        "--working-directory",
+                        "-M",
+                        "--machine",
+                    ],
+                    "nsenter" => &["-t", "--target"],
+                    "faketime" => &["-f"],
+                    _ => &[],
+                };
+                let mut r = skip_options(&rest, with_arg);
+                if name == "chrt" || name == "faketime" {
+                    // chrt [options] PRIORITY cmd; faketime TIMESTAMP cmd
+                    if !r.is_empty() {
+                        r.remove(0);
+                    }
+                }
+                Some(r)
+            }
+            "timeout" => {
+                let mut r = skip_options(&rest, &["-s", "-k", "--signal", "--kill-after"]);
+                if !r.is_empty() {
+                    r.remove(0); // duration
+                }
+                Some(r)
+            }
+            "taskset" => {
+                let has_c = rest.iter().any(|w| w == "-c" || w == "--cpu-list");
+                let mut r = skip_options(&rest, &["-c", "--cpu-list"]);
+                if !has_c && !r.is_empty() {
+                    r.remove(0); // mask
+                }
+                Some(r)
+            }
+            "flock" => {
+                if let Some(cmd) = option_value(&rest, &["-c", "--command"], &["--command="]) {
+                    return rescan(&cmd, depth, out);
+                }
+                let mut r = skip_options(&rest, &["-w", "--timeout", "-E", "--conflict-exit-code"]);
+                if !r.is_empty() {
+                    r.remove(0); // lock file
+                }
+                Some(r)
+            }
+            "chroot" => {
+                let mut r = skip_options(&rest, &["--userspec", "--groups"]);
+                if !r.is_empty() {
+                    r.remove(0); // new root
+                }
+                if r.is_empty() {
+                    // chroot DIR alone runs the user's shell.
+                    r.push("sh".to_owned());
+                }
+                Some(r)
+            }
+            "xargs" | "parallel" => {
+                out.push(Exec {
+                    argv: argv.clone(),
+                    wrapped,
+                    inexact,
+                    container: true,
+                });
+                let r = skip_options(
+                    &rest,
+                    &[
+                        "-a",
+                        "-d",
+                        "-E",
+                        "-I",
+                        "-L",
+                        "-n",
+                        "-P",
+                        "-s",
+                        "--arg-file",
+                        "--delimiter",
+                        "--eof",
+                        "--replace",
+                        "--max-lines",
+                        "--max-args",
+                        "--max-procs",
+                        "--max-chars",
+                        "--process-slot-var",
+                        "-j",
+                        "--jobs",
+                    ],
+                );
+                if r.is_empty() {
+                    // xargs with no command runs echo.
+                    return;
+                }
+                argv = r;
+                wrapped = true;
+                continue;
+            }
+            "watch" => {
+                let r = skip_options(&rest, &["-n", "--interval", "-d", "-q", "--equexit"]);
+                return rescan(&r.join(" "), depth, out);
+            }
+            "busybox" | "toybox" => Some(rest),
+            "eval" => return rescan(&rest.join(" "), depth, out),
+            "sh" | "bash" | "zsh" | "dash" | "ksh" | "mksh" | "ash" | "fish" | "csh" | "tcsh"
+            | "yash" | "posh" | "rbash" => {
+                if let Some(cmd) = shell_c_string(&rest) {
+                    out.push(Exec {
+                        argv: argv.clone(),
+                        wrapped,
+                        inexact,
+                        container: true,
+                    });
+                    return rescan(&cmd, depth, out);
+                }
+                None
+            }
+            "find" => {
+                let nested = find_exec_commands(&rest);
+                out.push(Exec {
+                    argv: argv.clone(),
+                    wrapped: wrapped || !nested.is_empty(),
+                    inexact,
+                    container: false,
+                });
+                for cmd in nested {
+                    expand_into(cmd, true, inexact, depth + 1, out);
+                }
+                return;
+            }
+            "fd" | "fdfind" => {
+                let nested = after_option(&rest, &["-x", "--exec", "-X", "--exec-batch"]);
+                out.push(Exec {
+                    argv: argv.clone(),
+                    wrapped: wrapped || nested.is_some(),
+                    inexact,
+                    container: false,
+                });
+                if let Some(cmd) = nested {
+                    expand_into(cmd, true, inexact, depth + 1, out);
+                }
+                return;
+            }
+            _ => None,
+        };
+        match next {
+            Some(r) if !r.is_empty() => {
+                argv = r;
+                wrapped = true;
+            }
+            _ => {
+                out.push(Exec {
+                    argv,
+                    wrapped,
+                    inexact,
+                    container: false,
+                });
+                return;
+            }
+        }
+    }
+}
+
+fn rescan(command: &str, depth: usize, out: &mut Vec<Exec>) {
+    match scan(command) {
+        Scan::Simple(argv) => expand_into(argv, true, false, depth + 1, out),
+        Scan::Compound { segments } => {
+            for seg in segments {
+                expand_into(seg, true, true, depth + 1, out);
+            }
+        }
+        Scan::Invalid => {
+            for seg in best_effort_segments(command) {
+                expand_into(seg, true, true, depth + 1, out);
+            }
+        }
+    }
+}
+
+/// Skips leading options (a `--` ends them); options in `with_arg` consume the next word
+/// unless written `--opt=value`. Returns the remaining words.
+fn skip_options(words: &[String], with_arg: &[&str]) -> Vec<String> {
+    let mut i = 0;
+    while let Some(w) = words.get(i) {
+        if w == "--" {
+            i += 1;
+            break;
+        }
+        if !w.starts_with('-') || w == "-" {
+            break;
+        }
+        // Options only, since nice's `-5` style and `-n5` forms carry their value.
+        if with_arg.contains(&w.as_str()) {
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    words.get(i..).unwrap_or_default().to_vec()
+}
+
+/// The value of `-c CMD` style options among leading options (also `--command=CMD`).
+fn option_value(words: &[String], names: &[&str], prefixes: &[&str]) -> Option<String> {
+    let mut i = 0;
+    while let Some(w) = words.get(i) {
+        if names.contains(&w.as_str()) {
+            return words.get(i + 1).cloned();
+        }
+        for p in prefixes {
+            if let Some(v) = w.strip_prefix(p) {
+                if !v.is_empty() {
+                    return Some(v.to_owned());
+                }
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// For `sh -c STRING` (also clusters like `-lc`, `-ec`, `-o pipefail -c`): the string.
+fn shell_c_string(words: &[String]) -> Option<String> {
+    let mut i = 0;
+    let mut want_c = false;
+    while let Some(w) = words.get(i) {
+        if w == "--" {
+            i += 1;
+            break;
+        }
+        if w == "-o" || w == "+o" || w == "-O" || w == "+O" || w == "--rcfile" || w == "--init-file"
+        {
+            i += 2;
+            continue;
+        }
+        if let Some(flags) = w.strip_prefix('-').or_else(|| w.strip_prefix('+')) {
+            if !w.starts_with("--") && flags.contains('c') {
+                want_c = true;
+            }
+            i += 1;
+            continue;
+        }
+        break;
+    }
+    if want_c { words.get(i).cloned() } else { None }
+}
+
+/// `find … -exec CMD … ;` (also `-execdir`, `-ok`, `-okdir`, ended by `;` or `+`).
+fn find_exec_commands(words: &[String]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(w) = words.get(i) {
+        if matches!(w.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
+            let mut cmd = Vec::new();
+            i += 1;
+            while let Some(a) = words.get(i) {
+                if a == ";" || a == "+" {
+                    break;
+                }
+                cmd.push(a.clone());
+                i += 1;
+            }
+            if !cmd.is_empty() {
+                out.push(cmd);
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The words after the first of `names` (`fd -x rm`).
+fn after_option(words: &[String], names: &[&str]) -> Option<Vec<String>> {
+    let pos = words.iter().position(|w| names.contains(&w.as_str()))?;
+    let rest = words.get(pos + 1..)?.to_vec();
+    if rest.is_empty() { None } else { Some(rest) }
+}
+
+/// True when an exec-form argument holds characters a shell would interpret if the server
+/// joined the array into a command string.
+pub(crate) fn has_shell_meta(word: &str) -> bool {
+    word.chars().any(|c| {
+        matches!(
+            c,
+            ';' | '&' | '|' | '<' | '>' | '(' | ')' | '`' | '$' | '\n' | '\r' | '\'' | '"' | '\\'
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| (*w).to_owned()).collect()
+    }
+
+    #[test]
+    fn simple_and_not() {
+        assert_eq!(
+            scan("ls -la 'a b' \"c d\" e\\ f"),
+            Scan::Simple(v(&["ls", "-la", "a b", "c d", "e f"]))
+        );
+        assert_eq!(
+            scan("git log HEAD~1"),
+            Scan::Simple(v(&["git", "log", "HEAD~1"]))
+        );
+        assert_eq!(scan("echo ''"), Scan::Simple(v(&["echo", ""])));
+        assert!(matches!(scan("ls; rm -rf /"), Scan::Compound { .. }));
+        assert!(matches!(scan("ls *.rs"), Scan::Compound { .. }));
+        assert!(matches!(scan("echo $HOME"), Scan::Compound { .. }));
+        assert!(matches!(scan("cat ~/.ssh/id_rsa"), Scan::Compound { .. }));
+        assert!(matches!(scan("echo {a,b}"), Scan::Compound { .. }));
+        assert_eq!(scan("echo 'unterminated"), Scan::Invalid);
+        assert_eq!(scan("echo \\"), Scan::Invalid);
+        assert_eq!(scan("   "), Scan::Invalid);
+    }
+
+    #[test]
+    fn looks_through_wrappers() {
+        let cases: &[(&str, &str)] = &[
+            ("sudo rm -rf /", "rm"),
+            ("sudo -u root rm -rf /", "rm"),
+            ("env FOO=1 /bin/rm x", "/bin/rm"),
+            ("FOO=1 rm x", "rm"),
+            ("nice -n 5 rm x", "rm"),
+            ("nohup rm x", "rm"),
+            ("time rm x", "rm"),
+            ("command rm x", "rm"),
+            ("exec rm x", "rm"),
+            ("busybox rm x", "rm"),
+            ("doas rm x", "rm"),
+            ("timeout 5 rm x", "rm"),
+            ("sh -c 'rm -rf /'", "rm"),
+            ("bash -lc 'rm -rf /'", "rm"),
+            ("xargs rm", "rm"),
+            ("find . -exec rm {} \\;", "rm"),
+            ("stdbuf -oL rm x", "rm"),
+        ];
+        for (cmd, want) in cases {
+            let Scan::Simple(argv) = scan(cmd) else {
+                panic!("{cmd}")
+            };
+            let execs = expand(&argv);
+            assert!(
+                execs
+                    .iter()
+                    .any(|e| e.argv.first().map(String::as_str) == Some(*want)),
+                "{cmd}: {execs:?}"
+            );
+        }
+        let Scan::Simple(argv) = scan("sh -c 'ls; rm -rf /'") else {
+            panic!()
+        };
+        let names: Vec<String> = expand(&argv)
+            .into_iter()
+            .filter_map(|e| e.argv.first().cloned())
+            .collect();
+        assert_eq!(names, v(&["sh", "ls", "rm"]));
+        assert_eq!(
+            look_through(&v(&["sudo", "env", "A=1", "nice", "rm", "-rf", "/"])),
+            v(&["rm", "-rf", "/"])
+        );
+        assert_eq!(
+            look_through(&v(&["sh", "-c", "rm -rf /"])),
+            v(&["rm", "-rf", "/"])
+        );
+    }
+}

@@ -1,0 +1,769 @@
+//! The taint index: destination-shaped tokens seen in tool outputs, for the sink gate.
+//!
+//! # Tokens
+//! Text is decoded first (HTML entities, percent-encoding and NFKC, repeated until stable;
+//! invisible format characters such as zero-width spaces removed), then these tokens are
+//! found, each canonicalised to lower case:
+//! - URLs (`http`, `https`, `ws`, `wss`, `ftp`) through the URL parser of
+//!   [`normalize_url`](crate::normalize::normalize_url) (userinfo and fragment dropped, IDN as
+//!   punycode, trailing dots removed), and the host of each URL;
+//! - email addresses (`mailto:` falls away; the domain as punycode);
+//! - bare domains such as `evil.com` (recorded as host tokens; names ending in a common file
+//!   extension such as `notes.txt` are not domains here);
+//! - phone numbers written E.164-style with a leading `+` (or `tel:`), 7 to 15 digits, as
+//!   `+digits`;
+//! - IBANs with a valid mod-97 checksum, without spaces;
+//! - Slack-like channels `#name`, ids `C0123ABCD`/`U0123ABCD` (upper case in the text, with a
+//!   digit), and handles `@name`.
+//!
+//! Matching is token equality, never substring: `bob@corp.com` is not tainted by
+//! `bob@corp.com.evil.net`, but `BOB@Corp.COM`, `mailto:bob%40corp.com`, `bob&#64;corp.com` and
+//! full-width look-alikes are the same token.
+//!
+//! # Verdicts
+//! A sink value stands for its tokens ([`canonical_destination`]). Tokens inside a URL (an
+//! email in its query string) do not count on their own; the URL's host does count for
+//! taint (an attacker's host with another path is still the attacker's host) but never
+//! vouches (a trusted `https://docs.example.com/mine` does not vouch for
+//! `https://docs.example.com/theirs`). A value with no token stands for itself (lower-cased),
+//! and a bare slug also for `#slug` and `@slug`.
+//!
+//! - Any token seen in untrusted output and not vouched for → [`Provenance::Tainted`].
+//! - Every token seen in trusted output → [`Provenance::Vouched`].
+//! - Otherwise → [`Provenance::Unproven`].
+//!
+//! A token seen in **both** trusted and untrusted output is vouched by default: a trusted
+//! output (the user's contacts, channel list) is where legitimate destinations come from, and
+//! the same addresses turn up in every untrusted mail body. [`TaintLimits::prefer_taint`]
+//! flips this for users who want the stricter reading.
+//!
+//! Trusted structured output also vouches for whole short string values (a channel `name`
+//! field `general`), untrusted output only for destination-shaped tokens.
+//!
+//! # Memory
+//! At most [`TaintLimits::max_tokens`] tokens are kept; the least recently recorded is
+//! evicted first. An evicted token is simply unknown again: [`Provenance::Unproven`], never
+//! vouched. Text beyond [`TaintLimits::max_text_bytes`] per record is not scanned (its tokens
+//! are unproven). Lookups are hash lookups, independent of how much output was recorded.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::LazyLock;
+
+use percent_encoding::percent_decode_str;
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use unicode_normalization::UnicodeNormalization;
+
+use crate::normalize::normalize_url;
+
+/// Bounds of a [`TaintIndex`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TaintLimits {
+    /// Maximum number of distinct tokens kept (least recently recorded evicted first).
+    pub max_tokens: usize,
+    /// Maximum bytes of one text scanned per record.
+    pub max_text_bytes: usize,
+    /// Tokens longer than this (in bytes, canonical) are not kept.
+    pub max_token_len: usize,
+    /// When a token was seen in both trusted and untrusted output: tainted (`true`) or
+    /// vouched (`false`, the default).
+    pub prefer_taint: bool,
+}
+
+impl Default for TaintLimits {
+    fn default() -> Self {
+        TaintLimits {
+            max_tokens: 100_000,
+            max_text_bytes: 16 * 1024 * 1024,
+            max_token_len: 512,
+            prefer_taint: false,
+        }
+    }
+}
+
+/// Whether a tool's output vouches for the destinations in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputTrust {
+    Trusted,
+    Untrusted,
+}
+
+/// Which output a token came from, for explain.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TaintSource {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    pub tool: String,
+    /// The caller's sequence number of that output (e.g. the call's position in the session).
+    pub seq: u64,
+}
+
+/// Where a sink value comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", tag = "provenance", content = "source")]
+pub enum Provenance {
+    /// Every token of the value was seen in trusted output (first such source).
+    Vouched(TaintSource),
+    /// A token of the value was seen in untrusted output (first such source).
+    Tainted(TaintSource),
+    /// Neither: never seen, or forgotten.
+    Unproven,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    vouched: Option<TaintSource>,
+    tainted: Option<TaintSource>,
+    stamp: u64,
+}
+
+/// Destination tokens seen in tool outputs, bounded in memory.
+#[derive(Debug, Clone)]
+pub struct TaintIndex {
+    limits: TaintLimits,
+    entries: HashMap<Box<str>, Entry>,
+    order: VecDeque<(Box<str>, u64)>,
+    clock: u64,
+    evicted: u64,
+}
+
+impl TaintIndex {
+    pub fn new(limits: TaintLimits) -> Self {
+        TaintIndex {
+            limits,
+            entries: HashMap::new(),
+            order: VecDeque::new(),
+            clock: 0,
+            evicted: 0,
+        }
+    }
+
+    /// The limits this index was built with.
+    pub fn limits(&self) -> &TaintLimits {
+        &self.limits
+    }
+
+    /// Number of tokens currently kept.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Number of tokens evicted so far (their values are unproven again).
+    pub fn evicted(&self) -> u64 {
+        self.evicted
+    }
+
+    /// Record destination-shaped tokens from text.
+    pub fn record_text(&mut self, text: &str, trust: OutputTrust, source: TaintSource) {
+        let text = truncate(text, self.limits.max_text_bytes);
+        for token in tokenize(text) {
+            self.insert(&token.text, trust, &source);
+        }
+    }
+
+    /// Record tokens from every string in a JSON value (object keys excluded). Trusted output
+    /// also vouches for each whole short string value.
+    pub fn record_json(&mut self, value: &Value, trust: OutputTrust, source: TaintSource) {
+        let mut strings = Vec::new();
+        collect_strings(value, &mut strings, 0);
+        let mut budget = self.limits.max_text_bytes;
+        for s in strings {
+            if budget == 0 {
+                break;
+            }
+            let s = truncate(s, budget);
+            budget = budget.saturating_sub(s.len());
+            for token in tokenize(s) {
+                self.insert(&token.text, trust, &source);
+            }
+            if trust == OutputTrust::Trusted {
+                if let Some(v) = value_token(s) {
+                    self.insert(&v, trust, &source);
+                }
+            }
+        }
+    }
+
+    fn insert(&mut self, token: &str, trust: OutputTrust, source: &TaintSource) {
+        if self.limits.max_tokens == 0
+            || token.is_empty()
+            || token.len() > self.limits.max_token_len
+        {
+            return;
+        }
+        self.clock += 1;
+        let stamp = self.clock;
+        if let Some(entry) = self.entries.get_mut(token) {
+            entry.stamp = stamp;
+            match trust {
+                OutputTrust::Trusted => {
+                    entry.vouched.get_or_insert_with(|| source.clone());
+                }
+                OutputTrust::Untrusted => {
+                    entry.tainted.get_or_insert_with(|| source.clone());
+                }
+            }
+            self.order.push_back((token.into(), stamp));
+            self.compact();
+            return;
+        }
+        while self.entries.len() >= self.limits.max_tokens {
+            if !self.evict_one() {
+                break;
+            }
+        }
+        let (vouched, tainted) = match trust {
+            OutputTrust::Trusted => (Some(source.clone()), None),
+            OutputTrust::Untrusted => (None, Some(source.clone())),
+        };
+        self.entries.insert(
+            token.into(),
+            Entry {
+                vouched,
+                tainted,
+                stamp,
+            },
+        );
+        self.order.push_back((token.into(), stamp));
+        self.compact();
+    }
+
+    fn evict_one(&mut self) -> bool {
+        while let Some((key, stamp)) = self.order.pop_front() {
+            if self.entries.get(&key).is_some_and(|e| e.stamp == stamp) {
+                self.entries.remove(&key);
+                self.evicted += 1;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Drops stale queue entries once they outnumber live ones.
+    fn compact(&mut self) {
+        if self.order.len() <= 2 * self.entries.len() + 64 {
+            return;
+        }
+        let mut live: Vec<(Box<str>, u64)> = self
+            .entries
+            .iter()
+            .map(|(k, e)| (k.clone(), e.stamp))
+            .collect();
+        live.sort_by_key(|(_, stamp)| *stamp);
+        self.order = live.into();
+    }
+
+    fn status(&self, token: &str) -> TokenStatus {
+        match self.entries.get(token) {
+            None => TokenStatus::Unknown,
+            Some(e) => match (&e.vouched, &e.tainted) {
+                (Some(_), Some(t)) if self.limits.prefer_taint => TokenStatus::Tainted(t.clone()),
+                (Some(v), _) => TokenStatus::Vouched(v.clone()),
+                (None, Some(t)) => TokenStatus::Tainted(t.clone()),
+                (None, None) => TokenStatus::Unknown,
+            },
+        }
+    }
+
+    /// Classifies a sink value (see the module documentation).
+    pub fn classify(&self, sink_value: &str) -> Provenance {
+        let tokens = sink_tokens(sink_value);
+        if tokens.is_empty() {
+            return Provenance::Unproven;
+        }
+        let mut first_vouch: Option<TaintSource> = None;
+        let mut all_vouched = true;
+        for t in &tokens {
+            // Any alternative form vouching or tainting counts; taint is checked first.
+            let statuses: Vec<TokenStatus> = t.forms.iter().map(|f| self.status(f)).collect();
+            if let Some(TokenStatus::Tainted(src)) = statuses
+                .iter()
+                .find(|s| matches!(s, TokenStatus::Tainted(_)))
+            {
+                return Provenance::Tainted(src.clone());
+            }
+            if let Some(TokenStatus::Vouched(src)) = statuses
+                .iter()
+                .find(|s| matches!(s, TokenStatus::Vouched(_)))
+            {
+                first_vouch.get_or_insert_with(|| src.clone());
+                continue;
+            }
+            // Not vouched itself: its host may taint it.
+            if let Some(host) = &t.host {
+                if let TokenStatus::Tainted(src) = self.status(host) {
+                    return Provenance::Tainted(src);
+                }
+            }
+            all_vouched = false;
+        }
+        match first_vouch {
+            Some(src) if all_vouched => Provenance::Vouched(src),
+            _ => Provenance::Unproven,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum TokenStatus {
+    Unknown,
+    Vouched(TaintSource),
+    Tainted(TaintSource),
+}
+
+/// One destination a sink value stands for: its canonical forms and, for a URL, its host.
+#[derive(Debug)]
+struct SinkToken {
+    forms: Vec<String>,
+    host: Option<String>,
+}
+
+fn sink_tokens(value: &str) -> Vec<SinkToken> {
+    let tokens = tokenize(value);
+    let mut out: Vec<SinkToken> = Vec::new();
+    for t in &tokens {
+        if t.inside_url {
+            continue;
+        }
+        if out.iter().any(|o| o.forms.first() == Some(&t.text)) {
+            continue;
+        }
+        out.push(SinkToken {
+            forms: vec![t.text.clone()],
+            host: t.host.clone(),
+        });
+    }
+    if out.is_empty() {
+        if let Some(v) = value_token(value) {
+            let mut forms = vec![v.clone()];
+            if v.chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '-'))
+            {
+                forms.push(format!("#{v}"));
+                forms.push(format!("@{v}"));
+            }
+            out.push(SinkToken { forms, host: None });
+        }
+    }
+    out
+}
+
+/// The canonical token(s) a sink value stands for: its destination tokens (a URL is followed by
+/// its host), or, when it has none, the whole value canonicalised.
+pub fn canonical_destination(value: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in sink_tokens(value) {
+        if let Some(first) = t.forms.into_iter().next() {
+            if !out.contains(&first) {
+                out.push(first);
+            }
+        }
+        if let Some(h) = t.host {
+            if !out.contains(&h) {
+                out.push(h);
+            }
+        }
+    }
+    out
+}
+
+/// All destination tokens in a text, canonical, in order of appearance per kind. Exposed for
+/// the fuzz targets and explain.
+pub fn tokenize_destinations(text: &str) -> Vec<String> {
+    tokenize(text).into_iter().map(|t| t.text).collect()
+}
+
+#[derive(Debug, Clone)]
+struct Token {
+    text: String,
+    /// For URL tokens: the host.
+    host: Option<String>,
+    /// Found inside a URL (an email in a query string, the URL's own host as a bare domain).
+    inside_url: bool,
+}
+
+fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while end > 0 && !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.get(..end).unwrap_or_default()
+}
+
+const MAX_JSON_DEPTH: usize = 64;
+
+fn collect_strings<'v>(value: &'v Value, out: &mut Vec<&'v str>, depth: usize) {
+    if depth > MAX_JSON_DEPTH {
+        return;
+    }
+    match value {
+        Value::String(s) => out.push(s),
+        Value::Array(items) => items
+            .iter()
+            .for_each(|i| collect_strings(i, out, depth + 1)),
+        Value::Object(map) => map
+            .values()
+            .for_each(|v| collect_strings(v, out, depth + 1)),
+        _ => {}
+    }
+}
+
+/// Characters that render as nothing and only serve to split tokens.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}' | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}' | '\u{FFA0}' | '\u{E0000}'..='\u{E0FFF}'
+    )
+}
+
+/// HTML entities, percent-encoding, NFKC; repeated until stable (at most a few rounds).
+fn decode(text: &str) -> String {
+    let mut current: String = text.nfkc().filter(|c| !is_invisible(*c)).collect();
+    for _ in 0..4 {
+        let html = html_escape::decode_html_entities(&current);
+        let pct = percent_decode_str(&html).decode_utf8_lossy();
+        let next: String = pct.nfkc().filter(|c| !is_invisible(*c)).collect();
+        if next == current {
+            break;
+        }
+        current = next;
+    }
+    current
+}
+
+/// The whole value as one token: decoded, trimmed, lower case, `mailto:` and trailing dots
+/// removed. `None` for empty or long values and values with inner whitespace.
+fn value_token(value: &str) -> Option<String> {
+    let decoded = decode(value);
+    let mut v = decoded.trim().to_lowercase();
+    if let Some(rest) = v.strip_prefix("mailto:") {
+        v = rest.to_owned();
+    }
+    let v = v.trim_end_matches('.').trim().to_owned();
+    if v.is_empty() || v.len() > 256 || v.chars().any(char::is_whitespace) {
+        return None;
+    }
+    Some(v)
+}
+
+macro_rules! lazy_regex {
+    ($name:ident, $re:expr) => {
+        static $name: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new($re).ok());
+    };
+}
+
+lazy_regex!(
+    URL_RE,
+    r#"(?i)\b(?:https?|wss?|ftp)://[^\s<>"'`{}|\\^\[\]]+"#
+);
+lazy_regex!(
+    EMAIL_RE,
+    r"[\p{L}\p{N}._%+\-]+@[\p{L}\p{N}](?:[\p{L}\p{N}\-]*[\p{L}\p{N}])?(?:\.[\p{L}\p{N}](?:[\p{L}\p{N}\-]*[\p{L}\p{N}])?)+"
+);
+lazy_regex!(
+    DOMAIN_RE,
+    r"(?:[\p{L}\p{N}](?:[\p{L}\p{N}\-]{0,61}[\p{L}\p{N}])?\.)+\p{L}{2,63}"
+);
+lazy_regex!(PHONE_RE, r"(?i)(?:\+|\btel:\s*\+?)\d[\d \t().\-]{4,24}\d");
+lazy_regex!(
+    IBAN_RE,
+    r"(?i)\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,4})?\b"
+);
+lazy_regex!(
+    CHANNEL_RE,
+    r"(?:^|[\s(,;:\[<|])#([\p{L}\p{N}][\p{L}\p{N}._\-]{0,79})"
+);
+lazy_regex!(SLACK_ID_RE, r"\b[CDGUW][A-Z0-9]{8,11}\b");
+lazy_regex!(
+    HANDLE_RE,
+    r"(?:^|[\s(,;:\[<|])@([\p{L}\p{N}][\p{L}\p{N}._\-]{0,79})"
+);
+
+/// Common file extensions that are also TLDs: `notes.md` is a file name, not a host.
+const FILE_EXTENSIONS: &[&str] = &[
+    "md", "rs", "py", "sh", "zip", "txt", "json", "yaml", "yml", "toml", "html", "htm", "css",
+    "js", "ts", "tsx", "jsx", "png", "jpg", "jpeg", "gif", "svg", "pdf", "csv", "log", "lock",
+    "exe", "gz", "tar", "mov", "mp3", "mp4", "doc", "docx", "xls", "xlsx", "ppt", "pptx", "xml",
+    "ini", "cfg", "conf", "rb", "go", "java", "kt", "swift", "php", "pl", "sql", "db", "bak",
+    "tmp", "old", "orig", "env", "pem", "key", "crt", "pub", "so", "dll", "bin", "dat", "out",
+    "ipynb", "vue", "scss", "map", "wasm", "c", "h", "cpp", "hpp",
+];
+
+fn canonical_domain(domain: &str) -> Option<String> {
+    let d = domain.trim_end_matches('.').to_lowercase();
+    if d.is_empty() {
+        return None;
+    }
+    match idna::domain_to_ascii(&d) {
+        Ok(a) if !a.is_empty() => Some(a.trim_end_matches('.').to_owned()),
+        _ => Some(d),
+    }
+}
+
+fn iban_valid(compact: &str) -> bool {
+    if !(15..=34).contains(&compact.len()) || !compact.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return false;
+    }
+    let (head, tail) = compact.split_at(4);
+    let mut remainder: u64 = 0;
+    for c in tail.chars().chain(head.chars()) {
+        let v = match c.to_digit(36) {
+            Some(v) => u64::from(v),
+            None => return false,
+        };
+        remainder = if v >= 10 {
+            (remainder * 100 + v) % 97
+        } else {
+            (remainder * 10 + v) % 97
+        };
+    }
+    remainder == 1
+}
+
+fn tokenize(text: &str) -> Vec<Token> {
+    let decoded = decode(text);
+    let text = decoded.as_str();
+    let mut out: Vec<Token> = Vec::new();
+    let mut url_spans: Vec<(usize, usize)> = Vec::new();
+    let push = |out: &mut Vec<Token>, t: Token| {
+        if !out
+            .iter()
+            .any(|o| o.text == t.text && o.inside_url == t.inside_url)
+        {
+            out.push(t);
+        }
+    };
+
+    if let Some(re) = URL_RE.as_ref() {
+        for m in re.find_iter(text) {
+            let raw = m
+                .as_str()
+                .trim_end_matches(['.', ',', ';', ':', '!', '?', ')', '\'', '"', '>', '*']);
+            let end = m.start() + raw.len();
+            url_spans.push((m.start(), end));
+            if let Ok(net) = normalize_url(raw, "") {
+                push(
+                    &mut out,
+                    Token {
+                        text: net.url,
+                        host: Some(net.host.clone()),
+                        inside_url: false,
+                    },
+                );
+                push(
+                    &mut out,
+                    Token {
+                        text: net.host,
+                        host: None,
+                        inside_url: true,
+                    },
+                );
+            }
+        }
+    }
+    let inside = |start: usize, end: usize| url_spans.iter().any(|(s, e)| start >= *s && end <= *e);
+
+    if let Some(re) = EMAIL_RE.as_ref() {
+        for m in re.find_iter(text) {
+            let raw = m.as_str().trim_start_matches('.');
+            let Some((local, domain)) = raw.rsplit_once('@') else {
+                continue;
+            };
+            let local = local.trim_matches('.').to_lowercase();
+            let local = local.strip_prefix("mailto:").unwrap_or(&local).to_owned();
+            if local.is_empty() {
+                continue;
+            }
+            let Some(domain) = canonical_domain(domain) else {
+                continue;
+            };
+            push(
+                &mut out,
+                Token {
+                    text: format!("{local}@{domain}"),
+                    host: None,
+                    inside_url: inside(m.start(), m.end()),
+                },
+            );
+        }
+    }
+    if let Some(re) = DOMAIN_RE.as_ref() {
+        for m in re.find_iter(text) {
+            let before = text.get(..m.start()).and_then(|s| s.chars().next_back());
+            let after = text.get(m.end()..).and_then(|s| s.chars().next());
+            // Part of an email, a longer word, or a path: not a bare domain.
+            if matches!(
+                before,
+                Some('@' | '.' | '-' | '_' | '/' | '\\' | '%' | '+' | '=' | '#')
+            ) || before.is_some_and(char::is_alphanumeric)
+            {
+                continue;
+            }
+            if matches!(after, Some('@' | '-' | '_')) || after.is_some_and(char::is_alphanumeric) {
+                continue;
+            }
+            let tld = m
+                .as_str()
+                .rsplit('.')
+                .next()
+                .unwrap_or_default()
+                .to_lowercase();
+            if FILE_EXTENSIONS.contains(&tld.as_str()) {
+                continue;
+            }
+            let Some(domain) = canonical_domain(m.as_str()) else {
+                continue;
+            };
+            push(
+                &mut out,
+                Token {
+                    text: domain,
+                    host: None,
+                    inside_url: inside(m.start(), m.end()),
+                },
+            );
+        }
+    }
+    if let Some(re) = PHONE_RE.as_ref() {
+        for m in re.find_iter(text) {
+            let digits: String = m.as_str().chars().filter(char::is_ascii_digit).collect();
+            if (7..=15).contains(&digits.len()) {
+                push(
+                    &mut out,
+                    Token {
+                        text: format!("+{digits}"),
+                        host: None,
+                        inside_url: inside(m.start(), m.end()),
+                    },
+                );
+            }
+        }
+    }
+    if let Some(re) = IBAN_RE.as_ref() {
+        for m in re.find_iter(text) {
+            let compact: String = m
+                .as_str()
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect::<String>()
+                .to_ascii_uppercase();
+            if iban_valid(&compact) {
+                push(
+                    &mut out,
+                    Token {
+                        text: compact.to_ascii_lowercase(),
+                        host: None,
+                        inside_url: inside(m.start(), m.end()),
+                    },
+                );
+            }
+        }
+    }
+    for (re, sigil) in [(CHANNEL_RE.as_ref(), '#'), (HANDLE_RE.as_ref(), '@')] {
+        let Some(re) = re else { continue };
+        for c in re.captures_iter(text) {
+            let Some(name) = c.get(1) else { continue };
+            let n = name
+                .as_str()
+                .trim_end_matches(['.', '-', '_'])
+                .to_lowercase();
+            if n.is_empty() || n.chars().all(|c| c.is_ascii_digit()) {
+                continue;
+            }
+            // `@corp.com` style: the domain part of something else.
+            if sigil == '@' && text.get(name.end()..).is_some_and(|r| r.starts_with('@')) {
+                continue;
+            }
+            push(
+                &mut out,
+                Token {
+                    text: format!("{sigil}{n}"),
+                    host: None,
+                    inside_url: inside(name.start(), name.end()),
+                },
+            );
+        }
+    }
+    if let Some(re) = SLACK_ID_RE.as_ref() {
+        for m in re.find_iter(text) {
+            if m.as_str().chars().any(|c| c.is_ascii_digit()) {
+                push(
+                    &mut out,
+                    Token {
+                        text: m.as_str().to_lowercase(),
+                        host: None,
+                        inside_url: inside(m.start(), m.end()),
+                    },
+                );
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn src(tool: &str) -> TaintSource {
+        TaintSource {
+            server: None,
+            tool: tool.to_owned(),
+            seq: 1,
+        }
+    }
+
+    #[test]
+    fn iban_checksum() {
+        assert!(iban_valid("DE89370400440532013000"));
+        assert!(iban_valid("GB82WEST12345698765432"));
+        assert!(!iban_valid("DE89370400440532013001"));
+    }
+
+    #[test]
+    fn tokens() {
+        let t = tokenize_destinations(
+            "Mail BOB@Corp.COM or see https://Evil.com./x?a=1#f, call +1 (415) 555-0100, pay DE89 3704 0044 0532 0130 00, #General @alice C0123ABCD9 notes.md",
+        );
+        for want in [
+            "bob@corp.com",
+            "https://evil.com/x?a=1",
+            "evil.com",
+            "+14155550100",
+            "de89370400440532013000",
+            "#general",
+            "@alice",
+            "c0123abcd9",
+        ] {
+            assert!(t.contains(&want.to_owned()), "{want} not in {t:?}");
+        }
+        assert!(!t.contains(&"notes.md".to_owned()));
+    }
+
+    #[test]
+    fn equality_not_substring() {
+        let mut idx = TaintIndex::new(TaintLimits::default());
+        idx.record_text(
+            "reply to bob@corp.com.evil.net",
+            OutputTrust::Untrusted,
+            src("read_email"),
+        );
+        assert_eq!(idx.classify("bob@corp.com"), Provenance::Unproven);
+        assert!(matches!(
+            idx.classify("bob@corp.com.evil.net"),
+            Provenance::Tainted(_)
+        ));
+    }
+}
