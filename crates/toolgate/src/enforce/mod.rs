@@ -1,2 +1,672 @@
 //! Enforcement: the interceptor that puts the policy engine in front of the relay.
+//!
+//! - `tools/call`: decided before anything reaches the server. Allow forwards the original
+//!   bytes; deny answers with an `isError` tool result and never forwards; ask parks the
+//!   call (other traffic keeps flowing), asks a human, then forwards or denies.
+//! - `tools/list` results (every page) pin tool definitions; a changed definition asks.
+//! - Results of `tools/call`, `resources/read` and `prompts/get` feed the taint index.
+//! - `resources/read` is policed as fs.read (file://) or net.request (http(s)://).
+//! - Every decision and result is audited; when the audit cannot be written, the call is
+//!   denied (and a result is withheld). Any error on the decision path denies.
+
+pub mod backend;
 pub mod reply;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use toolgate_audit::{Approval, ApprovalHow, ApprovalScope, AuditWriter, Event, Kind as AuditKind, Net};
+use toolgate_mcp::{IdKey, Kind, RawValue, build};
+use toolgate_policy::Effect;
+
+use crate::approval::seal::{NonceLedger, Sealer, call_digest};
+use crate::approval::{
+    self, Answer, ApprovalChannel, ClientAbilities, Mode, Prompt, Route, elicitation_params,
+    input_required_result, parse_elicitation_result,
+};
+use crate::proxy::{Direction, Interceptor, Message, ProxyHandle, Verdict};
+
+pub use backend::{Backend, Call, EngineBackend, Ruling, Scope};
+use reply::Blocked;
+
+/// How the enforcer asks and audits.
+pub struct Settings {
+    /// The `--server` name.
+    pub server: Option<String>,
+    pub approval: Mode,
+    pub approval_timeout: Duration,
+    /// The terminal channel (for `--approval tty|auto`), if any.
+    pub tty: Option<Arc<dyn ApprovalChannel>>,
+    /// The local broker (a later issue), if any.
+    pub broker: Option<Arc<dyn ApprovalChannel>>,
+    /// The audit log. `None` only in tests of the protocol mechanics.
+    pub audit: Option<Arc<AuditWriter>>,
+    /// Record raw arguments and results (`--audit-raw`).
+    pub audit_raw: bool,
+    /// The session id written into audit records.
+    pub session_id: String,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("server", &self.server)
+            .field("approval", &self.approval)
+            .field("approval_timeout", &self.approval_timeout)
+            .field("audit_raw", &self.audit_raw)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a watched request was, to handle its response.
+#[derive(Debug, Clone)]
+enum Watched {
+    ToolsList,
+    ToolCall {
+        tool: String,
+        request_id: String,
+        fingerprint: Option<String>,
+        started: Instant,
+    },
+    Resource {
+        uri: String,
+        request_id: String,
+        started: Instant,
+    },
+    Prompt {
+        name: String,
+    },
+}
+
+#[derive(Debug, Default)]
+struct State {
+    client: ClientAbilities,
+    next_tag: u64,
+    watched: HashMap<u64, Watched>,
+    /// Parked calls awaiting a human: cancelling one withdraws its prompt.
+    parked: HashMap<IdKey, tokio::sync::oneshot::Sender<()>>,
+    nonces: NonceLedger,
+}
+
+struct Inner {
+    backend: Mutex<Box<dyn Backend>>,
+    state: Mutex<State>,
+    settings: Settings,
+    sealer: Sealer,
+}
+
+/// The enforcing interceptor.
+#[derive(Clone)]
+pub struct Enforcer {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Enforcer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Enforcer")
+            .field("settings", &self.inner.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Hex SHA-256 of the RFC 8785 canonical JSON of a value.
+pub fn canonical_sha256(value: &Value) -> String {
+    let bytes = serde_json_canonicalizer::to_vec(value).unwrap_or_default();
+    hex::encode(Sha256::digest(&bytes))
+}
+
+fn micros(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+fn raw_value(v: &Value) -> Option<Box<RawValue>> {
+    serde_json::value::to_raw_value(v).ok()
+}
+
+fn result_bytes(id: &RawValue, result: &Value) -> Vec<u8> {
+    match raw_value(result) {
+        Some(raw) => build::result_response(id, &raw),
+        None => build::tool_error_result(id, "toolgate blocked this call: internal error"),
+    }
+}
+
+impl Enforcer {
+    /// An enforcer over a policy backend. Fails only when the OS gives no randomness.
+    pub fn new(backend: Box<dyn Backend>, settings: Settings) -> anyhow::Result<Enforcer> {
+        let sealer = Sealer::random()?;
+        Ok(Enforcer {
+            inner: Arc::new(Inner {
+                backend: Mutex::new(backend),
+                state: Mutex::new(State::default()),
+                settings,
+                sealer,
+            }),
+        })
+    }
+
+    fn server(&self) -> Option<&str> {
+        self.inner.settings.server.as_deref()
+    }
+
+    /// Writes one audit record; `Err` means the call must be denied.
+    fn audit(&self, mut event: Event) -> Result<(), String> {
+        let Some(writer) = &self.inner.settings.audit else {
+            return Ok(());
+        };
+        event.session = Some(self.inner.settings.session_id.clone());
+        if event.server.is_none() {
+            event.server = self.inner.settings.server.clone();
+        }
+        writer
+            .append(&event)
+            .map(|_| ())
+            .map_err(|e| format!("the audit log cannot be written ({e}); toolgate denies calls it cannot record"))
+    }
+
+    fn decision_event(&self, request_id: &str, call: &Call<'_>, ruling: &Ruling, effect: Effect) -> Event {
+        let mut e = Event::new(AuditKind::Decision);
+        e.request_id = Some(request_id.to_owned());
+        e.tool = Some(call.tool.to_owned());
+        e.fingerprint = ruling.fingerprint.clone();
+        if let Some(d) = &ruling.decision {
+            for part in &d.action.parts {
+                let op = part.operation.as_str().to_owned();
+                if !e.operations.contains(&op) {
+                    e.operations.push(op);
+                }
+                e.resources.extend(part.resources.iter().cloned());
+                if e.executable.is_none() {
+                    e.executable = part.executable.clone();
+                }
+                if e.net.is_none() {
+                    e.net = part.network.as_ref().map(|n| Net {
+                        host: n.host.clone(),
+                        method: Some(n.method.clone()),
+                    });
+                }
+            }
+        }
+        e.effect = Some(effect.as_str().to_owned());
+        e.contract = Some(ruling.contract.clone());
+        e.rule = ruling.rule.clone();
+        e.reason = Some(ruling.reason.clone());
+        e.args_sha256 = Some(canonical_sha256(call.arguments));
+        if self.inner.settings.audit_raw {
+            e.raw = Some(toolgate_audit::Raw {
+                arguments: Some(call.arguments.clone()),
+                result: None,
+            });
+        }
+        e
+    }
+
+    fn watch(&self, w: Watched) -> u64 {
+        let mut st = lock(&self.inner.state);
+        st.next_tag = st.next_tag.wrapping_add(1);
+        let tag = st.next_tag;
+        st.watched.insert(tag, w);
+        tag
+    }
+
+    /// A deny reply for a request, audited. If even the audit fails, the deny stands.
+    fn deny_reply(&self, id: &RawValue, tool: &str, reason: &str, contract: &str, rule: Option<&str>) -> Verdict {
+        let blocked = Blocked {
+            tool,
+            reason,
+            contract,
+            rule,
+        };
+        Verdict::Reply(result_bytes(id, &blocked.tool_result()))
+    }
+
+    fn on_tools_call(&self, id: &RawValue, params: Option<&RawValue>, proxy: &ProxyHandle) -> Verdict {
+        let started = Instant::now();
+        let request_id = id.get().to_owned();
+        let parsed: Option<Value> = params.and_then(|p| serde_json::from_str(p.get()).ok());
+        let Some(params) = parsed else {
+            return self.deny_reply(id, "tools/call", "the request has no readable params", "error", None);
+        };
+        let Some(tool) = params.get("name").and_then(Value::as_str).map(str::to_owned) else {
+            return self.deny_reply(id, "tools/call", "the request names no tool", "error", None);
+        };
+        let arguments = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
+        if !arguments.is_object() {
+            return self.deny_reply(id, &tool, "`arguments` is not an object", "error", None);
+        }
+        // A 2026-07-28 client announces itself per request.
+        if let Some(abilities) = ClientAbilities::from_request_meta(&params) {
+            lock(&self.inner.state).client = abilities;
+        }
+        let call = Call {
+            server: self.server(),
+            tool: &tool,
+            arguments: &arguments,
+        };
+        let ruling = lock(&self.inner.backend).decide(&call, now_ms());
+        let retry = approval::retry_of(&params);
+        match (ruling.effect, retry) {
+            (Effect::Deny, _) => self.finish_deny(id, &request_id, &call, &ruling, None),
+            (Effect::Allow, retry) => {
+                if let Err(why) = self.audit(self.decision_event(&request_id, &call, &ruling, Effect::Allow)) {
+                    return self.deny_reply(id, &tool, &why, "audit", None);
+                }
+                let tag = self.watch(Watched::ToolCall {
+                    tool: tool.clone(),
+                    request_id,
+                    fingerprint: ruling.fingerprint.clone(),
+                    started,
+                });
+                match retry {
+                    // toolgate's own retry fields never reach the server.
+                    Some(_) => self.forward_stripped(id, &params),
+                    None => Verdict::Watch(tag),
+                }
+            }
+            (Effect::Ask, Some(retry)) => self.on_retry(id, &request_id, &call, &ruling, &params, &retry),
+            (Effect::Ask, None) => self.ask(id, &request_id, &call, ruling, started, proxy),
+        }
+    }
+
+    fn forward_stripped(&self, id: &RawValue, params: &Value) -> Verdict {
+        let stripped = approval::strip_retry(params);
+        let frame = json!({"jsonrpc": "2.0", "id": serde_json::from_str::<Value>(id.get()).unwrap_or(Value::Null),
+                           "method": "tools/call", "params": stripped});
+        match serde_json::to_vec(&frame) {
+            Ok(bytes) => Verdict::Replace(bytes),
+            Err(_) => Verdict::Reply(build::tool_error_result(id, "toolgate blocked this call: internal error")),
+        }
+    }
+
+    fn finish_deny(&self, id: &RawValue, request_id: &str, call: &Call<'_>, ruling: &Ruling, extra: Option<&str>) -> Verdict {
+        let mut ev = self.decision_event(request_id, call, ruling, Effect::Deny);
+        let reason = match extra {
+            Some(x) => format!("{}; {x}", ruling.reason),
+            None => ruling.reason.clone(),
+        };
+        ev.reason = Some(reason.clone());
+        // An audit failure cannot make a deny less of a deny; it is reported in the text.
+        let reason = match self.audit(ev) {
+            Ok(()) => reason,
+            Err(why) => format!("{reason} (and {why})"),
+        };
+        self.deny_reply(id, call.tool, &reason, &ruling.contract, ruling.rule.as_deref())
+    }
+
+    fn on_retry(
+        &self,
+        id: &RawValue,
+        request_id: &str,
+        call: &Call<'_>,
+        ruling: &Ruling,
+        params: &Value,
+        retry: &approval::Retry,
+    ) -> Verdict {
+        let now = now_ms();
+        let digest = call_digest(call.server, call.tool, call.arguments);
+        let opened = self
+            .inner
+            .sealer
+            .open(&retry.request_state, &digest, now)
+            .and_then(|state| {
+                lock(&self.inner.state).nonces.redeem(&state, now)?;
+                Ok(state)
+            });
+        if let Err(why) = opened {
+            return self.finish_deny(id, request_id, call, ruling, Some(&format!("the approval was refused: {why}")));
+        }
+        let answer = retry
+            .response
+            .as_ref()
+            .map(parse_elicitation_result)
+            .unwrap_or_else(|| Answer::Deny("the retry carried no answer".to_owned()));
+        match self.conclude(call, ruling, request_id, &answer, ApprovalHow::InputRequired) {
+            Ok(()) => {
+                let tag = self.watch(Watched::ToolCall {
+                    tool: call.tool.to_owned(),
+                    request_id: request_id.to_owned(),
+                    fingerprint: ruling.fingerprint.clone(),
+                    started: Instant::now(),
+                });
+                let _ = tag;
+                self.forward_stripped(id, params)
+            }
+            Err(why) => self.finish_deny(id, request_id, call, ruling, Some(&why)),
+        }
+    }
+
+    /// Records the human's answer; `Ok` means forward, `Err(reason)` deny.
+    fn conclude(&self, call: &Call<'_>, ruling: &Ruling, request_id: &str, answer: &Answer, how: ApprovalHow) -> Result<(), String> {
+        let scope = match answer {
+            Answer::AllowOnce => Scope::Once,
+            Answer::AllowSession => Scope::Session,
+            Answer::Deny(why) => return Err(why.clone()),
+        };
+        lock(&self.inner.backend).approve(call, ruling, scope);
+        let mut ev = self.decision_event(request_id, call, ruling, Effect::Allow);
+        ev.kind = AuditKind::Approval;
+        ev.approval = Some(Approval {
+            how,
+            scope: match scope {
+                Scope::Once => ApprovalScope::Once,
+                Scope::Session => ApprovalScope::Session,
+            },
+        });
+        self.audit(ev)
+    }
+
+    fn ask(&self, id: &RawValue, request_id: &str, call: &Call<'_>, ruling: Ruling, started: Instant, proxy: &ProxyHandle) -> Verdict {
+        let settings = &self.inner.settings;
+        let client = lock(&self.inner.state).client;
+        let broker = settings.broker.as_ref().filter(|b| b.available()).cloned();
+        let tty = settings.tty.as_ref().filter(|t| t.available()).cloned();
+        let route = match approval::choose_route(settings.approval, client, broker.is_some(), tty.is_some()) {
+            Ok(route) => route,
+            Err(no_way) => return self.finish_deny(id, request_id, call, &ruling, Some(&no_way)),
+        };
+        let mut asked = self.decision_event(request_id, call, &ruling, Effect::Ask);
+        asked.reason = Some(format!("{} (asking via {route:?})", ruling.reason));
+        if let Err(why) = self.audit(asked) {
+            return self.deny_reply(id, call.tool, &why, "audit", None);
+        }
+        if route == Route::InputRequired {
+            let state = match self.inner.sealer.seal(
+                &call_digest(call.server, call.tool, call.arguments),
+                approval::INPUT_KEY,
+                now_ms(),
+                u64::try_from(settings.approval_timeout.as_millis()).unwrap_or(u64::MAX),
+            ) {
+                Ok(s) => s,
+                Err(why) => return self.finish_deny(id, request_id, call, &ruling, Some(&why.to_string())),
+            };
+            return Verdict::Reply(result_bytes(id, &input_required_result(&ruling.prompt, &state)));
+        }
+        let Some(key) = IdKey::from_raw(id) else {
+            return self.finish_deny(id, request_id, call, &ruling, Some("the request id is unusable"));
+        };
+        let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel();
+        lock(&self.inner.state).parked.insert(key.clone(), cancel_tx);
+        let this = self.clone();
+        let proxy = proxy.clone();
+        let id: Box<RawValue> = id.to_owned();
+        let request_id = request_id.to_owned();
+        let tool = call.tool.to_owned();
+        let arguments = call.arguments.clone();
+        let timeout = settings.approval_timeout;
+        let channel = match route {
+            Route::Broker => broker,
+            Route::Tty => tty,
+            _ => None,
+        };
+        Verdict::Park(Box::pin(async move {
+            let how = match route {
+                Route::Broker => ApprovalHow::Broker,
+                Route::Tty => ApprovalHow::Tty,
+                _ => ApprovalHow::Client,
+            };
+            let asking = async {
+                match &channel {
+                    Some(chan) => chan.ask(&ruling.prompt, timeout).await,
+                    None => ask_client(&proxy, &ruling.prompt, timeout).await,
+                }
+            };
+            let outcome = tokio::select! {
+                answer = asking => Some(answer),
+                _ = cancel_rx => None,
+            };
+            lock(&this.inner.state).parked.remove(&key);
+            let call = Call {
+                server: this.server(),
+                tool: &tool,
+                arguments: &arguments,
+            };
+            let Some(answer) = outcome else {
+                let mut ev = this.decision_event(&request_id, &call, &ruling, Effect::Deny);
+                ev.kind = AuditKind::Cancelled;
+                ev.reason = Some("the client cancelled the call while it awaited approval".to_owned());
+                let _ = this.audit(ev);
+                return Verdict::Drop;
+            };
+            match this.conclude(&call, &ruling, &request_id, &answer, how) {
+                Ok(()) => {
+                    let tag = this.watch(Watched::ToolCall {
+                        tool: tool.clone(),
+                        request_id: request_id.clone(),
+                        fingerprint: ruling.fingerprint.clone(),
+                        started,
+                    });
+                    Verdict::Watch(tag)
+                }
+                Err(why) => this.finish_deny(&id, &request_id, &call, &ruling, Some(&why)),
+            }
+        }))
+    }
+
+    fn on_resources_read(&self, id: &RawValue, params: Option<&RawValue>) -> Verdict {
+        let started = Instant::now();
+        let request_id = id.get().to_owned();
+        let uri = params
+            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+            .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned));
+        let Some(uri) = uri else {
+            return Verdict::Reply(build::error_response(Some(id), toolgate_mcp::INVALID_PARAMS, "resources/read needs a `uri`"));
+        };
+        let ruling = lock(&self.inner.backend).decide_resource(self.server(), &uri, now_ms());
+        let args = json!({ "uri": uri });
+        let call = Call {
+            server: self.server(),
+            tool: "resources/read",
+            arguments: &args,
+        };
+        let mut ev = self.decision_event(&request_id, &call, &ruling, ruling.effect);
+        // Asking is for tool calls; a resource read that is not allowed is denied.
+        let allowed = ruling.effect == Effect::Allow;
+        if !allowed {
+            ev.effect = Some("deny".to_owned());
+        }
+        let audited = self.audit(ev);
+        if allowed && audited.is_ok() {
+            return Verdict::Watch(self.watch(Watched::Resource {
+                uri,
+                request_id,
+                started,
+            }));
+        }
+        let reason = match audited {
+            Ok(()) if ruling.effect == Effect::Ask => format!(
+                "{} (resource reads are not asked about; allow them in the policy)",
+                ruling.reason
+            ),
+            Ok(()) => ruling.reason.clone(),
+            Err(why) => why,
+        };
+        let message = format!("toolgate blocked resources/read of `{uri}`: {reason}");
+        Verdict::Reply(build::error_response(Some(id), toolgate_mcp::INVALID_REQUEST, &message))
+    }
+
+    fn on_response(&self, tag: u64, message: &Message<'_>) -> Verdict {
+        let Some(watched) = lock(&self.inner.state).watched.remove(&tag) else {
+            return Verdict::Forward;
+        };
+        let Some(result_raw) = message.envelope.result else {
+            // An error response: nothing to learn; audit tool-call errors.
+            if let Watched::ToolCall { tool, request_id, fingerprint, started } = watched {
+                let mut ev = Event::new(AuditKind::Result);
+                ev.request_id = Some(request_id);
+                ev.tool = Some(tool);
+                ev.fingerprint = fingerprint;
+                ev.is_error = Some(true);
+                ev.latency_us = Some(micros(started));
+                let _ = self.audit(ev);
+            }
+            return Verdict::Forward;
+        };
+        let result: Value = match serde_json::from_str(result_raw.get()) {
+            Ok(v) => v,
+            Err(_) => return Verdict::Forward,
+        };
+        match watched {
+            Watched::ToolsList => {
+                let tools = result.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
+                let changes = lock(&self.inner.backend).pin_tools(&tools);
+                for (tool, what) in &changes.changed {
+                    let mut ev = Event::new(AuditKind::Pin);
+                    ev.tool = Some(tool.clone());
+                    ev.reason = Some(format!("definition changed: {}", what.join(", ")));
+                    let _ = self.audit(ev);
+                }
+                for tool in &changes.added {
+                    let mut ev = Event::new(AuditKind::Pin);
+                    ev.tool = Some(tool.clone());
+                    ev.reason = Some("pinned".to_owned());
+                    let _ = self.audit(ev);
+                }
+                Verdict::Forward
+            }
+            Watched::ToolCall { tool, request_id, fingerprint, started } => {
+                lock(&self.inner.backend).record_output(self.server(), &tool, &result);
+                let mut ev = Event::new(AuditKind::Result);
+                ev.request_id = Some(request_id);
+                ev.tool = Some(tool.clone());
+                ev.fingerprint = fingerprint;
+                ev.result_sha256 = Some(canonical_sha256(&result));
+                ev.is_error = result.get("isError").and_then(Value::as_bool).or(Some(false));
+                ev.latency_us = Some(micros(started));
+                if self.inner.settings.audit_raw {
+                    ev.raw = Some(toolgate_audit::Raw {
+                        arguments: None,
+                        result: Some(result.clone()),
+                    });
+                }
+                match (self.audit(ev), message.envelope.id) {
+                    (Ok(()), _) | (Err(_), None) => Verdict::Forward,
+                    (Err(why), Some(id)) => {
+                        let blocked = Blocked {
+                            tool: &tool,
+                            reason: &format!("the result was withheld: {why}"),
+                            contract: "audit",
+                            rule: None,
+                        };
+                        Verdict::Replace(result_bytes(id, &blocked.tool_result()))
+                    }
+                }
+            }
+            Watched::Resource { uri, request_id, started } => {
+                lock(&self.inner.backend).record_output(self.server(), "resources/read", &result);
+                let mut ev = Event::new(AuditKind::Result);
+                ev.request_id = Some(request_id);
+                ev.tool = Some("resources/read".to_owned());
+                ev.resources = vec![uri];
+                ev.result_sha256 = Some(canonical_sha256(&result));
+                ev.latency_us = Some(micros(started));
+                match (self.audit(ev), message.envelope.id) {
+                    (Ok(()), _) | (Err(_), None) => Verdict::Forward,
+                    (Err(why), Some(id)) => Verdict::Replace(build::error_response(
+                        Some(id),
+                        toolgate_mcp::INTERNAL_ERROR,
+                        &format!("toolgate withheld the resource: {why}"),
+                    )),
+                }
+            }
+            Watched::Prompt { name } => {
+                lock(&self.inner.backend).record_output(self.server(), &format!("prompts/get:{name}"), &result);
+                Verdict::Forward
+            }
+        }
+    }
+
+    fn on_client_message(&self, message: &Message<'_>, proxy: &ProxyHandle) -> Verdict {
+        let env = message.envelope;
+        match env.kind {
+            Kind::Request => {
+                let Some(id) = env.id else {
+                    return Verdict::Forward;
+                };
+                match env.method_str() {
+                    "initialize" => {
+                        if let Some(p) = env.params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok()) {
+                            lock(&self.inner.state).client = ClientAbilities::from_initialize(&p);
+                        }
+                        Verdict::Forward
+                    }
+                    "tools/call" => self.on_tools_call(id, env.params, proxy),
+                    "tools/list" => Verdict::Watch(self.watch(Watched::ToolsList)),
+                    "resources/read" => self.on_resources_read(id, env.params),
+                    "prompts/get" => {
+                        let name = env
+                            .params
+                            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                            .and_then(|p| p.get("name").and_then(Value::as_str).map(str::to_owned))
+                            .unwrap_or_default();
+                        Verdict::Watch(self.watch(Watched::Prompt { name }))
+                    }
+                    _ => Verdict::Forward,
+                }
+            }
+            Kind::Notification if env.method_str() == "notifications/cancelled" => {
+                let target = env
+                    .params
+                    .and_then(|p| toolgate_mcp::views::CancelledParams::parse(p).ok())
+                    .and_then(|c| IdKey::from_raw(c.request_id));
+                if let Some(key) = target {
+                    if let Some(cancel) = lock(&self.inner.state).parked.remove(&key) {
+                        let _ = cancel.send(());
+                        // The server never saw the parked request: nothing to forward.
+                        return Verdict::Drop;
+                    }
+                }
+                Verdict::Forward
+            }
+            _ => Verdict::Forward,
+        }
+    }
+}
+
+/// Asks the client with `elicitation/create`; a timeout or any failure is a deny.
+async fn ask_client(proxy: &ProxyHandle, prompt: &Prompt, timeout: Duration) -> Answer {
+    let Some(params) = raw_value(&elicitation_params(prompt)) else {
+        return Answer::Deny("internal error building the prompt".to_owned());
+    };
+    match tokio::time::timeout(timeout, proxy.request_client("elicitation/create", Some(&params))).await {
+        Err(_) => Answer::Deny(format!("no answer within {} s", timeout.as_secs())),
+        Ok(Err(e)) => Answer::Deny(format!("the approval channel is down: {e}")),
+        Ok(Ok(frame)) => {
+            let response: Value = serde_json::from_slice(&frame).unwrap_or(Value::Null);
+            match response.get("result") {
+                Some(result) => parse_elicitation_result(result),
+                None => Answer::Deny(format!(
+                    "the client could not ask: {}",
+                    response
+                        .pointer("/error/message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("malformed response")
+                )),
+            }
+        }
+    }
+}
+
+impl Interceptor for Enforcer {
+    fn on_message(&self, message: &Message<'_>, proxy: &ProxyHandle) -> Verdict {
+        match message.direction {
+            Direction::ClientToServer => self.on_client_message(message, proxy),
+            Direction::ServerToClient => match message.answers {
+                Some(tag) => self.on_response(tag, message),
+                None => Verdict::Forward,
+            },
+        }
+    }
+}

@@ -1,0 +1,360 @@
+//! The policy side of enforcement: one session's engine, contracts and state behind a small
+//! trait, so the interceptor stays about protocol and the policy crate stays pure.
+
+use std::path::Path;
+
+use serde_json::Value;
+use toolgate_policy::decision::{Contract, Effect, SinkVerdict};
+use toolgate_policy::eval::{Decision, Engine, combine};
+use toolgate_policy::fsfacts::{FsFacts, lexical_normalize};
+use toolgate_policy::normalize::{NormalizeContext, ToolCall, normalize_url};
+use toolgate_policy::rules::{CallFacts, Vars};
+use toolgate_policy::session::{PinState, Session, SessionLimits};
+use toolgate_policy::taint::TaintLimits;
+use toolgate_policy::{Action, Operation, Part};
+
+use crate::approval::Prompt;
+
+/// One call to decide.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    pub server: Option<&'a str>,
+    pub tool: &'a str,
+    pub arguments: &'a Value,
+}
+
+/// A verdict with what the reply, the prompt and the audit need.
+#[derive(Debug, Clone)]
+pub struct Ruling {
+    pub effect: Effect,
+    pub contract: String,
+    pub rule: Option<String>,
+    pub reason: String,
+    /// What to ask when `effect` is ask.
+    pub prompt: Prompt,
+    /// The engine's decision (absent when the decision path itself failed).
+    pub decision: Option<Decision>,
+    /// The tool's definition fingerprint at decision time.
+    pub fingerprint: Option<String>,
+}
+
+impl Ruling {
+    /// A deny produced by toolgate itself (an error on the decision path, a malformed call).
+    pub fn error(tool: &str, reason: impl Into<String>) -> Ruling {
+        let reason = reason.into();
+        Ruling {
+            effect: Effect::Deny,
+            contract: "error".to_owned(),
+            rule: None,
+            prompt: Prompt {
+                tool: tool.to_owned(),
+                what: tool.to_owned(),
+                why: reason.clone(),
+                ..Prompt::default()
+            },
+            reason,
+            decision: None,
+            fingerprint: None,
+        }
+    }
+}
+
+/// What a `tools/list` page changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PinChanges {
+    pub added: Vec<String>,
+    pub changed: Vec<(String, Vec<String>)>,
+}
+
+/// How long an approval lasts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Once,
+    Session,
+}
+
+/// The policy operations the interceptor needs.
+pub trait Backend: Send {
+    /// Decides a `tools/call`. Never fails: an internal error is a deny.
+    fn decide(&mut self, call: &Call<'_>, now_ms: u64) -> Ruling;
+    /// Decides a `resources/read` of `uri` (file:// as fs.read, http(s):// as net.request).
+    fn decide_resource(&mut self, server: Option<&str>, uri: &str, now_ms: u64) -> Ruling;
+    /// Pins one page of a `tools/list` result.
+    fn pin_tools(&mut self, tools: &[Value]) -> PinChanges;
+    /// Feeds a result (of a tool call, resource read or prompt) into the taint index.
+    fn record_output(&mut self, server: Option<&str>, tool: &str, result: &Value);
+    /// Remembers a human's approval of an asked call.
+    fn approve(&mut self, call: &Call<'_>, ruling: &Ruling, scope: Scope);
+}
+
+/// Canonicalises paths against the real filesystem: symlinks of the existing prefix are
+/// resolved, the missing tail is appended.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RealFs;
+
+impl FsFacts for RealFs {
+    fn canonicalize(&self, abs_path: &str) -> Option<String> {
+        if abs_path.contains('\0') {
+            return None;
+        }
+        let lexical = lexical_normalize(abs_path)?;
+        let mut existing = Path::new(&lexical);
+        let mut tail = Vec::new();
+        loop {
+            match std::fs::canonicalize(existing) {
+                Ok(real) => {
+                    let mut out = real;
+                    for piece in tail.iter().rev() {
+                        out.push(piece);
+                    }
+                    let out = out.to_str()?.to_owned();
+                    // The tail may hold `..` only lexically removed above; re-normalise.
+                    return lexical_normalize(&out);
+                }
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                    tail.push(existing.file_name()?.to_owned());
+                    existing = existing.parent()?;
+                }
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+/// The real backend: the compiled policy and one session's state.
+#[derive(Debug)]
+pub struct EngineBackend {
+    engine: Engine,
+    session: Session,
+    vars: Vars,
+}
+
+impl EngineBackend {
+    /// Builds a backend over a compiled engine (whose `${workspace}`/`${home}` are canonical
+    /// absolute paths) and the pins persisted by an earlier run.
+    pub fn new(engine: Engine, taint: TaintLimits, persisted_pins: Vec<(String, Value)>) -> EngineBackend {
+        let vars = engine.vars().clone();
+        let mut session = Session::new(SessionLimits::new(taint));
+        session.load_persisted_pins(persisted_pins);
+        EngineBackend {
+            engine,
+            session,
+            vars,
+        }
+    }
+
+    /// The definitions to persist for the next run.
+    pub fn pins_to_persist(&self) -> std::collections::BTreeMap<String, Value> {
+        self.session.pins_to_persist()
+    }
+
+    fn ruling(&self, decision: Decision, tool: &str, arguments: &Value) -> Ruling {
+        let fingerprint = self.session.fingerprint_of(tool).map(str::to_owned);
+        let prompt = prompt_for(&self.session, &decision, tool, arguments);
+        Ruling {
+            effect: decision.effect,
+            contract: decision.contract.as_str().to_owned(),
+            rule: decision.rule.clone(),
+            reason: decision.reason.clone(),
+            prompt,
+            fingerprint,
+            decision: Some(decision),
+        }
+    }
+}
+
+impl Backend for EngineBackend {
+    fn decide(&mut self, call: &Call<'_>, now_ms: u64) -> Ruling {
+        let fs = RealFs;
+        let ctx = NormalizeContext {
+            workspace: &self.vars.workspace,
+            home: &self.vars.home,
+            fs: &fs,
+        };
+        let tool_call = ToolCall {
+            server: call.server,
+            tool: call.tool,
+            arguments: call.arguments,
+            definition: None,
+        };
+        let decision = self.engine.decide(&tool_call, &mut self.session, &ctx, now_ms);
+        self.ruling(decision, call.tool, call.arguments)
+    }
+
+    fn decide_resource(&mut self, server: Option<&str>, uri: &str, _now_ms: u64) -> Ruling {
+        const TOOL: &str = "resources/read";
+        let part = resource_part(uri, &RealFs);
+        let action = Action {
+            server: server.map(str::to_owned),
+            tool: TOOL.to_owned(),
+            parts: vec![part],
+        };
+        let facts = CallFacts {
+            server,
+            tool: TOOL,
+            annotations: None,
+        };
+        let rules = self.engine.decide_rules(&action, &facts);
+        let decision = combine(action, &rules, Vec::new());
+        let args = serde_json::json!({ "uri": uri });
+        self.ruling(decision, TOOL, &args)
+    }
+
+    fn pin_tools(&mut self, tools: &[Value]) -> PinChanges {
+        let report = self.session.pin_tools(tools);
+        PinChanges {
+            added: report.added,
+            changed: report.changed,
+        }
+    }
+
+    fn record_output(&mut self, server: Option<&str>, tool: &str, result: &Value) {
+        self.engine
+            .contracts()
+            .record_output(&mut self.session, server, tool, result);
+    }
+
+    fn approve(&mut self, call: &Call<'_>, ruling: &Ruling, scope: Scope) {
+        if scope != Scope::Session {
+            return;
+        }
+        let Some(decision) = &ruling.decision else {
+            return;
+        };
+        if matches!(
+            self.session.pin_state(call.tool),
+            PinState::Changed { .. }
+        ) {
+            self.session.approve_pin(call.tool);
+        }
+        if !decision.sinks.is_empty() {
+            self.session.approve_sinks(call.tool, &decision.sinks, true);
+        }
+        self.session.approve(&decision.action, Some(call.arguments));
+    }
+}
+
+/// The action part of a `resources/read`: `file://` is fs.read of the canonical path,
+/// `http(s)://` a GET; anything else is an opaque unknown part (the policy decides).
+pub fn resource_part(uri: &str, fs: &dyn FsFacts) -> Part {
+    let lower = uri.to_ascii_lowercase();
+    if lower.starts_with("file://") {
+        let mut part = Part::new(Operation::FsRead);
+        let path = url::Url::parse(uri)
+            .ok()
+            .filter(|u| u.host_str().is_none_or(|h| h.is_empty() || h == "localhost"))
+            .and_then(|u| u.to_file_path().ok())
+            .and_then(|p| p.to_str().map(str::to_owned));
+        match path.and_then(|p| fs.canonicalize(&p)) {
+            Some(canonical) => part.resources.push(canonical),
+            None => {
+                part.operation = Operation::Unknown;
+                part.opaque = true;
+                part.resources.push(uri.to_owned());
+            }
+        }
+        return part;
+    }
+    if lower.starts_with("http://") || lower.starts_with("https://") {
+        let mut part = Part::new(Operation::NetRequest);
+        match normalize_url(uri, "GET") {
+            Ok(net) => part.network = Some(net),
+            Err(_) => {
+                part.operation = Operation::Unknown;
+                part.opaque = true;
+            }
+        }
+        return part;
+    }
+    let mut part = Part::new(Operation::Unknown);
+    part.opaque = true;
+    part
+}
+
+/// The approval prompt for an ask: what, where, why, and where a sink value came from.
+fn prompt_for(session: &Session, decision: &Decision, tool: &str, arguments: &Value) -> Prompt {
+    let what = match decision.action.parts.as_slice() {
+        [] => tool.to_owned(),
+        parts => {
+            let described: Vec<String> = parts
+                .iter()
+                .take(3)
+                .map(toolgate_policy::eval::describe_part)
+                .collect();
+            format!("{tool}: {}", described.join("; "))
+        }
+    };
+    let provenance = decision
+        .sinks
+        .iter()
+        .filter(|s| s.verdict != SinkVerdict::Trusted)
+        .map(|s| {
+            let from = match (&s.source_tool, s.verdict) {
+                (Some(t), SinkVerdict::Tainted) => format!("seen in untrusted output of `{t}`"),
+                (Some(t), _) => format!("seen in output of `{t}`"),
+                (None, _) => "typed by the agent; no tool output contained it".to_owned(),
+            };
+            format!("`{}` = `{}` ({}; {from})", s.argument, s.value, s.verdict.as_str())
+        })
+        .collect::<Vec<_>>();
+    let changes = match session.pin_state(tool) {
+        PinState::Changed {
+            changes,
+            since_last_session,
+            ..
+        } if decision.contract == Contract::Pinning || !changes.is_empty() => Some(format!(
+            "the tool's definition changed{}: {}",
+            if since_last_session {
+                " since the last run"
+            } else {
+                " during this session"
+            },
+            changes.join(", ")
+        )),
+        _ => None,
+    };
+    let _ = arguments;
+    Prompt {
+        server: decision.action.server.clone(),
+        tool: tool.to_owned(),
+        what,
+        why: decision.reason.clone(),
+        provenance: (!provenance.is_empty()).then(|| provenance.join("; ")),
+        changes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_fs_resolves_symlinks_and_appends_missing_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(base.join("secret")).unwrap();
+        std::os::unix::fs::symlink(base.join("secret"), base.join("link")).unwrap();
+        let got = RealFs
+            .canonicalize(&format!("{}/link/missing/file", base.display()))
+            .unwrap();
+        assert_eq!(got, format!("{}/secret/missing/file", base.display()));
+        assert_eq!(RealFs.canonicalize("relative"), None);
+    }
+
+    #[test]
+    fn resource_uris_become_parts() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let p = resource_part(&format!("file://{}/a%20b", base.display()), &RealFs);
+        assert_eq!(p.operation, Operation::FsRead);
+        assert_eq!(p.resources, vec![format!("{}/a b", base.display())]);
+        let p = resource_part("https://Example.com/x?q=1", &RealFs);
+        assert_eq!(p.operation, Operation::NetRequest);
+        assert_eq!(p.network.unwrap().host, "example.com");
+        let p = resource_part("memo://notes", &RealFs);
+        assert_eq!(p.operation, Operation::Unknown);
+        assert!(p.opaque);
+        let p = resource_part("file://evil.example/etc/passwd", &RealFs);
+        assert_eq!(p.operation, Operation::Unknown);
+    }
+}
