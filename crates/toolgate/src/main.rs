@@ -5,6 +5,7 @@ mod child;
 mod cli;
 mod demo;
 mod enforce;
+mod pins;
 mod proxy;
 
 use std::process::ExitCode;

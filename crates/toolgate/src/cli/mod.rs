@@ -8,7 +8,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub mod audit;
 pub mod demo;
+pub mod pins;
 pub mod wrap;
 
 #[derive(Debug, Parser)]
@@ -26,8 +28,12 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Read the audit log: `verify` its hash chain, `summary`, `tail`.
+    Audit(audit::Args),
     /// Watch toolgate decide real calls: a scripted agent, a demo server, no setup.
     Demo(demo::Args),
+    /// Tool definitions trusted on first use: `list`, `forget`.
+    Pins(pins::Args),
     /// Run an MCP server (stdio) behind toolgate: `toolgate wrap -- CMD ARGS...`.
     Wrap(wrap::Args),
 }
@@ -36,7 +42,9 @@ enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: anyhow::Result<ExitCode> = match cli.command {
+        Command::Audit(args) => audit::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Pins(args) => pins::run(args),
         Command::Wrap(args) => wrap::run(args),
     };
     match result {

@@ -1,0 +1,247 @@
+//! `toolgate audit verify|summary|tail`: read and check the audit log.
+//!
+//! Exit codes: 0 when the log is intact, 1 when its chain is broken (with the located
+//! problem on stderr), 2 when it cannot be read at all.
+#![allow(clippy::print_stdout)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Args as ClapArgs, Subcommand};
+use serde_json::json;
+use toolgate_audit::{Kind, Record, Verification};
+
+/// Where `toolgate wrap` writes by default, relative to the workspace.
+const DEFAULT_AUDIT: &str = ".toolgate/audit.jsonl";
+
+/// Arguments of `toolgate audit`.
+#[derive(Debug, ClapArgs)]
+pub struct Args {
+    #[command(subcommand)]
+    command: AuditCommand,
+}
+
+#[derive(Debug, ClapArgs)]
+struct LogArg {
+    /// The audit log.
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_AUDIT)]
+    audit: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+enum AuditCommand {
+    /// Check the hash chain: report the first edited, deleted, inserted or reordered record.
+    Verify {
+        #[command(flatten)]
+        log: LogArg,
+    },
+    /// Counts by kind, effect, server, tool, contract and rule; time range; chain status.
+    Summary {
+        #[command(flatten)]
+        log: LogArg,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The last records, oldest first.
+    Tail {
+        /// How many records.
+        #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 10)]
+        n: usize,
+        /// Print each record as a JSON line.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        log: LogArg,
+    },
+}
+
+/// Runs `toolgate audit …`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        AuditCommand::Verify { log } => verify(&log.audit),
+        AuditCommand::Summary { log, json } => summary(&log.audit, json),
+        AuditCommand::Tail { n, json, log } => tail(&log.audit, n, json),
+    }
+}
+
+fn range(first: Option<&str>, last: Option<&str>) -> String {
+    match (first, last) {
+        (Some(a), Some(b)) if a != b => format!("{a} – {b}"),
+        (Some(a), _) | (None, Some(a)) => a.to_owned(),
+        (None, None) => "no records".to_owned(),
+    }
+}
+
+fn report_broken(path: &Path, v: &Verification) {
+    if let Some(problem) = &v.problem {
+        eprintln!(
+            "toolgate: audit log `{}` is broken: {problem}",
+            path.display()
+        );
+        let s = if v.records == 1 { "" } else { "s" };
+        eprintln!(
+            "  {} record{s} verified before the problem; everything from line {} on is untrusted",
+            v.records, problem.line
+        );
+    }
+}
+
+fn verify(path: &Path) -> anyhow::Result<ExitCode> {
+    let v = toolgate_audit::verify_path(path)?;
+    if !v.is_intact() {
+        report_broken(path, &v);
+        return Ok(ExitCode::from(1));
+    }
+    let s = if v.records == 1 { "" } else { "s" };
+    println!(
+        "audit log is intact: {} record{s} (seq 1–{}), {}",
+        v.records,
+        v.last_seq.unwrap_or(0),
+        range(v.first_time.as_deref(), v.last_time.as_deref())
+    );
+    println!("chain: {}", v.chain.as_deref().unwrap_or("-"));
+    println!(
+        "last hash: {} (keep it elsewhere to detect records removed from the end later)",
+        v.last_hash.as_deref().unwrap_or("-")
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn counts(map: &BTreeMap<String, u64>) -> String {
+    if map.is_empty() {
+        return "-".to_owned();
+    }
+    let mut items: Vec<(&String, &u64)> = map.iter().collect();
+    items.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+    items
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn summary(path: &Path, as_json: bool) -> anyhow::Result<ExitCode> {
+    let s = toolgate_audit::summarize(path)?;
+    let v = &s.verification;
+    if as_json {
+        let mut doc = serde_json::to_value(&s).context("cannot encode summary")?;
+        if let Some(obj) = doc.as_object_mut() {
+            obj.insert(
+                "chain".to_owned(),
+                json!({
+                    "intact": v.is_intact(),
+                    "problem": v.problem.as_ref().map(ToString::to_string),
+                    "line": v.problem.as_ref().map(|p| p.line),
+                    "id": v.chain,
+                    "verified_records": v.records,
+                    "last_seq": v.last_seq,
+                    "last_hash": v.last_hash,
+                }),
+            );
+        }
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).context("cannot encode summary")?
+        );
+    } else {
+        let rs = if s.records == 1 { "" } else { "s" };
+        println!(
+            "audit log `{}`: {} record{rs}, {}",
+            path.display(),
+            s.records,
+            range(s.first_time.as_deref(), s.last_time.as_deref())
+        );
+        match &v.problem {
+            None => println!(
+                "chain:     intact ({}, last seq {})",
+                v.chain.as_deref().unwrap_or("-"),
+                v.last_seq.unwrap_or(0)
+            ),
+            Some(p) => println!("chain:     BROKEN at line {}: {p}", p.line),
+        }
+        if s.unreadable > 0 {
+            println!("unreadable lines: {}", s.unreadable);
+        }
+        println!("kinds:     {}", counts(&s.by_kind));
+        println!("effects:   {}", counts(&s.by_effect));
+        println!("servers:   {}", counts(&s.by_server));
+        println!("tools:     {}", counts(&s.by_tool));
+        println!("contracts: {}", counts(&s.by_contract));
+        println!("rules:     {}", counts(&s.by_rule));
+    }
+    Ok(if v.is_intact() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `time  EFFECT  server/tool  operation  resource  reason`
+fn human_line(r: &Record) -> String {
+    let e = &r.event;
+    let label = match (e.kind, e.effect.as_deref()) {
+        (Kind::Decision, Some(effect)) => effect.to_uppercase(),
+        (Kind::Result, _) if e.is_error == Some(true) => "ERROR".to_owned(),
+        (kind, _) => kind.as_str().to_uppercase(),
+    };
+    let who = match (e.server.as_deref(), e.tool.as_deref()) {
+        (Some(s), Some(t)) => format!("{s}/{t}"),
+        (None, Some(t)) => t.to_owned(),
+        (Some(s), None) => format!("{s}/-"),
+        (None, None) => "-".to_owned(),
+    };
+    let op = if e.operations.is_empty() {
+        "-".to_owned()
+    } else {
+        e.operations.join(",")
+    };
+    let resource = if let Some(net) = &e.net {
+        match &net.method {
+            Some(m) => format!("{m} {}", net.host),
+            None => net.host.clone(),
+        }
+    } else if let Some(first) = e.resources.first() {
+        match e.resources.len() {
+            1 => first.clone(),
+            n => format!("{first} (+{} more)", n.saturating_sub(1)),
+        }
+    } else if let Some(exe) = &e.executable {
+        exe.clone()
+    } else {
+        "-".to_owned()
+    };
+    let mut line = format!("{}  {label:<9}  {who}  {op}  {resource}", r.time);
+    if let Some(reason) = &e.reason {
+        line.push_str("  ");
+        line.push_str(reason);
+    }
+    line
+}
+
+fn tail(path: &Path, n: usize, as_json: bool) -> anyhow::Result<ExitCode> {
+    let lines = toolgate_audit::tail(path, n)?;
+    let mut unreadable = false;
+    for l in lines {
+        match l.record {
+            Ok(r) if as_json => {
+                println!(
+                    "{}",
+                    serde_json::to_string(&r).context("cannot encode record")?
+                );
+            }
+            Ok(r) => println!("{}", human_line(&r)),
+            Err(err) => {
+                eprintln!("toolgate: line {} is not a readable record: {err}", l.line);
+                unreadable = true;
+            }
+        }
+    }
+    Ok(if unreadable {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
