@@ -1,0 +1,723 @@
+//! Compiled contracts: lookup by tool name (exact beats glob) and the per-call checks
+//! (pinning, budget, constraints, sink gate).
+
+use std::collections::{BTreeMap, HashMap};
+
+use globset::GlobMatcher;
+use regex::Regex;
+use serde_json::Value;
+
+use super::heuristics::{
+    DEFAULT_DESTRUCTIVE_BUDGET_MAX, DEFAULT_DESTRUCTIVE_BUDGET_PER, is_destructive_name,
+    is_exfiltrating_name, is_recipient_param,
+};
+use super::packs::load_pack;
+use super::{
+    BudgetSpec, Issue, OutputLabel, OutputSpec, Severity, ToolContract, compile_destination,
+    compile_pattern, has_glob_meta, parse_window,
+};
+use crate::action::Action;
+use crate::decision::{Contract, ContractResult, Effect};
+use crate::fsfacts::lexical_normalize;
+use crate::normalize::{NormalizeContext, ToolCall, ToolMapping, builtin_mapping};
+use crate::session::{PinState, Session};
+use crate::taint::OutputTrust;
+
+/// Where a layer of a resolved contract came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EntrySource {
+    /// Heuristics from the tool name and schema (no entry needed).
+    Heuristics,
+    /// A pack entry: pack name and key (exact name or glob).
+    Pack { pack: String, key: String },
+    /// A `tools:` entry of the policy: its key (exact name or glob).
+    User { key: String },
+}
+
+#[derive(Debug, Clone)]
+struct GlobEntry {
+    user: bool,
+    specificity: usize,
+    key: String,
+    pack: Option<String>,
+    matcher: GlobMatcher,
+    contract: ToolContract,
+}
+
+/// Compiled contracts of a policy: packs and `tools:` entries, with compiled regexes, globs
+/// and windows.
+#[derive(Debug, Clone, Default)]
+pub struct Contracts {
+    /// Exact-name layers, lowest first (packs in order, then the user entry).
+    exact: HashMap<String, Vec<(EntrySource, ToolContract)>>,
+    /// Glob layers, lowest first.
+    globs: Vec<GlobEntry>,
+    regexes: HashMap<String, Regex>,
+    destinations: HashMap<String, GlobMatcher>,
+    windows: HashMap<String, u64>,
+}
+
+/// The contract that applies to one tool: every layer merged.
+#[derive(Debug, Clone)]
+pub struct ResolvedTool<'a> {
+    pub tool: String,
+    pub contract: ToolContract,
+    /// The layers that contributed, lowest first.
+    pub sources: Vec<EntrySource>,
+    contracts: &'a Contracts,
+}
+
+impl ResolvedTool<'_> {
+    /// True when a pack or `tools:` entry describes the tool (not only heuristics).
+    pub fn has_entry(&self) -> bool {
+        self.sources
+            .iter()
+            .any(|s| !matches!(s, EntrySource::Heuristics))
+    }
+
+    /// The mapping for normalisation: the entry's mapping fields over the built-in adapter's
+    /// mapping; the built-in mapping alone when the entry gives none.
+    pub fn mapping(&self, definition: Option<&Value>) -> Option<ToolMapping> {
+        let builtin = builtin_mapping(&self.tool, definition);
+        if self.contract.has_mapping() {
+            Some(self.contract.mapping_over(builtin.unwrap_or_default()))
+        } else {
+            builtin
+        }
+    }
+
+    /// True when the sink gate applies.
+    pub fn exfiltrating(&self) -> bool {
+        self.contract.exfiltrating == Some(true)
+    }
+
+    /// The trust label of this tool's output: `None` means untrusted as a whole,
+    /// `Some([])` trusted as a whole, `Some(fields)` trusted at those fields only.
+    pub fn trusted_output(&self) -> Option<Vec<String>> {
+        match &self.contract.output {
+            Some(OutputSpec::Label(OutputLabel::Trusted)) => Some(Vec::new()),
+            Some(OutputSpec::Fields(f)) => Some(f.trusted_fields.clone()),
+            _ => None,
+        }
+    }
+
+    pub(super) fn contracts(&self) -> &Contracts {
+        self.contracts
+    }
+}
+
+/// True when every expected annotation hint has that value in the definition's
+/// `annotations` (a missing hint never matches).
+pub fn annotations_match(definition: Option<&Value>, expected: &BTreeMap<String, bool>) -> bool {
+    let ann = definition.and_then(|d| d.get("annotations"));
+    expected
+        .iter()
+        .all(|(k, v)| ann.and_then(|a| a.get(k)).and_then(Value::as_bool) == Some(*v))
+}
+
+fn specificity(key: &str) -> usize {
+    key.chars()
+        .filter(|c| !matches!(c, '*' | '?' | '[' | ']' | '{' | '}'))
+        .count()
+}
+
+fn compile_tool_glob(key: &str) -> Result<GlobMatcher, String> {
+    globset::GlobBuilder::new(key)
+        .literal_separator(false)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| e.kind().to_string())
+}
+
+/// The heuristic layer for a tool with the given name and (optional) definition.
+fn heuristic_contract(tool: &str, definition: Option<&Value>) -> ToolContract {
+    let mut c = ToolContract::default();
+    let schema_recipient = definition
+        .and_then(|d| d.get("inputSchema"))
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object)
+        .is_some_and(|p| p.keys().any(|k| is_recipient_param(k)));
+    if is_exfiltrating_name(tool) || schema_recipient {
+        c.exfiltrating = Some(true);
+    }
+    if is_destructive_name(tool) {
+        c.budget = Some(BudgetSpec {
+            max: DEFAULT_DESTRUCTIVE_BUDGET_MAX,
+            per: DEFAULT_DESTRUCTIVE_BUDGET_PER.to_owned(),
+        });
+    }
+    c
+}
+
+fn within(path: &str, root: &str) -> bool {
+    if root == "/" {
+        return path.starts_with('/');
+    }
+    let root = root.trim_end_matches('/');
+    path == root
+        || path
+            .strip_prefix(root)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+fn expand_home(value: &str, home: &str) -> Option<String> {
+    if value == "~" {
+        return Some(home.to_owned());
+    }
+    value.strip_prefix("~/").map(|rest| format!("{home}/{rest}"))
+}
+
+fn show_value(v: &Value) -> String {
+    let s = match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if s.chars().count() > 120 {
+        let cut: String = s.chars().take(117).collect();
+        format!("{cut}...")
+    } else {
+        s
+    }
+}
+
+impl Contracts {
+    /// Compile the user's `tools:` entries over the named packs (in order). Errors (not
+    /// warnings) fail the compilation; [`ToolContract::validate`] gives both.
+    pub fn compile(
+        user: &BTreeMap<String, ToolContract>,
+        packs: &[String],
+    ) -> Result<Contracts, Vec<Issue>> {
+        let mut issues = Vec::new();
+        let mut out = Contracts::default();
+        let mut layers: Vec<(Option<String>, String, ToolContract)> = Vec::new();
+        for name in packs {
+            match load_pack(name) {
+                Ok(pack) => {
+                    for (key, c) in pack.tools {
+                        issues.extend(c.validate(&["packs".to_owned(), name.clone(), key.clone()]));
+                        layers.push((Some(name.clone()), key, c));
+                    }
+                }
+                Err(e) => issues.push(Issue {
+                    severity: Severity::Error,
+                    path: vec!["packs".to_owned(), name.clone()],
+                    message: e,
+                    help: Some(format!(
+                        "known packs: {}",
+                        super::packs::pack_names().join(", ")
+                    )),
+                }),
+            }
+        }
+        for (key, c) in user {
+            issues.extend(c.validate(&["tools".to_owned(), key.clone()]));
+            layers.push((None, key.clone(), c.clone()));
+        }
+        for (pack, key, c) in layers {
+            let path = match &pack {
+                Some(p) => vec!["packs".to_owned(), p.clone(), key.clone()],
+                None => vec!["tools".to_owned(), key.clone()],
+            };
+            out.compile_parts(&c);
+            if key.trim().is_empty() {
+                issues.push(Issue {
+                    severity: Severity::Error,
+                    path,
+                    message: "empty tool name".to_owned(),
+                    help: None,
+                });
+                continue;
+            }
+            if has_glob_meta(&key) {
+                match compile_tool_glob(&key) {
+                    Ok(matcher) => out.globs.push(GlobEntry {
+                        user: pack.is_none(),
+                        specificity: specificity(&key),
+                        key,
+                        pack,
+                        matcher,
+                        contract: c,
+                    }),
+                    Err(e) => issues.push(Issue {
+                        severity: Severity::Error,
+                        path,
+                        message: format!("invalid tool name glob `{key}`: {e}"),
+                        help: Some("use `*` and `?` wildcards, e.g. `slack_*`".to_owned()),
+                    }),
+                }
+            } else {
+                let source = match pack {
+                    Some(p) => EntrySource::Pack { pack: p, key: key.clone() },
+                    None => EntrySource::User { key: key.clone() },
+                };
+                out.exact.entry(key).or_default().push((source, c));
+            }
+        }
+        // Stable: packs before user, less specific first, then key order.
+        out.globs
+            .sort_by(|a, b| (a.user, a.specificity, &a.key).cmp(&(b.user, b.specificity, &b.key)));
+        if issues.iter().any(|i| i.severity == Severity::Error) {
+            return Err(issues);
+        }
+        Ok(out)
+    }
+
+    fn compile_parts(&mut self, c: &ToolContract) {
+        if let Some(p) = &c.arg_patterns {
+            for pat in p.values() {
+                if let Ok(re) = compile_pattern(pat) {
+                    self.regexes.insert(pat.clone(), re);
+                }
+            }
+        }
+        if let Some(d) = &c.trusted_destinations {
+            for pat in d {
+                if let Ok(m) = compile_destination(pat) {
+                    self.destinations.insert(pat.clone(), m);
+                }
+            }
+        }
+        if let Some(b) = &c.budget
+            && let Ok(d) = parse_window(&b.per) {
+                let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+                self.windows.insert(b.per.clone(), ms);
+            }
+    }
+
+    /// The merged contract of a tool: heuristics, then packs, then the user's entries (see
+    /// the module docs for the precedence).
+    pub fn lookup(&self, tool: &str) -> ResolvedTool<'_> {
+        self.lookup_with(tool, None)
+    }
+
+    /// Like [`Contracts::lookup`], with the tool's definition for schema heuristics.
+    pub fn lookup_with(&self, tool: &str, definition: Option<&Value>) -> ResolvedTool<'_> {
+        let mut contract = heuristic_contract(tool, definition);
+        let mut sources = Vec::new();
+        if contract != ToolContract::default() {
+            sources.push(EntrySource::Heuristics);
+        }
+        let exact = self.exact.get(tool);
+        let mut apply = |src: EntrySource, c: &ToolContract, contract: &mut ToolContract| {
+            *contract = c.merge_over(contract);
+            sources.push(src);
+        };
+        for user in [false, true] {
+            for g in self.globs.iter().filter(|g| g.user == user) {
+                if g.matcher.is_match(tool) {
+                    let src = match &g.pack {
+                        Some(p) => EntrySource::Pack {
+                            pack: p.clone(),
+                            key: g.key.clone(),
+                        },
+                        None => EntrySource::User { key: g.key.clone() },
+                    };
+                    apply(src, &g.contract, &mut contract);
+                }
+            }
+            for (src, c) in exact.into_iter().flatten() {
+                if matches!(src, EntrySource::User { .. }) == user {
+                    apply(src.clone(), c, &mut contract);
+                }
+            }
+        }
+        ResolvedTool {
+            tool: tool.to_owned(),
+            contract,
+            sources,
+            contracts: self,
+        }
+    }
+
+    pub(super) fn destination_matcher(&self, pattern: &str) -> Option<&GlobMatcher> {
+        self.destinations.get(pattern)
+    }
+
+    /// Feed a `tools/call` result into the session's taint index with this tool's output
+    /// label (untrusted unless its contract says `output: trusted` or `trusted_fields`).
+    pub fn record_output(&self, session: &mut Session, server: Option<&str>, tool: &str, result: &Value) -> u64 {
+        let definition = session.pinned_definition(tool).cloned();
+        let resolved = self.lookup_with(tool, definition.as_ref());
+        match resolved.trusted_output() {
+            Some(fields) if fields.is_empty() => {
+                session.record_output(server, tool, result, OutputTrust::Trusted)
+            }
+            Some(fields) => session.record_output_fields(server, tool, result, &fields),
+            None => session.record_output(server, tool, result, OutputTrust::Untrusted),
+        }
+    }
+
+    /// Pinning, budget, constraints and sink gate for one call; records the attempt in the
+    /// budget. Without a [`NormalizeContext`] prefixes with `${workspace}` or `${home}`
+    /// cannot be resolved and deny; prefer [`Contracts::check_in`].
+    pub fn check(&self, call: &ToolCall, action: &Action, session: &mut Session, now_ms: u64) -> Vec<ContractResult> {
+        self.check_in(call, action, session, None, now_ms)
+    }
+
+    /// [`Contracts::check`] with the normalisation context (workspace, home, filesystem
+    /// facts) used to resolve prefixes and path arguments.
+    pub fn check_in(
+        &self,
+        call: &ToolCall,
+        action: &Action,
+        session: &mut Session,
+        ctx: Option<&NormalizeContext>,
+        now_ms: u64,
+    ) -> Vec<ContractResult> {
+        let tool = call.tool;
+        let definition = session
+            .pinned_definition(tool)
+            .cloned()
+            .or_else(|| call.definition.cloned());
+        let resolved = self.lookup_with(tool, definition.as_ref());
+        let c = &resolved.contract;
+        let mut results = Vec::new();
+
+        if session.limits().pinning {
+            results.push(pinning(session, tool, c, definition.as_ref()));
+        }
+        if let Some(r) = self.budget(c, tool, session, now_ms) {
+            results.push(r);
+        }
+        if let Some(r) = self.constraints(c, call, action, ctx) {
+            results.push(r);
+        }
+        if resolved.exfiltrating() {
+            results.push(super::sink::gate(&resolved, call, definition.as_ref(), session));
+        }
+        results
+    }
+
+    fn budget(&self, c: &ToolContract, tool: &str, session: &mut Session, now_ms: u64) -> Option<ContractResult> {
+        let window = c.budget.as_ref().map(|b| {
+            let per = self
+                .windows
+                .get(&b.per)
+                .copied()
+                .or_else(|| {
+                    parse_window(&b.per)
+                        .ok()
+                        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+                })
+                .unwrap_or(u64::MAX);
+            (b.max, per)
+        });
+        let counted = session.record_attempt(tool, now_ms, window);
+        if c.max_calls.is_none() && c.budget.is_none() {
+            return None;
+        }
+        let Some((total, in_window)) = counted else {
+            return Some(ContractResult::new(
+                Contract::Budget,
+                Effect::Ask,
+                format!("the calls of `{tool}` cannot be counted: the session tracks too many tools"),
+            ));
+        };
+        if let Some(max) = c.max_calls {
+            if max == 0 {
+                return Some(ContractResult::new(
+                    Contract::Budget,
+                    Effect::Deny,
+                    format!("`{tool}` is forbidden (`max_calls: 0`)"),
+                ));
+            }
+            if total > max {
+                return Some(ContractResult::new(
+                    Contract::Budget,
+                    Effect::Deny,
+                    format!("call budget of {max} for `{tool}` exceeded (attempt {total} this session)"),
+                ));
+            }
+        }
+        if let Some(b) = &c.budget
+            && in_window > b.max {
+                return Some(ContractResult::new(
+                    Contract::Budget,
+                    Effect::Deny,
+                    format!(
+                        "budget of {} calls per {} for `{tool}` exceeded",
+                        b.max, b.per
+                    ),
+                ));
+            }
+        let mut parts = Vec::new();
+        if let Some(max) = c.max_calls {
+            parts.push(format!("call {total} of {max} this session"));
+        }
+        if let Some(b) = &c.budget {
+            parts.push(format!("{in_window} of {} per {}", b.max, b.per));
+        }
+        Some(ContractResult::new(
+            Contract::Budget,
+            Effect::Allow,
+            format!("within budget: {}", parts.join(", ")),
+        ))
+    }
+
+    fn constraints(
+        &self,
+        c: &ToolContract,
+        call: &ToolCall,
+        action: &Action,
+        ctx: Option<&NormalizeContext>,
+    ) -> Option<ContractResult> {
+        if c.allowed_path_prefixes.is_none() && c.arg_patterns.is_none() && c.arg_values.is_none()
+        {
+            return None;
+        }
+        let mut violations: Vec<String> = Vec::new();
+        let mut checked = 0usize;
+        let args = call.arguments;
+        if let Some(prefixes) = &c.allowed_path_prefixes {
+            let mut roots = Vec::new();
+            for p in prefixes {
+                match resolve_prefix(p, ctx) {
+                    Some(r) => roots.push(r),
+                    None => violations.push(format!("allowed path prefix `{p}` cannot be resolved")),
+                }
+            }
+            let mut paths: Vec<(String, String)> = Vec::new();
+            for part in &action.parts {
+                for r in &part.resources {
+                    paths.push((format!("a {} resource", part.operation), r.clone()));
+                }
+                if part.opaque || part.operation == crate::action::Operation::Unknown {
+                    violations.push(format!(
+                        "a `{}` part of the call could not be understood, so its paths cannot be confined",
+                        part.operation
+                    ));
+                } else if part.operation.is_fs() && part.resources.is_empty() {
+                    violations.push(format!("no path was found for a `{}` part", part.operation));
+                }
+            }
+            for param in c.path_params.iter().flatten() {
+                let values: Vec<&Value> = match args.get(param) {
+                    None | Some(Value::Null) => {
+                        violations.push(format!("path argument `{param}` is missing"));
+                        continue;
+                    }
+                    Some(Value::Array(items)) => items.iter().collect(),
+                    Some(v) => vec![v],
+                };
+                for v in values {
+                    let Some(s) = v.as_str() else {
+                        violations.push(format!(
+                            "path argument `{param}` is not a string (got `{}`)",
+                            show_value(v)
+                        ));
+                        continue;
+                    };
+                    match resolve_path(s, ctx) {
+                        Some(p) => paths.push((format!("`{param}`"), p)),
+                        None => violations.push(format!(
+                            "path `{s}` in `{param}` cannot be resolved"
+                        )),
+                    }
+                }
+            }
+            if paths.is_empty() && violations.is_empty() {
+                violations.push("the call has no path to confine".to_owned());
+            }
+            for (origin, p) in &paths {
+                checked += 1;
+                if !roots.iter().any(|r| within(p, r)) {
+                    violations.push(format!(
+                        "path `{p}` ({origin}) is outside the allowed prefixes [{}]",
+                        prefixes
+                            .iter()
+                            .map(|x| format!("`{x}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+            }
+        }
+        if let Some(patterns) = &c.arg_patterns {
+            for (arg, pat) in patterns {
+                let re = match self.regexes.get(pat) {
+                    Some(r) => r.clone(),
+                    None => match compile_pattern(pat) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            violations.push(format!("pattern for `{arg}` is invalid: {e}"));
+                            continue;
+                        }
+                    },
+                };
+                for v in arg_items(args, arg, &mut violations) {
+                    let text = match v {
+                        Value::String(s) => s.clone(),
+                        Value::Number(n) => n.to_string(),
+                        Value::Bool(b) => b.to_string(),
+                        other => {
+                            violations.push(format!(
+                                "argument `{arg}` has the wrong type for a pattern (got `{}`)",
+                                show_value(other)
+                            ));
+                            continue;
+                        }
+                    };
+                    checked += 1;
+                    if !re.is_match(&text) {
+                        violations.push(format!(
+                            "argument `{arg}` = `{}` does not match `{pat}`",
+                            show_value(v)
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(values) = &c.arg_values {
+            for (arg, allowed) in values {
+                for v in arg_items(args, arg, &mut violations) {
+                    checked += 1;
+                    if !allowed.contains(v) {
+                        violations.push(format!(
+                            "argument `{arg}` = `{}` is not one of the allowed values",
+                            show_value(v)
+                        ));
+                    }
+                }
+            }
+        }
+        Some(match violations.split_first() {
+            Some((first, rest)) => {
+                let more = if rest.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (and {} more)", rest.len())
+                };
+                ContractResult::new(Contract::Constraint, Effect::Deny, format!("{first}{more}"))
+            }
+            None => ContractResult::new(
+                Contract::Constraint,
+                Effect::Allow,
+                format!("all {checked} constrained values are allowed"),
+            ),
+        })
+    }
+}
+
+/// The values of a constrained argument: the value, or each element of an array. Missing
+/// arguments and objects are violations.
+fn arg_items<'v>(args: &'v Value, arg: &str, violations: &mut Vec<String>) -> Vec<&'v Value> {
+    match args.get(arg) {
+        None => {
+            violations.push(format!("constrained argument `{arg}` is missing"));
+            Vec::new()
+        }
+        Some(Value::Array(items)) => {
+            if items.is_empty() {
+                violations.push(format!("constrained argument `{arg}` is an empty list"));
+            }
+            items.iter().collect()
+        }
+        Some(Value::Object(_)) => {
+            violations.push(format!("constrained argument `{arg}` is an object"));
+            Vec::new()
+        }
+        Some(v) => vec![v],
+    }
+}
+
+fn resolve_prefix(prefix: &str, ctx: Option<&NormalizeContext>) -> Option<String> {
+    let p = prefix.trim();
+    let raw = if let Some(rest) = p.strip_prefix("${workspace}") {
+        format!("{}{rest}", ctx?.workspace)
+    } else if let Some(rest) = p.strip_prefix("${home}") {
+        format!("{}{rest}", ctx?.home)
+    } else if p == "~" || p.starts_with("~/") {
+        expand_home(p, ctx?.home)?
+    } else {
+        p.to_owned()
+    };
+    let lexical = lexical_normalize(&raw)?;
+    match ctx {
+        Some(ctx) => ctx.fs.canonicalize(&lexical),
+        None => Some(lexical),
+    }
+}
+
+fn resolve_path(value: &str, ctx: Option<&NormalizeContext>) -> Option<String> {
+    if value.contains('\0') {
+        return None;
+    }
+    let raw = match ctx {
+        Some(ctx) => {
+            if let Some(h) = expand_home(value, ctx.home) {
+                h
+            } else if value.starts_with('/') {
+                value.to_owned()
+            } else {
+                format!("{}/{value}", ctx.workspace)
+            }
+        }
+        None => value.to_owned(),
+    };
+    let lexical = lexical_normalize(&raw)?;
+    match ctx {
+        Some(ctx) => ctx.fs.canonicalize(&lexical),
+        None => Some(lexical),
+    }
+}
+
+fn pinning(session: &Session, tool: &str, c: &ToolContract, definition: Option<&Value>) -> ContractResult {
+    match session.pin_state(tool) {
+        PinState::Unlisted => ContractResult::new(
+            Contract::Pinning,
+            Effect::Ask,
+            format!("`{tool}` was never listed by the server, so its definition is not pinned"),
+        ),
+        PinState::Removed { .. } => ContractResult::new(
+            Contract::Pinning,
+            Effect::Ask,
+            format!("`{tool}` is no longer listed by the server"),
+        ),
+        PinState::Changed {
+            changes,
+            since_last_session,
+            ..
+        } => {
+            let when = if since_last_session {
+                "since an earlier session"
+            } else {
+                "since it was pinned"
+            };
+            ContractResult::new(
+                Contract::Pinning,
+                Effect::Ask,
+                format!(
+                    "the definition of `{tool}` changed {when}: {}",
+                    if changes.is_empty() {
+                        "its fingerprint".to_owned()
+                    } else {
+                        changes.join(", ")
+                    }
+                ),
+            )
+        }
+        PinState::Pinned { fingerprint } => {
+            if let Some(expected) = &c.annotations
+                && !annotations_match(definition, expected) {
+                    return ContractResult::new(
+                        Contract::Pinning,
+                        Effect::Ask,
+                        format!(
+                            "the pinned definition of `{tool}` does not declare the expected annotations {}",
+                            expected
+                                .iter()
+                                .map(|(k, v)| format!("`{k}: {v}`"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    );
+                }
+            let short: String = fingerprint.chars().take(12).collect();
+            ContractResult::new(
+                Contract::Pinning,
+                Effect::Allow,
+                format!("`{tool}` matches its pinned definition (sha256 {short})"),
+            )
+        }
+    }
+}

@@ -1,0 +1,618 @@
+//! Per-tool contracts: the `tools:` entries of a policy and the embedded packs.
+//!
+//! A [`ToolContract`] says what one tool (or a glob of tools) is: whether it exfiltrates and
+//! through which arguments, which destinations are trusted, which paths and argument values
+//! it may use, how often it may be called, how much its output is trusted, and how to read
+//! its arguments (the [`ToolMapping`] given to normalisation).
+//!
+//! # Layering and precedence
+//!
+//! For a tool name the contract is merged **field by field**, later layers over earlier ones:
+//!
+//! 1. heuristics from the tool name (and its schema), see [`heuristics`];
+//! 2. pack glob entries (least specific first), then the pack entry with the exact name;
+//! 3. user glob entries (least specific first), then the user entry with the exact name.
+//!
+//! An exact name therefore beats any glob, and a more specific glob (more literal characters)
+//! beats a less specific one; between equally specific globs the later key in sorted order
+//! wins. A field that a layer leaves out keeps the lower layer's value: a user entry that adds
+//! `trusted_destinations` keeps the pack's `exfiltrating` and `sink_params`. Turning a
+//! protection off takes an explicit value (`exfiltrating: false`). The lists of arguments to
+//! inspect (`sink_params`, `path_params`, `url_params`) are united, never replaced, so no
+//! layer can drop a sink another layer declared; every other field is replaced as a whole
+//! (maps such as `arg_patterns` per key).
+
+pub mod heuristics;
+mod check;
+pub mod packs;
+mod sink;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::action::Operation;
+use crate::normalize::ToolMapping;
+
+pub use check::{Contracts, ResolvedTool, annotations_match};
+
+/// What the sink gate does with a destination that came from untrusted tool output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnTainted {
+    Deny,
+    Ask,
+}
+
+/// A windowed call budget: at most `max` calls per `per` (a humantime duration, `10m`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetSpec {
+    pub max: u64,
+    pub per: String,
+}
+
+/// `output: trusted | untrusted`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputLabel {
+    Trusted,
+    Untrusted,
+}
+
+/// `output: {trusted_fields: [...]}`: only these fields of the structured output are trusted.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustedFields {
+    /// JSON pointers (`/channels/0/id`) or dotted paths (`channels.id`; arrays are walked
+    /// element by element).
+    pub trusted_fields: Vec<String>,
+}
+
+/// The trust label of a tool's output.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OutputSpec {
+    Label(OutputLabel),
+    Fields(TrustedFields),
+}
+
+/// One `tools:` entry (or pack entry). Every field is optional; see the module docs for how
+/// entries merge.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolContract {
+    /// The tool sends data somewhere: its sinks go through the sink gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exfiltrating: Option<bool>,
+    /// Arguments that carry a destination (added to the destination-named ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sink_params: Option<Vec<String>>,
+    /// Destinations that always pass: exact values or globs (`*@corp.com`,
+    /// `https://hooks.corp.com/*`), matched case-insensitively against the canonical form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted_destinations: Option<Vec<String>>,
+    /// What a tainted destination gets: `deny` (default) or `ask`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_tainted: Option<OnTainted>,
+    /// Arguments that hold a path or a list of paths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_params: Option<Vec<String>>,
+    /// Every path the call touches must be inside one of these (canonical, component-wise;
+    /// `${workspace}`, `${home}` and a leading `~` expand).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_path_prefixes: Option<Vec<String>>,
+    /// `{arg: regex}`: the argument must match in full.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arg_patterns: Option<BTreeMap<String, String>>,
+    /// `{arg: [literals]}`: the argument must be one of these values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arg_values: Option<BTreeMap<String, Vec<serde_json::Value>>>,
+    /// Calls per session, counting attempts (also ones later denied); `0` forbids the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_calls: Option<u64>,
+    /// A windowed budget, e.g. `{max: 5, per: 10m}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetSpec>,
+    /// Trust label of the tool's output (default untrusted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<OutputSpec>,
+    /// The tool's primary operation, for tools the built-in adapters do not know.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<Operation>,
+    /// Shell tools: the argument holding the command (string or argv array).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_param: Option<String>,
+    /// Shell tools: a separate argument array (`{command: git, args: [...]}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args_param: Option<String>,
+    /// Shell tools: the working-directory argument.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd_param: Option<String>,
+    /// HTTP tools: arguments holding URLs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_params: Option<Vec<String>>,
+    /// HTTP tools: the argument holding the method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method_param: Option<String>,
+    /// Per-argument operation override, e.g. `{source: fs.delete}` for a move.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param_operations: Option<BTreeMap<String, Operation>>,
+    /// Git tools in the style of mcp-server-git: the git subcommand (`git_diff` → `diff`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_subcommand: Option<String>,
+    /// Expected annotation hints of the pinned definition (e.g. `readOnlyHint: true`); a
+    /// definition that says otherwise makes every call ask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, bool>>,
+}
+
+/// How bad an [`Issue`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+/// A semantic problem found in a contract, located by its YAML key path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Issue {
+    pub severity: Severity,
+    /// YAML key path, e.g. `["tools", "send_email", "arg_patterns", "to"]`.
+    pub path: Vec<String>,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+impl Issue {
+    fn error(path: Vec<String>, message: impl Into<String>, help: Option<&str>) -> Issue {
+        Issue {
+            severity: Severity::Error,
+            path,
+            message: message.into(),
+            help: help.map(str::to_owned),
+        }
+    }
+
+    fn warning(path: Vec<String>, message: impl Into<String>, help: Option<&str>) -> Issue {
+        Issue {
+            severity: Severity::Warning,
+            path,
+            message: message.into(),
+            help: help.map(str::to_owned),
+        }
+    }
+}
+
+/// The largest windowed budget `max` (the window keeps one timestamp per call).
+pub const MAX_BUDGET_WINDOW: u64 = 100_000;
+/// The longest `arg_patterns` regex source.
+pub const MAX_PATTERN_LEN: usize = 4096;
+/// The compiled size limit of one `arg_patterns` regex.
+pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+fn union(a: &Option<Vec<String>>, b: &Option<Vec<String>>) -> Option<Vec<String>> {
+    match (a, b) {
+        (None, None) => None,
+        (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+        (Some(base), Some(over)) => {
+            let mut out = base.clone();
+            for v in over {
+                if !out.contains(v) {
+                    out.push(v.clone());
+                }
+            }
+            Some(out)
+        }
+    }
+}
+
+fn merge_map<V: Clone>(
+    over: &Option<BTreeMap<String, V>>,
+    base: &Option<BTreeMap<String, V>>,
+) -> Option<BTreeMap<String, V>> {
+    match (over, base) {
+        (None, None) => None,
+        (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+        (Some(o), Some(b)) => {
+            let mut out = b.clone();
+            for (k, v) in o {
+                out.insert(k.clone(), v.clone());
+            }
+            Some(out)
+        }
+    }
+}
+
+/// Compile an `arg_patterns` regex: full match, bounded size.
+pub fn compile_pattern(pattern: &str) -> Result<regex::Regex, String> {
+    if pattern.len() > MAX_PATTERN_LEN {
+        return Err(format!(
+            "pattern is {} bytes long, the limit is {MAX_PATTERN_LEN}",
+            pattern.len()
+        ));
+    }
+    regex::RegexBuilder::new(&format!("^(?:{pattern})$"))
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// Compile a `trusted_destinations` entry (exact value or glob), case-insensitive.
+pub fn compile_destination(pattern: &str) -> Result<globset::GlobMatcher, String> {
+    globset::GlobBuilder::new(pattern.trim())
+        .case_insensitive(true)
+        .literal_separator(false)
+        .backslash_escape(true)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| e.kind().to_string())
+}
+
+/// Parse a budget window (`10m`, `1h 30m`).
+pub fn parse_window(per: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(per.trim()).map_err(|e| e.to_string())?;
+    if d.is_zero() {
+        return Err("the window is zero".to_owned());
+    }
+    Ok(d)
+}
+
+fn has_glob_meta(s: &str) -> bool {
+    s.contains(['*', '?', '[', '{'])
+}
+
+impl ToolContract {
+    /// This entry (the user's) over `base` (a pack's), field by field. Lists of arguments to
+    /// inspect are united; every other field present here replaces the base's.
+    pub fn merge_over(&self, base: &ToolContract) -> ToolContract {
+        ToolContract {
+            exfiltrating: self.exfiltrating.or(base.exfiltrating),
+            sink_params: union(&base.sink_params, &self.sink_params),
+            trusted_destinations: self
+                .trusted_destinations
+                .clone()
+                .or_else(|| base.trusted_destinations.clone()),
+            on_tainted: self.on_tainted.or(base.on_tainted),
+            path_params: union(&base.path_params, &self.path_params),
+            allowed_path_prefixes: self
+                .allowed_path_prefixes
+                .clone()
+                .or_else(|| base.allowed_path_prefixes.clone()),
+            arg_patterns: merge_map(&self.arg_patterns, &base.arg_patterns),
+            arg_values: merge_map(&self.arg_values, &base.arg_values),
+            max_calls: self.max_calls.or(base.max_calls),
+            budget: self.budget.clone().or_else(|| base.budget.clone()),
+            output: self.output.clone().or_else(|| base.output.clone()),
+            operation: self.operation.or(base.operation),
+            command_param: self
+                .command_param
+                .clone()
+                .or_else(|| base.command_param.clone()),
+            args_param: self.args_param.clone().or_else(|| base.args_param.clone()),
+            cwd_param: self.cwd_param.clone().or_else(|| base.cwd_param.clone()),
+            url_params: union(&base.url_params, &self.url_params),
+            method_param: self
+                .method_param
+                .clone()
+                .or_else(|| base.method_param.clone()),
+            param_operations: merge_map(&self.param_operations, &base.param_operations),
+            git_subcommand: self
+                .git_subcommand
+                .clone()
+                .or_else(|| base.git_subcommand.clone()),
+            annotations: merge_map(&self.annotations, &base.annotations),
+        }
+    }
+
+    /// True when the entry says how to read the tool's arguments.
+    pub fn has_mapping(&self) -> bool {
+        self.operation.is_some()
+            || self.path_params.is_some()
+            || self.param_operations.is_some()
+            || self.command_param.is_some()
+            || self.args_param.is_some()
+            || self.cwd_param.is_some()
+            || self.url_params.is_some()
+            || self.method_param.is_some()
+            || self.git_subcommand.is_some()
+    }
+
+    /// The semantic mapping for normalisation, when the entry gives one.
+    pub fn mapping(&self) -> Option<ToolMapping> {
+        if !self.has_mapping() {
+            return None;
+        }
+        Some(self.mapping_over(ToolMapping::default()))
+    }
+
+    /// This entry's mapping fields over `base` (e.g. a built-in adapter's mapping).
+    pub fn mapping_over(&self, base: ToolMapping) -> ToolMapping {
+        let mut m = base;
+        if let Some(op) = self.operation {
+            m.operation = Some(op);
+        }
+        if let Some(p) = &self.path_params {
+            for v in p {
+                if !m.path_params.contains(v) {
+                    m.path_params.push(v.clone());
+                }
+            }
+        }
+        if let Some(p) = &self.param_operations {
+            for (k, v) in p {
+                m.param_operations.insert(k.clone(), *v);
+            }
+        }
+        if let Some(c) = &self.command_param {
+            m.command_param = Some(c.clone());
+        }
+        if let Some(c) = &self.args_param {
+            m.args_param = Some(c.clone());
+        }
+        if let Some(c) = &self.cwd_param {
+            m.cwd_param = Some(c.clone());
+        }
+        if let Some(u) = &self.url_params {
+            for v in u {
+                if !m.url_params.contains(v) {
+                    m.url_params.push(v.clone());
+                }
+            }
+        }
+        if let Some(c) = &self.method_param {
+            m.method_param = Some(c.clone());
+        }
+        if let Some(g) = &self.git_subcommand {
+            m.git_subcommand = Some(g.clone());
+        }
+        m
+    }
+
+    /// Semantic checks that serde cannot express. `key_path` locates the entry, e.g.
+    /// `["tools", "send_email"]`.
+    pub fn validate(&self, key_path: &[String]) -> Vec<Issue> {
+        let mut issues = Vec::new();
+        let at = |keys: &[&str]| -> Vec<String> {
+            let mut p = key_path.to_vec();
+            p.extend(keys.iter().map(|k| (*k).to_owned()));
+            p
+        };
+        let empty_help = Some("remove the key to keep the default, or list at least one value");
+        for (key, list) in [
+            ("sink_params", &self.sink_params),
+            ("trusted_destinations", &self.trusted_destinations),
+            ("path_params", &self.path_params),
+            ("allowed_path_prefixes", &self.allowed_path_prefixes),
+            ("url_params", &self.url_params),
+        ] {
+            if let Some(l) = list {
+                if l.is_empty() {
+                    issues.push(Issue::error(
+                        at(&[key]),
+                        format!("`{key}` is an empty list"),
+                        empty_help,
+                    ));
+                }
+                for v in l {
+                    if v.trim().is_empty() {
+                        issues.push(Issue::error(
+                            at(&[key]),
+                            format!("`{key}` contains an empty value"),
+                            None,
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(dests) = &self.trusted_destinations {
+            for d in dests {
+                let t = d.trim();
+                if t.chars().all(|c| matches!(c, '*' | '?' | '/' | '.' | '@')) && !t.is_empty()
+                {
+                    issues.push(Issue::error(
+                        at(&["trusted_destinations"]),
+                        format!("`{d}` trusts every destination"),
+                        Some("to switch the sink gate off say `exfiltrating: false`"),
+                    ));
+                    continue;
+                }
+                if let Err(e) = compile_destination(t) {
+                    issues.push(Issue::error(
+                        at(&["trusted_destinations"]),
+                        format!("invalid destination glob `{d}`: {e}"),
+                        None,
+                    ));
+                    continue;
+                }
+                let rest = t.trim_start_matches('*');
+                if t.starts_with('*') && !rest.starts_with(['@', '.']) && !rest.is_empty() {
+                    issues.push(Issue::warning(
+                        at(&["trusted_destinations"]),
+                        format!("`{d}` also matches look-alikes such as `evil{rest}`"),
+                        Some("anchor the glob at a separator: `*@corp.com` or `*.corp.com`"),
+                    ));
+                }
+            }
+        }
+        if let Some(prefixes) = &self.allowed_path_prefixes {
+            for p in prefixes {
+                let t = p.trim();
+                let stripped = t
+                    .strip_prefix("${workspace}")
+                    .or_else(|| t.strip_prefix("${home}"))
+                    .or_else(|| t.strip_prefix('~'))
+                    .unwrap_or(t);
+                if stripped.contains("${") {
+                    issues.push(Issue::error(
+                        at(&["allowed_path_prefixes"]),
+                        format!("unsupported variable in `{p}`"),
+                        Some("only `${workspace}` and `${home}` (or `~`) may start a prefix"),
+                    ));
+                } else if stripped.len() == t.len() && !t.starts_with('/') {
+                    issues.push(Issue::error(
+                        at(&["allowed_path_prefixes"]),
+                        format!("`{p}` is not an absolute path"),
+                        Some("start it with `/`, `${workspace}`, `${home}` or `~`"),
+                    ));
+                } else if has_glob_meta(stripped) {
+                    issues.push(Issue::warning(
+                        at(&["allowed_path_prefixes"]),
+                        format!("`{p}` contains glob characters, which match literally here"),
+                        Some("prefixes are directories, not globs"),
+                    ));
+                }
+            }
+            if self.path_params.is_none() && self.operation.is_none() {
+                issues.push(Issue::warning(
+                    at(&["allowed_path_prefixes"]),
+                    "`allowed_path_prefixes` without `path_params` relies on the built-in adapter finding the paths",
+                    Some("calls whose paths cannot be found are denied; add `path_params: [...]`"),
+                ));
+            }
+        }
+        if let Some(patterns) = &self.arg_patterns {
+            if patterns.is_empty() {
+                issues.push(Issue::error(
+                    at(&["arg_patterns"]),
+                    "`arg_patterns` is empty",
+                    empty_help,
+                ));
+            }
+            for (arg, pat) in patterns {
+                if let Err(e) = compile_pattern(pat) {
+                    issues.push(Issue::error(
+                        at(&["arg_patterns", arg]),
+                        format!("invalid regex for `{arg}`: {e}"),
+                        Some("patterns use the Rust `regex` syntax and must match the whole value"),
+                    ));
+                }
+            }
+        }
+        if let Some(values) = &self.arg_values {
+            if values.is_empty() {
+                issues.push(Issue::error(
+                    at(&["arg_values"]),
+                    "`arg_values` is empty",
+                    empty_help,
+                ));
+            }
+            for (arg, list) in values {
+                if list.is_empty() {
+                    issues.push(Issue::error(
+                        at(&["arg_values", arg]),
+                        format!("no allowed value for `{arg}`: every call would be denied"),
+                        Some("list the allowed values, or use `max_calls: 0` to forbid the tool"),
+                    ));
+                }
+                if list.iter().any(|v| v.is_array() || v.is_object()) {
+                    issues.push(Issue::error(
+                        at(&["arg_values", arg]),
+                        format!("allowed values of `{arg}` must be strings, numbers, booleans or null"),
+                        None,
+                    ));
+                }
+            }
+        }
+        if let Some(b) = &self.budget {
+            if let Err(e) = parse_window(&b.per) {
+                issues.push(Issue::error(
+                    at(&["budget", "per"]),
+                    format!("invalid duration `{}`: {e}", b.per),
+                    Some("use a duration such as `30s`, `10m` or `1h`"),
+                ));
+            }
+            if b.max > MAX_BUDGET_WINDOW {
+                issues.push(Issue::error(
+                    at(&["budget", "max"]),
+                    format!("`max` is {}, the limit is {MAX_BUDGET_WINDOW}", b.max),
+                    Some("use `max_calls` for a per-session limit"),
+                ));
+            }
+        }
+        if let Some(OutputSpec::Fields(f)) = &self.output {
+            if f.trusted_fields.is_empty() {
+                issues.push(Issue::error(
+                    at(&["output", "trusted_fields"]),
+                    "`trusted_fields` is empty",
+                    Some("say `output: untrusted` instead"),
+                ));
+            }
+            for field in &f.trusted_fields {
+                let bad = if let Some(ptr) = field.strip_prefix('/') {
+                    ptr.is_empty()
+                } else {
+                    field.is_empty() || field.split('.').any(str::is_empty)
+                };
+                if bad {
+                    issues.push(Issue::error(
+                        at(&["output", "trusted_fields"]),
+                        format!("`{field}` is not a JSON pointer or dotted path"),
+                        Some("write `/channels/0/id` or `channels.id`"),
+                    ));
+                }
+            }
+        }
+        if self.exfiltrating == Some(false) {
+            for (key, set) in [
+                ("sink_params", self.sink_params.is_some()),
+                ("trusted_destinations", self.trusted_destinations.is_some()),
+                ("on_tainted", self.on_tainted.is_some()),
+            ] {
+                if set {
+                    issues.push(Issue::warning(
+                        at(&[key]),
+                        format!("`{key}` has no effect with `exfiltrating: false`"),
+                        None,
+                    ));
+                }
+            }
+        }
+        let op = self.operation;
+        let op_mismatch = |key: &str, want: &[Operation], issues: &mut Vec<Issue>| {
+            if let Some(o) = op
+                && !want.contains(&o) {
+                    issues.push(Issue::warning(
+                        at(&[key]),
+                        format!("`{key}` is not used by `operation: {o}`"),
+                        None,
+                    ));
+                }
+        };
+        if self.command_param.is_some() || self.args_param.is_some() {
+            op_mismatch(
+                "command_param",
+                &[Operation::ShellExec, Operation::GitRead, Operation::GitWrite, Operation::GitRemote],
+                &mut issues,
+            );
+        }
+        if self.url_params.is_some() || self.method_param.is_some() {
+            op_mismatch("url_params", &[Operation::NetRequest], &mut issues);
+        }
+        if let Some(po) = &self.param_operations
+            && po.is_empty() {
+                issues.push(Issue::error(
+                    at(&["param_operations"]),
+                    "`param_operations` is empty",
+                    empty_help,
+                ));
+            }
+        if let Some(ann) = &self.annotations {
+            for k in ann.keys() {
+                if !["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"]
+                    .contains(&k.as_str())
+                {
+                    issues.push(Issue::error(
+                        at(&["annotations", k]),
+                        format!("unknown annotation `{k}`"),
+                        Some("MCP defines readOnlyHint, destructiveHint, idempotentHint and openWorldHint"),
+                    ));
+                }
+            }
+        }
+        issues
+    }
+}

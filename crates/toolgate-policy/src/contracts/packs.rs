@@ -1,0 +1,54 @@
+//! Curated packs: embedded YAML files in the same format as the policy's `tools:` mapping.
+//!
+//! Each pack file is `{description, servers: [...], uncovered?: [...], tools: {name: entry}}`.
+//! `servers` names the real servers the pack was written and tested against (with versions);
+//! `uncovered` lists tools of those servers that the pack deliberately leaves to the
+//! heuristics and rules.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::ToolContract;
+
+/// A parsed pack.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pack {
+    pub description: String,
+    /// The servers (package@version) the pack covers.
+    #[serde(default)]
+    pub servers: Vec<String>,
+    /// Tools of those servers deliberately without an entry.
+    #[serde(default)]
+    pub uncovered: Vec<String>,
+    pub tools: BTreeMap<String, ToolContract>,
+}
+
+/// Every embedded pack: `(name, YAML source)`, in application order.
+pub const PACKS: &[(&str, &str)] = &[
+    ("filesystem", include_str!("packs/filesystem.yaml")),
+    ("git", include_str!("packs/git.yaml")),
+    ("fetch", include_str!("packs/fetch.yaml")),
+    ("shell", include_str!("packs/shell.yaml")),
+    ("email", include_str!("packs/email.yaml")),
+    ("slack", include_str!("packs/slack.yaml")),
+    ("github", include_str!("packs/github.yaml")),
+    ("gdrive", include_str!("packs/gdrive.yaml")),
+];
+
+/// The names of every embedded pack (the default of `packs:`).
+pub fn pack_names() -> Vec<String> {
+    PACKS.iter().map(|(n, _)| (*n).to_owned()).collect()
+}
+
+/// The YAML source of a pack.
+pub fn pack_source(name: &str) -> Option<&'static str> {
+    PACKS.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
+}
+
+/// Parse an embedded pack.
+pub fn load_pack(name: &str) -> Result<Pack, String> {
+    let src = pack_source(name).ok_or_else(|| format!("unknown pack `{name}`"))?;
+    serde_saphyr::from_str::<Pack>(src).map_err(|e| format!("pack `{name}` does not parse: {e}"))
+}

@@ -1,0 +1,248 @@
+//! The sink gate: deny-unless-trusted on every destination of an exfiltrating tool.
+//!
+//! Sinks = declared `sink_params` ∪ destination-named arguments (see
+//! [`super::heuristics::is_destination_param`]) ∪ arguments whose schema says
+//! `format: email|uri|…`. When none of these is present in the call, **every** argument is
+//! a sink (a forgotten or wrong declaration cannot leave a hole). Lists and nested objects
+//! are checked element by element. Each destination token is, in order: trusted (a
+//! `trusted_destinations` glob) → pass; approved for the session → pass; vouched by trusted
+//! output → pass; tainted (seen in untrusted output) → deny, or ask with `on_tainted: ask`;
+//! unproven → ask.
+
+use serde_json::Value;
+
+use super::OnTainted;
+use super::check::ResolvedTool;
+use super::heuristics::is_destination_param;
+use crate::decision::{Contract, ContractResult, Effect, SinkFinding, SinkVerdict};
+use crate::normalize::ToolCall;
+use crate::session::Session;
+use crate::taint::{Provenance, canonical_destination};
+
+/// Schema formats that make an argument a destination.
+const DESTINATION_FORMATS: &[&str] = &[
+    "email",
+    "idn-email",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "hostname",
+    "idn-hostname",
+];
+
+/// The most sink values checked per call; past it the call asks (fail closed).
+const MAX_SINK_VALUES: usize = 1000;
+
+fn schema_says_destination(definition: Option<&Value>, arg: &str) -> bool {
+    let Some(prop) = definition
+        .and_then(|d| d.get("inputSchema"))
+        .and_then(|s| s.get("properties"))
+        .and_then(|p| p.get(arg))
+    else {
+        return false;
+    };
+    let has_format = |v: &Value| {
+        v.get("format")
+            .and_then(Value::as_str)
+            .is_some_and(|f| DESTINATION_FORMATS.contains(&f))
+    };
+    has_format(prop) || prop.get("items").is_some_and(has_format)
+}
+
+struct Walk<'a> {
+    resolved: &'a ResolvedTool<'a>,
+    session: &'a Session,
+    findings: Vec<SinkFinding>,
+    overflow: bool,
+}
+
+impl Walk<'_> {
+    fn value(&mut self, path: &str, v: &Value) {
+        if self.overflow {
+            return;
+        }
+        match v {
+            Value::String(s) => self.scalar(path, s),
+            Value::Number(n) => self.scalar(path, &n.to_string()),
+            Value::Bool(_) | Value::Null => {}
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    self.value(&format!("{path}[{i}]"), item);
+                }
+            }
+            Value::Object(map) => {
+                // Inside a sink, destination-named keys are the destinations; with none,
+                // every value is.
+                let named: Vec<&String> = map.keys().filter(|k| is_destination_param(k)).collect();
+                for (k, item) in map {
+                    if named.is_empty() || named.contains(&k) {
+                        self.value(&format!("{path}.{k}"), item);
+                    }
+                }
+            }
+        }
+    }
+
+    fn scalar(&mut self, path: &str, raw: &str) {
+        let trimmed = raw.trim();
+        if trimmed.is_empty() {
+            return;
+        }
+        let mut tokens = canonical_destination(trimmed);
+        if tokens.is_empty() {
+            tokens.push(trimmed.to_lowercase());
+        }
+        let trusted: Vec<bool> = tokens.iter().map(|t| self.trusted(t)).collect();
+        for (i, token) in tokens.iter().enumerate() {
+            if self.findings.len() >= MAX_SINK_VALUES {
+                self.overflow = true;
+                return;
+            }
+            let covered = trusted.get(i).copied().unwrap_or(false)
+                || tokens.iter().zip(&trusted).any(|(u, ok)| *ok && host_of(u).as_deref() == Some(token.as_str()));
+            let (verdict, source) = if covered {
+                (SinkVerdict::Trusted, None)
+            } else if self.session.destination_approved(&self.resolved.tool, token) {
+                (SinkVerdict::Approved, None)
+            } else {
+                match self.session.taint().classify(token) {
+                    Provenance::Vouched(s) => (SinkVerdict::Vouched, Some(s)),
+                    Provenance::Tainted(s) => (SinkVerdict::Tainted, Some(s)),
+                    Provenance::Unproven => (SinkVerdict::Unproven, None),
+                }
+            };
+            let shown: String = if raw.chars().count() > 200 {
+                let cut: String = raw.chars().take(197).collect();
+                format!("{cut}...")
+            } else {
+                raw.to_owned()
+            };
+            self.findings.push(SinkFinding {
+                argument: path.to_owned(),
+                value: shown,
+                destination: token.clone(),
+                verdict,
+                source_server: source.as_ref().and_then(|s| s.server.clone()),
+                source_tool: source.as_ref().map(|s| s.tool.clone()),
+                source_seq: source.as_ref().map(|s| s.seq),
+            });
+        }
+    }
+
+    fn trusted(&self, token: &str) -> bool {
+        let Some(list) = &self.resolved.contract.trusted_destinations else {
+            return false;
+        };
+        list.iter().any(|p| {
+            self.resolved
+                .contracts()
+                .destination_matcher(p)
+                .is_some_and(|m| m.is_match(token))
+        })
+    }
+}
+
+fn host_of(token: &str) -> Option<String> {
+    if !token.contains("://") {
+        return None;
+    }
+    url::Url::parse(token)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+}
+
+/// Run the sink gate for one call of an exfiltrating tool.
+pub(super) fn gate(
+    resolved: &ResolvedTool<'_>,
+    call: &ToolCall,
+    definition: Option<&Value>,
+    session: &Session,
+) -> ContractResult {
+    let declared: &[String] = resolved.contract.sink_params.as_deref().unwrap_or(&[]);
+    let mut walk = Walk {
+        resolved,
+        session,
+        findings: Vec::new(),
+        overflow: false,
+    };
+    let mut every_argument = false;
+    match call.arguments {
+        Value::Object(args) => {
+            let sinks: Vec<&String> = args
+                .keys()
+                .filter(|k| {
+                    declared.contains(k)
+                        || is_destination_param(k)
+                        || schema_says_destination(definition, k)
+                })
+                .collect();
+            every_argument = sinks.is_empty();
+            for (k, v) in args {
+                if every_argument || sinks.contains(&k) {
+                    walk.value(k, v);
+                }
+            }
+        }
+        Value::Null => {}
+        other => {
+            every_argument = true;
+            walk.value("arguments", other);
+        }
+    }
+    let on_tainted = resolved.contract.on_tainted.unwrap_or(OnTainted::Deny);
+    let effect_of = |v: SinkVerdict| match v {
+        SinkVerdict::Tainted => match on_tainted {
+            OnTainted::Deny => Effect::Deny,
+            OnTainted::Ask => Effect::Ask,
+        },
+        SinkVerdict::Unproven => Effect::Ask,
+        _ => Effect::Allow,
+    };
+    let mut effect = Effect::Allow;
+    let mut worst: Option<&SinkFinding> = None;
+    for f in &walk.findings {
+        let e = effect_of(f.verdict);
+        if e > effect || (worst.is_none() && e == effect) {
+            effect = e;
+            worst = Some(f);
+        }
+    }
+    if walk.overflow {
+        effect = effect.max(Effect::Ask);
+    }
+    let scope = if every_argument {
+        " (no declared or destination-named argument, so every argument was checked)"
+    } else {
+        ""
+    };
+    let reason = match worst {
+        _ if walk.overflow && effect == Effect::Ask => format!(
+            "more than {MAX_SINK_VALUES} destination values in one call: a human must look"
+        ),
+        Some(f) if effect != Effect::Allow => {
+            let from = match (&f.source_tool, f.source_seq) {
+                (Some(t), Some(seq)) => format!("output #{seq} of `{t}`"),
+                _ => "tool output".to_owned(),
+            };
+            match f.verdict {
+                SinkVerdict::Tainted => format!(
+                    "destination `{}` in `{}` came from untrusted {from}{scope}",
+                    f.destination, f.argument
+                ),
+                _ => format!(
+                    "destination `{}` in `{}` is not a trusted destination: approve it for this session or add it to `trusted_destinations`{scope}",
+                    f.destination, f.argument
+                ),
+            }
+        }
+        _ if walk.findings.is_empty() => "the call names no destination".to_owned(),
+        _ => format!(
+            "every destination is trusted ({} checked){scope}",
+            walk.findings.len()
+        ),
+    };
+    let mut result = ContractResult::new(Contract::SinkGate, effect, reason);
+    result.sinks = walk.findings;
+    result
+}

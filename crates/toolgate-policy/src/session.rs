@@ -1,0 +1,621 @@
+//! Per-session state: pinned tool definitions, budget counters, the taint index and the
+//! approvals the human gave for this session. Pure: time comes in as `now_ms`.
+//!
+//! Memory is bounded by [`SessionLimits`]: past a bound nothing new is remembered, and what
+//! is not remembered degrades to asking (an unpinned tool, an unproven destination, an
+//! approval that has to be given again), never to allowing.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::action::{Action, Operation};
+use crate::decision::{SinkFinding, SinkVerdict};
+use crate::fingerprint::fingerprint;
+use crate::taint::{OutputTrust, TaintIndex, TaintLimits, TaintSource};
+
+/// Bounds of a session's memory.
+#[derive(Debug, Clone)]
+pub struct SessionLimits {
+    pub taint: TaintLimits,
+    /// Most tools pinned (and counted for budgets).
+    pub max_tools: usize,
+    /// Most approvals remembered.
+    pub max_approvals: usize,
+    /// Pinning on (the proxy) or off (`policy explain` without tool definitions).
+    pub pinning: bool,
+}
+
+impl SessionLimits {
+    /// Defaults around the given taint limits: 4096 tools, 1024 approvals, pinning on.
+    pub fn new(taint: TaintLimits) -> Self {
+        SessionLimits {
+            taint,
+            max_tools: 4096,
+            max_approvals: 1024,
+            pinning: true,
+        }
+    }
+}
+
+/// What [`Session::pin_tools`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinReport {
+    /// Tools seen for the first time (pinned now).
+    pub added: Vec<String>,
+    /// Tools whose definition differs from the pinned one: `(tool, what changed)`.
+    pub changed: Vec<(String, Vec<String>)>,
+    /// Pinned tools missing from this listing.
+    pub removed: Vec<String>,
+    /// Tools not pinned because the session is full.
+    pub dropped: Vec<String>,
+}
+
+/// The pinning state of one tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum PinState {
+    /// Never listed by the server in this session.
+    Unlisted,
+    /// Listed, and unchanged since pinned.
+    Pinned { fingerprint: String },
+    /// The server now lists a definition that differs from the pinned one.
+    Changed {
+        pinned: String,
+        current: String,
+        /// What changed, e.g. `description`, `inputSchema (properties: bcc)`.
+        changes: Vec<String>,
+        /// The pinned definition was persisted by an earlier session (trust on first use).
+        since_last_session: bool,
+    },
+    /// Pinned, but missing from the latest listing.
+    Removed { fingerprint: String },
+}
+
+/// What an approval covers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalScope {
+    /// Exactly this normalised action (and arguments when the action is opaque) of this tool
+    /// definition.
+    Action,
+    /// This destination of this tool definition.
+    Destination(String),
+}
+
+#[derive(Debug, Clone)]
+struct PinEntry {
+    accepted: Value,
+    accepted_fp: String,
+    pending: Option<(Value, String, Vec<String>)>,
+    from_last_session: bool,
+    removed: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Counter {
+    total: u64,
+    window: VecDeque<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum ApprovalKey {
+    Action {
+        key: String,
+        fingerprint: Option<String>,
+    },
+    Destination {
+        tool: String,
+        fingerprint: Option<String>,
+        destination: String,
+    },
+}
+
+/// The state of one proxied session.
+#[derive(Debug)]
+pub struct Session {
+    limits: SessionLimits,
+    pins: HashMap<String, PinEntry>,
+    persisted: HashMap<String, Value>,
+    counters: HashMap<String, Counter>,
+    taint: TaintIndex,
+    approvals: HashSet<ApprovalKey>,
+    seq: u64,
+}
+
+/// The fields of a definition that the fingerprint covers.
+const PINNED_FIELDS: [&str; 4] = ["description", "inputSchema", "outputSchema", "annotations"];
+
+/// What changed between two definitions, e.g. `["description", "inputSchema (properties: bcc)"]`.
+pub fn definition_changes(old: &Value, new: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in PINNED_FIELDS {
+        let (a, b) = (old.get(f), new.get(f));
+        if a == b {
+            continue;
+        }
+        if f == "inputSchema" {
+            let props = |v: Option<&Value>| {
+                v.and_then(|s| s.get("properties"))
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            let (pa, pb) = (props(a), props(b));
+            let mut names: Vec<String> = pa
+                .iter()
+                .filter(|(k, v)| pb.get(*k) != Some(*v))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in pb.keys() {
+                if !pa.contains_key(k) {
+                    names.push(k.clone());
+                }
+            }
+            names.sort();
+            names.dedup();
+            if names.is_empty() {
+                out.push(f.to_owned());
+            } else {
+                out.push(format!("{f} (properties: {})", names.join(", ")));
+            }
+        } else {
+            out.push(f.to_owned());
+        }
+    }
+    if out.is_empty() && old.get("name") != new.get("name") {
+        out.push("name".to_owned());
+    }
+    out
+}
+
+fn canonical_json(v: &Value) -> String {
+    serde_json_canonicalizer::to_string(v).unwrap_or_else(|_| v.to_string())
+}
+
+fn action_needs_arguments(action: &Action) -> bool {
+    action.parts.is_empty()
+        || action
+            .parts
+            .iter()
+            .any(|p| p.opaque || p.operation == Operation::Unknown)
+}
+
+fn action_key(action: &Action, arguments: Option<&Value>) -> Option<String> {
+    let mut key = serde_json::to_string(action).ok()?;
+    if action_needs_arguments(action) {
+        // An opaque action says too little: bind the approval to the exact arguments.
+        key.push('\u{0}');
+        key.push_str(&canonical_json(arguments?));
+    }
+    Some(key)
+}
+
+impl Session {
+    pub fn new(limits: SessionLimits) -> Self {
+        Session {
+            taint: TaintIndex::new(limits.taint.clone()),
+            limits,
+            pins: HashMap::new(),
+            persisted: HashMap::new(),
+            counters: HashMap::new(),
+            approvals: HashSet::new(),
+            seq: 0,
+        }
+    }
+
+    pub fn limits(&self) -> &SessionLimits {
+        &self.limits
+    }
+
+    /// Definitions persisted by an earlier session of the same server (trust on first use).
+    /// A later [`Session::pin_tools`] listing that differs from them asks once, showing what
+    /// changed. Call before the first `pin_tools`.
+    pub fn load_persisted_pins(&mut self, pins: impl IntoIterator<Item = (String, Value)>) {
+        for (name, def) in pins {
+            if self.persisted.len() >= self.limits.max_tools {
+                break;
+            }
+            self.persisted.insert(name, def);
+        }
+    }
+
+    /// The accepted definitions to persist for the next session (pending changes excluded).
+    pub fn pins_to_persist(&self) -> BTreeMap<String, Value> {
+        self.pins
+            .iter()
+            .filter(|(_, p)| !p.removed)
+            .map(|(k, p)| (k.clone(), p.accepted.clone()))
+            .collect()
+    }
+
+    /// Pin the tools of a `tools/list` result (its `tools` array). New tools are pinned; a
+    /// tool whose definition changed is held as changed until [`Session::approve_pin`], and
+    /// its session approvals are revoked.
+    pub fn pin_tools(&mut self, tools: &[Value]) -> PinReport {
+        let mut report = PinReport::default();
+        let mut seen = HashSet::new();
+        for def in tools {
+            let Some(name) = def.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            seen.insert(name.to_owned());
+            let fp = fingerprint(def);
+            if let Some(pin) = self.pins.get_mut(name) {
+                pin.removed = false;
+                if fp == pin.accepted_fp {
+                    pin.pending = None;
+                    continue;
+                }
+                if pin.pending.as_ref().is_some_and(|(_, p, _)| *p == fp) {
+                    continue;
+                }
+                let changes = definition_changes(&pin.accepted, def);
+                pin.pending = Some((def.clone(), fp, changes.clone()));
+                report.changed.push((name.to_owned(), changes));
+                self.revoke_tool(name);
+                continue;
+            }
+            if self.pins.len() >= self.limits.max_tools {
+                report.dropped.push(name.to_owned());
+                continue;
+            }
+            let entry = match self.persisted.get(name) {
+                Some(old) if fingerprint(old) != fp => {
+                    let changes = definition_changes(old, def);
+                    report.changed.push((name.to_owned(), changes.clone()));
+                    PinEntry {
+                        accepted_fp: fingerprint(old),
+                        accepted: old.clone(),
+                        pending: Some((def.clone(), fp, changes)),
+                        from_last_session: true,
+                        removed: false,
+                    }
+                }
+                _ => {
+                    report.added.push(name.to_owned());
+                    PinEntry {
+                        accepted: def.clone(),
+                        accepted_fp: fp,
+                        pending: None,
+                        from_last_session: false,
+                        removed: false,
+                    }
+                }
+            };
+            self.pins.insert(name.to_owned(), entry);
+        }
+        let mut removed: Vec<String> = self
+            .pins
+            .iter_mut()
+            .filter(|(k, p)| !p.removed && !seen.contains(*k))
+            .map(|(k, p)| {
+                p.removed = true;
+                k.clone()
+            })
+            .collect();
+        removed.sort();
+        report.removed = removed;
+        report.added.sort();
+        report.changed.sort();
+        report
+    }
+
+    /// The pinning state of a tool.
+    pub fn pin_state(&self, tool: &str) -> PinState {
+        match self.pins.get(tool) {
+            None => PinState::Unlisted,
+            Some(p) => match &p.pending {
+                Some((_, fp, changes)) => PinState::Changed {
+                    pinned: p.accepted_fp.clone(),
+                    current: fp.clone(),
+                    changes: changes.clone(),
+                    since_last_session: p.from_last_session,
+                },
+                None if p.removed => PinState::Removed {
+                    fingerprint: p.accepted_fp.clone(),
+                },
+                None => PinState::Pinned {
+                    fingerprint: p.accepted_fp.clone(),
+                },
+            },
+        }
+    }
+
+    /// The pinned definition of a tool, only while it is pinned and unchanged (annotations
+    /// and schemas count only from such a definition).
+    pub fn pinned_definition(&self, tool: &str) -> Option<&Value> {
+        self.pins
+            .get(tool)
+            .filter(|p| p.pending.is_none() && !p.removed)
+            .map(|p| &p.accepted)
+    }
+
+    /// The fingerprint approvals of this tool are bound to: the pinned one, or the changed
+    /// definition's while a change is pending.
+    pub fn fingerprint_of(&self, tool: &str) -> Option<&str> {
+        self.pins.get(tool).map(|p| match &p.pending {
+            Some((_, fp, _)) => fp.as_str(),
+            None => p.accepted_fp.as_str(),
+        })
+    }
+
+    /// Accept the changed definition of a tool (the human approved the change). Returns
+    /// false when nothing was pending.
+    pub fn approve_pin(&mut self, tool: &str) -> bool {
+        let Some(p) = self.pins.get_mut(tool) else {
+            return false;
+        };
+        let Some((def, fp, _)) = p.pending.take() else {
+            return false;
+        };
+        p.accepted = def;
+        p.accepted_fp = fp;
+        p.from_last_session = false;
+        true
+    }
+
+    fn revoke_tool(&mut self, tool: &str) {
+        let prefix = format!("\"tool\":{}", Value::String(tool.to_owned()));
+        self.approvals.retain(|k| match k {
+            ApprovalKey::Destination { tool: t, .. } => t != tool,
+            ApprovalKey::Action { key, .. } => !key.contains(&prefix),
+        });
+    }
+
+    fn insert_approval(&mut self, key: ApprovalKey) -> bool {
+        if self.approvals.contains(&key) {
+            return true;
+        }
+        if self.approvals.len() >= self.limits.max_approvals {
+            return false;
+        }
+        self.approvals.insert(key)
+    }
+
+    /// Remember that the human approved this exact action for the session. `arguments` is
+    /// required when the action has an opaque or unknown part (the action alone says too
+    /// little). Returns false when nothing was remembered (memory bound, or missing
+    /// arguments): the next identical call asks again.
+    pub fn approve(&mut self, action: &Action, arguments: Option<&Value>) -> bool {
+        let Some(key) = action_key(action, arguments) else {
+            return false;
+        };
+        let fingerprint = self.fingerprint_of(&action.tool).map(str::to_owned);
+        self.insert_approval(ApprovalKey::Action { key, fingerprint })
+    }
+
+    /// Whether this exact action was approved for this tool definition. Actions with an
+    /// opaque or unknown part need [`Session::approval_for_call`].
+    pub fn approval_for(&self, action: &Action, fingerprint: Option<&str>) -> Option<ApprovalScope> {
+        self.approval_for_call(action, None, fingerprint)
+    }
+
+    /// Like [`Session::approval_for`], with the call's arguments for opaque actions.
+    pub fn approval_for_call(
+        &self,
+        action: &Action,
+        arguments: Option<&Value>,
+        fingerprint: Option<&str>,
+    ) -> Option<ApprovalScope> {
+        let key = action_key(action, arguments)?;
+        let k = ApprovalKey::Action {
+            key,
+            fingerprint: fingerprint.map(str::to_owned),
+        };
+        self.approvals.contains(&k).then_some(ApprovalScope::Action)
+    }
+
+    /// Remember that the human approved a destination (canonical form, as in
+    /// [`SinkFinding::destination`]) of a tool for the session.
+    pub fn approve_destination(&mut self, tool: &str, destination: &str) -> bool {
+        let fingerprint = self.fingerprint_of(tool).map(str::to_owned);
+        self.insert_approval(ApprovalKey::Destination {
+            tool: tool.to_owned(),
+            fingerprint,
+            destination: destination.to_owned(),
+        })
+    }
+
+    /// Approve every unproven destination of a sink-gate result (what the approval prompt
+    /// showed). Tainted destinations are approved too when `include_tainted` (the contract
+    /// said `on_tainted: ask` and the human agreed). Returns false if any was not remembered.
+    pub fn approve_sinks(&mut self, tool: &str, findings: &[SinkFinding], include_tainted: bool) -> bool {
+        let mut all = true;
+        for f in findings {
+            let approvable = f.verdict == SinkVerdict::Unproven
+                || (include_tainted && f.verdict == SinkVerdict::Tainted);
+            if approvable && !self.approve_destination(tool, &f.destination) {
+                all = false;
+            }
+        }
+        all
+    }
+
+    /// Whether a destination of a tool was approved for the current definition.
+    pub fn destination_approved(&self, tool: &str, destination: &str) -> bool {
+        let k = ApprovalKey::Destination {
+            tool: tool.to_owned(),
+            fingerprint: self.fingerprint_of(tool).map(str::to_owned),
+            destination: destination.to_owned(),
+        };
+        self.approvals.contains(&k)
+    }
+
+    /// Count one attempt to call `tool` at `now_ms`. Returns `(calls this session,
+    /// calls within the window)` including this one, or None when the session cannot track
+    /// another tool (memory bound). `window` is `(max, per_ms)`; timestamps older than the
+    /// window are forgotten and at most `max + 1` are kept.
+    pub fn record_attempt(&mut self, tool: &str, now_ms: u64, window: Option<(u64, u64)>) -> Option<(u64, u64)> {
+        if !self.counters.contains_key(tool) && self.counters.len() >= self.limits.max_tools {
+            return None;
+        }
+        let c = self.counters.entry(tool.to_owned()).or_default();
+        c.total = c.total.saturating_add(1);
+        let mut in_window = 0;
+        if let Some((max, per_ms)) = window {
+            let start = now_ms.saturating_sub(per_ms);
+            while c.window.front().is_some_and(|t| *t <= start && per_ms > 0) {
+                c.window.pop_front();
+            }
+            c.window.push_back(now_ms);
+            let keep = usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX);
+            while c.window.len() > keep {
+                c.window.pop_front();
+            }
+            in_window = c.window.len() as u64;
+        }
+        Some((c.total, in_window))
+    }
+
+    /// Calls to `tool` counted so far.
+    pub fn calls(&self, tool: &str) -> u64 {
+        self.counters.get(tool).map_or(0, |c| c.total)
+    }
+
+    pub fn taint(&self) -> &TaintIndex {
+        &self.taint
+    }
+
+    pub fn taint_mut(&mut self) -> &mut TaintIndex {
+        &mut self.taint
+    }
+
+    fn next_source(&mut self, server: Option<&str>, tool: &str) -> TaintSource {
+        self.seq += 1;
+        TaintSource {
+            server: server.map(str::to_owned),
+            tool: tool.to_owned(),
+            seq: self.seq,
+        }
+    }
+
+    /// Feed a `tools/call` result (text content, embedded resource text, resource links and
+    /// `structuredContent`) into the taint index with one trust label. Returns the sequence
+    /// number given to this output.
+    pub fn record_output(&mut self, server: Option<&str>, tool: &str, result: &Value, trust: OutputTrust) -> u64 {
+        let source = self.next_source(server, tool);
+        let seq = source.seq;
+        record_result(&mut self.taint, result, trust, &source, None);
+        seq
+    }
+
+    /// Feed a result whose structured output is trusted only at `trusted_fields` (JSON
+    /// pointers or dotted paths): those values vouch, everything else taints. A text item
+    /// that merely repeats the structured output is not recorded twice.
+    pub fn record_output_fields(
+        &mut self,
+        server: Option<&str>,
+        tool: &str,
+        result: &Value,
+        trusted_fields: &[String],
+    ) -> u64 {
+        let source = self.next_source(server, tool);
+        let seq = source.seq;
+        let structured = result.get("structuredContent");
+        if let Some(sc) = structured {
+            let mut rest = sc.clone();
+            let mut trusted = Vec::new();
+            for f in trusted_fields {
+                take_field(&mut rest, f, &mut trusted);
+            }
+            for v in &trusted {
+                self.taint.record_json(v, OutputTrust::Trusted, source.clone());
+            }
+            self.taint.record_json(&rest, OutputTrust::Untrusted, source.clone());
+        }
+        record_result(&mut self.taint, result, OutputTrust::Untrusted, &source, structured);
+        seq
+    }
+}
+
+fn record_result(
+    taint: &mut TaintIndex,
+    result: &Value,
+    trust: OutputTrust,
+    source: &TaintSource,
+    skip_structured: Option<&Value>,
+) {
+    let Some(obj) = result.as_object() else {
+        taint.record_json(result, trust, source.clone());
+        return;
+    };
+    if let Some(items) = obj.get("content").and_then(Value::as_array) {
+        for item in items {
+            match item.get("type").and_then(Value::as_str) {
+                Some("text") => {
+                    if let Some(t) = item.get("text").and_then(Value::as_str) {
+                        if let Some(sc) = skip_structured
+                            && serde_json::from_str::<Value>(t).ok().as_ref() == Some(sc) {
+                                continue;
+                            }
+                        taint.record_text(t, trust, source.clone());
+                    }
+                }
+                Some("resource") => {
+                    if let Some(r) = item.get("resource") {
+                        for k in ["text", "uri"] {
+                            if let Some(t) = r.get(k).and_then(Value::as_str) {
+                                taint.record_text(t, trust, source.clone());
+                            }
+                        }
+                    }
+                }
+                Some("resource_link") => {
+                    for k in ["uri", "name", "description"] {
+                        if let Some(t) = item.get(k).and_then(Value::as_str) {
+                            taint.record_text(t, trust, source.clone());
+                        }
+                    }
+                }
+                Some("image" | "audio") => {}
+                _ => taint.record_json(item, trust, source.clone()),
+            }
+        }
+    }
+    if skip_structured.is_none()
+        && let Some(sc) = obj.get("structuredContent") {
+            taint.record_json(sc, trust, source.clone());
+        }
+}
+
+/// Move the values at `field` (JSON pointer or dotted path) out of `value` into `out`.
+fn take_field(value: &mut Value, field: &str, out: &mut Vec<Value>) {
+    let (segments, pointer): (Vec<String>, bool) = match field.strip_prefix('/') {
+        Some(p) => (
+            p.split('/')
+                .map(|s| s.replace("~1", "/").replace("~0", "~"))
+                .collect(),
+            true,
+        ),
+        None => (field.split('.').map(str::to_owned).collect(), false),
+    };
+    take_at(value, &segments, pointer, out);
+}
+
+fn take_at(value: &mut Value, segments: &[String], pointer: bool, out: &mut Vec<Value>) {
+    let Some((first, rest)) = segments.split_first() else {
+        out.push(value.take());
+        return;
+    };
+    match value {
+        Value::Array(items) => {
+            if pointer {
+                if let Some(v) = first.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
+                    take_at(v, rest, pointer, out);
+                }
+            } else {
+                for v in items {
+                    take_at(v, segments, pointer, out);
+                }
+            }
+        }
+        Value::Object(map) => {
+            if let Some(v) = map.get_mut(first.as_str()) {
+                take_at(v, rest, pointer, out);
+            }
+        }
+        _ => {}
+    }
+}
