@@ -183,10 +183,10 @@ impl TaintIndex {
             for token in tokenize(s) {
                 self.insert(&token.text, trust, &source);
             }
-            if trust == OutputTrust::Trusted {
-                if let Some(v) = value_token(s) {
-                    self.insert(&v, trust, &source);
-                }
+            if trust == OutputTrust::Trusted
+                && let Some(v) = value_token(s)
+            {
+                self.insert(&v, trust, &source);
             }
         }
     }
@@ -297,10 +297,10 @@ impl TaintIndex {
                 continue;
             }
             // Not vouched itself: its host may taint it.
-            if let Some(host) = &t.host {
-                if let TokenStatus::Tainted(src) = self.status(host) {
-                    return Provenance::Tainted(src);
-                }
+            if let Some(host) = &t.host
+                && let TokenStatus::Tainted(src) = self.status(host)
+            {
+                return Provenance::Tainted(src);
             }
             all_vouched = false;
         }
@@ -340,17 +340,17 @@ fn sink_tokens(value: &str) -> Vec<SinkToken> {
             host: t.host.clone(),
         });
     }
-    if out.is_empty() {
-        if let Some(v) = value_token(value) {
-            let mut forms = vec![v.clone()];
-            if v.chars()
-                .all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '-'))
-            {
-                forms.push(format!("#{v}"));
-                forms.push(format!("@{v}"));
-            }
-            out.push(SinkToken { forms, host: None });
+    if out.is_empty()
+        && let Some(v) = value_token(value)
+    {
+        let mut forms = vec![v.clone()];
+        if v.chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        {
+            forms.push(format!("#{v}"));
+            forms.push(format!("@{v}"));
         }
+        out.push(SinkToken { forms, host: None });
     }
     out
 }
@@ -360,15 +360,15 @@ fn sink_tokens(value: &str) -> Vec<SinkToken> {
 pub fn canonical_destination(value: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for t in sink_tokens(value) {
-        if let Some(first) = t.forms.into_iter().next() {
-            if !out.contains(&first) {
-                out.push(first);
-            }
+        if let Some(first) = t.forms.into_iter().next()
+            && !out.contains(&first)
+        {
+            out.push(first);
         }
-        if let Some(h) = t.host {
-            if !out.contains(&h) {
-                out.push(h);
-            }
+        if let Some(h) = t.host
+            && !out.contains(&h)
+        {
+            out.push(h);
         }
     }
     out

@@ -179,13 +179,13 @@ fn is_shell_tool(words: &[String]) -> bool {
 
 fn is_http_tool(words: &[String]) -> bool {
     let has = |set: &[&str]| words.iter().any(|w| set.contains(&w.as_str()));
-    if let [only] = words {
-        if matches!(
+    if let [only] = words
+        && matches!(
             only.as_str(),
             "request" | "get" | "post" | "browse" | "navigate"
-        ) {
-            return true;
-        }
+        )
+    {
+        return true;
     }
     if has(&[
         "fetch", "http", "https", "curl", "wget", "download", "webhook", "scrape", "crawl",

@@ -85,6 +85,9 @@ fn scan_detailed(command: &str) -> Detailed {
     let mut s = Scanner::default();
     let mut quote = Quote::None;
     let mut invalid = false;
+    // Command substitutions opened inside double quotes: the closing delimiter (`)` or a
+    // backtick) and the depth of nested parentheses; closing one returns to the quotes.
+    let mut frames: Vec<(char, usize)> = Vec::new();
     let mut chars = command.chars().peekable();
     while let Some(c) = chars.next() {
         match quote {
@@ -106,10 +109,16 @@ fn scan_detailed(command: &str) -> Detailed {
                     }
                     None => invalid = true,
                 },
-                '`' => s.operator(),
+                '`' => {
+                    frames.push(('`', 0));
+                    quote = Quote::None;
+                    s.operator();
+                }
                 '$' => {
                     if chars.peek() == Some(&'(') {
                         chars.next();
+                        frames.push((')', 0));
+                        quote = Quote::None;
                         s.operator();
                     } else {
                         s.inexact = true;
@@ -120,7 +129,31 @@ fn scan_detailed(command: &str) -> Detailed {
             },
             Quote::None => match c {
                 ' ' | '\t' => s.end_word(),
-                '\n' | '\r' | ';' | '&' | '|' | '(' | ')' | '`' => s.operator(),
+                '(' => {
+                    if let Some((')', depth)) = frames.last_mut() {
+                        *depth += 1;
+                    }
+                    s.operator();
+                }
+                ')' => {
+                    match frames.last_mut() {
+                        Some((')', 0)) => {
+                            frames.pop();
+                            quote = Quote::Double;
+                        }
+                        Some((')', depth)) => *depth -= 1,
+                        _ => {}
+                    }
+                    s.operator();
+                }
+                '`' => {
+                    if let Some(('`', _)) = frames.last() {
+                        frames.pop();
+                        quote = Quote::Double;
+                    }
+                    s.operator();
+                }
+                '\n' | '\r' | ';' | '&' | '|' => s.operator(),
                 '<' | '>' => {
                     // Redirection: not simple, but the target stays in the segment.
                     s.compound = true;
@@ -142,6 +175,9 @@ fn scan_detailed(command: &str) -> Detailed {
                 '$' => {
                     if chars.peek() == Some(&'(') {
                         chars.next();
+                        if let Some((')', depth)) = frames.last_mut() {
+                            *depth += 1;
+                        }
                         s.operator();
                     } else {
                         s.inexact = true;
@@ -174,7 +210,7 @@ fn scan_detailed(command: &str) -> Detailed {
             },
         }
     }
-    if quote != Quote::None {
+    if quote != Quote::None || !frames.is_empty() {
         invalid = true;
     }
     s.end_segment();
@@ -399,10 +435,10 @@ fn expand_into(
             | "proxychains" | "proxychains4" | "torsocks" | "tsocks" | "strace" | "ltrace"
             | "valgrind" | "systemd-run" | "unshare" | "nsenter" | "script" | "faketime"
             | "fakeroot" | "eatmydata" | "trickle" => {
-                if name == "script" {
-                    if let Some(cmd) = option_value(&rest, &["-c", "--command"], &["--command="]) {
-                        return rescan(&cmd, depth, out);
-                    }
+                if name == "script"
+                    && let Some(cmd) = option_value(&rest, &["-c", "--command"], &["--command="])
+                {
+                    return rescan(&cmd, depth, out);
                 }
                 let with_arg: &[&str] = match name.as_str() {
                     "nice" => &["-n", "--adjustment"],
@@ -626,10 +662,10 @@ fn option_value(words: &[String], names: &[&str], prefixes: &[&str]) -> Option<S
             return words.get(i + 1).cloned();
         }
         for p in prefixes {
-            if let Some(v) = w.strip_prefix(p) {
-                if !v.is_empty() {
-                    return Some(v.to_owned());
-                }
+            if let Some(v) = w.strip_prefix(p)
+                && !v.is_empty()
+            {
+                return Some(v.to_owned());
             }
         }
         i += 1;

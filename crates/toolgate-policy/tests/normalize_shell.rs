@@ -1,0 +1,302 @@
+//! Shell adapter: simple commands are exact; everything else is opaque, with the executable of
+//! every segment visible to deny rules (wrappers, env prefixes and inner shells looked through).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use serde_json::{Value, json};
+use toolgate_policy::fsfacts::MapFs;
+use toolgate_policy::normalize::{
+    NormalizeContext, Scan, ToolCall, ToolMapping, look_through, normalize, scan,
+};
+use toolgate_policy::{Action, Operation};
+
+fn run_with(tool: &str, args: Value, mapping: Option<ToolMapping>) -> Action {
+    let fs = MapFs::new().symlink("/w/link", "/home/u/.ssh");
+    let ctx = NormalizeContext {
+        workspace: "/w",
+        home: "/home/u",
+        fs: &fs,
+    };
+    let call = ToolCall {
+        server: None,
+        tool,
+        arguments: &args,
+        definition: None,
+    };
+    normalize(&call, mapping.as_ref(), &ctx)
+}
+
+fn run(command: &str) -> Action {
+    run_with("execute_command", json!({ "command": command }), None)
+}
+
+fn exes(a: &Action) -> Vec<String> {
+    a.parts
+        .iter()
+        .filter_map(|p| p.executable.clone())
+        .collect()
+}
+
+fn words(ws: &[&str]) -> Vec<String> {
+    ws.iter().map(|w| (*w).to_owned()).collect()
+}
+
+#[test]
+fn simple_commands_are_exact() {
+    let cases: &[(&str, &[&str], &str)] = &[
+        ("ls -la", &["ls", "-la"], "ls"),
+        ("/bin/ls -la", &["/bin/ls", "-la"], "ls"),
+        (
+            "grep -r 'a b' \"c d\" e\\ f",
+            &["grep", "-r", "a b", "c d", "e f"],
+            "grep",
+        ),
+        (
+            "echo 'semi;colon' \"pipe|d\" 'dollar$x'",
+            &["echo", "semi;colon", "pipe|d", "dollar$x"],
+            "echo",
+        ),
+        (
+            "cargo test -p toolgate-policy",
+            &["cargo", "test", "-p", "toolgate-policy"],
+            "cargo",
+        ),
+        ("  npm   install  ", &["npm", "install"], "npm"),
+    ];
+    for (cmd, argv, exe) in cases {
+        let a = run(cmd);
+        assert_eq!(a.parts.len(), 1, "{cmd}: {a:?}");
+        let p = &a.parts[0];
+        assert_eq!(p.operation, Operation::ShellExec, "{cmd}");
+        assert!(!p.opaque, "{cmd}");
+        assert_eq!(p.argv.as_deref(), Some(&words(argv)[..]), "{cmd}");
+        assert_eq!(p.executable.as_deref(), Some(*exe), "{cmd}");
+    }
+}
+
+/// Every bypass from the pitfalls list and the issue: the deny rule for `rm` must still see `rm`,
+/// and the call is never exact.
+#[test]
+fn deny_rules_see_through_wrappers_and_compounds() {
+    let cases = [
+        "ls; rm -rf /",
+        "ls && rm -rf /",
+        "ls || rm -rf /",
+        "ls | xargs rm",
+        "ls & rm -rf /",
+        "ls\nrm -rf /",
+        "sudo rm -rf /",
+        "sudo -u root -- rm -rf /",
+        "doas rm -rf /",
+        "env FOO=1 /bin/rm -rf /",
+        "env -i PATH=/bin rm -rf /",
+        "env -S 'rm -rf /'",
+        "FOO=1 rm -rf /",
+        "A=1 B=2 /usr/bin/rm x",
+        "sh -c 'rm -rf /'",
+        "bash -c \"rm -rf /\"",
+        "bash -lc 'ls; rm -rf /'",
+        "/bin/zsh -c 'rm x'",
+        "sh -c 'sudo sh -c \"rm -rf /\"'",
+        "xargs rm",
+        "xargs -0 -n 1 rm",
+        "find . -name x -exec rm {} \\;",
+        "find . -delete -execdir /bin/rm {} +",
+        "nice -n 5 rm x",
+        "nice rm x",
+        "time rm x",
+        "nohup rm x",
+        "command rm x",
+        "exec rm x",
+        "busybox rm x",
+        "timeout 10 rm x",
+        "timeout -s KILL 10 rm x",
+        "stdbuf -oL rm x",
+        "ionice -c 3 rm x",
+        "setsid rm x",
+        "eval 'rm -rf /'",
+        "echo $(rm -rf /)",
+        "echo `rm -rf /`",
+        "echo \"$(rm -rf /)\"",
+        "cat <(rm -rf /)",
+        "(rm -rf /)",
+        "{ rm -rf /; }",
+        "if true; then rm -rf /; fi",
+        "for f in a; do rm $f; done",
+        "ls # ; rm -rf /",
+        "rm -rf / 'unterminated",
+        "rm -rf / \\",
+        "watch -n 1 rm x",
+        "su -c 'rm -rf /'",
+        "flock /tmp/l rm x",
+        "chroot /mnt rm x",
+        "taskset -c 0 rm x",
+        "fd -x rm",
+    ];
+    for cmd in cases {
+        let a = run(cmd);
+        assert!(exes(&a).iter().any(|e| e == "rm"), "{cmd}: {a:#?}");
+        assert!(
+            a.parts.iter().all(|p| p.opaque),
+            "{cmd} must not be exact: {a:#?}"
+        );
+    }
+}
+
+#[test]
+fn run_time_expansions_are_not_exact() {
+    for cmd in [
+        "cat ~/.ssh/id_rsa",
+        "cat *.pem",
+        "cat ?d_rsa",
+        "cat [a]",
+        "echo $HOME",
+        "echo ${HOME}",
+        "cat \"$HOME/.ssh/id_rsa\"",
+        "echo {a,b}",
+        "PATH=~/bin ls",
+        "ls > out.txt",
+        "ls 2>&1",
+        "echo $'\\x41'",
+        "! ls",
+    ] {
+        let a = run(cmd);
+        assert!(a.parts.iter().all(|p| p.opaque), "{cmd}: {a:#?}");
+        assert!(!matches!(scan(cmd), Scan::Simple(_)), "{cmd}");
+    }
+    // A `~` that is not at a word start and the literal `{}` are not expansions.
+    assert!(matches!(scan("git show HEAD~1:src/a~b"), Scan::Simple(_)));
+    assert!(matches!(scan("echo {}"), Scan::Simple(_)));
+}
+
+#[test]
+fn look_through_returns_the_real_command() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["sudo", "env", "A=1", "nice", "-n", "5", "rm", "-rf", "/"],
+            &["rm", "-rf", "/"],
+        ),
+        (&["sh", "-c", "rm -rf /"], &["rm", "-rf", "/"]),
+        (&["xargs", "-n1", "rm"], &["rm"]),
+        (&["ls", "-la"], &["ls", "-la"]),
+        (&["FOO=1"], &[]),
+    ];
+    for (argv, want) in cases {
+        assert_eq!(look_through(&words(argv)), words(want), "{argv:?}");
+    }
+}
+
+#[test]
+fn argument_forms() {
+    // Array (exec) form.
+    let a = run_with("run_command", json!({"command": ["ls", "-la"]}), None);
+    assert_eq!(a.parts.len(), 1);
+    assert!(!a.parts[0].opaque);
+    assert_eq!(a.parts[0].argv.as_deref(), Some(&words(&["ls", "-la"])[..]));
+
+    // Array whose elements a joining server would read as operators.
+    let a = run_with(
+        "run_command",
+        json!({"command": ["ls", "; rm -rf /"]}),
+        None,
+    );
+    assert!(a.parts.iter().all(|p| p.opaque), "{a:#?}");
+    assert!(exes(&a).contains(&"rm".to_owned()));
+
+    // Separate args.
+    let a = run_with(
+        "shell",
+        json!({"command": "ls", "args": ["-la", "src"]}),
+        None,
+    );
+    assert_eq!(a.parts.len(), 1);
+    assert!(!a.parts[0].opaque);
+    assert_eq!(
+        a.parts[0].argv.as_deref(),
+        Some(&words(&["ls", "-la", "src"])[..])
+    );
+    let a = run_with(
+        "shell",
+        json!({"command": "ls", "args": ["$(rm -rf /)"]}),
+        None,
+    );
+    assert!(a.parts.iter().all(|p| p.opaque));
+    assert!(exes(&a).contains(&"rm".to_owned()));
+    let a = run_with("shell", json!({"command": "ls", "args": [1, 2]}), None);
+    assert!(a.parts.iter().all(|p| p.opaque));
+
+    // Alternate names and declared names.
+    let a = run_with("bash", json!({"cmd": "rm x"}), None);
+    assert_eq!(exes(&a), ["rm"]);
+    let m = ToolMapping {
+        operation: Some(Operation::ShellExec),
+        command_param: Some("line".to_owned()),
+        ..ToolMapping::default()
+    };
+    let a = run_with(
+        "my_tool",
+        json!({"line": "sudo rm x", "command": "ls"}),
+        Some(m),
+    );
+    assert_eq!(exes(&a), ["rm"]);
+
+    // Nothing usable: opaque shell.exec with no executable.
+    for args in [
+        json!({"command": 42}),
+        json!({}),
+        json!({"command": ""}),
+        json!("ls"),
+    ] {
+        let a = run_with("execute_command", args.clone(), None);
+        assert!(!a.parts.is_empty());
+        assert!(a.parts.iter().all(|p| p.opaque), "{args}: {a:#?}");
+    }
+
+    // Working directory: canonical, symlinks resolved.
+    let a = run_with(
+        "execute_command",
+        json!({"command": "ls", "cwd": "link"}),
+        None,
+    );
+    assert_eq!(a.parts[0].resources, ["/home/u/.ssh"]);
+    assert!(!a.parts[0].opaque);
+    let a = run_with(
+        "execute_command",
+        json!({"command": "ls", "cwd": "a\u{0}b"}),
+        None,
+    );
+    assert!(a.parts.iter().all(|p| p.opaque));
+}
+
+#[test]
+fn shell_tool_names_are_word_based() {
+    for tool in [
+        "execute_command",
+        "run_command",
+        "shell",
+        "bash",
+        "exec",
+        "terminal",
+        "run",
+        "run_shell_command",
+        "execute",
+        "command",
+        "runTerminalCommand",
+    ] {
+        let a = run_with(tool, json!({"command": "ls"}), None);
+        assert_eq!(a.parts[0].operation, Operation::ShellExec, "{tool}");
+    }
+    for tool in [
+        "confirm_order",
+        "rmdir_report",
+        "get_runbook",
+        "list_commands_doc",
+    ] {
+        let a = run_with(tool, json!({"command": "rm -rf /"}), None);
+        assert_eq!(a.parts[0].operation, Operation::Unknown, "{tool}");
+    }
+}
