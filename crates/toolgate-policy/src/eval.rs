@@ -9,10 +9,14 @@
 use serde::Serialize;
 
 use crate::action::{Action, Operation, Part};
+use crate::contracts::Contracts;
+use crate::contracts::packs::pack_names;
 use crate::decision::{Contract, ContractResult, Effect, SinkFinding};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::model::Policy;
+use crate::normalize::{NormalizeContext, ToolCall, normalize};
 use crate::rules::{CallFacts, CompiledRule, Vars, compile_rule};
+use crate::session::Session;
 
 /// The verdict on one tool call and how it was reached.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -71,6 +75,7 @@ pub struct Engine {
     policy: Policy,
     vars: Vars,
     rules: Vec<CompiledRule>,
+    contracts: Contracts,
 }
 
 impl Engine {
@@ -108,6 +113,26 @@ impl Engine {
                 rules.push(c);
             }
         }
+        let packs = policy.packs.clone().unwrap_or_else(pack_names);
+        let contracts = match Contracts::compile(&policy.tools, &packs) {
+            Ok(c) => c,
+            Err(issues) => {
+                for issue in issues {
+                    if issue.severity == crate::contracts::Severity::Error {
+                        let mut d = Diagnostic::error(format!(
+                            "{} (at `{}`)",
+                            issue.message,
+                            issue.path.join(".")
+                        ));
+                        if let Some(h) = issue.help {
+                            d = d.with_help(h);
+                        }
+                        diags.push(d);
+                    }
+                }
+                Contracts::default()
+            }
+        };
         if diags.has_errors() {
             return Err(diags);
         }
@@ -115,7 +140,70 @@ impl Engine {
             policy,
             vars,
             rules,
+            contracts,
         })
+    }
+
+    /// The compiled contracts (packs and `tools:` entries).
+    pub fn contracts(&self) -> &Contracts {
+        &self.contracts
+    }
+
+    /// Decides one tool call: normalises it, runs the contracts (pinning, budget,
+    /// constraints, sink gate; the attempt counts toward budgets) and the rules, and returns
+    /// the most restrictive result with every contributing one recorded. A session approval
+    /// of this exact action (and tool definition) turns an `ask`, never a `deny`, into
+    /// `allow`. Annotations count only from the session's pinned, unchanged definition.
+    pub fn decide(
+        &self,
+        call: &ToolCall<'_>,
+        session: &mut Session,
+        ctx: &NormalizeContext<'_>,
+        now_ms: u64,
+    ) -> Decision {
+        let pinned = session.pinned_definition(call.tool).cloned();
+        let definition = pinned.as_ref().or(call.definition);
+        let call = ToolCall {
+            server: call.server,
+            tool: call.tool,
+            arguments: call.arguments,
+            definition,
+        };
+        let resolved = self.contracts.lookup_with(call.tool, definition);
+        let mapping = resolved.mapping(definition);
+        let action = normalize(&call, mapping.as_ref(), ctx);
+        let results = self
+            .contracts
+            .check_in(&call, &action, session, Some(ctx), now_ms);
+        let annotations = pinned
+            .as_ref()
+            .and_then(|d| d.get("annotations"))
+            .and_then(serde_json::Value::as_object);
+        let facts = CallFacts {
+            server: call.server,
+            tool: call.tool,
+            annotations,
+        };
+        let rules = self.decide_rules(&action, &facts);
+        let mut decision = combine(action, &rules, results);
+        if decision.effect == Effect::Ask {
+            let fp = session.fingerprint_of(call.tool).map(str::to_owned);
+            if let Some(scope) =
+                session.approval_for_call(&decision.action, Some(call.arguments), fp.as_deref())
+            {
+                let what = match scope {
+                    crate::session::ApprovalScope::Action => "this action".to_owned(),
+                    crate::session::ApprovalScope::Destination(d) => format!("destination `{d}`"),
+                };
+                decision.effect = Effect::Allow;
+                decision.reason = format!(
+                    "approved for this session ({what}); without the approval: {}",
+                    decision.reason
+                );
+                decision.approved_by_session = Some(what);
+            }
+        }
+        decision
     }
 
     pub fn policy(&self) -> &Policy {

@@ -2,7 +2,21 @@
 //! actions, evaluation and explain. Pure: filesystem facts come in through a trait.
 
 pub mod action;
+pub mod cases;
+pub mod contracts;
 pub mod decision;
+pub mod diag;
+pub mod eval;
+pub mod explain;
+pub mod fingerprint;
+pub mod fsfacts;
+pub mod load;
+pub mod model;
+pub mod normalize;
+pub mod rules;
+pub mod schema;
+pub mod session;
+pub mod taint;
 
 pub use action::{Action, Network, Operation, Part};
 pub use decision::{Contract, ContractResult, Effect};

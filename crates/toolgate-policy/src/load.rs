@@ -9,9 +9,14 @@ use std::collections::BTreeMap;
 
 use serde_saphyr::Error as YamlError;
 
+use crate::contracts::packs::pack_names;
+use crate::contracts::{Contracts, Issue as ContractIssue};
 use crate::diag::{Diagnostic, Diagnostics, Pos, Severity, SourceMap, did_you_mean, pos_at};
 use crate::model::{POLICY_VERSION, Policy};
 use crate::rules::{PathIssue, Vars, compile_rule, covers_rule};
+
+/// The conservative, commented starter policy written by `toolgate policy init`.
+pub const STARTER_POLICY: &str = include_str!("starter.yaml");
 
 /// A policy that loaded, with its warnings (possibly none) and the map of its locations.
 #[derive(Debug, Clone)]
@@ -135,7 +140,7 @@ fn check(policy: &Policy, map: &SourceMap, diags: &mut Diagnostics) {
     }
 
     if let Some(t) = &policy.taint
-        && t.max_tokens == Some(0)
+        && t.max_tokens == 0
     {
         diags.push(
             Diagnostic::warning(
@@ -145,6 +150,8 @@ fn check(policy: &Policy, map: &SourceMap, diags: &mut Diagnostics) {
             .with_help("remove it for the default bound, or choose a positive number"),
         );
     }
+
+    check_contracts(policy, map, diags);
 
     if let Some(packs) = &policy.packs {
         let mut seen = BTreeMap::new();
@@ -159,6 +166,81 @@ fn check(policy: &Policy, map: &SourceMap, diags: &mut Diagnostics) {
                         ),
                 );
             }
+        }
+    }
+}
+
+/// `tools:` entries (C's `ToolContract::validate`) and packs, located by key path.
+fn check_contracts(policy: &Policy, map: &SourceMap, diags: &mut Diagnostics) {
+    let mut seen: Vec<(Vec<String>, String)> = Vec::new();
+    let mut push = |issue: ContractIssue, diags: &mut Diagnostics| {
+        let key = (issue.path.clone(), issue.message.clone());
+        if seen.contains(&key) {
+            return;
+        }
+        seen.push(key);
+        let severity = match issue.severity {
+            crate::contracts::Severity::Error => Severity::Error,
+            crate::contracts::Severity::Warning => Severity::Warning,
+        };
+        // C addresses packs by name; the file lists them by index.
+        let mut path = issue.path.clone();
+        let mut message = issue.message;
+        if path.first().map(String::as_str) == Some("packs") {
+            let name = path.get(1).cloned().unwrap_or_default();
+            match policy
+                .packs
+                .as_ref()
+                .and_then(|p| p.iter().position(|n| *n == name))
+            {
+                Some(i) if path.len() == 2 => path = vec!["packs".to_owned(), i.to_string()],
+                Some(i) => {
+                    message = format!("in built-in pack `{name}` ({}): {message}", path.join("."));
+                    path = vec!["packs".to_owned(), i.to_string()];
+                }
+                None => {
+                    message = format!("in built-in pack `{name}` ({}): {message}", path.join("."));
+                    path = Vec::new();
+                }
+            }
+        }
+        push_issue(
+            diags,
+            map,
+            PathIssue {
+                severity,
+                path,
+                message,
+                help: issue.help,
+                at_key: false,
+            },
+        );
+    };
+    for (key, contract) in &policy.tools {
+        for issue in contract.validate(&["tools".to_owned(), key.clone()]) {
+            push(issue, diags);
+        }
+    }
+    if let Some(packs) = &policy.packs {
+        let known = pack_names();
+        for (i, name) in packs.iter().enumerate() {
+            if !known.contains(name) {
+                let mut d = Diagnostic::error(format!("unknown pack `{name}`"))
+                    .at(map.value(&["packs", &i.to_string()]));
+                d = match did_you_mean(name, known.iter().map(String::as_str)) {
+                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                    None => d.with_help(format!("known packs: {}", known.join(", "))),
+                };
+                diags.push(d);
+            }
+        }
+    }
+    let packs = policy.packs.clone().unwrap_or_else(pack_names);
+    let known = pack_names();
+    let packs: Vec<String> = packs.into_iter().filter(|p| known.contains(p)).collect();
+    if let Err(issues) = Contracts::compile(&policy.tools, &packs) {
+        for issue in issues {
+            push(issue, diags);
         }
     }
 }
@@ -304,6 +386,31 @@ mod tests {
 
     fn errs(src: &str) -> Diagnostics {
         load(src, "p.yaml").unwrap_err()
+    }
+
+    #[test]
+    fn starter_policy_loads_cleanly() {
+        let l = load(STARTER_POLICY, "starter.yaml").unwrap();
+        assert_eq!(l.warnings.items, vec![], "{}", l.warnings);
+        assert!(l.policy.rules.len() >= 5);
+    }
+
+    #[test]
+    fn contract_issues_are_located() {
+        let src = "version: 1\ntools:\n  send_email:\n    exfiltrating: true\n    allowed_path_prefix: [/x]\n";
+        let d = errs(src);
+        assert_eq!(d.items[0].message, "unknown field `allowed_path_prefix`");
+        assert_eq!(
+            d.items[0].help.as_deref(),
+            Some("did you mean `allowed_path_prefixes`?")
+        );
+        assert_eq!(d.items[0].pos.unwrap().line, 5);
+        let src = "version: 1\ntools:\n  send_email:\n    arg_patterns:\n      to: '(unclosed'\n";
+        let d = errs(src);
+        assert_eq!(d.items[0].pos.unwrap().line, 5, "{d}");
+        let d = errs("version: 1\npacks: [filesystem, gti]\n");
+        assert_eq!(d.items[0].message, "unknown pack `gti`");
+        assert_eq!(d.items[0].help.as_deref(), Some("did you mean `git`?"));
     }
 
     #[test]

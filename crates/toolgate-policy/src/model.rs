@@ -9,10 +9,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::action::Operation;
+use crate::contracts::ToolContract;
 use crate::decision::Effect;
-
-/// Placeholder until the contracts module lands: a `tools:` entry.
-pub type ToolContract = serde_json::Value;
+use crate::taint::TaintLimits;
 
 /// The only policy format version this build understands.
 pub const POLICY_VERSION: u32 = 1;
@@ -35,9 +34,10 @@ pub struct Policy {
     /// Which built-in packs apply. Absent: all packs. `[]`: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packs: Option<Vec<String>>,
-    /// Bounds on the taint index kept per session.
+    /// Bounds on the taint index kept per session (`max_tokens`, `max_text_bytes`,
+    /// `max_token_len`, `prefer_taint`); defaults when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub taint: Option<TaintSettings>,
+    pub taint: Option<TaintLimits>,
 }
 
 fn default_effect() -> Effect {
@@ -80,16 +80,6 @@ pub struct Rule {
     /// Required values of the pinned tool definition's annotations, e.g. `readOnlyHint: true`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<BTreeMap<String, bool>>,
-}
-
-/// Memory bounds of the per-session taint index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct TaintSettings {
-    /// The most destination tokens remembered per session; past it values degrade to
-    /// unproven (ask), never to trusted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_tokens: Option<usize>,
 }
 
 /// The constraint keys of a rule, in documentation order.
