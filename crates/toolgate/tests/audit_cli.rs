@@ -238,3 +238,29 @@ fn tail_human_and_json() {
         .collect();
     assert_eq!(seqs, vec![1, 2, 3, 4, 5, 6]);
 }
+
+#[test]
+fn tail_escapes_terminal_control_characters_from_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let w = AuditWriter::open(&path).unwrap();
+    let mut e = Event::new(Kind::Decision);
+    e.tool = Some("evil\u{1b}[2J\rtool".into());
+    e.effect = Some("deny".into());
+    w.append(&e).unwrap();
+    let out = toolgate()
+        .args(["audit", "tail", "--audit"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        !out.stdout.contains(&0x1b) && !out.stdout.contains(&b'\r'),
+        "{out:?}"
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains(r"DENY       evil\u{1b}[2J\rtool"),
+        "{stdout}"
+    );
+}

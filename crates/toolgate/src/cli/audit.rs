@@ -118,7 +118,7 @@ fn counts(map: &BTreeMap<String, u64>) -> String {
     items.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
     items
         .iter()
-        .map(|(k, n)| format!("{k} {n}"))
+        .map(|(k, n)| format!("{} {n}", printable(k)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -160,7 +160,11 @@ fn summary(path: &Path, as_json: bool) -> anyhow::Result<ExitCode> {
                 v.chain.as_deref().unwrap_or("-"),
                 v.last_seq.unwrap_or(0)
             ),
-            Some(p) => println!("chain:     BROKEN at line {}: {p}", p.line),
+            Some(p) => println!(
+                "chain:     BROKEN at line {}: {}",
+                p.line,
+                printable(&p.to_string())
+            ),
         }
         if s.unreadable > 0 {
             println!("unreadable lines: {}", s.unreadable);
@@ -177,6 +181,20 @@ fn summary(path: &Path, as_json: bool) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Makes text from the log safe for a terminal: control characters (ANSI escapes,
+/// carriage returns a server could have put in a tool name or path) are shown escaped.
+pub(crate) fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `time  EFFECT  server/tool  operation  resource  reason`
@@ -218,7 +236,7 @@ fn human_line(r: &Record) -> String {
         line.push_str("  ");
         line.push_str(reason);
     }
-    line
+    printable(&line)
 }
 
 fn tail(path: &Path, n: usize, as_json: bool) -> anyhow::Result<ExitCode> {
@@ -234,7 +252,11 @@ fn tail(path: &Path, n: usize, as_json: bool) -> anyhow::Result<ExitCode> {
             }
             Ok(r) => println!("{}", human_line(&r)),
             Err(err) => {
-                eprintln!("toolgate: line {} is not a readable record: {err}", l.line);
+                eprintln!(
+                    "toolgate: line {} is not a readable record: {}",
+                    l.line,
+                    printable(&err)
+                );
                 unreadable = true;
             }
         }

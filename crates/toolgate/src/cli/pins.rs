@@ -87,7 +87,10 @@ fn list(store: &PinStore, only: Option<&str>, as_json: bool) -> anyhow::Result<E
         );
     } else if rows.is_empty() {
         match only {
-            Some(name) => println!("no pinned tools for server `{name}`"),
+            Some(name) => println!(
+                "no pinned tools for server `{}`",
+                super::audit::printable(name)
+            ),
             None => println!("no pinned tools in `{}`", store.dir().display()),
         }
     } else {
@@ -96,7 +99,8 @@ fn list(store: &PinStore, only: Option<&str>, as_json: bool) -> anyhow::Result<E
         for (server, tool, pin) in &rows {
             let fp: String = pin.fingerprint.chars().take(16).collect();
             let when = pin.pinned_at.as_deref().unwrap_or("-");
-            println!("{server:<sw$}  {tool:<tw$}  {fp}  {when}");
+            let line = format!("{server:<sw$}  {tool:<tw$}  {fp}  {when}");
+            println!("{}", super::audit::printable(&line));
         }
     }
     Ok(if failed {
