@@ -3,8 +3,10 @@
 mod approval;
 mod child;
 mod cli;
+mod clients;
 mod demo;
 mod enforce;
+mod fsfacts;
 mod pins;
 mod proxy;
 

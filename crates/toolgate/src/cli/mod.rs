@@ -10,7 +10,10 @@ use clap::{Parser, Subcommand};
 
 pub mod audit;
 pub mod demo;
+pub mod init;
 pub mod pins;
+pub mod policy;
+pub mod unwrap;
 pub mod wrap;
 
 #[derive(Debug, Parser)]
@@ -32,8 +35,14 @@ enum Command {
     Audit(audit::Args),
     /// Watch toolgate decide real calls: a scripted agent, a demo server, no setup.
     Demo(demo::Args),
+    /// Wrap the MCP servers of a client's configuration (Claude Code, Cursor, …) with toolgate.
+    Init(init::Args),
     /// Tool definitions trusted on first use: `list`, `forget`.
     Pins(pins::Args),
+    /// Write, check, explain and test policies: `init`, `check`, `explain`, `test`, `schema`.
+    Policy(policy::Args),
+    /// Restore the MCP servers `toolgate init` wrapped.
+    Unwrap(unwrap::Args),
     /// Run an MCP server (stdio) behind toolgate: `toolgate wrap -- CMD ARGS...`.
     Wrap(wrap::Args),
 }
@@ -44,7 +53,10 @@ pub fn main() -> ExitCode {
     let result: anyhow::Result<ExitCode> = match cli.command {
         Command::Audit(args) => audit::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Init(args) => init::run(args),
         Command::Pins(args) => pins::run(args),
+        Command::Policy(args) => policy::run(args),
+        Command::Unwrap(args) => unwrap::run(args),
         Command::Wrap(args) => wrap::run(args),
     };
     match result {

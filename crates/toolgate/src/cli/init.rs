@@ -1,0 +1,47 @@
+//! `toolgate init`: wrap the MCP servers of a client's configuration with toolgate.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+use crate::clients::document::WrapSettings;
+use crate::clients::{Action, Selection};
+
+/// Wrap the stdio MCP servers of a client's configuration with `toolgate wrap`.
+///
+/// Shows a unified diff first. Every wrapped entry keeps its original `command`
+/// and `args` under `x-toolgate-upstream`, so `toolgate unwrap` can restore it.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    selection: Selection,
+    /// The policy file the wrapped servers use (stored as an absolute path)
+    #[arg(long, value_name = "PATH")]
+    policy: Option<PathBuf>,
+}
+
+/// Runs `toolgate init`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let exe = std::env::current_exe()
+        .and_then(|p| p.canonicalize())
+        .context("cannot find the path of the toolgate binary")?;
+    let policy = args
+        .policy
+        .map(|p| {
+            p.canonicalize()
+                .with_context(|| format!("cannot find the policy file `{}`", p.display()))
+        })
+        .transpose()?;
+    let settings = WrapSettings {
+        exe: path_string(exe)?,
+        policy: policy.map(path_string).transpose()?,
+    };
+    crate::clients::run(&args.selection, &Action::Init(settings))
+}
+
+fn path_string(path: PathBuf) -> anyhow::Result<String> {
+    path.into_os_string()
+        .into_string()
+        .map_err(|p| anyhow::anyhow!("`{}` is not valid UTF-8", PathBuf::from(p).display()))
+}

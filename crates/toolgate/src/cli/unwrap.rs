@@ -1,0 +1,17 @@
+//! `toolgate unwrap`: restore the servers `toolgate init` wrapped.
+
+use std::process::ExitCode;
+
+use crate::clients::{Action, Selection};
+
+/// Restore the MCP servers wrapped by `toolgate init` to their original entries.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    selection: Selection,
+}
+
+/// Runs `toolgate unwrap`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    crate::clients::run(&args.selection, &Action::Unwrap)
+}

@@ -1,0 +1,781 @@
+//! Wrapping and unwrapping server entries inside one client configuration file.
+//!
+//! Edits are byte-precise splices on the original text, located with the
+//! `jsonc-parser` syntax tree (every node carries its byte range). Nothing outside
+//! the touched entries is re-serialised, so comments, trailing commas, key order,
+//! indentation and line endings survive, and `unwrap` after `init` gives back the
+//! original bytes. The splices are deliberately simple and reversible:
+//!
+//! - `command`'s string literal is replaced by the toolgate binary;
+//! - the wrap prefix (`wrap --server NAME [--policy ABS] -- <command>`) is inserted
+//!   in front of the first original argument, so the original arguments keep their
+//!   exact text (comments and line breaks included);
+//! - `x-toolgate-upstream` is inserted as the entry's first property, holding the
+//!   original `command` literal verbatim and the original `args`.
+//!
+//! After every edit the result is parsed again and compared, as a value, with the
+//! document the edit was meant to produce: a splice that went wrong is an error,
+//! never a silently broken config.
+
+use jsonc_parser::ast::{Array, Object, ObjectProp, ObjectPropName, Value};
+use jsonc_parser::common::Ranged;
+use jsonc_parser::{CollectOptions, ParseOptions, parse_to_ast};
+
+/// The key under which the original entry is kept inside a wrapped entry.
+pub const UPSTREAM_KEY: &str = "x-toolgate-upstream";
+
+/// Errors while editing one document.
+#[derive(Debug, thiserror::Error)]
+pub enum DocError {
+    /// The file is not JSON/JSONC.
+    #[error("cannot parse the file: {0}")]
+    Parse(String),
+    /// The top level is not an object.
+    #[error("the top level is not a JSON object")]
+    NotAnObject,
+    /// A splice produced a document different from the one intended (a bug).
+    #[error(
+        "internal error: the edited file does not have the intended content; nothing was written\nhelp: please report this with the (redacted) config file"
+    )]
+    Verification,
+}
+
+/// Which server maps of a document to look at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MapSpec {
+    /// Exactly these key paths (for example `["mcpServers"]`, or
+    /// `["projects", "/home/me/app", "mcpServers"]`); missing ones are ignored.
+    Paths(Vec<Vec<String>>),
+    /// Every known place: `mcpServers`, `servers` and `projects.*.mcpServers`.
+    Auto,
+}
+
+/// What `init` does to the entries it wraps.
+#[derive(Debug, Clone)]
+pub struct WrapSettings {
+    /// Absolute path of the toolgate binary.
+    pub exe: String,
+    /// Absolute path of the policy file, if any.
+    pub policy: Option<String>,
+}
+
+/// What happened (or would happen) to one server entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// `init` wrapped it.
+    Wrapped,
+    /// `unwrap` restored it.
+    Restored,
+    /// `init`: it was wrapped already and is left alone.
+    AlreadyWrapped,
+    /// `unwrap`: it is not wrapped by toolgate.
+    NotWrapped,
+    /// Left alone, with the reason (remote server, no command, …).
+    Skipped(String),
+}
+
+/// One entry's report line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryReport {
+    /// Human label of the server map (`mcpServers`, `projects["/x"].mcpServers`).
+    pub map: String,
+    /// The server's name (its key).
+    pub name: String,
+    /// What happened.
+    pub outcome: Outcome,
+}
+
+/// The result of editing one document.
+#[derive(Debug, Clone)]
+pub struct Edited {
+    /// The new text (equal to the input when nothing changed).
+    pub text: String,
+    /// One line per server entry seen.
+    pub entries: Vec<EntryReport>,
+}
+
+/// Wraps the selected stdio servers of `text`.
+pub fn wrap(
+    text: &str,
+    spec: &MapSpec,
+    select: Option<&[String]>,
+    settings: &WrapSettings,
+) -> Result<Edited, DocError> {
+    edit(text, spec, select, Mode::Wrap(settings))
+}
+
+/// Restores the selected wrapped servers of `text`.
+pub fn unwrap(text: &str, spec: &MapSpec, select: Option<&[String]>) -> Result<Edited, DocError> {
+    edit(text, spec, select, Mode::Unwrap)
+}
+
+#[derive(Clone, Copy)]
+enum Mode<'s> {
+    Wrap(&'s WrapSettings),
+    Unwrap,
+}
+
+struct ServerMap<'b, 'a> {
+    label: String,
+    path: Vec<String>,
+    object: &'b Object<'a>,
+}
+
+/// A replacement of `text[start..end]`.
+#[derive(Debug)]
+struct Splice {
+    start: usize,
+    end: usize,
+    with: String,
+}
+
+fn parse_options() -> ParseOptions {
+    ParseOptions {
+        // Strings and numbers in these files are plain JSON; refusing the exotic
+        // JSON5 forms keeps the value we verify against the one clients read.
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_missing_commas: false,
+        ..ParseOptions::default()
+    }
+}
+
+fn with_maps<T>(
+    text: &str,
+    spec: &MapSpec,
+    f: impl FnOnce(&Object<'_>, &[ServerMap<'_, '_>]) -> Result<T, DocError>,
+) -> Result<T, DocError> {
+    let parsed = parse_to_ast(text, &CollectOptions::default(), &parse_options())
+        .map_err(|e| DocError::Parse(e.to_string()))?;
+    let Some(Value::Object(root)) = parsed.value.as_ref() else {
+        return Err(DocError::NotAnObject);
+    };
+    let maps = find_maps(root, spec);
+    f(root, &maps)
+}
+
+fn find_maps<'b, 'a>(root: &'b Object<'a>, spec: &MapSpec) -> Vec<ServerMap<'b, 'a>> {
+    let paths: Vec<Vec<String>> = match spec {
+        MapSpec::Paths(paths) => paths.clone(),
+        MapSpec::Auto => {
+            let mut paths = vec![vec!["mcpServers".to_owned()], vec!["servers".to_owned()]];
+            if let Some(projects) = root.get_object("projects") {
+                for project in &projects.properties {
+                    paths.push(vec![
+                        "projects".to_owned(),
+                        prop_name(project),
+                        "mcpServers".to_owned(),
+                    ]);
+                }
+            }
+            paths
+        }
+    };
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            let object = object_at(root, &path)?;
+            Some(ServerMap {
+                label: map_label(&path),
+                path,
+                object,
+            })
+        })
+        .collect()
+}
+
+fn object_at<'b, 'a>(root: &'b Object<'a>, path: &[String]) -> Option<&'b Object<'a>> {
+    let mut current = root;
+    for key in path {
+        current = current.get_object(key)?;
+    }
+    Some(current)
+}
+
+fn map_label(path: &[String]) -> String {
+    match path {
+        [projects, project, servers] if projects == "projects" => {
+            format!("projects[{}].{servers}", json_string(project))
+        }
+        _ => path.join("."),
+    }
+}
+
+fn prop_name(prop: &ObjectProp<'_>) -> String {
+    match &prop.name {
+        ObjectPropName::String(lit) => lit.value.to_string(),
+        ObjectPropName::Word(lit) => lit.value.to_owned(),
+    }
+}
+
+/// A JSON string literal for `s`.
+pub fn json_string(s: &str) -> String {
+    serde_json::Value::String(s.to_owned()).to_string()
+}
+
+fn string_value<'b>(value: &'b Value<'_>) -> Option<&'b str> {
+    match value {
+        Value::StringLit(lit) => Some(lit.value.as_ref()),
+        _ => None,
+    }
+}
+
+/// The `args` array when every element is a string.
+fn string_array(array: &Array<'_>) -> Option<Vec<String>> {
+    array
+        .elements
+        .iter()
+        .map(|e| string_value(e).map(str::to_owned))
+        .collect()
+}
+
+fn slice(text: &str, start: usize, end: usize) -> Result<&str, DocError> {
+    text.get(start..end).ok_or(DocError::Verification)
+}
+
+fn newline(text: &str) -> &'static str {
+    if text.contains("\r\n") { "\r\n" } else { "\n" }
+}
+
+/// What goes between two items when inserting in front of the item at `pos`:
+/// a line break and that item's indentation when it starts its own line, else a
+/// space.
+fn separator_before(text: &str, pos: usize) -> String {
+    let before = text.get(..pos).unwrap_or_default();
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let indent = before.get(line_start..).unwrap_or_default();
+    if !indent.is_empty() && indent.chars().all(|c| c == ' ' || c == '\t') {
+        format!("{}{indent}", newline(text))
+    } else if indent.is_empty() && line_start > 0 {
+        newline(text).to_owned()
+    } else {
+        " ".to_owned()
+    }
+}
+
+/// Why an entry cannot be wrapped, when it is not a local stdio server.
+fn not_stdio_reason(entry: &Object<'_>) -> Option<String> {
+    if let Some(kind) = entry.get("type").and_then(|p| string_value(&p.value))
+        && kind != "stdio"
+    {
+        return Some(format!(
+            "remote server (`type: {kind}`): only local stdio servers can be wrapped"
+        ));
+    }
+    for key in ["url", "serverUrl", "httpUrl"] {
+        if entry.get(key).is_some() {
+            return Some(format!(
+                "remote server (`{key}`): only local stdio servers can be wrapped"
+            ));
+        }
+    }
+    match entry.get("command").map(|p| &p.value) {
+        None => Some("no `command`: not a stdio server".to_owned()),
+        Some(Value::StringLit(_)) => match entry.get("args").map(|p| &p.value) {
+            None => None,
+            Some(Value::Array(array)) if string_array(array).is_some() => None,
+            Some(_) => Some("`args` is not an array of strings".to_owned()),
+        },
+        Some(_) => Some("`command` is not a string".to_owned()),
+    }
+}
+
+/// An entry that runs toolgate's `wrap` without an upstream record (wrapped by hand).
+fn looks_wrapped(entry: &Object<'_>) -> bool {
+    let command_is_toolgate = entry
+        .get("command")
+        .and_then(|p| string_value(&p.value))
+        .and_then(|c| std::path::Path::new(c).file_name())
+        .is_some_and(|n| n == "toolgate");
+    let first_arg_is_wrap = entry
+        .get_array("args")
+        .and_then(|a| a.elements.first())
+        .and_then(string_value)
+        == Some("wrap");
+    command_is_toolgate && first_arg_is_wrap
+}
+
+fn edit(
+    text: &str,
+    spec: &MapSpec,
+    select: Option<&[String]>,
+    mode: Mode<'_>,
+) -> Result<Edited, DocError> {
+    let (body, bom) = match text.strip_prefix('\u{feff}') {
+        Some(rest) => (rest, "\u{feff}"),
+        None => (text, ""),
+    };
+    let (splices, entries, expected) = with_maps(body, spec, |root, maps| {
+        let mut expected: serde_json::Value = Value::Object(root.clone()).into();
+        let mut splices = Vec::new();
+        let mut entries = Vec::new();
+        for map in maps {
+            for prop in &map.object.properties {
+                let name = prop_name(prop);
+                if select.is_some_and(|s| !s.contains(&name)) {
+                    continue;
+                }
+                let outcome = match &prop.value {
+                    Value::Object(entry) => match mode {
+                        Mode::Wrap(settings) => {
+                            wrap_entry(body, &name, entry, settings, &mut splices)?
+                        }
+                        Mode::Unwrap => unwrap_entry(body, entry, &mut splices)?,
+                    },
+                    _ => Outcome::Skipped("not an object".to_owned()),
+                };
+                if matches!(outcome, Outcome::Wrapped | Outcome::Restored)
+                    && let Value::Object(entry) = &prop.value
+                {
+                    let value = match mode {
+                        Mode::Wrap(settings) => wrapped_value(&name, entry, settings),
+                        Mode::Unwrap => restored_value(entry),
+                    }
+                    .ok_or(DocError::Verification)?;
+                    set_at(&mut expected, &map.path, &name, value)?;
+                }
+                entries.push(EntryReport {
+                    map: map.label.clone(),
+                    name,
+                    outcome,
+                });
+            }
+        }
+        Ok((splices, entries, expected))
+    })?;
+    if splices.is_empty() {
+        return Ok(Edited {
+            text: text.to_owned(),
+            entries,
+        });
+    }
+    let new_body = apply(body, splices)?;
+    let reparsed = parse_to_ast(&new_body, &CollectOptions::default(), &parse_options())
+        .map_err(|_| DocError::Verification)?;
+    let actual: Option<serde_json::Value> = reparsed.value.map(Into::into);
+    if actual.as_ref() != Some(&expected) {
+        return Err(DocError::Verification);
+    }
+    Ok(Edited {
+        text: format!("{bom}{new_body}"),
+        entries,
+    })
+}
+
+fn set_at(
+    doc: &mut serde_json::Value,
+    path: &[String],
+    name: &str,
+    value: serde_json::Value,
+) -> Result<(), DocError> {
+    let mut current = doc;
+    for key in path {
+        current = current.get_mut(key).ok_or(DocError::Verification)?;
+    }
+    let slot = current.get_mut(name).ok_or(DocError::Verification)?;
+    *slot = value;
+    Ok(())
+}
+
+fn apply(text: &str, mut splices: Vec<Splice>) -> Result<String, DocError> {
+    // Stable sort keeps the insertion order of splices at the same position.
+    splices.sort_by_key(|s| (s.start, s.end));
+    let mut out = String::with_capacity(text.len() + 256);
+    let mut at = 0;
+    for s in &splices {
+        if s.start < at || s.end < s.start {
+            return Err(DocError::Verification);
+        }
+        out.push_str(slice(text, at, s.start)?);
+        out.push_str(&s.with);
+        at = s.end;
+    }
+    out.push_str(slice(text, at, text.len())?);
+    Ok(out)
+}
+
+fn wrap_prefix(name: &str, command: &str, settings: &WrapSettings) -> Vec<String> {
+    let mut prefix = vec!["wrap".to_owned(), "--server".to_owned(), name.to_owned()];
+    if let Some(policy) = &settings.policy {
+        prefix.push("--policy".to_owned());
+        prefix.push(policy.clone());
+    }
+    prefix.push("--".to_owned());
+    prefix.push(command.to_owned());
+    prefix
+}
+
+fn json_array(items: &[String]) -> String {
+    let inner: Vec<String> = items.iter().map(|s| json_string(s)).collect();
+    format!("[{}]", inner.join(", "))
+}
+
+fn wrap_entry(
+    text: &str,
+    name: &str,
+    entry: &Object<'_>,
+    settings: &WrapSettings,
+    splices: &mut Vec<Splice>,
+) -> Result<Outcome, DocError> {
+    if entry.get(UPSTREAM_KEY).is_some() || looks_wrapped(entry) {
+        return Ok(Outcome::AlreadyWrapped);
+    }
+    if let Some(reason) = not_stdio_reason(entry) {
+        return Ok(Outcome::Skipped(reason));
+    }
+    let (Some(command_prop), Some(first_prop)) = (entry.get("command"), entry.properties.first())
+    else {
+        return Ok(Outcome::Skipped("no `command`".to_owned()));
+    };
+    let Some(command) = string_value(&command_prop.value) else {
+        return Ok(Outcome::Skipped("`command` is not a string".to_owned()));
+    };
+    let command_range = command_prop.value.range();
+    let command_raw = slice(text, command_range.start, command_range.end)?;
+    let prefix = wrap_prefix(name, command, settings);
+    let args = entry.get_array("args");
+
+    // 1. The upstream record, as the entry's first property.
+    let mut upstream = format!("{{\"command\": {command_raw}");
+    if let Some(args) = args {
+        let original = string_array(args).ok_or(DocError::Verification)?;
+        upstream.push_str(&format!(", \"args\": {}", json_array(&original)));
+    }
+    upstream.push('}');
+    let sep = separator_before(text, first_prop.range.start);
+    splices.push(Splice {
+        start: first_prop.range.start,
+        end: first_prop.range.start,
+        with: format!("{}: {upstream},{sep}", json_string(UPSTREAM_KEY)),
+    });
+
+    // 2. `command` now runs toolgate.
+    splices.push(Splice {
+        start: command_range.start,
+        end: command_range.end,
+        with: json_string(&settings.exe),
+    });
+
+    // 3. The wrap prefix goes in front of the original arguments.
+    let quoted: Vec<String> = prefix.iter().map(|s| json_string(s)).collect();
+    match args {
+        Some(array) => match array.elements.first() {
+            Some(first) => {
+                let start = first.range().start;
+                let sep = format!(",{}", separator_before(text, start));
+                splices.push(Splice {
+                    start,
+                    end: start,
+                    with: format!("{}{sep}", quoted.join(&sep)),
+                });
+            }
+            None => {
+                let start = array.range.start + 1;
+                splices.push(Splice {
+                    start,
+                    end: start,
+                    with: quoted.join(", "),
+                });
+            }
+        },
+        None => {
+            let start = command_prop.range.start;
+            let sep = separator_before(text, start);
+            splices.push(Splice {
+                start,
+                end: start,
+                with: format!("\"args\": {},{sep}", json_array(&prefix)),
+            });
+        }
+    }
+    Ok(Outcome::Wrapped)
+}
+
+/// The value `wrap_entry` is meant to produce.
+fn wrapped_value(
+    name: &str,
+    entry: &Object<'_>,
+    settings: &WrapSettings,
+) -> Option<serde_json::Value> {
+    let original: serde_json::Value = Value::Object(entry.clone()).into();
+    let mut map = original.as_object()?.clone();
+    let command = map.get("command")?.as_str()?.to_owned();
+    let mut upstream = serde_json::Map::new();
+    upstream.insert("command".to_owned(), map.get("command")?.clone());
+    let mut args = wrap_prefix(name, &command, settings);
+    if let Some(original_args) = map.get("args") {
+        upstream.insert("args".to_owned(), original_args.clone());
+        for arg in original_args.as_array()? {
+            args.push(arg.as_str()?.to_owned());
+        }
+    }
+    map.insert(UPSTREAM_KEY.to_owned(), serde_json::Value::Object(upstream));
+    map.insert(
+        "command".to_owned(),
+        serde_json::Value::String(settings.exe.clone()),
+    );
+    map.insert(
+        "args".to_owned(),
+        serde_json::Value::Array(args.into_iter().map(serde_json::Value::String).collect()),
+    );
+    Some(serde_json::Value::Object(map))
+}
+
+/// The removal of `entry.properties[index]` with its separator.
+fn remove_prop(entry: &Object<'_>, index: usize) -> Option<Splice> {
+    let prop = entry.properties.get(index)?;
+    if let Some(next) = entry.properties.get(index + 1) {
+        return Some(Splice {
+            start: prop.range.start,
+            end: next.range.start,
+            with: String::new(),
+        });
+    }
+    let previous = index.checked_sub(1).and_then(|i| entry.properties.get(i));
+    Some(Splice {
+        start: previous.map_or(prop.range.start, |p| p.range.end),
+        end: prop.range.end,
+        with: String::new(),
+    })
+}
+
+fn upstream_of<'b, 'a>(entry: &'b Object<'a>) -> Option<(usize, &'b Object<'a>)> {
+    entry
+        .properties
+        .iter()
+        .enumerate()
+        .find(|(_, p)| prop_name(p) == UPSTREAM_KEY)
+        .and_then(|(i, p)| match &p.value {
+            Value::Object(o) => Some((i, o)),
+            _ => None,
+        })
+}
+
+fn unwrap_entry(
+    text: &str,
+    entry: &Object<'_>,
+    splices: &mut Vec<Splice>,
+) -> Result<Outcome, DocError> {
+    let Some((upstream_index, upstream)) = upstream_of(entry) else {
+        if entry.get(UPSTREAM_KEY).is_some() {
+            return Ok(Outcome::Skipped(format!(
+                "`{UPSTREAM_KEY}` is not an object: restore this entry by hand"
+            )));
+        }
+        if looks_wrapped(entry) {
+            return Ok(Outcome::Skipped(format!(
+                "runs toolgate but has no `{UPSTREAM_KEY}`: restore this entry by hand"
+            )));
+        }
+        return Ok(Outcome::NotWrapped);
+    };
+    let Some(upstream_command) = upstream
+        .get("command")
+        .filter(|p| string_value(&p.value).is_some())
+    else {
+        return Ok(Outcome::Skipped(format!(
+            "`{UPSTREAM_KEY}` has no `command` string: restore this entry by hand"
+        )));
+    };
+    let upstream_args = match upstream.get("args").map(|p| &p.value) {
+        None => None,
+        Some(Value::Array(a)) => match string_array(a) {
+            Some(args) => Some(args),
+            None => {
+                return Ok(Outcome::Skipped(format!(
+                    "`{UPSTREAM_KEY}.args` is not an array of strings: restore this entry by hand"
+                )));
+            }
+        },
+        Some(_) => {
+            return Ok(Outcome::Skipped(format!(
+                "`{UPSTREAM_KEY}.args` is not an array: restore this entry by hand"
+            )));
+        }
+    };
+    let Some(command_prop) = entry.get("command") else {
+        return Ok(Outcome::Skipped(
+            "no `command`: restore this entry by hand".to_owned(),
+        ));
+    };
+
+    // 1. `command` gets its original literal back, byte for byte.
+    let raw_range = upstream_command.value.range();
+    let command_range = command_prop.value.range();
+    splices.push(Splice {
+        start: command_range.start,
+        end: command_range.end,
+        with: slice(text, raw_range.start, raw_range.end)?.to_owned(),
+    });
+
+    // 2. `args` loses the wrap prefix (or goes away when there was none).
+    let args_index = entry.properties.iter().position(|p| prop_name(p) == "args");
+    let args_array = entry.get_array("args");
+    let prefix_end = args_array.and_then(wrap_prefix_len);
+    match (args_index, args_array, prefix_end, &upstream_args) {
+        (Some(index), Some(_), Some(_), None) => {
+            splices.push(remove_prop(entry, index).ok_or(DocError::Verification)?);
+        }
+        (Some(_), Some(array), Some(len), Some(_)) => {
+            let first = array.elements.first().ok_or(DocError::Verification)?;
+            let end = match array.elements.get(len) {
+                Some(kept) => kept.range().start,
+                None => {
+                    array
+                        .elements
+                        .get(len - 1)
+                        .ok_or(DocError::Verification)?
+                        .range()
+                        .end
+                }
+            };
+            splices.push(Splice {
+                start: first.range().start,
+                end,
+                with: String::new(),
+            });
+        }
+        // The arguments were edited out of shape since `init`: put the recorded
+        // ones back as a whole.
+        (Some(index), _, _, None) => {
+            splices.push(remove_prop(entry, index).ok_or(DocError::Verification)?);
+        }
+        (Some(index), _, _, Some(args)) => {
+            let prop = entry.properties.get(index).ok_or(DocError::Verification)?;
+            let range = prop.value.range();
+            splices.push(Splice {
+                start: range.start,
+                end: range.end,
+                with: json_array(args),
+            });
+        }
+        (None, _, _, None) => {}
+        (None, _, _, Some(args)) => {
+            let start = command_prop.range.start;
+            let sep = separator_before(text, start);
+            splices.push(Splice {
+                start,
+                end: start,
+                with: format!("\"args\": {},{sep}", json_array(args)),
+            });
+        }
+    }
+
+    // 3. The upstream record goes away.
+    splices.push(remove_prop(entry, upstream_index).ok_or(DocError::Verification)?);
+    Ok(Outcome::Restored)
+}
+
+/// The number of leading `args` elements that are toolgate's own
+/// (`wrap … -- <command>`), when the array has that shape.
+fn wrap_prefix_len(array: &Array<'_>) -> Option<usize> {
+    let strings: Vec<Option<&str>> = array.elements.iter().map(string_value).collect();
+    if strings.first().copied().flatten() != Some("wrap") {
+        return None;
+    }
+    let dashes = strings.iter().position(|s| *s == Some("--"))?;
+    // The original command follows the `--`.
+    strings.get(dashes + 1)?.as_ref()?;
+    Some(dashes + 2)
+}
+
+/// The value `unwrap_entry` is meant to produce.
+fn restored_value(entry: &Object<'_>) -> Option<serde_json::Value> {
+    let current: serde_json::Value = Value::Object(entry.clone()).into();
+    let mut map = current.as_object()?.clone();
+    let upstream = map.shift_remove(UPSTREAM_KEY)?;
+    let upstream = upstream.as_object()?;
+    map.insert("command".to_owned(), upstream.get("command")?.clone());
+    let kept_args = entry
+        .get_array("args")
+        .and_then(|a| Some((wrap_prefix_len(a)?, a)))
+        .map(|(len, a)| {
+            a.elements
+                .iter()
+                .skip(len)
+                .filter_map(|e| string_value(e).map(|s| serde_json::Value::String(s.to_owned())))
+                .collect::<Vec<_>>()
+        });
+    match (upstream.get("args"), kept_args) {
+        (None, _) => {
+            map.shift_remove("args");
+        }
+        (Some(_), Some(kept)) => {
+            map.insert("args".to_owned(), serde_json::Value::Array(kept));
+        }
+        (Some(args), None) => {
+            map.insert("args".to_owned(), args.clone());
+        }
+    }
+    Some(serde_json::Value::Object(map))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> WrapSettings {
+        WrapSettings {
+            exe: "/opt/toolgate".to_owned(),
+            policy: None,
+        }
+    }
+
+    fn auto_roundtrip(input: &str) -> String {
+        let wrapped = wrap(input, &MapSpec::Auto, None, &settings()).unwrap();
+        assert_ne!(wrapped.text, input);
+        let restored = unwrap(&wrapped.text, &MapSpec::Auto, None).unwrap();
+        assert_eq!(restored.text, input);
+        wrapped.text
+    }
+
+    #[test]
+    fn single_line_entry() {
+        let out =
+            auto_roundtrip(r#"{"mcpServers": {"a": {"command": "npx", "args": ["-y", "x"]}}}"#);
+        assert_eq!(
+            out,
+            r#"{"mcpServers": {"a": {"x-toolgate-upstream": {"command": "npx", "args": ["-y", "x"]}, "command": "/opt/toolgate", "args": ["wrap", "--server", "a", "--", "npx", "-y", "x"]}}}"#
+        );
+    }
+
+    #[test]
+    fn missing_and_empty_args() {
+        auto_roundtrip(
+            "{\n  \"mcpServers\": {\n    \"a\": {\n      \"command\": \"srv\"\n    }\n  }\n}\n",
+        );
+        auto_roundtrip("{\"mcpServers\": {\"a\": {\"command\": \"srv\", \"args\": [ ]}}}");
+        auto_roundtrip("{\"mcpServers\": {\"a\": {\"env\": {}, \"command\": \"srv\",}}}");
+    }
+
+    #[test]
+    fn crlf_and_comments() {
+        let input = "{\r\n  // c\r\n  \"servers\": {\r\n    \"a\": { // x\r\n      \"type\": \"stdio\",\r\n      \"command\": \"n\\u0070x\", /* y */\r\n      \"args\": [\r\n        \"-y\", // z\r\n        \"p\",\r\n      ],\r\n    },\r\n  },\r\n}\r\n";
+        let out = auto_roundtrip(input);
+        assert!(out.contains("\"command\": \"n\\u0070x\", \"args\""));
+        assert!(!out.contains("\r\n\n"));
+    }
+
+    #[test]
+    fn remote_and_wrapped_are_left_alone() {
+        let input = r#"{"mcpServers": {"r": {"type": "http", "url": "https://x"}, "w": {"command": "/usr/bin/toolgate", "args": ["wrap", "--", "x"]}}}"#;
+        let out = wrap(input, &MapSpec::Auto, None, &settings()).unwrap();
+        assert_eq!(out.text, input);
+        assert!(matches!(out.entries[0].outcome, Outcome::Skipped(_)));
+        assert_eq!(out.entries[1].outcome, Outcome::AlreadyWrapped);
+    }
+
+    #[test]
+    fn edited_args_are_kept_on_unwrap() {
+        let input = r#"{"mcpServers": {"a": {"command": "npx", "args": ["-y", "x"]}}}"#;
+        let wrapped = wrap(input, &MapSpec::Auto, None, &settings()).unwrap().text;
+        let edited = wrapped.replace(r#""npx", "-y", "x"]"#, r#""npx", "-y", "x", "--verbose"]"#);
+        let restored = unwrap(&edited, &MapSpec::Auto, None).unwrap().text;
+        assert_eq!(
+            restored,
+            r#"{"mcpServers": {"a": {"command": "npx", "args": ["-y", "x", "--verbose"]}}}"#
+        );
+    }
+}

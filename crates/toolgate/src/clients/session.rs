@@ -1,0 +1,218 @@
+//! One `init` or `unwrap` run: find the files, plan the edits, show the diff,
+//! confirm, write.
+#![allow(clippy::print_stdout)]
+
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+
+use super::discovery::{self, Client, Env, Location};
+use super::document::{self, EntryReport, MapSpec, Outcome, WrapSettings};
+use super::write::{self, ReadFile};
+
+/// Which files and servers to work on, and how to confirm; shared by `init` and `unwrap`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Selection {
+    /// The client whose configuration to edit [default: every client found]
+    #[arg(long, value_enum, conflicts_with = "config")]
+    pub client: Option<Client>,
+    /// Edit this configuration file instead of looking for the clients' ones
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Only this server (repeatable) [default: every server]
+    #[arg(long = "server", value_name = "NAME")]
+    pub servers: Vec<String>,
+    /// Show the changes and exit without writing anything
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Apply the changes without asking
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+/// What to do to the selected servers.
+#[derive(Debug, Clone)]
+pub enum Action {
+    /// Wrap them with toolgate.
+    Init(WrapSettings),
+    /// Restore them.
+    Unwrap,
+}
+
+struct Plan {
+    location: Location,
+    file: ReadFile,
+    new_text: String,
+    entries: Vec<EntryReport>,
+}
+
+impl Plan {
+    fn changed(&self) -> bool {
+        self.new_text != self.file.text
+    }
+}
+
+fn locations(selection: &Selection) -> anyhow::Result<Vec<Location>> {
+    if let Some(path) = &selection.config {
+        if !path.is_file() {
+            bail!("`{}` is not a file", path.display());
+        }
+        return Ok(vec![Location {
+            client: None,
+            scope: "file",
+            path: path.clone(),
+            maps: MapSpec::Auto,
+        }]);
+    }
+    let env = Env::from_process()?;
+    let clients: Vec<Client> = match selection.client {
+        Some(client) => vec![client],
+        None => Client::ALL.to_vec(),
+    };
+    let found = discovery::discover(&clients, &env);
+    if found.is_empty() {
+        let looked: Vec<String> = clients
+            .iter()
+            .flat_map(|&c| discovery::locations(c, &env))
+            .map(|l| format!("  {}", l.path.display()))
+            .collect();
+        bail!(
+            "no MCP client configuration found; looked in:\n{}\nhelp: pass the file with `--config PATH`",
+            looked.join("\n")
+        );
+    }
+    Ok(found)
+}
+
+fn plan(location: Location, selection: &Selection, action: &Action) -> anyhow::Result<Plan> {
+    let file = write::read(&location.path)?;
+    let select = (!selection.servers.is_empty()).then_some(selection.servers.as_slice());
+    let edited = match action {
+        Action::Init(settings) => document::wrap(&file.text, &location.maps, select, settings),
+        Action::Unwrap => document::unwrap(&file.text, &location.maps, select),
+    }
+    .with_context(|| format!("in `{}`", location.path.display()))?;
+    Ok(Plan {
+        location,
+        file,
+        new_text: edited.text,
+        entries: edited.entries,
+    })
+}
+
+fn describe(outcome: &Outcome) -> (&'static str, Option<&str>) {
+    match outcome {
+        Outcome::Wrapped => ("wrap", None),
+        Outcome::Restored => ("restore", None),
+        Outcome::AlreadyWrapped => ("keep", Some("already wrapped")),
+        Outcome::NotWrapped => ("keep", Some("not wrapped by toolgate")),
+        Outcome::Skipped(reason) => ("skip", Some(reason.as_str())),
+    }
+}
+
+fn print_report(plan: &Plan) {
+    let origin = match plan.location.client {
+        Some(client) => format!("{}, {}", client.name(), plan.location.scope),
+        None => plan.location.scope.to_owned(),
+    };
+    println!("{} ({origin}):", plan.location.path.display());
+    if plan.entries.is_empty() {
+        println!("  no servers");
+    }
+    for entry in &plan.entries {
+        let (verb, reason) = describe(&entry.outcome);
+        let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
+        println!("  {verb:<8} {} in {}{reason}", entry.name, entry.map);
+    }
+}
+
+fn print_diff(plan: &Plan) {
+    let shown = plan.location.path.display().to_string();
+    let diff = similar::TextDiff::from_lines(plan.file.text.as_str(), plan.new_text.as_str());
+    print!(
+        "{}",
+        diff.unified_diff().context_radius(3).header(&shown, &shown)
+    );
+}
+
+fn confirm() -> anyhow::Result<bool> {
+    print!("apply these changes? [y/N] ");
+    std::io::stdout().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    let answer = answer.trim().to_ascii_lowercase();
+    Ok(answer == "y" || answer == "yes")
+}
+
+/// Runs `init` or `unwrap`.
+pub fn run(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode> {
+    let plans = locations(selection)?
+        .into_iter()
+        .map(|location| plan(location, selection, action))
+        .collect::<anyhow::Result<Vec<Plan>>>()?;
+
+    let unknown: Vec<&String> = selection
+        .servers
+        .iter()
+        .filter(|name| {
+            !plans
+                .iter()
+                .any(|p| p.entries.iter().any(|e| &e.name == *name))
+        })
+        .collect();
+    if !unknown.is_empty() {
+        let names: Vec<String> = unknown.iter().map(|n| format!("`{n}`")).collect();
+        let files: Vec<String> = plans
+            .iter()
+            .map(|p| format!("`{}`", p.location.path.display()))
+            .collect();
+        bail!(
+            "no server named {} in {}",
+            names.join(", "),
+            files.join(", ")
+        );
+    }
+
+    for plan in &plans {
+        print_report(plan);
+    }
+    let changed: Vec<&Plan> = plans.iter().filter(|p| p.changed()).collect();
+    if changed.is_empty() {
+        println!("nothing to change");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!();
+    for plan in &changed {
+        print_diff(plan);
+    }
+    if selection.dry_run {
+        println!("dry run: nothing was written");
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !selection.yes {
+        if !std::io::stdin().is_terminal() {
+            eprintln!(
+                "toolgate: not applying: stdin is not a terminal, so nothing was changed\nhelp: review the diff above, then run again with `--yes` to apply it"
+            );
+            return Ok(ExitCode::from(1));
+        }
+        if !confirm()? {
+            println!("nothing was changed");
+            return Ok(ExitCode::from(1));
+        }
+    }
+    for plan in &changed {
+        write::replace(&plan.file, &plan.new_text)?;
+        println!(
+            "wrote {} (backup: {})",
+            plan.location.path.display(),
+            write::backup_path(&plan.file.real).display()
+        );
+    }
+    if matches!(action, Action::Init(_)) {
+        println!("restart the client (or reload its MCP servers) to use toolgate");
+    }
+    Ok(ExitCode::SUCCESS)
+}
