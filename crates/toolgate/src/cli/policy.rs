@@ -1,0 +1,342 @@
+//! `toolgate policy init|check|explain|test|schema`: write, validate, explain and
+//! regression-test policies.
+#![allow(clippy::print_stdout)]
+
+use std::io::{IsTerminal, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use clap::Subcommand;
+use serde_json::Value;
+use toolgate_policy::cases::{parse_cases, run_case, session_for};
+use toolgate_policy::contracts::packs::pack_names;
+use toolgate_policy::decision::Effect;
+use toolgate_policy::diag::Diagnostics;
+use toolgate_policy::eval::Engine;
+use toolgate_policy::load::{LoadedPolicy, STARTER_POLICY, load};
+use toolgate_policy::normalize::{NormalizeContext, ToolCall};
+use toolgate_policy::rules::Vars;
+use toolgate_policy::{explain, schema};
+
+use crate::fsfacts::{SoftFs, canonical_dir};
+
+/// The default policy path of `policy init`.
+const DEFAULT_POLICY: &str = "toolgate.yaml";
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Write a conservative, commented starter policy (never overwrites a file).
+    Init {
+        /// Where to write it.
+        #[arg(long, default_value = DEFAULT_POLICY)]
+        policy: PathBuf,
+    },
+    /// Validate a policy: exit 0 valid, 1 invalid, 2 usage.
+    Check {
+        #[arg(long)]
+        policy: PathBuf,
+    },
+    /// Show how one call would be decided: the normalised action, matching rules,
+    /// contract results and the decision.
+    Explain {
+        #[arg(long)]
+        policy: PathBuf,
+        /// The workspace (`${workspace}`); default: the current directory.
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// The home directory (`${home}`); default: $HOME.
+        #[arg(long)]
+        home: Option<PathBuf>,
+        /// The server name (as given to `toolgate wrap --server`).
+        #[arg(long)]
+        server: Option<String>,
+        /// The tool name.
+        #[arg(long)]
+        tool: String,
+        /// The call's arguments as a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// Print the JSON shape instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a cases file against a policy: `PASS name` / `FAIL name: …`; exit 1 on any failure.
+    Test {
+        #[arg(long)]
+        policy: PathBuf,
+        #[arg(long)]
+        cases: PathBuf,
+    },
+    /// Print the JSON Schema of the policy format.
+    Schema,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Cmd::Init { policy } => init(&policy),
+        Cmd::Check { policy } => check(&policy),
+        Cmd::Explain {
+            policy,
+            workspace,
+            home,
+            server,
+            tool,
+            args,
+            json,
+        } => explain_cmd(&policy, workspace, home, server, &tool, &args, json),
+        Cmd::Test { policy, cases } => test(&policy, &cases),
+        Cmd::Schema => {
+            println!("{}", schema::policy_schema_text());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn init(path: &Path) -> anyhow::Result<ExitCode> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path);
+    let mut file = match file {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            eprintln!(
+                "error: `{}` already exists; `policy init` never overwrites a file\n  help: choose another path with `--policy`, or edit the existing policy and run `toolgate policy check --policy {}`",
+                path.display(),
+                path.display()
+            );
+            return Ok(ExitCode::from(1));
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot create `{}`", path.display())),
+    };
+    file.write_all(STARTER_POLICY.as_bytes())
+        .with_context(|| format!("cannot write `{}`", path.display()))?;
+    println!("wrote a starter policy to {}", path.display());
+    println!(
+        "review it, then check it with: toolgate policy check --policy {}",
+        path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_diagnostics(d: &Diagnostics) {
+    if d.items.is_empty() {
+        return;
+    }
+    let text = if std::io::stderr().is_terminal() {
+        d.render_fancy()
+    } else {
+        d.render_plain()
+    };
+    eprint!("{text}");
+}
+
+/// Reads and loads a policy; on errors prints the diagnostics and returns `None`.
+fn load_policy(path: &Path) -> anyhow::Result<Option<LoadedPolicy>> {
+    let source = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read policy `{}`", path.display()))?;
+    match load(&source, &path.display().to_string()) {
+        Ok(loaded) => {
+            print_diagnostics(&loaded.warnings);
+            Ok(Some(loaded))
+        }
+        Err(diags) => {
+            print_diagnostics(&diags);
+            let (e, w) = (diags.errors(), diags.warnings());
+            eprintln!(
+                "policy is invalid: {e} error{}{}",
+                if e == 1 { "" } else { "s" },
+                if w > 0 {
+                    format!(", {w} warning{}", if w == 1 { "" } else { "s" })
+                } else {
+                    String::new()
+                }
+            );
+            Ok(None)
+        }
+    }
+}
+
+fn check(path: &Path) -> anyhow::Result<ExitCode> {
+    let Some(loaded) = load_policy(path)? else {
+        return Ok(ExitCode::from(1));
+    };
+    // Compile with placeholder paths too: contracts and packs must compile.
+    if let Err(d) = Engine::new(loaded.policy.clone(), Vars::placeholder()) {
+        print_diagnostics(&d);
+        eprintln!("policy is invalid");
+        return Ok(ExitCode::from(1));
+    }
+    let p = &loaded.policy;
+    let count = |e: Effect| p.rules.iter().filter(|r| r.effect == e).count();
+    let packs = match &p.packs {
+        None => format!("all packs ({})", pack_names().len()),
+        Some(list) if list.is_empty() => "no packs".to_owned(),
+        Some(list) => format!("packs {}", list.join(", ")),
+    };
+    let w = loaded.warnings.warnings();
+    println!(
+        "policy is valid: {} rule{} ({} deny, {} ask, {} allow), {} tool contract{}, {packs}, default {}{}",
+        p.rules.len(),
+        if p.rules.len() == 1 { "" } else { "s" },
+        count(Effect::Deny),
+        count(Effect::Ask),
+        count(Effect::Allow),
+        p.tools.len(),
+        if p.tools.len() == 1 { "" } else { "s" },
+        p.default,
+        if w > 0 {
+            format!(", {w} warning{}", if w == 1 { "" } else { "s" })
+        } else {
+            String::new()
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn home_dir(home: Option<PathBuf>) -> anyhow::Result<String> {
+    match home {
+        Some(h) => canonical_dir(&h),
+        None => match std::env::var_os("HOME") {
+            Some(h) => canonical_dir(Path::new(&h)),
+            None => bail!("cannot tell the home directory\n  help: pass `--home DIR`"),
+        },
+    }
+}
+
+fn engine_for(policy: toolgate_policy::model::Policy, vars: Vars) -> Option<Engine> {
+    match Engine::new(policy, vars) {
+        Ok(e) => Some(e),
+        Err(d) => {
+            print_diagnostics(&d);
+            None
+        }
+    }
+}
+
+fn explain_cmd(
+    path: &Path,
+    workspace: Option<PathBuf>,
+    home: Option<PathBuf>,
+    server: Option<String>,
+    tool: &str,
+    args: &str,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let arguments: Value = serde_json::from_str(args)
+        .with_context(|| format!("`--args` is not valid JSON: `{args}`"))?;
+    if !arguments.is_object() {
+        bail!(
+            "`--args` must be a JSON object, got `{args}`\n  help: e.g. --args '{{\"path\":\"src/main.rs\"}}'"
+        );
+    }
+    let Some(loaded) = load_policy(path)? else {
+        return Ok(ExitCode::from(1));
+    };
+    let workspace = match workspace {
+        Some(w) => canonical_dir(&w)?,
+        None => canonical_dir(&std::env::current_dir()?)?,
+    };
+    let vars = Vars {
+        workspace,
+        home: home_dir(home)?,
+    };
+    let Some(engine) = engine_for(loaded.policy, vars.clone()) else {
+        return Ok(ExitCode::from(1));
+    };
+    // No tool definitions are known here: pinning is off (explain assumes the tool is listed).
+    let mut session = session_for(&engine, false);
+    let fs = SoftFs;
+    let ctx = NormalizeContext {
+        workspace: &vars.workspace,
+        home: &vars.home,
+        fs: &fs,
+    };
+    let call = ToolCall {
+        server: server.as_deref(),
+        tool,
+        arguments: &arguments,
+        definition: None,
+    };
+    let decision = engine.decide(&call, &mut session, &ctx, 0);
+    if json {
+        println!("{}", explain::to_json(&decision));
+    } else {
+        print!("{}", explain::to_text(&decision));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+// ----- policy test ------------------------------------------------------------------------
+
+/// Resolves a path from the cases file against the cases file's directory.
+fn relative_to(base: &Path, p: &str) -> PathBuf {
+    let p = Path::new(p);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    }
+}
+
+fn test(policy_path: &Path, cases_path: &Path) -> anyhow::Result<ExitCode> {
+    let cases_src = std::fs::read_to_string(cases_path)
+        .with_context(|| format!("cannot read cases `{}`", cases_path.display()))?;
+    let file = match parse_cases(&cases_src, &cases_path.display().to_string()) {
+        Ok(f) => f,
+        Err(d) => {
+            print_diagnostics(&d);
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let Some(loaded) = load_policy(policy_path)? else {
+        return Ok(ExitCode::from(1));
+    };
+    let base = cases_path
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let workspace = match &file.workspace {
+        Some(w) => canonical_dir(&relative_to(&base, w))?,
+        None => canonical_dir(&base)?,
+    };
+    let home = match &file.home {
+        Some(h) => canonical_dir(&relative_to(&base, h))?,
+        None => home_dir(None)?,
+    };
+    let vars = Vars { workspace, home };
+    let Some(engine) = engine_for(loaded.policy, vars.clone()) else {
+        return Ok(ExitCode::from(1));
+    };
+    let fs = SoftFs;
+    let ctx = NormalizeContext {
+        workspace: &vars.workspace,
+        home: &vars.home,
+        fs: &fs,
+    };
+    let (mut passed, mut failed) = (0usize, 0usize);
+    for case in &file.cases {
+        match run_case(&engine, &ctx, file.server.as_deref(), case) {
+            Ok(()) => {
+                passed += 1;
+                println!("PASS {}", case.name);
+            }
+            Err(msg) => {
+                failed += 1;
+                println!("FAIL {}: {msg}", case.name);
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
