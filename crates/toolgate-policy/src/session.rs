@@ -455,9 +455,11 @@ impl Session {
         c.total = c.total.saturating_add(1);
         let mut in_window = 0;
         if let Some((max, per_ms)) = window {
-            let start = now_ms.saturating_sub(per_ms);
-            while c.window.front().is_some_and(|t| *t <= start && per_ms > 0) {
-                c.window.pop_front();
+            // The window is (now - per, now]; nothing has expired before `per` has passed.
+            if let Some(start) = now_ms.checked_sub(per_ms) {
+                while c.window.front().is_some_and(|t| *t <= start) {
+                    c.window.pop_front();
+                }
             }
             c.window.push_back(now_ms);
             let keep = usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX);

@@ -51,10 +51,14 @@ pub const EXFIL_AMBIGUOUS: &[&str] = &[
     "mail", "email", "message", "post", "share", "comment", "submit", "push", "reply",
 ];
 
-/// Read verbs that turn a following ambiguous word into a noun (`get_message`).
+/// Verbs that turn a following ambiguous word into a noun (`get_message`, `delete_email`,
+/// `archive_email`). `create` and `add` are not among them: `create_post` and `add_comment`
+/// publish.
 pub const READ_VERBS: &[&str] = &[
     "get", "list", "read", "search", "fetch", "find", "query", "show", "view", "describe",
     "download", "count", "lookup", "retrieve", "load", "open", "check", "watch", "summarize",
+    "delete", "remove", "trash", "archive", "mark", "label", "move", "copy", "star", "modify",
+    "update", "edit", "parse", "validate", "translate", "format", "batch",
 ];
 
 /// Verbs of destructive tools (default budget).
@@ -283,6 +287,8 @@ mod tests {
             "confirm_order",
             "input",
             "sender_stats",
+            "delete_email",
+            "archive_message",
             "postpone",
             "read_file",
             "git_status",

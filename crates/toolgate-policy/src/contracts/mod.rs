@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use crate::action::Operation;
 use crate::normalize::ToolMapping;
 
-pub use check::{Contracts, ResolvedTool, annotations_match};
+pub use check::{Contracts, EntrySource, ResolvedTool, annotations_match};
 
 /// What the sink gate does with a destination that came from untrusted tool output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
