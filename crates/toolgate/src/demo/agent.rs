@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 /// What happened while one request was in flight.
 #[derive(Debug, Clone)]
 pub struct Exchange {
+    /// The request's id.
+    pub id: i64,
     /// The JSON-RPC response: an object with `result` or `error`.
     pub response: Value,
     /// The `params` of every `elicitation/create` received meanwhile, with the answer given.
@@ -124,6 +126,7 @@ impl Agent {
             }
             if frame.get("id").and_then(Value::as_i64) == Some(id) {
                 return Ok(Exchange {
+                    id,
                     response: frame,
                     prompts,
                 });

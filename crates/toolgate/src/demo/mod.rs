@@ -159,14 +159,14 @@ pub fn observe(call: String, exchange: &Exchange) -> Observed {
         let message = prompt
             .get("message")
             .and_then(Value::as_str)
-            .map(first_line)
+            .map(prompt_reason)
             .unwrap_or_default();
         let outcome = if exchange.result().is_none() {
             format!("{human}; error: {text}")
         } else if by_toolgate {
-            format!("{human}; blocked")
+            format!("{human}: blocked")
         } else {
-            format!("{human}; forwarded: {}", first_line(&text))
+            format!("{human}: forwarded")
         };
         return Observed {
             seen: Seen::Ask,
@@ -187,7 +187,7 @@ pub fn observe(call: String, exchange: &Exchange) -> Observed {
         Some(_) if by_toolgate => Observed {
             seen: Seen::Deny,
             call,
-            reason: first_line(&text),
+            reason: deny_reason(&text),
             outcome: None,
             reached_server: false,
         },
@@ -199,6 +199,46 @@ pub fn observe(call: String, exchange: &Exchange) -> Observed {
             reached_server: true,
         },
     }
+}
+
+/// The reason in a denial text: without the `toolgate blocked TOOL: ` prefix and the advice.
+pub fn deny_reason(text: &str) -> String {
+    let line = text.lines().next().unwrap_or("");
+    let body = line
+        .strip_prefix("toolgate blocked ")
+        .and_then(|rest| rest.split_once(": ").map(|(_, r)| r))
+        .unwrap_or(line);
+    body.split(". This call was not run")
+        .next()
+        .unwrap_or(body)
+        .to_owned()
+}
+
+/// The "why" of an approval prompt (the line toolgate starts with `Why you are asked: `).
+pub fn prompt_reason(message: &str) -> String {
+    let why = message
+        .lines()
+        .find_map(|l| l.strip_prefix("Why you are asked: "))
+        .unwrap_or_else(|| message.lines().next().unwrap_or(""));
+    let extra = message
+        .lines()
+        .find_map(|l| l.strip_prefix("What changed: "))
+        .filter(|_| !why.contains("changed"))
+        .map(|c| format!(" ({c})"))
+        .unwrap_or_default();
+    format!("{why}{extra}")
+}
+
+/// The reason the proxy recorded in its audit log for an allowed request, if any.
+pub fn audited_reason(audit: &Path, request_id: i64) -> Option<String> {
+    let log = std::fs::read_to_string(audit).ok()?;
+    let id = request_id.to_string();
+    log.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r.get("kind").and_then(Value::as_str) == Some("decision"))
+        .filter(|r| r.get("request_id").and_then(Value::as_str) == Some(id.as_str()))
+        .filter_map(|r| r.get("reason").and_then(Value::as_str).map(str::to_owned))
+        .last()
 }
 
 fn answer_choice(answer: &Value) -> String {
@@ -472,7 +512,12 @@ pub fn run_session(
             STEP_TIMEOUT,
             &mut human,
         )?;
-        let seen = observe(step.shown.clone(), &exchange);
+        let mut seen = observe(step.shown.clone(), &exchange);
+        if seen.seen == Seen::Allow {
+            if let Some(reason) = audited_reason(&sandbox.audit, exchange.id) {
+                seen.reason = reason;
+            }
+        }
         on_line(&seen);
         observed.push(seen);
     }

@@ -79,8 +79,9 @@ pub trait Backend: Send {
     fn decide(&mut self, call: &Call<'_>, now_ms: u64) -> Ruling;
     /// Decides a `resources/read` of `uri` (file:// as fs.read, http(s):// as net.request).
     fn decide_resource(&mut self, server: Option<&str>, uri: &str, now_ms: u64) -> Ruling;
-    /// Pins one page of a `tools/list` result.
-    fn pin_tools(&mut self, tools: &[Value]) -> PinChanges;
+    /// Pins a `tools/list` listing. `complete` is false for a page followed by more: tools
+    /// not (yet) seen are then kept as they are rather than treated as removed.
+    fn pin_tools(&mut self, tools: &[Value], complete: bool) -> PinChanges;
     /// Feeds a result (of a tool call, resource read or prompt) into the taint index.
     fn record_output(&mut self, server: Option<&str>, tool: &str, result: &Value);
     /// Remembers a human's approval of an asked call.
@@ -200,8 +201,24 @@ impl Backend for EngineBackend {
         self.ruling(decision, TOOL, &args)
     }
 
-    fn pin_tools(&mut self, tools: &[Value]) -> PinChanges {
-        let report = self.session.pin_tools(tools);
+    fn pin_tools(&mut self, tools: &[Value], complete: bool) -> PinChanges {
+        let report = if complete {
+            self.session.pin_tools(tools)
+        } else {
+            let listed: std::collections::HashSet<&str> = tools
+                .iter()
+                .filter_map(|t| t.get("name").and_then(Value::as_str))
+                .collect();
+            let mut all = tools.to_vec();
+            all.extend(
+                self.session
+                    .pins_to_persist()
+                    .into_iter()
+                    .filter(|(name, _)| !listed.contains(name.as_str()))
+                    .map(|(_, def)| def),
+            );
+            self.session.pin_tools(&all)
+        };
         PinChanges {
             added: report.added,
             changed: report.changed,
@@ -273,16 +290,36 @@ pub fn resource_part(uri: &str, fs: &dyn FsFacts) -> Part {
 
 /// The approval prompt for an ask: what, where, why, and where a sink value came from.
 fn prompt_for(session: &Session, decision: &Decision, tool: &str, arguments: &Value) -> Prompt {
-    let what = match decision.action.parts.as_slice() {
-        [] => tool.to_owned(),
-        parts => {
-            let described: Vec<String> = parts
-                .iter()
-                .take(3)
-                .map(toolgate_policy::eval::describe_part)
-                .collect();
-            format!("{tool}: {}", described.join("; "))
+    let all_unknown = decision
+        .action
+        .parts
+        .iter()
+        .all(|p| p.operation == Operation::Unknown);
+    let what = if !decision.sinks.is_empty() {
+        let dests: Vec<String> = decision
+            .sinks
+            .iter()
+            .take(3)
+            .map(|s| format!("`{}`", s.value))
+            .collect();
+        format!("{tool} to {}", dests.join(", "))
+    } else if all_unknown {
+        let mut args = serde_json::to_string(arguments).unwrap_or_default();
+        if args.len() > 120 {
+            let cut = (0..=117).rev().find(|i| args.is_char_boundary(*i)).unwrap_or(0);
+            args.truncate(cut);
+            args.push_str("...");
         }
+        format!("{tool} {args}")
+    } else {
+        let described: Vec<String> = decision
+            .action
+            .parts
+            .iter()
+            .take(3)
+            .map(toolgate_policy::eval::describe_part)
+            .collect();
+        format!("{tool}: {}", described.join("; "))
     };
     let provenance = decision
         .sinks
@@ -313,7 +350,6 @@ fn prompt_for(session: &Session, decision: &Decision, tool: &str, arguments: &Va
         )),
         _ => None,
     };
-    let _ = arguments;
     Prompt {
         server: decision.action.server.clone(),
         tool: tool.to_owned(),

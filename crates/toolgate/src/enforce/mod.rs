@@ -11,6 +11,7 @@
 
 pub mod backend;
 pub mod reply;
+pub mod setup;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -44,6 +45,8 @@ pub struct Settings {
     pub broker: Option<Arc<dyn ApprovalChannel>>,
     /// The audit log. `None` only in tests of the protocol mechanics.
     pub audit: Option<Arc<AuditWriter>>,
+    /// Set when the audit log could not be opened: every call is denied with this reason.
+    pub audit_error: Option<String>,
     /// Record raw arguments and results (`--audit-raw`).
     pub audit_raw: bool,
     /// The session id written into audit records.
@@ -64,7 +67,8 @@ impl std::fmt::Debug for Settings {
 /// What a watched request was, to handle its response.
 #[derive(Debug, Clone)]
 enum Watched {
-    ToolsList,
+    /// A `tools/list` page; `first` when it had no cursor (a new listing starts).
+    ToolsList { first: bool },
     ToolCall {
         tool: String,
         request_id: String,
@@ -89,6 +93,8 @@ struct State {
     /// Parked calls awaiting a human: cancelling one withdraws its prompt.
     parked: HashMap<IdKey, tokio::sync::oneshot::Sender<()>>,
     nonces: NonceLedger,
+    /// The pages of the `tools/list` listing in progress.
+    listing: Vec<Value>,
 }
 
 struct Inner {
@@ -164,6 +170,9 @@ impl Enforcer {
 
     /// Writes one audit record; `Err` means the call must be denied.
     fn audit(&self, mut event: Event) -> Result<(), String> {
+        if let Some(why) = &self.inner.settings.audit_error {
+            return Err(why.clone());
+        }
         let Some(writer) = &self.inner.settings.audit else {
             return Ok(());
         };
@@ -519,9 +528,25 @@ impl Enforcer {
             Err(_) => return Verdict::Forward,
         };
         match watched {
-            Watched::ToolsList => {
-                let tools = result.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
-                let changes = lock(&self.inner.backend).pin_tools(&tools);
+            Watched::ToolsList { first } => {
+                let page = result.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
+                let complete = result.get("nextCursor").is_none_or(Value::is_null);
+                let listing = {
+                    let mut st = lock(&self.inner.state);
+                    if first {
+                        st.listing.clear();
+                    }
+                    // Bounded: a listing longer than this is pinned page by page.
+                    if st.listing.len() < 100_000 {
+                        st.listing.extend(page.iter().cloned());
+                    }
+                    if complete {
+                        std::mem::take(&mut st.listing)
+                    } else {
+                        st.listing.clone()
+                    }
+                };
+                let changes = lock(&self.inner.backend).pin_tools(&listing, complete);
                 for (tool, what) in &changes.changed {
                     let mut ev = Event::new(AuditKind::Pin);
                     ev.tool = Some(tool.clone());
@@ -603,7 +628,13 @@ impl Enforcer {
                         Verdict::Forward
                     }
                     "tools/call" => self.on_tools_call(id, env.params, proxy),
-                    "tools/list" => Verdict::Watch(self.watch(Watched::ToolsList)),
+                    "tools/list" => {
+                        let first = env
+                            .params
+                            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                            .is_none_or(|p| p.get("cursor").is_none_or(Value::is_null));
+                        Verdict::Watch(self.watch(Watched::ToolsList { first }))
+                    }
                     "resources/read" => self.on_resources_read(id, env.params),
                     "prompts/get" => {
                         let name = env

@@ -1,0 +1,204 @@
+//! Building the enforcer for `toolgate wrap`: policy, audit log, approval channels.
+//!
+//! Nothing here fails open. A policy that cannot be loaded, or an audit log that cannot be
+//! opened, still starts the proxy (so the client sees a working server and the agent gets a
+//! clear answer), but every tool call is then denied with the reason and how to fix it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use toolgate_audit::AuditWriter;
+use toolgate_policy::eval::Engine;
+use toolgate_policy::load::{STARTER_POLICY, load};
+use toolgate_policy::rules::Vars;
+use toolgate_policy::taint::TaintLimits;
+
+use super::backend::{Backend, Call, PinChanges, Ruling, Scope};
+use super::{EngineBackend, Enforcer, Settings};
+use crate::approval::Mode;
+use crate::approval::tty::TtyChannel;
+use crate::proxy::Interceptor;
+
+/// The enforcement options of `toolgate wrap`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EnforceArgs {
+    /// The policy file [default: the built-in starter policy, see `toolgate policy init`].
+    #[arg(long, value_name = "PATH")]
+    pub policy: Option<PathBuf>,
+    /// The audit log [default: <workspace>/.toolgate/audit.jsonl].
+    #[arg(long, value_name = "PATH")]
+    pub audit: Option<PathBuf>,
+    /// Also record raw arguments and results in the audit log (may contain secrets).
+    #[arg(long)]
+    pub audit_raw: bool,
+    /// How to ask a human: the client (elicitation), the local broker, the terminal, or
+    /// `none` (asks become denies). `auto` tries the client, then the broker, then the terminal.
+    #[arg(long, value_name = "HOW", default_value = "auto", value_parser = parse_mode)]
+    pub approval: Mode,
+    /// How long a human has to answer before the call is denied, e.g. `120s`, `2m`.
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
+    pub approval_timeout: Duration,
+}
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    s.parse()
+}
+
+/// Parses `90`, `90s`, `1500ms`, `2m`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (digits, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("invalid duration `{s}` (expected e.g. `120s`, `2m`, `1500ms`)"))?;
+    match unit {
+        "" | "s" => Ok(Duration::from_secs(n)),
+        "ms" => Ok(Duration::from_millis(n)),
+        "m" => Ok(Duration::from_secs(n.saturating_mul(60))),
+        _ => Err(format!(
+            "invalid duration unit in `{s}` (expected `ms`, `s` or `m`)"
+        )),
+    }
+}
+
+/// Denies every call with one reason: the policy could not be loaded.
+#[derive(Debug)]
+pub struct BrokenPolicy {
+    pub reason: String,
+}
+
+impl Backend for BrokenPolicy {
+    fn decide(&mut self, call: &Call<'_>, _now_ms: u64) -> Ruling {
+        Ruling::error(call.tool, self.reason.clone())
+    }
+    fn decide_resource(&mut self, _server: Option<&str>, _uri: &str, _now_ms: u64) -> Ruling {
+        Ruling::error("resources/read", self.reason.clone())
+    }
+    fn pin_tools(&mut self, _tools: &[Value], _complete: bool) -> PinChanges {
+        PinChanges::default()
+    }
+    fn record_output(&mut self, _server: Option<&str>, _tool: &str, _result: &Value) {}
+    fn approve(&mut self, _call: &Call<'_>, _ruling: &Ruling, _scope: Scope) {}
+}
+
+fn canonical_dir(path: &Path) -> Option<String> {
+    std::fs::canonicalize(path)
+        .ok()
+        .and_then(|p| p.to_str().map(str::to_owned))
+}
+
+/// Loads the policy and compiles it for this workspace and home; `Err` is a reason that
+/// ends up in every denial.
+fn engine(policy: Option<&Path>, workspace: &Path) -> Result<Engine, String> {
+    let (source, name) = match policy {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(s) => (s, path.display().to_string()),
+            Err(e) => {
+                return Err(format!(
+                    "the policy `{}` cannot be read ({e}). help: fix the path given with --policy",
+                    path.display()
+                ));
+            }
+        },
+        None => (STARTER_POLICY.to_owned(), "starter policy".to_owned()),
+    };
+    let loaded = load(&source, &name).map_err(|d| {
+        format!(
+            "the policy `{name}` does not load: {}. help: run `toolgate policy check --policy {name}`",
+            d.render_plain().lines().next().unwrap_or("invalid policy")
+        )
+    })?;
+    let workspace = canonical_dir(workspace)
+        .ok_or_else(|| format!("the workspace `{}` cannot be resolved", workspace.display()))?;
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .and_then(|h| canonical_dir(&h))
+        .ok_or_else(|| {
+            "the home directory (`$HOME`) cannot be resolved, so `~` and `${home}` rules cannot apply. help: set HOME".to_owned()
+        })?;
+    Engine::new(loaded.policy, Vars { workspace, home }).map_err(|d| {
+        format!(
+            "the policy `{name}` does not compile: {}. help: run `toolgate policy check --policy {name}`",
+            d.render_plain().lines().next().unwrap_or("invalid policy")
+        )
+    })
+}
+
+/// Builds the interceptor for `toolgate wrap`.
+pub fn interceptor(
+    args: &EnforceArgs,
+    workspace: &Path,
+    server: Option<&str>,
+) -> anyhow::Result<Arc<dyn Interceptor>> {
+    let backend: Box<dyn Backend> = match engine(args.policy.as_deref(), workspace) {
+        Ok(engine) => {
+            let taint: TaintLimits = engine.policy().taint.clone().unwrap_or_default();
+            Box::new(EngineBackend::new(engine, taint, Vec::new()))
+        }
+        Err(reason) => {
+            tracing::error!("{reason}; every tool call will be denied");
+            Box::new(BrokenPolicy { reason })
+        }
+    };
+    let audit_path = args
+        .audit
+        .clone()
+        .unwrap_or_else(|| workspace.join(".toolgate").join("audit.jsonl"));
+    let (audit, audit_error) = match AuditWriter::open(&audit_path) {
+        Ok(w) => (Some(Arc::new(w)), None),
+        Err(e) => {
+            let reason = format!(
+                "the audit log `{}` cannot be opened ({e}); toolgate denies calls it cannot record. help: fix the path or permissions, or pass --audit PATH",
+                audit_path.display()
+            );
+            tracing::error!("{reason}");
+            (None, Some(reason))
+        }
+    };
+    let mut session = [0u8; 8];
+    getrandom::fill(&mut session)
+        .map_err(|e| anyhow::anyhow!("no randomness from the operating system: {e}"))?;
+    let tty: Arc<dyn crate::approval::ApprovalChannel> = Arc::new(TtyChannel::default());
+    let settings = Settings {
+        server: server.map(str::to_owned),
+        approval: args.approval,
+        approval_timeout: args.approval_timeout,
+        tty: Some(tty),
+        broker: None,
+        audit,
+        audit_error,
+        audit_raw: args.audit_raw,
+        session_id: hex::encode(session),
+    };
+    Ok(Arc::new(Enforcer::new(backend, settings)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("120s"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("5h").is_err());
+    }
+
+    #[test]
+    fn unloadable_policy_is_a_reason_not_an_allow() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope.yaml");
+        let err = engine(Some(&missing), dir.path()).unwrap_err();
+        assert!(err.contains("cannot be read"), "{err}");
+        let bad = dir.path().join("bad.yaml");
+        std::fs::write(&bad, "version: 1\nrules:\n  - id: x\n    effect: allow\n    operationz: [fs.read]\n").unwrap();
+        let err = engine(Some(&bad), dir.path()).unwrap_err();
+        assert!(err.contains("does not load"), "{err}");
+        assert!(err.contains("toolgate policy check"), "{err}");
+    }
+}
