@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use crate::child;
-use crate::proxy::{self, Passthrough, ProxyConfig, RelayConfig};
+use crate::proxy::{self, ProxyConfig, RelayConfig};
 
 /// Run an MCP server (stdio) behind toolgate.
 #[derive(Debug, clap::Args)]
@@ -29,6 +29,9 @@ pub struct Args {
     /// Grace period in milliseconds between closing the server's stdin, SIGTERM and SIGKILL.
     #[arg(long, value_name = "MS", default_value_t = 2000)]
     pub grace_ms: u64,
+    /// Policy, audit and approval options.
+    #[command(flatten)]
+    pub enforce: crate::enforce::setup::EnforceArgs,
     /// The server command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -55,13 +58,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(name) = &args.server {
         tracing::debug!("wrapping server `{name}`");
     }
+    let interceptor =
+        crate::enforce::setup::interceptor(&args.enforce, &workspace, args.server.as_deref())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     let code = runtime.block_on(async {
         let upstream = child::spawn_upstream(&args.command, &workspace)?;
-        proxy::run(config, upstream, Arc::new(Passthrough)).await
+        proxy::run(config, upstream, interceptor).await
     })?;
     // The stdin reader thread may still be blocked in read(2): do not wait for it.
     runtime.shutdown_background();
