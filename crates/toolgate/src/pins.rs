@@ -17,21 +17,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Environment variable that overrides the pin directory (tests, portable setups).
 pub const PINS_DIR_ENV: &str = "TOOLGATE_PINS_DIR";
 
 const FORMAT_VERSION: u32 = 1;
 
-/// The fields of a tool definition a fingerprint covers.
-const FINGERPRINT_FIELDS: [&str; 5] = [
-    "name",
-    "description",
-    "inputSchema",
-    "outputSchema",
-    "annotations",
-];
+pub use toolgate_policy::fingerprint::{FINGERPRINT_FIELDS, fingerprint};
 
 /// One pinned tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -116,21 +109,6 @@ pub fn default_dir() -> Result<PathBuf, PinError> {
         return Ok(PathBuf::from(home).join(".local/share/toolgate/pins"));
     }
     Err(PinError::NoDataDir)
-}
-
-/// SHA-256 (hex) of the RFC 8785 canonical JSON of the definition's `name`, `description`,
-/// `inputSchema`, `outputSchema` and `annotations` (absent fields omitted). The same
-/// definition as `toolgate_policy::fingerprint`.
-pub fn fingerprint(definition: &Value) -> String {
-    let mut subset = Map::new();
-    for field in FINGERPRINT_FIELDS {
-        if let Some(v) = definition.get(field) {
-            subset.insert(field.to_owned(), v.clone());
-        }
-    }
-    let subset = Value::Object(subset);
-    toolgate_audit::canonical_sha256(&subset)
-        .unwrap_or_else(|_| toolgate_audit::sha256_hex(subset.to_string().as_bytes()))
 }
 
 /// What changed between a pinned definition and a new one, one line per difference, in
@@ -498,7 +476,7 @@ mod tests {
                 assert_eq!(got.len(), 150);
             }
         });
-        for i in 0..50 {
+        for i in 0..50u32 {
             store
                 .save("s", if i.is_multiple_of(2) { &b } else { &a })
                 .unwrap();
@@ -536,7 +514,7 @@ mod tests {
         let servers: Vec<String> = store.all().unwrap().into_iter().map(|(s, _)| s).collect();
         assert_eq!(
             servers,
-            vec!["%41", ".hidden", "../evil", "a/b", "weird name ü"]
+            vec!["%41", "../evil", ".hidden", "a/b", "weird name ü"]
         );
         assert!(matches!(
             store.save("", &BTreeMap::new()),
