@@ -565,9 +565,7 @@ fn unwrap_entry(
             )));
         }
         if looks_wrapped(entry) {
-            return Ok(Outcome::Skipped(format!(
-                "runs toolgate but has no `{UPSTREAM_KEY}`: restore this entry by hand"
-            )));
+            return unwrap_from_args(entry, splices);
         }
         return Ok(Outcome::NotWrapped);
     };
@@ -668,6 +666,49 @@ fn unwrap_entry(
     Ok(Outcome::Restored)
 }
 
+/// Restores an entry that runs `toolgate wrap … -- CMD ARGS…` but has no upstream
+/// record (a client may drop unknown keys when it rewrites its config, or the entry
+/// was wrapped by hand): `command` becomes `CMD` and `args` become `ARGS…`.
+fn unwrap_from_args(entry: &Object<'_>, splices: &mut Vec<Splice>) -> Result<Outcome, DocError> {
+    let (Some(command_prop), Some(array)) = (entry.get("command"), entry.get_array("args")) else {
+        return Ok(Outcome::NotWrapped);
+    };
+    let Some(len) = wrap_prefix_len(array) else {
+        return Ok(Outcome::Skipped(format!(
+            "runs toolgate without `-- COMMAND` and has no `{UPSTREAM_KEY}`: restore this entry by hand"
+        )));
+    };
+    let command = array
+        .elements
+        .get(len - 1)
+        .and_then(string_value)
+        .ok_or(DocError::Verification)?;
+    let command_range = command_prop.value.range();
+    splices.push(Splice {
+        start: command_range.start,
+        end: command_range.end,
+        with: json_string(command),
+    });
+    let first = array.elements.first().ok_or(DocError::Verification)?;
+    let end = match array.elements.get(len) {
+        Some(kept) => kept.range().start,
+        None => {
+            array
+                .elements
+                .get(len - 1)
+                .ok_or(DocError::Verification)?
+                .range()
+                .end
+        }
+    };
+    splices.push(Splice {
+        start: first.range().start,
+        end,
+        with: String::new(),
+    });
+    Ok(Outcome::Restored)
+}
+
 /// The number of leading `args` elements that are toolgate's own
 /// (`wrap … -- <command>`), when the array has that shape.
 fn wrap_prefix_len(array: &Array<'_>) -> Option<usize> {
@@ -685,7 +726,20 @@ fn wrap_prefix_len(array: &Array<'_>) -> Option<usize> {
 fn restored_value(entry: &Object<'_>) -> Option<serde_json::Value> {
     let current: serde_json::Value = Value::Object(entry.clone()).into();
     let mut map = current.as_object()?.clone();
-    let upstream = map.shift_remove(UPSTREAM_KEY)?;
+    let Some(upstream) = map.shift_remove(UPSTREAM_KEY) else {
+        // Restored from the wrap arguments alone.
+        let array = entry.get_array("args")?;
+        let len = wrap_prefix_len(array)?;
+        let args: Vec<serde_json::Value> = array
+            .elements
+            .iter()
+            .map(|e| string_value(e).map(|s| serde_json::Value::String(s.to_owned())))
+            .collect::<Option<_>>()?;
+        let mut args = args.into_iter().skip(len - 1);
+        map.insert("command".to_owned(), args.next()?);
+        map.insert("args".to_owned(), serde_json::Value::Array(args.collect()));
+        return Some(serde_json::Value::Object(map));
+    };
     let upstream = upstream.as_object()?;
     map.insert("command".to_owned(), upstream.get("command")?.clone());
     let kept_args = entry
@@ -765,6 +819,51 @@ mod tests {
         assert_eq!(out.text, input);
         assert!(matches!(out.entries[0].outcome, Outcome::Skipped(_)));
         assert_eq!(out.entries[1].outcome, Outcome::AlreadyWrapped);
+    }
+
+    #[test]
+    fn unwrap_without_upstream_uses_the_wrap_arguments() {
+        // As if a client dropped the unknown key when it rewrote the file.
+        let input = "{\"mcpServers\": {\"a\": {\n  \"command\": \"/usr/bin/toolgate\",\n  \"args\": [\"wrap\", \"--server\", \"a\", \"--policy\", \"/p.yaml\", \"--\", \"npx\", \"-y\", \"x\"],\n  \"env\": {}\n}}}";
+        let out = unwrap(input, &MapSpec::Auto, None).unwrap();
+        assert_eq!(out.entries[0].outcome, Outcome::Restored);
+        assert_eq!(
+            out.text,
+            "{\"mcpServers\": {\"a\": {\n  \"command\": \"npx\",\n  \"args\": [\"-y\", \"x\"],\n  \"env\": {}\n}}}"
+        );
+        let bare =
+            r#"{"mcpServers": {"a": {"command": "toolgate", "args": ["wrap", "--", "srv"]}}}"#;
+        assert_eq!(
+            unwrap(bare, &MapSpec::Auto, None).unwrap().text,
+            r#"{"mcpServers": {"a": {"command": "srv", "args": []}}}"#
+        );
+        let odd = r#"{"mcpServers": {"a": {"command": "toolgate", "args": ["wrap", "srv"]}}}"#;
+        let out = unwrap(odd, &MapSpec::Auto, None).unwrap();
+        assert_eq!(out.text, odd);
+        assert!(matches!(out.entries[0].outcome, Outcome::Skipped(_)));
+    }
+
+    #[test]
+    fn reformatted_wrapped_entry_unwraps() {
+        // A client rewrote the wrapped file with its own formatting.
+        let input = "{\"mcpServers\": {\"a\": {\"command\": \"npx\", \"args\": [\"-y\", \"x\"], \"env\": {\"K\": \"v\"}}}}";
+        let wrapped = wrap(input, &MapSpec::Auto, None, &settings()).unwrap().text;
+        let value: serde_json::Value = serde_json::from_str(&wrapped).unwrap();
+        let pretty = serde_json::to_string_pretty(&value).unwrap();
+        let restored = unwrap(&pretty, &MapSpec::Auto, None).unwrap().text;
+        let restored: serde_json::Value = serde_json::from_str(&restored).unwrap();
+        let original: serde_json::Value = serde_json::from_str(input).unwrap();
+        assert_eq!(restored, original);
+    }
+
+    #[test]
+    fn broken_files_are_errors() {
+        for text in ["", "[]", "{\"mcpServers\": {", "{'a': 1}"] {
+            assert!(
+                wrap(text, &MapSpec::Auto, None, &settings()).is_err(),
+                "{text}"
+            );
+        }
     }
 
     #[test]
