@@ -20,7 +20,8 @@
 //! - `test/flood` (`count`): write `count` notifications, then reply;
 //! - `test/ask` (`method`, `id`, `params`): send a request to the client with that raw id,
 //!   wait for the client's response and reply with it as `{"clientResponse": <response>}`;
-//! - `test/exit` (`code`): reply, then exit with `code`.
+//! - `test/exit` (`code`): reply, then exit with `code`;
+//! - `tools/list`: two tools, `x` and `t`, taking any object.
 //!
 //! Notifications and unsolicited responses are only recorded.
 #![allow(
@@ -138,6 +139,12 @@ fn main() {
                 std::process::exit(params["code"].as_i64().unwrap_or(42) as i32);
             }
             "test/hang" => continue,
+            "tools/list" => {
+                let tools = r#"{"tools":[{"name":"x","description":"test tool x","inputSchema":{"type":"object"}},{"name":"t","description":"test tool t","inputSchema":{"type":"object"}}]}"#;
+                writeln!(out, r#"{{"jsonrpc":"2.0","id":{id},"result":{tools}}}"#).unwrap();
+                out.flush().unwrap();
+                continue;
+            }
             "test/verbatim" => {
                 for l in params["lines"].as_array().cloned().unwrap_or_default() {
                     out.write_all(l.as_str().unwrap_or_default().as_bytes())

@@ -1,0 +1,211 @@
+//! The relay is invisible: frames pass byte for byte in both directions, and the two
+//! sides' id spaces (and toolgate's own) never get confused.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+use toolgate_testkit::{Peer, fake_upstream, read_record};
+
+fn wrap(record: &Path, extra: &[&str]) -> Peer {
+    let mut cmd = wrap_in(record.parent().unwrap());
+    cmd.args(["--grace-ms", "500", "--"])
+        .arg(fake_upstream())
+        .arg("--record")
+        .arg(record)
+        .args(extra);
+    Peer::spawn(cmd, false)
+}
+
+/// `toolgate wrap` isolated in `dir`: workspace and audit log there, an allow-all
+/// policy (these tests are about the relay, not the decisions), no human to ask.
+fn wrap_in(dir: &Path) -> Command {
+    let policy = dir.join("allow-all.yaml");
+    std::fs::write(&policy, "version: 1\ndefault: allow\nrules: []\n").unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    cmd.arg("wrap")
+        .arg("--workspace")
+        .arg(dir)
+        .arg("--audit")
+        .arg(dir.join("audit.jsonl"))
+        .arg("--policy")
+        .arg(&policy)
+        .args(["--approval", "none"]);
+    cmd
+}
+
+/// Unusual but valid frames, exactly as a client might write them.
+const UNUSUAL: &[&str] = &[
+    r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"tools/call","params":{"name":"x","arguments":{"z":"\u00e9\n","a":[1,2.50,-0]}}}"#,
+    r#"{"method":"resources/list","id":"req-\u00e9-1","jsonrpc":"2.0","params":{}}"#,
+    r#"{ "jsonrpc" : "2.0" ,	"id" : -1 , "method" : "x/unknown" , "params" : { "z" : 1e400 , "a" : [ 1 , 18446744073709551616 ] } }"#,
+    r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{"roots":{"listChanged":true},"elicitation":{}},"clientInfo":{"name":"ü ☃ 𝄞","version":"1"}},"extra":{"unknown":true}}"#,
+    r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    r#"{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+    r#"{"jsonrpc":"2.0","id":3.5,"method":"tools/call","params":{"name":"t","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}"#,
+    r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"gone","reason":"\ud83d\ude00"}}"#,
+    r#"{"jsonrpc":"2.0","id":"","method":"ping"}"#,
+];
+
+#[test]
+fn client_frames_reach_the_upstream_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("seen");
+    let mut client = wrap(&record, &[]);
+    // Tools must have been listed before they can be called (pinning).
+    let list = r#"{"jsonrpc":"2.0","id":"list","method":"tools/list"}"#;
+    client.send(list);
+    assert_eq!(client.recv_json()["result"]["tools"][0]["name"], "x");
+    for frame in UNUSUAL {
+        client.send(frame);
+    }
+    // Every request is answered by the echo server with its id and params untouched.
+    for frame in UNUSUAL {
+        if raw_member_opt(frame, "id").is_none() {
+            continue;
+        }
+        let reply = client.recv_str();
+        let raw_id = raw_member(frame, "id");
+        assert!(
+            reply.starts_with(&format!(r#"{{"jsonrpc":"2.0","id":{raw_id},"result":"#)),
+            "{reply}"
+        );
+        if let Some(params) = raw_member_opt(frame, "params") {
+            assert!(
+                reply.ends_with(&format!(r#""params":{params}}}}}"#)),
+                "{reply}"
+            );
+        }
+    }
+    client.close_stdin();
+    assert!(client.wait().success());
+    let seen = read_record(&record);
+    let sent: Vec<Vec<u8>> = std::iter::once(list)
+        .chain(UNUSUAL.iter().copied())
+        .map(|f| f.as_bytes().to_vec())
+        .collect();
+    assert_eq!(seen, sent);
+}
+
+#[test]
+fn upstream_frames_reach_the_client_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("seen");
+    let mut client = wrap(&record, &[]);
+    let lines = [
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":18446744073709551615,"progress":1e400,"total":2}}"#,
+        r#"{ "method" : "notifications/message" , "jsonrpc" : "2.0", "params":{"level":"info","data":"\u0041 ☃"}, "zzz": null }"#,
+        r#"{"jsonrpc":"2.0","id":"s-1","method":"roots/list"}"#,
+        r#"{"jsonrpc":"2.0","id":99,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///x"}}"#,
+    ];
+    let request = json!({"jsonrpc":"2.0","id":1,"method":"test/verbatim","params":{"lines":lines}});
+    client.send(request.to_string());
+    for line in lines {
+        assert_eq!(client.recv_str(), line);
+    }
+    let reply = client.recv_json();
+    assert_eq!(reply["id"], 1);
+
+    // A 2026-07-28 input_required result passes untouched too.
+    let result = r#"{"jsonrpc":"2.0","id":2,"result":{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create","params":{}}},"requestState":"c3RhdGU="}}"#;
+    client.send(r#"{"jsonrpc":"2.0","id":2,"method":"test/hang"}"#);
+    client.send(
+        json!({"jsonrpc":"2.0","id":3,"method":"test/verbatim","params":{"lines":[result]}})
+            .to_string(),
+    );
+    assert_eq!(client.recv_str(), result);
+    assert_eq!(client.recv_json()["id"], 3);
+    client.close_stdin();
+    client.wait();
+}
+
+#[test]
+fn server_requests_and_client_responses_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("seen");
+    let mut client = wrap(&record, &[]);
+    // The client's own request 7 is pending while the server asks with id 7 as well:
+    // the two id spaces are separate.
+    client.send(
+        r#"{"jsonrpc":"2.0","id":7,"method":"test/ask","params":{"id":7,"method":"elicitation/create","params":{"message":"ok?"}}}"#,
+    );
+    let ask = client.recv_json();
+    assert_eq!(ask["method"], "elicitation/create");
+    assert_eq!(ask["id"], 7);
+    let response = r#"{"jsonrpc":"2.0","id":7,"result":{"action":"accept","content":{"n":1e400}}}"#;
+    client.send(response);
+    let reply = client.recv_str();
+    assert_eq!(
+        reply,
+        format!(r#"{{"jsonrpc":"2.0","id":7,"result":{{"clientResponse":{response}}}}}"#)
+    );
+    client.close_stdin();
+    client.wait();
+    assert!(read_record(&record).contains(&response.as_bytes().to_vec()));
+}
+
+#[test]
+fn toolgate_id_space_is_reserved() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("seen");
+    let mut client = wrap(&record, &[]);
+    // The server may not use toolgate's id space: it gets an error, the client nothing.
+    client.send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"test/ask","params":{"id":"toolgate-0-1","method":"roots/list"}}"#,
+    );
+    // A client response in toolgate's id space is consumed, never forwarded; an
+    // unsolicited response is dropped too.
+    client.send(r#"{"jsonrpc":"2.0","id":"toolgate-ffff-9","result":{}}"#);
+    client.send(r#"{"jsonrpc":"2.0","id":"nobody-asked","result":{}}"#);
+    client.send(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#);
+    let rest = [client.recv_json(), client.recv_json()];
+    client.close_stdin();
+    assert!(client.recv_to_end().is_empty());
+    client.wait();
+    // The client never sees the server's reserved-id request; the server got a refusal
+    // (which the fake server reports back as the result of request 1).
+    assert_eq!(rest.len(), 2, "{rest:#?}");
+    let one = rest.iter().find(|v| v["id"] == 1).unwrap();
+    assert_eq!(one["result"]["clientResponse"]["id"], "toolgate-0-1");
+    assert_eq!(one["result"]["clientResponse"]["error"]["code"], -32600);
+    assert!(
+        rest.iter()
+            .any(|v| v["id"] == 2 && v["result"]["method"] == "ping")
+    );
+
+    let seen: Vec<String> = read_record(&record)
+        .into_iter()
+        .map(|l| String::from_utf8(l).unwrap())
+        .collect();
+    assert_eq!(seen.len(), 3, "{seen:#?}");
+    assert!(seen[0].contains("test/ask"));
+    let refusal: Value = seen
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v.get("error").is_some())
+        .unwrap();
+    assert_eq!(refusal["id"], "toolgate-0-1");
+    assert_eq!(refusal["error"]["code"], -32600);
+    assert!(seen.iter().any(|l| l.contains(r#""method":"ping""#)));
+}
+
+fn raw_member_opt(frame: &str, name: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Any<'a>(
+        #[serde(borrow)] std::collections::HashMap<String, &'a serde_json::value::RawValue>,
+    );
+    let any: Any<'_> = serde_json::from_str(frame).unwrap();
+    any.0.get(name).map(|r| r.get().to_owned())
+}
+
+fn raw_member(frame: &str, name: &str) -> String {
+    raw_member_opt(frame, name).unwrap()
+}
