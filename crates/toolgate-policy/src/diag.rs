@@ -185,7 +185,8 @@ impl Diagnostics {
                 let report = MietteReport {
                     source: miette::NamedSource::new(self.name.clone(), self.source.clone()),
                     severity: d.severity,
-                    message: d.message.clone(),
+                    // Our header line is printed above; miette's (the first line) is dropped.
+                    message: String::new(),
                     help: d.help.clone(),
                     labels: std::iter::once(miette::LabeledSpan::new_primary_with_span(
                         Some(d.label.clone().unwrap_or_else(|| "here".to_owned())),

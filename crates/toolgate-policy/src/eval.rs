@@ -301,8 +301,9 @@ impl Engine {
 }
 
 /// Combines contributing results into a decision: the most restrictive effect wins. On a
-/// tie the rules' result names the decider when a rule matched, then the contracts in
-/// order, then the default.
+/// tie the contracts (pinning, budget, constraint, sink gate: they carry what a prompt
+/// needs) name the decider of an ask or deny, then a matching rule, then the default; an
+/// allow is named after the rule (or default) that granted it.
 pub fn combine(action: Action, rules: &RulesOutcome, contracts: Vec<ContractResult>) -> Decision {
     let rule_result = rules.to_result();
     let mut results = contracts;
@@ -312,10 +313,14 @@ pub fn combine(action: Action, rules: &RulesOutcome, contracts: Vec<ContractResu
         .map(|r| r.effect)
         .max()
         .unwrap_or(Effect::Deny);
-    let rank = |r: &ContractResult| match r.contract {
-        Contract::Rule => 0,
-        Contract::Default => 2,
-        _ => 1,
+    let rank = |r: &ContractResult| match (effect, r.contract) {
+        // An allow is granted by the rules (or the default); passing contracts only agree.
+        (Effect::Allow, Contract::Rule) => 0,
+        (Effect::Allow, Contract::Default) => 1,
+        (Effect::Allow, _) => 2,
+        (_, Contract::Rule) => 1,
+        (_, Contract::Default) => 2,
+        _ => 0,
     };
     let decider = results
         .iter()

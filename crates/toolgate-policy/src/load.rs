@@ -185,7 +185,7 @@ fn check_contracts(policy: &Policy, map: &SourceMap, diags: &mut Diagnostics) {
         };
         // C addresses packs by name; the file lists them by index.
         let mut path = issue.path.clone();
-        let mut message = issue.message;
+        let mut message = one_line(&issue.message);
         if path.first().map(String::as_str) == Some("packs") {
             let name = path.get(1).cloned().unwrap_or_default();
             match policy
@@ -304,6 +304,16 @@ fn yaml_error(source: &str, err: &YamlError) -> Diagnostic {
                 )),
             }
         }
+        YamlError::SerdeMissingField { field, .. } if *field == "version" => {
+            let line = source
+                .lines()
+                .position(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+                .map_or(1, |i| i + 1);
+            return Diagnostic::error("missing field `version`")
+                .at(pos_at(source, line, 1))
+                .with_label("the policy starts here")
+                .with_help("add `version: 1` at the top of the file");
+        }
         YamlError::SerdeMissingField { field, .. } => {
             Diagnostic::error(format!("missing field `{field}`"))
                 .with_label("in this mapping")
@@ -371,6 +381,24 @@ fn yaml_error(source: &str, err: &YamlError) -> Diagnostic {
         }
     };
     d.at(pos)
+}
+
+/// Multi-line messages (e.g. from the regex parser) as one line: the first line and the
+/// final cause.
+fn one_line(message: &str) -> String {
+    let lines: Vec<&str> = message.lines().filter(|l| !l.trim().is_empty()).collect();
+    match (lines.first(), lines.last()) {
+        (Some(first), Some(last)) if lines.len() > 1 => {
+            let head = first
+                .trim_end()
+                .trim_end_matches("regex parse error:")
+                .trim_end()
+                .trim_end_matches(':');
+            let cause = last.trim().trim_start_matches("error: ");
+            format!("{head}: {cause}")
+        }
+        _ => message.to_owned(),
+    }
 }
 
 fn strip_location_suffix(msg: &str) -> String {

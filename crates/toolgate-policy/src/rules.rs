@@ -479,6 +479,7 @@ pub fn compile_rule(
     if rule.effect == Effect::Allow
         && rule.operations.iter().all(|o| *o == Operation::Unknown)
         && !rule.operations.is_empty()
+        && (rule.annotations.is_none() || rule.resources.is_some())
     {
         issues.push(
             PathIssue::new(
@@ -486,7 +487,7 @@ pub fn compile_rule(
                 at(&["operations"]),
                 format!("allow rule `{}` only covers `unknown`, whose parts are opaque: it never matches", rule.id),
             )
-            .help("allow rules never match what toolgate could not understand; map the tool in `tools:` (e.g. `operation: fs.read` with `path_params`) so its calls get a real operation"),
+            .help("allow rules never match what toolgate could not understand; map the tool in `tools:` (e.g. `operation: fs.read` with `path_params`), or constrain `annotations` (e.g. `readOnlyHint: true`) without `resources`"),
         );
     }
 
@@ -525,13 +526,23 @@ impl CompiledRule {
         self.operations & op_bit(op) != 0
     }
 
+    /// The one exception to "allow rules never match opaque parts": an allow rule that
+    /// constrains the pinned definition's `annotations` (and not `resources`) may match the
+    /// opaque `unknown` part of a tool nothing else describes. Its evidence is the pinned
+    /// definition, not the arguments; deny rules still see the part's resources first.
+    fn vouches_for_unknown(&self, part: &Part) -> bool {
+        part.operation == Operation::Unknown
+            && self.annotations.is_some()
+            && self.resources.is_none()
+    }
+
     /// Whether the rule matches one part of a call.
     pub fn matches(&self, facts: &CallFacts<'_>, part: &Part) -> bool {
         let allow = self.effect == Effect::Allow;
         if !self.covers(part.operation) {
             return false;
         }
-        if allow && part.opaque {
+        if allow && part.opaque && !self.vouches_for_unknown(part) {
             return false;
         }
         if let Some(set) = &self.servers {
