@@ -244,15 +244,7 @@ impl PinStore {
                 }),
             };
         }
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)
-            .map_err(|source| PinError::Io {
-                action: "cannot create pin directory",
-                path: self.dir.clone(),
-                source,
-            })?;
+        self.create_dir()?;
         let file = PinFile {
             version: FORMAT_VERSION,
             server: server.to_owned(),
@@ -282,8 +274,92 @@ impl PinStore {
         self.sync_dir()
     }
 
+    /// Takes an exclusive advisory lock for read-modify-write on `server`'s pins, so two
+    /// proxies updating the same server do not lose each other's pins. Released on drop.
+    fn lock(&self, server: &str) -> Result<File, PinError> {
+        self.create_dir()?;
+        let path = self.dir.join(format!(".{}.lock", file_stem(server)));
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|source| PinError::Io {
+                action: "cannot open pin lock",
+                path: path.clone(),
+                source,
+            })?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).map_err(|e| {
+            PinError::Io {
+                action: "cannot lock",
+                path,
+                source: e.into(),
+            }
+        })?;
+        Ok(file)
+    }
+
+    fn create_dir(&self) -> Result<(), PinError> {
+        DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(|source| PinError::Io {
+                action: "cannot create pin directory",
+                path: self.dir.clone(),
+                source,
+            })
+    }
+
+    /// Pins each definition (by its `name`), keeping the others: a definition whose
+    /// fingerprint did not change keeps its `pinned_at`. Returns the server's pins after the
+    /// update. Definitions without a string `name` are skipped.
+    #[allow(dead_code)] // called by the proxy after a `tools/list`
+    pub fn pin_definitions<'a>(
+        &self,
+        server: &str,
+        definitions: impl IntoIterator<Item = &'a Value>,
+    ) -> Result<BTreeMap<String, PinnedTool>, PinError> {
+        self.file_for(server)?;
+        let _lock = self.lock(server)?;
+        let mut tools = self.load(server)?;
+        let mut changed = false;
+        for def in definitions {
+            let Some(name) = def.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let fp = fingerprint(def);
+            if tools.get(name).is_some_and(|p| p.fingerprint == fp) {
+                continue;
+            }
+            tools.insert(name.to_owned(), PinnedTool::new(def.clone()));
+            changed = true;
+        }
+        if changed {
+            self.save(server, &tools)?;
+        }
+        Ok(tools)
+    }
+
+    /// The pinned definitions of `server` by tool name (what the proxy compares a new
+    /// `tools/list` against).
+    #[allow(dead_code)] // called by the proxy at start-up
+    pub fn load_definitions(&self, server: &str) -> Result<BTreeMap<String, Value>, PinError> {
+        Ok(self
+            .load(server)?
+            .into_iter()
+            .map(|(name, pin)| (name, pin.definition))
+            .collect())
+    }
+
     /// Forgets one tool of `server`, or all of them; returns how many pins were removed.
     pub fn forget(&self, server: &str, tool: Option<&str>) -> Result<usize, PinError> {
+        self.file_for(server)?;
+        if !self.dir.is_dir() {
+            return Ok(0);
+        }
+        let _lock = self.lock(server)?;
         let mut tools = match self.load(server) {
             Ok(t) => t,
             // Forgetting a whole damaged file is how the user recovers from it.
@@ -500,6 +576,57 @@ mod tests {
         assert_eq!(store.forget("fs", None).unwrap(), 1);
         assert!(!dir.path().join("fs.json").exists());
         assert_eq!(store.forget("fs", None).unwrap(), 0);
+    }
+
+    #[test]
+    fn pin_definitions_upserts_and_keeps_pinned_at_of_unchanged_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = PinStore::open(dir.path());
+        let a = def("a", "1");
+        let b = def("b", "2");
+        let first = store.pin_definitions("fs", [&a, &b]).unwrap();
+        assert_eq!(first.len(), 2);
+        // Make the stored time recognisable, then re-pin: unchanged `a` keeps it.
+        let mut stored = store.load("fs").unwrap();
+        for pin in stored.values_mut() {
+            pin.pinned_at = Some("then".into());
+        }
+        store.save("fs", &stored).unwrap();
+        let b2 = def("b", "2, changed");
+        let c = def("c", "3");
+        let after = store.pin_definitions("fs", [&a, &b2, &c]).unwrap();
+        assert_eq!(after["a"].pinned_at.as_deref(), Some("then"));
+        assert_ne!(after["b"].pinned_at.as_deref(), Some("then"));
+        assert_eq!(after["b"].fingerprint, fingerprint(&b2));
+        assert_eq!(store.load("fs").unwrap(), after);
+        // Not listed this time: still pinned.
+        let only_c = store.pin_definitions("fs", [&c]).unwrap();
+        assert_eq!(only_c.len(), 3);
+        let defs = store.load_definitions("fs").unwrap();
+        assert_eq!(defs["b"], b2);
+        // The lock file is not taken for a server.
+        let servers: Vec<String> = store.all().unwrap().into_iter().map(|(s, _)| s).collect();
+        assert_eq!(servers, vec!["fs"]);
+    }
+
+    #[test]
+    fn concurrent_updates_of_one_server_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                let store = PinStore::open(dir.path());
+                std::thread::spawn(move || {
+                    for i in 0..10 {
+                        let d = def(&format!("t{t}-{i}"), "d");
+                        store.pin_definitions("fs", [&d]).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(PinStore::open(dir.path()).load("fs").unwrap().len(), 40);
     }
 
     #[test]
