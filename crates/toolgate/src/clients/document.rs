@@ -716,10 +716,26 @@ fn wrap_prefix_len(array: &Array<'_>) -> Option<usize> {
     if strings.first().copied().flatten() != Some("wrap") {
         return None;
     }
-    let dashes = strings.iter().position(|s| *s == Some("--"))?;
+    // Walk the options so that an option's value (a server named `--`, say) is
+    // never taken for the end of the options.
+    let mut i = 1;
+    loop {
+        match strings.get(i).copied()?? {
+            "--" => break,
+            "--server"
+            | "--policy"
+            | "--workspace"
+            | "--audit"
+            | "--approval"
+            | "--approval-timeout"
+            | "--max-message-bytes"
+            | "--grace-ms" => i += 2,
+            _ => i += 1,
+        }
+    }
     // The original command follows the `--`.
-    strings.get(dashes + 1)?.as_ref()?;
-    Some(dashes + 2)
+    strings.get(i + 1)?.as_ref()?;
+    Some(i + 2)
 }
 
 /// The value `unwrap_entry` is meant to produce.
@@ -854,6 +870,14 @@ mod tests {
         let restored: serde_json::Value = serde_json::from_str(&restored).unwrap();
         let original: serde_json::Value = serde_json::from_str(input).unwrap();
         assert_eq!(restored, original);
+    }
+
+    #[test]
+    fn option_values_are_not_taken_for_the_separator() {
+        let input = r#"{"mcpServers": {"--": {"command": "srv", "args": ["--", "a"]}}}"#;
+        let wrapped = wrap(input, &MapSpec::Auto, None, &settings()).unwrap().text;
+        assert!(wrapped.contains(r#"["wrap", "--server", "--", "--", "srv", "--", "a"]"#));
+        assert_eq!(unwrap(&wrapped, &MapSpec::Auto, None).unwrap().text, input);
     }
 
     #[test]
