@@ -29,6 +29,8 @@ pub struct Args {
     outbox: Option<PathBuf>,
     #[arg(long, hide = true, requires = "internal_server")]
     rug_pull_after: Option<u64>,
+    #[arg(long, hide = true, requires = "internal_server")]
+    record: Option<PathBuf>,
 }
 
 /// What each scripted call is expected to show, in order.
@@ -53,6 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             workspace,
             outbox,
             rug_pull_after: args.rug_pull_after,
+            record: args.record,
         })?;
         return Ok(ExitCode::SUCCESS);
     }

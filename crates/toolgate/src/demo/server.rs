@@ -30,6 +30,8 @@ pub struct ServerConfig {
     pub outbox: PathBuf,
     /// Rug-pull `fetch` after this many `tools/call` requests (never when `None`).
     pub rug_pull_after: Option<u64>,
+    /// Append every line received to this file (tests prove what reached the server).
+    pub record: Option<PathBuf>,
 }
 
 /// Serves MCP over the process's stdin/stdout until stdin closes.
@@ -44,6 +46,9 @@ pub fn serve(config: &ServerConfig) -> anyhow::Result<()> {
     };
     for line in stdin.lock().lines() {
         let line = line?;
+        if let Some(record) = &config.record {
+            append_line(record, &line)?;
+        }
         if line.trim().is_empty() {
             continue;
         }
@@ -104,6 +109,7 @@ impl State {
                 Ok(result)
             }
             "resources/list" => Ok(json!({"resources": []})),
+            "resources/read" => read_resource(&params),
             "prompts/list" => Ok(json!({"prompts": []})),
             other => Err((-32601, format!("method `{other}` not found"))),
         };
@@ -204,6 +210,19 @@ impl State {
 }
 
 const PAGE: usize = 2;
+
+/// `resources/read` of a `file://` URI: the file's text.
+fn read_resource(params: &Value) -> Result<Value, (i64, String)> {
+    let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
+    let path = url::Url::parse(uri)
+        .ok()
+        .filter(|u| u.scheme() == "file")
+        .and_then(|u| u.to_file_path().ok())
+        .ok_or_else(|| (-32602, format!("unsupported resource `{uri}`")))?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| (-32002, format!("cannot read `{uri}`: {e}")))?;
+    Ok(json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]}))
+}
 
 fn text_result(text: &str, is_error: bool) -> Value {
     json!({"content": [{"type": "text", "text": text}], "isError": is_error})
@@ -332,6 +351,7 @@ mod tests {
                 workspace: PathBuf::from("/nonexistent-demo"),
                 outbox: PathBuf::from("/nonexistent-demo/outbox"),
                 rug_pull_after,
+                record: None,
             },
             calls: 0,
             rug_pulled: false,
