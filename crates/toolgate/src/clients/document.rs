@@ -880,6 +880,105 @@ mod tests {
         assert_eq!(unwrap(&wrapped, &MapSpec::Auto, None).unwrap().text, input);
     }
 
+    /// Writes `value` as JSONC with pseudo-random spacing, comments and trailing
+    /// commas between every pair of tokens.
+    fn scribble(value: &serde_json::Value, seed: &mut u64, out: &mut String) {
+        fn gap(seed: &mut u64, out: &mut String) {
+            *seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let pick = (*seed >> 33) % 8;
+            out.push_str(
+                [
+                    "",
+                    " ",
+                    "\n    ",
+                    "\n\t",
+                    " /* c */ ",
+                    " // c\n  ",
+                    "\r\n  ",
+                    "",
+                ][pick as usize],
+            );
+        }
+        fn trailing(seed: &mut u64, out: &mut String) {
+            if (*seed >> 40) % 3 == 0 {
+                out.push(',');
+                gap(seed, out);
+            }
+        }
+        match value {
+            serde_json::Value::Object(map) => {
+                out.push('{');
+                gap(seed, out);
+                for (i, (k, v)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                        gap(seed, out);
+                    }
+                    out.push_str(&json_string(k));
+                    gap(seed, out);
+                    out.push(':');
+                    gap(seed, out);
+                    scribble(v, seed, out);
+                    gap(seed, out);
+                }
+                if !map.is_empty() {
+                    trailing(seed, out);
+                }
+                out.push('}');
+            }
+            serde_json::Value::Array(items) => {
+                out.push('[');
+                gap(seed, out);
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                        gap(seed, out);
+                    }
+                    scribble(v, seed, out);
+                    gap(seed, out);
+                }
+                if !items.is_empty() {
+                    trailing(seed, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+
+    #[test]
+    fn any_layout_round_trips() {
+        let value = serde_json::json!({
+            "inputs": [{"id": "k", "type": "promptString"}],
+            "mcpServers": {
+                "a": {"command": "npx", "args": ["-y", "pkg", "--flag"], "env": {"K": "v"}},
+                "b": {"env": {}, "command": "srv"},
+                "c": {"type": "stdio", "command": "x", "args": [], "cwd": "/w"},
+                "r": {"type": "http", "url": "https://x"},
+            },
+            "servers": {"d": {"args": ["1"], "command": "y"}},
+        });
+        for mut seed in 0..400u64 {
+            let mut text = String::new();
+            scribble(&value, &mut seed, &mut text);
+            let wrapped = wrap(&text, &MapSpec::Auto, None, &settings())
+                .unwrap_or_else(|e| panic!("{e}:\n{text}"));
+            let wrapped_count = wrapped
+                .entries
+                .iter()
+                .filter(|e| e.outcome == Outcome::Wrapped)
+                .count();
+            assert_eq!(wrapped_count, 4, "{text}");
+            let again = wrap(&wrapped.text, &MapSpec::Auto, None, &settings()).unwrap();
+            assert_eq!(again.text, wrapped.text);
+            let restored = unwrap(&wrapped.text, &MapSpec::Auto, None)
+                .unwrap_or_else(|e| panic!("{e}:\n{}", wrapped.text));
+            assert_eq!(restored.text, text);
+        }
+    }
+
     #[test]
     fn broken_files_are_errors() {
         for text in ["", "[]", "{\"mcpServers\": {", "{'a': 1}"] {
