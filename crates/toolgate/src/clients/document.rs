@@ -902,7 +902,7 @@ mod tests {
             );
         }
         fn trailing(seed: &mut u64, out: &mut String) {
-            if (*seed >> 40) % 3 == 0 {
+            if (*seed >> 40).is_multiple_of(3) {
                 out.push(',');
                 gap(seed, out);
             }
