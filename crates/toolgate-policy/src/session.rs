@@ -388,7 +388,11 @@ impl Session {
 
     /// Whether this exact action was approved for this tool definition. Actions with an
     /// opaque or unknown part need [`Session::approval_for_call`].
-    pub fn approval_for(&self, action: &Action, fingerprint: Option<&str>) -> Option<ApprovalScope> {
+    pub fn approval_for(
+        &self,
+        action: &Action,
+        fingerprint: Option<&str>,
+    ) -> Option<ApprovalScope> {
         self.approval_for_call(action, None, fingerprint)
     }
 
@@ -421,7 +425,12 @@ impl Session {
     /// Approve every unproven destination of a sink-gate result (what the approval prompt
     /// showed). Tainted destinations are approved too when `include_tainted` (the contract
     /// said `on_tainted: ask` and the human agreed). Returns false if any was not remembered.
-    pub fn approve_sinks(&mut self, tool: &str, findings: &[SinkFinding], include_tainted: bool) -> bool {
+    pub fn approve_sinks(
+        &mut self,
+        tool: &str,
+        findings: &[SinkFinding],
+        include_tainted: bool,
+    ) -> bool {
         let mut all = true;
         for f in findings {
             let approvable = f.verdict == SinkVerdict::Unproven
@@ -447,7 +456,12 @@ impl Session {
     /// calls within the window)` including this one, or None when the session cannot track
     /// another tool (memory bound). `window` is `(max, per_ms)`; timestamps older than the
     /// window are forgotten and at most `max + 1` are kept.
-    pub fn record_attempt(&mut self, tool: &str, now_ms: u64, window: Option<(u64, u64)>) -> Option<(u64, u64)> {
+    pub fn record_attempt(
+        &mut self,
+        tool: &str,
+        now_ms: u64,
+        window: Option<(u64, u64)>,
+    ) -> Option<(u64, u64)> {
         if !self.counters.contains_key(tool) && self.counters.len() >= self.limits.max_tools {
             return None;
         }
@@ -496,7 +510,13 @@ impl Session {
     /// Feed a `tools/call` result (text content, embedded resource text, resource links and
     /// `structuredContent`) into the taint index with one trust label. Returns the sequence
     /// number given to this output.
-    pub fn record_output(&mut self, server: Option<&str>, tool: &str, result: &Value, trust: OutputTrust) -> u64 {
+    pub fn record_output(
+        &mut self,
+        server: Option<&str>,
+        tool: &str,
+        result: &Value,
+        trust: OutputTrust,
+    ) -> u64 {
         let source = self.next_source(server, tool);
         let seq = source.seq;
         record_result(&mut self.taint, result, trust, &source, None);
@@ -523,11 +543,19 @@ impl Session {
                 take_field(&mut rest, f, &mut trusted);
             }
             for v in &trusted {
-                self.taint.record_json(v, OutputTrust::Trusted, source.clone());
+                self.taint
+                    .record_json(v, OutputTrust::Trusted, source.clone());
             }
-            self.taint.record_json(&rest, OutputTrust::Untrusted, source.clone());
+            self.taint
+                .record_json(&rest, OutputTrust::Untrusted, source.clone());
         }
-        record_result(&mut self.taint, result, OutputTrust::Untrusted, &source, structured);
+        record_result(
+            &mut self.taint,
+            result,
+            OutputTrust::Untrusted,
+            &source,
+            structured,
+        );
         seq
     }
 }
@@ -549,9 +577,10 @@ fn record_result(
                 Some("text") => {
                     if let Some(t) = item.get("text").and_then(Value::as_str) {
                         if let Some(sc) = skip_structured
-                            && serde_json::from_str::<Value>(t).ok().as_ref() == Some(sc) {
-                                continue;
-                            }
+                            && serde_json::from_str::<Value>(t).ok().as_ref() == Some(sc)
+                        {
+                            continue;
+                        }
                         taint.record_text(t, trust, source.clone());
                     }
                 }
@@ -577,9 +606,10 @@ fn record_result(
         }
     }
     if skip_structured.is_none()
-        && let Some(sc) = obj.get("structuredContent") {
-            taint.record_json(sc, trust, source.clone());
-        }
+        && let Some(sc) = obj.get("structuredContent")
+    {
+        taint.record_json(sc, trust, source.clone());
+    }
 }
 
 /// Move the values at `field` (JSON pointer or dotted path) out of `value` into `out`.

@@ -1,6 +1,11 @@
 //! Argument constraints: canonical, component-wise path prefixes (symlinks resolved),
 //! full-match patterns, allowed values, fail-closed on missing or mistyped arguments.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
 use std::collections::BTreeMap;
 
@@ -37,19 +42,32 @@ fn fs() -> MapFs {
 /// Normalise with the resolved mapping, then check; the constraint result's effect and reason.
 fn constraint(c: &Contracts, tool: &str, args: Value) -> (Effect, String) {
     let fs = fs();
-    let ctx = NormalizeContext { workspace: WS, home: HOME, fs: &fs };
-    let call = ToolCall { server: None, tool, arguments: &args, definition: None };
+    let ctx = NormalizeContext {
+        workspace: WS,
+        home: HOME,
+        fs: &fs,
+    };
+    let call = ToolCall {
+        server: None,
+        tool,
+        arguments: &args,
+        definition: None,
+    };
     let mapping = c.lookup(tool).mapping(None);
     let action = normalize(&call, mapping.as_ref(), &ctx);
     let mut s = session();
     let rs = c.check_in(&call, &action, &mut s, Some(&ctx), 0);
-    let r = rs.into_iter().find(|r| r.contract == Contract::Constraint).expect("constraint result");
+    let r = rs
+        .into_iter()
+        .find(|r| r.contract == Contract::Constraint)
+        .expect("constraint result");
     (r.effect, r.reason)
 }
 
 #[test]
 fn path_prefix_table() {
-    let c = contracts("write_file:\n  allowed_path_prefixes: [\"${workspace}/out\", \"~/notes\"]\n");
+    let c =
+        contracts("write_file:\n  allowed_path_prefixes: [\"${workspace}/out\", \"~/notes\"]\n");
     use Effect::{Allow, Deny};
     let cases: &[(&str, Effect)] = &[
         ("/w/out", Allow),
@@ -74,13 +92,27 @@ fn path_prefix_table() {
 
 #[test]
 fn every_path_of_a_multi_path_call_is_confined() {
-    let c = contracts("move_file:\n  allowed_path_prefixes: [/w/out]\nread_multiple_files:\n  allowed_path_prefixes: [/w/out]\n");
-    let (e, r) = constraint(&c, "move_file", json!({"source": "/w/out/a", "destination": "/w/outside/a"}));
+    let c = contracts(
+        "move_file:\n  allowed_path_prefixes: [/w/out]\nread_multiple_files:\n  allowed_path_prefixes: [/w/out]\n",
+    );
+    let (e, r) = constraint(
+        &c,
+        "move_file",
+        json!({"source": "/w/out/a", "destination": "/w/outside/a"}),
+    );
     assert_eq!(e, Effect::Deny, "{r}");
     assert!(r.contains("/w/outside/a"), "{r}");
-    let (e, r) = constraint(&c, "read_multiple_files", json!({"paths": ["/w/out/a", "/w/out/link/id_rsa"]}));
+    let (e, r) = constraint(
+        &c,
+        "read_multiple_files",
+        json!({"paths": ["/w/out/a", "/w/out/link/id_rsa"]}),
+    );
     assert_eq!(e, Effect::Deny, "{r}");
-    let (e, r) = constraint(&c, "read_multiple_files", json!({"paths": ["/w/out/a", "/w/out/b"]}));
+    let (e, r) = constraint(
+        &c,
+        "read_multiple_files",
+        json!({"paths": ["/w/out/a", "/w/out/b"]}),
+    );
     assert_eq!(e, Effect::Allow, "{r}");
 }
 
@@ -96,19 +128,51 @@ deploy: {arg_values: {env: [staging, dev], replicas: [1, 2]}}
     let cases: &[(&str, Value, Effect)] = &[
         ("write_file", json!({"content": "x"}), Effect::Deny),
         ("write_file", json!({"path": 42}), Effect::Deny),
-        ("write_file", json!({"path": ["/w/out/a", {"x": 1}]}), Effect::Deny),
+        (
+            "write_file",
+            json!({"path": ["/w/out/a", {"x": 1}]}),
+            Effect::Deny,
+        ),
         ("checkout", json!({}), Effect::Deny),
-        ("checkout", json!({"branch": {"name": "feature/x"}}), Effect::Deny),
+        (
+            "checkout",
+            json!({"branch": {"name": "feature/x"}}),
+            Effect::Deny,
+        ),
         ("checkout", json!({"branch": "feature/ok-1"}), Effect::Allow),
-        ("checkout", json!({"branch": "feature/ok; rm -rf /"}), Effect::Deny),
+        (
+            "checkout",
+            json!({"branch": "feature/ok; rm -rf /"}),
+            Effect::Deny,
+        ),
         ("checkout", json!({"branch": "xfeature/ok"}), Effect::Deny),
         ("checkout", json!({"branch": "feature/ok\n"}), Effect::Deny),
-        ("checkout", json!({"branch": ["feature/a", "main"]}), Effect::Deny),
-        ("deploy", json!({"env": "staging", "replicas": 2}), Effect::Allow),
-        ("deploy", json!({"env": "prod", "replicas": 2}), Effect::Deny),
-        ("deploy", json!({"env": "staging", "replicas": "2"}), Effect::Deny),
+        (
+            "checkout",
+            json!({"branch": ["feature/a", "main"]}),
+            Effect::Deny,
+        ),
+        (
+            "deploy",
+            json!({"env": "staging", "replicas": 2}),
+            Effect::Allow,
+        ),
+        (
+            "deploy",
+            json!({"env": "prod", "replicas": 2}),
+            Effect::Deny,
+        ),
+        (
+            "deploy",
+            json!({"env": "staging", "replicas": "2"}),
+            Effect::Deny,
+        ),
         ("deploy", json!({"env": "staging"}), Effect::Deny),
-        ("deploy", json!({"env": ["staging", "dev"], "replicas": 1}), Effect::Allow),
+        (
+            "deploy",
+            json!({"env": ["staging", "dev"], "replicas": 1}),
+            Effect::Allow,
+        ),
     ];
     for (tool, args, want) in cases {
         let (got, reason) = constraint(&c, tool, args.clone());
@@ -123,28 +187,55 @@ deploy: {arg_values: {env: [staging, dev], replicas: [1, 2]}}
 fn without_context_variables_cannot_resolve() {
     let c = contracts("write_file: {allowed_path_prefixes: [\"${workspace}/out\"]}");
     let args = json!({"path": "/w/out/a"});
-    let call = ToolCall { server: None, tool: "write_file", arguments: &args, definition: None };
+    let call = ToolCall {
+        server: None,
+        tool: "write_file",
+        arguments: &args,
+        definition: None,
+    };
     let mut p = Part::new(Operation::FsWrite);
     p.resources = vec!["/w/out/a".into()];
-    let action = Action { server: None, tool: "write_file".into(), parts: vec![p] };
+    let action = Action {
+        server: None,
+        tool: "write_file".into(),
+        parts: vec![p],
+    };
     let rs = c.check(&call, &action, &mut session(), 0);
-    let r = rs.iter().find(|r| r.contract == Contract::Constraint).unwrap();
+    let r = rs
+        .iter()
+        .find(|r| r.contract == Contract::Constraint)
+        .unwrap();
     assert_eq!(r.effect, Effect::Deny, "{}", r.reason);
 }
 
 fn check_resources(c: &Contracts, resources: &[String]) -> Effect {
     let args = json!({});
-    let call = ToolCall { server: None, tool: "touch", arguments: &args, definition: None };
+    let call = ToolCall {
+        server: None,
+        tool: "touch",
+        arguments: &args,
+        definition: None,
+    };
     let mut p = Part::new(Operation::FsWrite);
     p.resources = resources.to_vec();
-    let action = Action { server: None, tool: "touch".into(), parts: vec![p] };
+    let action = Action {
+        server: None,
+        tool: "touch".into(),
+        parts: vec![p],
+    };
     let rs = c.check(&call, &action, &mut session(), 0);
-    rs.iter().find(|r| r.contract == Contract::Constraint).unwrap().effect
+    rs.iter()
+        .find(|r| r.contract == Contract::Constraint)
+        .unwrap()
+        .effect
 }
 
 fn path() -> impl Strategy<Value = String> {
-    proptest::collection::vec(prop_oneof![Just("w"), Just("out"), Just("outside"), Just("x")], 1..4)
-        .prop_map(|parts| format!("/{}", parts.join("/")))
+    proptest::collection::vec(
+        prop_oneof![Just("w"), Just("out"), Just("outside"), Just("x")],
+        1..4,
+    )
+    .prop_map(|parts| format!("/{}", parts.join("/")))
 }
 
 proptest! {

@@ -1,6 +1,11 @@
 //! `ToolContract`: strict parsing, field-by-field merge (with proptests), validation issues,
 //! tool-name glob precedence, mapping, packs.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
 use std::collections::BTreeMap;
 
@@ -48,11 +53,24 @@ annotations: {readOnlyHint: true}
     )
     .unwrap();
     assert_eq!(c.on_tainted, Some(OnTainted::Ask));
-    assert_eq!(c.budget, Some(BudgetSpec { max: 5, per: "10m".into() }));
+    assert_eq!(
+        c.budget,
+        Some(BudgetSpec {
+            max: 5,
+            per: "10m".into()
+        })
+    );
     assert_eq!(c.operation, Some(Operation::FsWrite));
     assert!(matches!(c.output, Some(OutputSpec::Fields(_))));
-    assert_eq!(parse("output: trusted").unwrap().output, Some(OutputSpec::Label(OutputLabel::Trusted)));
-    assert!(c.validate(&["tools".into(), "x".into()]).iter().all(|i| i.severity != Severity::Error));
+    assert_eq!(
+        parse("output: trusted").unwrap().output,
+        Some(OutputSpec::Label(OutputLabel::Trusted))
+    );
+    assert!(
+        c.validate(&["tools".into(), "x".into()])
+            .iter()
+            .all(|i| i.severity != Severity::Error)
+    );
 }
 
 #[test]
@@ -76,22 +94,62 @@ fn rejects_typos_and_wrong_types() {
 fn validate_table() {
     let cases: &[(&str, &str, Severity)] = &[
         ("sink_params: []", "sink_params", Severity::Error),
-        ("trusted_destinations: ['*']", "trusted_destinations", Severity::Error),
-        ("trusted_destinations: ['*corp.com']", "trusted_destinations", Severity::Warning),
-        ("trusted_destinations: ['a[']", "trusted_destinations", Severity::Error),
-        ("allowed_path_prefixes: [relative/dir]\npath_params: [p]", "allowed_path_prefixes", Severity::Error),
-        ("allowed_path_prefixes: ['${cwd}/x']\npath_params: [p]", "allowed_path_prefixes", Severity::Error),
+        (
+            "trusted_destinations: ['*']",
+            "trusted_destinations",
+            Severity::Error,
+        ),
+        (
+            "trusted_destinations: ['*corp.com']",
+            "trusted_destinations",
+            Severity::Warning,
+        ),
+        (
+            "trusted_destinations: ['a[']",
+            "trusted_destinations",
+            Severity::Error,
+        ),
+        (
+            "allowed_path_prefixes: [relative/dir]\npath_params: [p]",
+            "allowed_path_prefixes",
+            Severity::Error,
+        ),
+        (
+            "allowed_path_prefixes: ['${cwd}/x']\npath_params: [p]",
+            "allowed_path_prefixes",
+            Severity::Error,
+        ),
         ("arg_patterns: {x: '('}", "arg_patterns", Severity::Error),
-        ("arg_patterns: {x: 'a{1000}{1000}'}", "arg_patterns", Severity::Error),
+        (
+            "arg_patterns: {x: 'a{1000}{1000}'}",
+            "arg_patterns",
+            Severity::Error,
+        ),
         ("arg_values: {x: []}", "arg_values", Severity::Error),
         ("arg_values: {x: [[1]]}", "arg_values", Severity::Error),
         ("budget: {max: 1, per: soon}", "budget", Severity::Error),
         ("budget: {max: 1, per: 0s}", "budget", Severity::Error),
         ("output: {trusted_fields: []}", "output", Severity::Error),
-        ("output: {trusted_fields: ['a..b']}", "output", Severity::Error),
-        ("exfiltrating: false\nsink_params: [to]", "sink_params", Severity::Warning),
-        ("annotations: {readonly: true}", "annotations", Severity::Error),
-        ("operation: fs.read\ncommand_param: cmd", "command_param", Severity::Warning),
+        (
+            "output: {trusted_fields: ['a..b']}",
+            "output",
+            Severity::Error,
+        ),
+        (
+            "exfiltrating: false\nsink_params: [to]",
+            "sink_params",
+            Severity::Warning,
+        ),
+        (
+            "annotations: {readonly: true}",
+            "annotations",
+            Severity::Error,
+        ),
+        (
+            "operation: fs.read\ncommand_param: cmd",
+            "command_param",
+            Severity::Warning,
+        ),
     ];
     for (yaml, key, severity) in cases {
         let c = parse(yaml).unwrap_or_else(|e| panic!("{yaml}: {e}"));
@@ -102,7 +160,15 @@ fn validate_table() {
             .unwrap_or_else(|| panic!("{yaml}: no issue at {key}: {issues:?}"));
         assert_eq!(hit.severity, *severity, "{yaml}: {hit:?}");
         assert_eq!(hit.path[..2], ["tools".to_owned(), "t".to_owned()]);
-        assert!(hit.message.chars().find(|c| c.is_alphabetic()).unwrap().is_lowercase(), "{}", hit.message);
+        assert!(
+            hit.message
+                .chars()
+                .find(|c| c.is_alphabetic())
+                .unwrap()
+                .is_lowercase(),
+            "{}",
+            hit.message
+        );
     }
     let errs = Contracts::compile(&user("t:\n  arg_patterns: {x: '('}\n"), &[]).unwrap_err();
     assert_eq!(errs[0].path, ["tools", "t", "arg_patterns", "x"]);
@@ -137,7 +203,11 @@ send_email: {max_calls: 1}
     .unwrap();
     let r = c.lookup("send_email");
     assert_eq!(r.contract.max_calls, Some(1));
-    assert_eq!(r.contract.on_tainted, Some(OnTainted::Ask), "fields the exact entry leaves out come from globs");
+    assert_eq!(
+        r.contract.on_tainted,
+        Some(OnTainted::Ask),
+        "fields the exact entry leaves out come from globs"
+    );
     assert_eq!(r.contract.exfiltrating, Some(true), "pack field survives");
     assert!(matches!(r.sources.last(), Some(EntrySource::User { key }) if key == "send_email"));
     assert_eq!(c.lookup("send_sms").contract.max_calls, Some(10));
@@ -183,7 +253,10 @@ fn every_pack_parses_validates_and_compiles() {
             let issues = c.validate(&["packs".into(), name.clone(), tool.clone()]);
             assert!(issues.is_empty(), "{name}/{tool}: {issues:?}");
             // A pack never leaves a sending tool to chance: exfiltration is stated.
-            assert!(c.exfiltrating.is_some(), "{name}/{tool} does not state `exfiltrating`");
+            assert!(
+                c.exfiltrating.is_some(),
+                "{name}/{tool} does not state `exfiltrating`"
+            );
             if is_exfiltrating_name(tool) && c.exfiltrating == Some(false) {
                 panic!("{name}/{tool} switches the heuristic off");
             }
@@ -206,16 +279,18 @@ fn contract() -> impl Strategy<Value = ToolContract> {
         proptest::option::of(0u64..5),
         proptest::option::of(proptest::collection::btree_map("[a-c]", "[a-c]+", 0..3)),
     )
-        .prop_map(|(ex, sinks, trusted, on_tainted, paths, max, patterns)| ToolContract {
-            exfiltrating: ex,
-            sink_params: sinks,
-            trusted_destinations: trusted,
-            on_tainted,
-            path_params: paths,
-            max_calls: max,
-            arg_patterns: patterns,
-            ..ToolContract::default()
-        })
+        .prop_map(
+            |(ex, sinks, trusted, on_tainted, paths, max, patterns)| ToolContract {
+                exfiltrating: ex,
+                sink_params: sinks,
+                trusted_destinations: trusted,
+                on_tainted,
+                path_params: paths,
+                max_calls: max,
+                arg_patterns: patterns,
+                ..ToolContract::default()
+            },
+        )
 }
 
 proptest! {

@@ -1,5 +1,10 @@
 //! Pinning (rug pulls, persisted pins), budgets and session approvals.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
 use std::collections::BTreeMap;
 
@@ -31,26 +36,54 @@ fn shell_action(argv: &[&str]) -> Action {
     let mut p = Part::new(Operation::ShellExec);
     p.argv = Some(argv.iter().map(|s| (*s).to_owned()).collect());
     p.executable = argv.first().map(|s| (*s).to_owned());
-    Action { server: None, tool: "run".into(), parts: vec![p] }
+    Action {
+        server: None,
+        tool: "run".into(),
+        parts: vec![p],
+    }
 }
 
-fn run(c: &Contracts, s: &mut Session, tool: &str, args: Value, now_ms: u64) -> Vec<ContractResult> {
-    let call = ToolCall { server: None, tool, arguments: &args, definition: None };
-    let action = Action { server: None, tool: tool.into(), parts: vec![Part::new(Operation::Unknown)] };
+fn run(
+    c: &Contracts,
+    s: &mut Session,
+    tool: &str,
+    args: Value,
+    now_ms: u64,
+) -> Vec<ContractResult> {
+    let call = ToolCall {
+        server: None,
+        tool,
+        arguments: &args,
+        definition: None,
+    };
+    let action = Action {
+        server: None,
+        tool: tool.into(),
+        parts: vec![Part::new(Operation::Unknown)],
+    };
     c.check(&call, &action, s, now_ms)
 }
 
 fn find(rs: &[ContractResult], which: Contract) -> &ContractResult {
-    rs.iter().find(|r| r.contract == which).unwrap_or_else(|| panic!("no {which} in {rs:?}"))
+    rs.iter()
+        .find(|r| r.contract == which)
+        .unwrap_or_else(|| panic!("no {which} in {rs:?}"))
 }
 
 #[test]
 fn pinning_unlisted_changed_removed() {
     let c = contracts("{}");
     let mut s = session(true);
-    let report = s.pin_tools(&[def("lookup", "Look up a word", json!({"word": {"type": "string"}}))]);
+    let report = s.pin_tools(&[def(
+        "lookup",
+        "Look up a word",
+        json!({"word": {"type": "string"}}),
+    )]);
     assert_eq!(report.added, ["lookup"]);
-    assert_eq!(find(&run(&c, &mut s, "lookup", json!({}), 0), Contract::Pinning).effect, Effect::Allow);
+    assert_eq!(
+        find(&run(&c, &mut s, "lookup", json!({}), 0), Contract::Pinning).effect,
+        Effect::Allow
+    );
     let r = run(&c, &mut s, "never_listed", json!({}), 0);
     assert_eq!(find(&r, Contract::Pinning).effect, Effect::Ask);
 
@@ -64,54 +97,106 @@ fn pinning_unlisted_changed_removed() {
     let r = run(&c, &mut s, "lookup", json!({"word": "x"}), 0);
     let p = find(&r, Contract::Pinning);
     assert_eq!(p.effect, Effect::Ask);
-    assert!(p.reason.contains("description") && p.reason.contains("bcc"), "{}", p.reason);
-    assert!(s.pinned_definition("lookup").is_none(), "a changed definition is not pinned");
+    assert!(
+        p.reason.contains("description") && p.reason.contains("bcc"),
+        "{}",
+        p.reason
+    );
+    assert!(
+        s.pinned_definition("lookup").is_none(),
+        "a changed definition is not pinned"
+    );
     assert!(s.approve_pin("lookup"));
-    assert_eq!(find(&run(&c, &mut s, "lookup", json!({}), 0), Contract::Pinning).effect, Effect::Allow);
+    assert_eq!(
+        find(&run(&c, &mut s, "lookup", json!({}), 0), Contract::Pinning).effect,
+        Effect::Allow
+    );
 
     let report = s.pin_tools(&[]);
     assert_eq!(report.removed, ["lookup"]);
     assert!(matches!(s.pin_state("lookup"), PinState::Removed { .. }));
-    assert_eq!(find(&run(&c, &mut s, "lookup", json!({}), 0), Contract::Pinning).effect, Effect::Ask);
+    assert_eq!(
+        find(&run(&c, &mut s, "lookup", json!({}), 0), Contract::Pinning).effect,
+        Effect::Ask
+    );
 }
 
 #[test]
 fn changed_definition_revokes_approvals() {
     let mut s = session(true);
-    s.pin_tools(&[def("run", "Run a command", json!({"command": {"type": "string"}}))]);
+    s.pin_tools(&[def(
+        "run",
+        "Run a command",
+        json!({"command": {"type": "string"}}),
+    )]);
     let npm = shell_action(&["npm", "install"]);
     assert!(s.approve(&npm, None));
     let fp = s.fingerprint_of("run").map(str::to_owned);
-    assert_eq!(s.approval_for(&npm, fp.as_deref()), Some(ApprovalScope::Action));
-    s.pin_tools(&[def("run", "Run any command, no questions asked", json!({"command": {"type": "string"}}))]);
+    assert_eq!(
+        s.approval_for(&npm, fp.as_deref()),
+        Some(ApprovalScope::Action)
+    );
+    s.pin_tools(&[def(
+        "run",
+        "Run any command, no questions asked",
+        json!({"command": {"type": "string"}}),
+    )]);
     s.approve_pin("run");
     let fp2 = s.fingerprint_of("run").map(str::to_owned);
     assert_ne!(fp, fp2);
-    assert_eq!(s.approval_for(&npm, fp.as_deref()), None, "revoked on change");
+    assert_eq!(
+        s.approval_for(&npm, fp.as_deref()),
+        None,
+        "revoked on change"
+    );
     assert_eq!(s.approval_for(&npm, fp2.as_deref()), None);
 }
 
 #[test]
 fn persisted_pins_ask_once_with_what_changed() {
     let c = contracts("{}");
-    let old = def("search", "Search the docs", json!({"q": {"type": "string"}}));
-    let new = def("search", "Search the docs", json!({"q": {"type": "string"}, "webhook": {"type": "string"}}));
+    let old = def(
+        "search",
+        "Search the docs",
+        json!({"q": {"type": "string"}}),
+    );
+    let new = def(
+        "search",
+        "Search the docs",
+        json!({"q": {"type": "string"}, "webhook": {"type": "string"}}),
+    );
     let mut s = session(true);
     s.load_persisted_pins([("search".to_owned(), old.clone())]);
-    let report = s.pin_tools(&[new.clone()]);
-    assert_eq!(report.changed, [("search".to_owned(), vec!["inputSchema (properties: webhook)".to_owned()])]);
+    let report = s.pin_tools(std::slice::from_ref(&new));
+    assert_eq!(
+        report.changed,
+        [(
+            "search".to_owned(),
+            vec!["inputSchema (properties: webhook)".to_owned()]
+        )]
+    );
     let p = run(&c, &mut s, "search", json!({"q": "x"}), 0);
     let p = find(&p, Contract::Pinning);
     assert_eq!(p.effect, Effect::Ask);
-    assert!(p.reason.contains("earlier session") && p.reason.contains("webhook"), "{}", p.reason);
+    assert!(
+        p.reason.contains("earlier session") && p.reason.contains("webhook"),
+        "{}",
+        p.reason
+    );
     s.approve_pin("search");
-    assert_eq!(find(&run(&c, &mut s, "search", json!({}), 0), Contract::Pinning).effect, Effect::Allow);
+    assert_eq!(
+        find(&run(&c, &mut s, "search", json!({}), 0), Contract::Pinning).effect,
+        Effect::Allow
+    );
     assert_eq!(s.pins_to_persist().get("search"), Some(&new));
     // Unchanged from the persisted pin: no question.
     let mut s2 = session(true);
     s2.load_persisted_pins([("search".to_owned(), new.clone())]);
     assert_eq!(s2.pin_tools(&[new]).added, ["search"]);
-    assert_eq!(find(&run(&c, &mut s2, "search", json!({}), 0), Contract::Pinning).effect, Effect::Allow);
+    assert_eq!(
+        find(&run(&c, &mut s2, "search", json!({}), 0), Contract::Pinning).effect,
+        Effect::Allow
+    );
 }
 
 #[test]
@@ -121,12 +206,17 @@ fn expected_annotations_from_pinned_definition() {
     let mut d = def("peek", "Peek", json!({}));
     d["annotations"] = json!({"readOnlyHint": false});
     s.pin_tools(&[d]);
-    assert_eq!(find(&run(&c, &mut s, "peek", json!({}), 0), Contract::Pinning).effect, Effect::Ask);
+    assert_eq!(
+        find(&run(&c, &mut s, "peek", json!({}), 0), Contract::Pinning).effect,
+        Effect::Ask
+    );
 }
 
 #[test]
 fn max_calls_counts_attempts_including_denied_ones() {
-    let c = contracts("write_file: {max_calls: 2, allowed_path_prefixes: [/w/out], path_params: [path]}");
+    let c = contracts(
+        "write_file: {max_calls: 2, allowed_path_prefixes: [/w/out], path_params: [path]}",
+    );
     let mut s = session(false);
     let outside = json!({"path": "/etc/passwd", "content": "x"});
     let r = run(&c, &mut s, "write_file", outside, 0);
@@ -170,7 +260,13 @@ fn destructive_heuristic_budget() {
     let c = contracts("{}");
     let mut s = session(false);
     let effects: Vec<Effect> = (0..11)
-        .map(|_| find(&run(&c, &mut s, "delete_record", json!({}), 5), Contract::Budget).effect)
+        .map(|_| {
+            find(
+                &run(&c, &mut s, "delete_record", json!({}), 5),
+                Contract::Budget,
+            )
+            .effect
+        })
         .collect();
     assert!(effects[..10].iter().all(|e| *e == Effect::Allow));
     assert_eq!(effects[10], Effect::Deny);
@@ -182,13 +278,22 @@ fn approvals_are_bound_to_the_action() {
     let npm = shell_action(&["npm", "install"]);
     assert!(s.approve(&npm, None));
     assert!(s.approval_for(&npm, None).is_some());
-    assert!(s.approval_for(&shell_action(&["rm", "-rf", "/"]), None).is_none());
-    assert!(s.approval_for(&shell_action(&["npm", "install", "evil"]), None).is_none());
+    assert!(
+        s.approval_for(&shell_action(&["rm", "-rf", "/"]), None)
+            .is_none()
+    );
+    assert!(
+        s.approval_for(&shell_action(&["npm", "install", "evil"]), None)
+            .is_none()
+    );
     // An opaque action is bound to its exact arguments.
     let mut opaque = shell_action(&["npm"]);
     opaque.parts[0].opaque = true;
     opaque.parts[0].argv = None;
-    assert!(!s.approve(&opaque, None), "opaque actions need the arguments");
+    assert!(
+        !s.approve(&opaque, None),
+        "opaque actions need the arguments"
+    );
     let a1 = json!({"command": "npm install && curl evil"});
     let a2 = json!({"command": "npm install && rm -rf ~"});
     assert!(s.approve(&opaque, Some(&a1)));
@@ -207,7 +312,11 @@ fn approvals_and_pins_are_bounded() {
     assert!(s.approve(&shell_action(&["b"]), None));
     assert!(!s.approve(&shell_action(&["c"]), None));
     assert!(s.approval_for(&shell_action(&["c"]), None).is_none());
-    let report = s.pin_tools(&[def("t1", "", json!({})), def("t2", "", json!({})), def("t3", "", json!({}))]);
+    let report = s.pin_tools(&[
+        def("t1", "", json!({})),
+        def("t2", "", json!({})),
+        def("t3", "", json!({})),
+    ]);
     assert_eq!(report.dropped, ["t3"]);
     assert_eq!(s.pin_state("t3"), PinState::Unlisted);
 }

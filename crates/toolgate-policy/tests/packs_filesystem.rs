@@ -50,10 +50,10 @@ fn tools_list(entry: &PathBuf, root: &std::path::Path) -> Vec<Value> {
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
-            if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                if tx.send(v).is_err() {
-                    break;
-                }
+            if let Ok(v) = serde_json::from_str::<Value>(&line)
+                && tx.send(v).is_err()
+            {
+                break;
             }
         }
     });
@@ -61,9 +61,11 @@ fn tools_list(entry: &PathBuf, root: &std::path::Path) -> Vec<Value> {
         writeln!(stdin, "{v}").unwrap();
         stdin.flush().unwrap();
     };
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "toolgate-pack-test", "version": "0"}}}));
+        "clientInfo": {"name": "toolgate-pack-test", "version": "0"}}}),
+    );
     let wait_for = |id: i64| loop {
         let msg = rx.recv_timeout(TIMEOUT).expect("server answered in time");
         if msg["id"] == id {
@@ -76,7 +78,10 @@ fn tools_list(entry: &PathBuf, root: &std::path::Path) -> Vec<Value> {
     let list = wait_for(2);
     let _ = child.kill();
     let _ = child.wait();
-    list["result"]["tools"].as_array().cloned().expect("tools/list result")
+    list["result"]["tools"]
+        .as_array()
+        .cloned()
+        .expect("tools/list result")
 }
 
 #[test]
@@ -89,15 +94,25 @@ fn filesystem_pack_matches_the_real_server() {
     if Command::new("node").arg("--version").output().is_err() {
         return skip_or_fail("`node` is not on PATH");
     }
-    let pkg: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("package.json")).unwrap()).unwrap();
+    let pkg: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("package.json")).unwrap()).unwrap();
     let version = pkg["version"].as_str().unwrap();
-    assert_eq!(version, "2026.8.31", "the recorded server version; update the pack's `servers:` and this line together");
+    assert_eq!(
+        version, "2026.8.31",
+        "the recorded server version; update the pack's `servers:` and this line together"
+    );
 
     let root = tempfile::tempdir().unwrap();
     let tools = tools_list(&entry, root.path());
     assert!(tools.len() >= 10, "{tools:?}");
     let pack = load_pack("filesystem").unwrap();
-    assert!(pack.servers.iter().any(|s| s.ends_with(&format!("@{version}"))), "{:?}", pack.servers);
+    assert!(
+        pack.servers
+            .iter()
+            .any(|s| s.ends_with(&format!("@{version}"))),
+        "{:?}",
+        pack.servers
+    );
 
     for t in &tools {
         let name = t["name"].as_str().unwrap();
@@ -111,7 +126,10 @@ fn filesystem_pack_matches_the_real_server() {
             .iter()
             .find(|t| t["name"] == tool.as_str())
             .unwrap_or_else(|| panic!("pack tool `{tool}` does not exist in the server"));
-        let props = def["inputSchema"]["properties"].as_object().cloned().unwrap_or_default();
+        let props = def["inputSchema"]["properties"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
         let mut declared: Vec<String> = c.path_params.clone().unwrap_or_default();
         declared.extend(c.sink_params.clone().unwrap_or_default());
         declared.extend(c.param_operations.iter().flat_map(|m| m.keys().cloned()));
@@ -122,7 +140,9 @@ fn filesystem_pack_matches_the_real_server() {
         let read_only = def["annotations"]["readOnlyHint"].as_bool();
         match c.operation {
             Some(Operation::FsRead) => assert_eq!(read_only, Some(true), "{tool}"),
-            Some(Operation::FsWrite | Operation::FsDelete) => assert_eq!(read_only, Some(false), "{tool}"),
+            Some(Operation::FsWrite | Operation::FsDelete) => {
+                assert_eq!(read_only, Some(false), "{tool}")
+            }
             _ => {}
         }
     }

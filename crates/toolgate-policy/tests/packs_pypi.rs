@@ -4,7 +4,12 @@
 //!
 //! Every server tool has a pack entry or is listed as `uncovered`; every pack tool exists;
 //! every argument a pack entry names exists in that tool's inputSchema.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
 use serde_json::Value;
 use toolgate_policy::contracts::ToolContract;
@@ -13,10 +18,21 @@ use toolgate_policy::contracts::packs::{Pack, load_pack};
 /// Every argument name an entry refers to.
 fn declared_params(c: &ToolContract) -> Vec<String> {
     let mut out = Vec::new();
-    for l in [&c.sink_params, &c.path_params, &c.url_params].into_iter().flatten() {
+    for l in [&c.sink_params, &c.path_params, &c.url_params]
+        .into_iter()
+        .flatten()
+    {
         out.extend(l.iter().cloned());
     }
-    for p in [&c.command_param, &c.args_param, &c.cwd_param, &c.method_param].into_iter().flatten() {
+    for p in [
+        &c.command_param,
+        &c.args_param,
+        &c.cwd_param,
+        &c.method_param,
+    ]
+    .into_iter()
+    .flatten()
+    {
         out.push(p.clone());
     }
     out.extend(c.arg_patterns.iter().flat_map(|m| m.keys().cloned()));
@@ -29,7 +45,9 @@ fn declared_params(c: &ToolContract) -> Vec<String> {
 pub fn check_pack_against(pack_name: &str, server_version: &str, tools: &[Value]) {
     let pack: Pack = load_pack(pack_name).unwrap();
     assert!(
-        pack.servers.iter().any(|s| s.ends_with(&format!("@{server_version}"))),
+        pack.servers
+            .iter()
+            .any(|s| s.ends_with(&format!("@{server_version}"))),
         "pack `{pack_name}` records {:?}, the server is {server_version}",
         pack.servers
     );
@@ -45,9 +63,16 @@ pub fn check_pack_against(pack_name: &str, server_version: &str, tools: &[Value]
             .iter()
             .find(|t| t["name"] == tool.as_str())
             .unwrap_or_else(|| panic!("pack `{pack_name}` has `{tool}`, the server does not"));
-        let props = def["inputSchema"]["properties"].as_object().cloned().unwrap_or_default();
+        let props = def["inputSchema"]["properties"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
         for p in declared_params(entry) {
-            assert!(props.contains_key(&p), "`{tool}` has no argument `{p}` (pack `{pack_name}`); it has {:?}", props.keys().collect::<Vec<_>>());
+            assert!(
+                props.contains_key(&p),
+                "`{tool}` has no argument `{p}` (pack `{pack_name}`); it has {:?}",
+                props.keys().collect::<Vec<_>>()
+            );
         }
     }
 }
@@ -72,7 +97,8 @@ fn fetch_pack_matches_mcp_server_fetch() {
 #[test]
 fn checker_catches_drift() {
     // A pack naming an argument the server does not have must fail the check.
-    let tools: Vec<Value> = vec![serde_json::json!({"name": "fetch", "inputSchema": {"properties": {"uri": {}}}})];
+    let tools: Vec<Value> =
+        vec![serde_json::json!({"name": "fetch", "inputSchema": {"properties": {"uri": {}}}})];
     let r = std::panic::catch_unwind(|| check_pack_against("fetch", "2026.10.24", &tools));
     assert!(r.is_err());
     let tools: Vec<Value> = vec![

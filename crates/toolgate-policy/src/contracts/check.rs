@@ -164,7 +164,9 @@ fn expand_home(value: &str, home: &str) -> Option<String> {
     if value == "~" {
         return Some(home.to_owned());
     }
-    value.strip_prefix("~/").map(|rest| format!("{home}/{rest}"))
+    value
+        .strip_prefix("~/")
+        .map(|rest| format!("{home}/{rest}"))
 }
 
 fn show_value(v: &Value) -> String {
@@ -247,7 +249,10 @@ impl Contracts {
                 }
             } else {
                 let source = match pack {
-                    Some(p) => EntrySource::Pack { pack: p, key: key.clone() },
+                    Some(p) => EntrySource::Pack {
+                        pack: p,
+                        key: key.clone(),
+                    },
                     None => EntrySource::User { key: key.clone() },
                 };
                 out.exact.entry(key).or_default().push((source, c));
@@ -278,10 +283,11 @@ impl Contracts {
             }
         }
         if let Some(b) = &c.budget
-            && let Ok(d) = parse_window(&b.per) {
-                let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-                self.windows.insert(b.per.clone(), ms);
-            }
+            && let Ok(d) = parse_window(&b.per)
+        {
+            let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+            self.windows.insert(b.per.clone(), ms);
+        }
     }
 
     /// The merged contract of a tool: heuristics, then packs, then the user's entries (see
@@ -335,7 +341,13 @@ impl Contracts {
 
     /// Feed a `tools/call` result into the session's taint index with this tool's output
     /// label (untrusted unless its contract says `output: trusted` or `trusted_fields`).
-    pub fn record_output(&self, session: &mut Session, server: Option<&str>, tool: &str, result: &Value) -> u64 {
+    pub fn record_output(
+        &self,
+        session: &mut Session,
+        server: Option<&str>,
+        tool: &str,
+        result: &Value,
+    ) -> u64 {
         let definition = session.pinned_definition(tool).cloned();
         let resolved = self.lookup_with(tool, definition.as_ref());
         match resolved.trusted_output() {
@@ -350,7 +362,13 @@ impl Contracts {
     /// Pinning, budget, constraints and sink gate for one call; records the attempt in the
     /// budget. Without a [`NormalizeContext`] prefixes with `${workspace}` or `${home}`
     /// cannot be resolved and deny; prefer [`Contracts::check_in`].
-    pub fn check(&self, call: &ToolCall, action: &Action, session: &mut Session, now_ms: u64) -> Vec<ContractResult> {
+    pub fn check(
+        &self,
+        call: &ToolCall,
+        action: &Action,
+        session: &mut Session,
+        now_ms: u64,
+    ) -> Vec<ContractResult> {
         self.check_in(call, action, session, None, now_ms)
     }
 
@@ -383,12 +401,23 @@ impl Contracts {
             results.push(r);
         }
         if resolved.exfiltrating() {
-            results.push(super::sink::gate(&resolved, call, definition.as_ref(), session));
+            results.push(super::sink::gate(
+                &resolved,
+                call,
+                definition.as_ref(),
+                session,
+            ));
         }
         results
     }
 
-    fn budget(&self, c: &ToolContract, tool: &str, session: &mut Session, now_ms: u64) -> Option<ContractResult> {
+    fn budget(
+        &self,
+        c: &ToolContract,
+        tool: &str,
+        session: &mut Session,
+        now_ms: u64,
+    ) -> Option<ContractResult> {
         let window = c.budget.as_ref().map(|b| {
             let per = self
                 .windows
@@ -410,7 +439,9 @@ impl Contracts {
             return Some(ContractResult::new(
                 Contract::Budget,
                 Effect::Ask,
-                format!("the calls of `{tool}` cannot be counted: the session tracks too many tools"),
+                format!(
+                    "the calls of `{tool}` cannot be counted: the session tracks too many tools"
+                ),
             ));
         };
         if let Some(max) = c.max_calls {
@@ -425,21 +456,24 @@ impl Contracts {
                 return Some(ContractResult::new(
                     Contract::Budget,
                     Effect::Deny,
-                    format!("call budget of {max} for `{tool}` exceeded (attempt {total} this session)"),
+                    format!(
+                        "call budget of {max} for `{tool}` exceeded (attempt {total} this session)"
+                    ),
                 ));
             }
         }
         if let Some(b) = &c.budget
-            && in_window > b.max {
-                return Some(ContractResult::new(
-                    Contract::Budget,
-                    Effect::Deny,
-                    format!(
-                        "budget of {} calls per {} for `{tool}` exceeded",
-                        b.max, b.per
-                    ),
-                ));
-            }
+            && in_window > b.max
+        {
+            return Some(ContractResult::new(
+                Contract::Budget,
+                Effect::Deny,
+                format!(
+                    "budget of {} calls per {} for `{tool}` exceeded",
+                    b.max, b.per
+                ),
+            ));
+        }
         let mut parts = Vec::new();
         if let Some(max) = c.max_calls {
             parts.push(format!("call {total} of {max} this session"));
@@ -461,8 +495,7 @@ impl Contracts {
         action: &Action,
         ctx: Option<&NormalizeContext>,
     ) -> Option<ContractResult> {
-        if c.allowed_path_prefixes.is_none() && c.arg_patterns.is_none() && c.arg_values.is_none()
-        {
+        if c.allowed_path_prefixes.is_none() && c.arg_patterns.is_none() && c.arg_values.is_none() {
             return None;
         }
         let mut violations: Vec<String> = Vec::new();
@@ -473,7 +506,9 @@ impl Contracts {
             for p in prefixes {
                 match resolve_prefix(p, ctx) {
                     Some(r) => roots.push(r),
-                    None => violations.push(format!("allowed path prefix `{p}` cannot be resolved")),
+                    None => {
+                        violations.push(format!("allowed path prefix `{p}` cannot be resolved"))
+                    }
                 }
             }
             let mut paths: Vec<(String, String)> = Vec::new();
@@ -509,9 +544,9 @@ impl Contracts {
                     };
                     match resolve_path(s, ctx) {
                         Some(p) => paths.push((format!("`{param}`"), p)),
-                        None => violations.push(format!(
-                            "path `{s}` in `{param}` cannot be resolved"
-                        )),
+                        None => {
+                            violations.push(format!("path `{s}` in `{param}` cannot be resolved"))
+                        }
                     }
                 }
             }
@@ -661,7 +696,12 @@ fn resolve_path(value: &str, ctx: Option<&NormalizeContext>) -> Option<String> {
     }
 }
 
-fn pinning(session: &Session, tool: &str, c: &ToolContract, definition: Option<&Value>) -> ContractResult {
+fn pinning(
+    session: &Session,
+    tool: &str,
+    c: &ToolContract,
+    definition: Option<&Value>,
+) -> ContractResult {
     match session.pin_state(tool) {
         PinState::Unlisted => ContractResult::new(
             Contract::Pinning,
@@ -698,20 +738,21 @@ fn pinning(session: &Session, tool: &str, c: &ToolContract, definition: Option<&
         }
         PinState::Pinned { fingerprint } => {
             if let Some(expected) = &c.annotations
-                && !annotations_match(definition, expected) {
-                    return ContractResult::new(
-                        Contract::Pinning,
-                        Effect::Ask,
-                        format!(
-                            "the pinned definition of `{tool}` does not declare the expected annotations {}",
-                            expected
-                                .iter()
-                                .map(|(k, v)| format!("`{k}: {v}`"))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    );
-                }
+                && !annotations_match(definition, expected)
+            {
+                return ContractResult::new(
+                    Contract::Pinning,
+                    Effect::Ask,
+                    format!(
+                        "the pinned definition of `{tool}` does not declare the expected annotations {}",
+                        expected
+                            .iter()
+                            .map(|(k, v)| format!("`{k}: {v}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+            }
             let short: String = fingerprint.chars().take(12).collect();
             ContractResult::new(
                 Contract::Pinning,

@@ -55,10 +55,42 @@ pub const EXFIL_AMBIGUOUS: &[&str] = &[
 /// `archive_email`). `create` and `add` are not among them: `create_post` and `add_comment`
 /// publish.
 pub const READ_VERBS: &[&str] = &[
-    "get", "list", "read", "search", "fetch", "find", "query", "show", "view", "describe",
-    "download", "count", "lookup", "retrieve", "load", "open", "check", "watch", "summarize",
-    "delete", "remove", "trash", "archive", "mark", "label", "move", "copy", "star", "modify",
-    "update", "edit", "parse", "validate", "translate", "format", "batch",
+    "get",
+    "list",
+    "read",
+    "search",
+    "fetch",
+    "find",
+    "query",
+    "show",
+    "view",
+    "describe",
+    "download",
+    "count",
+    "lookup",
+    "retrieve",
+    "load",
+    "open",
+    "check",
+    "watch",
+    "summarize",
+    "delete",
+    "remove",
+    "trash",
+    "archive",
+    "mark",
+    "label",
+    "move",
+    "copy",
+    "star",
+    "modify",
+    "update",
+    "edit",
+    "parse",
+    "validate",
+    "translate",
+    "format",
+    "batch",
 ];
 
 /// Verbs of destructive tools (default budget).
@@ -147,8 +179,20 @@ pub const DESTINATION_WORDS: &[&str] = &[
 
 /// Words that make an argument content even if it also names a destination word.
 pub const CONTENT_WORDS: &[&str] = &[
-    "body", "subject", "text", "content", "message", "title", "html", "markdown", "note",
-    "description", "summary", "caption", "attachment", "attachments",
+    "body",
+    "subject",
+    "text",
+    "content",
+    "message",
+    "title",
+    "html",
+    "markdown",
+    "note",
+    "description",
+    "summary",
+    "caption",
+    "attachment",
+    "attachments",
 ];
 
 /// Split a tool or argument name into lower-case words (snake, kebab, camel and Pascal case,
@@ -322,7 +366,15 @@ mod tests {
         ] {
             assert!(is_destination_param(yes), "{yes}");
         }
-        for no in ["todo", "body", "email_body", "subject", "text", "tomorrow", "content"] {
+        for no in [
+            "todo",
+            "body",
+            "email_body",
+            "subject",
+            "text",
+            "tomorrow",
+            "content",
+        ] {
             assert!(!is_destination_param(no), "{no}");
         }
     }

@@ -22,8 +22,8 @@
 //! layer can drop a sink another layer declared; every other field is replaced as a whole
 //! (maps such as `arg_patterns` per key).
 
-pub mod heuristics;
 mod check;
+pub mod heuristics;
 pub mod packs;
 mod sink;
 
@@ -411,8 +411,7 @@ impl ToolContract {
         if let Some(dests) = &self.trusted_destinations {
             for d in dests {
                 let t = d.trim();
-                if t.chars().all(|c| matches!(c, '*' | '?' | '/' | '.' | '@')) && !t.is_empty()
-                {
+                if t.chars().all(|c| matches!(c, '*' | '?' | '/' | '.' | '@')) && !t.is_empty() {
                     issues.push(Issue::error(
                         at(&["trusted_destinations"]),
                         format!("`{d}` trusts every destination"),
@@ -511,7 +510,9 @@ impl ToolContract {
                 if list.iter().any(|v| v.is_array() || v.is_object()) {
                     issues.push(Issue::error(
                         at(&["arg_values", arg]),
-                        format!("allowed values of `{arg}` must be strings, numbers, booleans or null"),
+                        format!(
+                            "allowed values of `{arg}` must be strings, numbers, booleans or null"
+                        ),
                         None,
                     ));
                 }
@@ -574,18 +575,24 @@ impl ToolContract {
         let op = self.operation;
         let op_mismatch = |key: &str, want: &[Operation], issues: &mut Vec<Issue>| {
             if let Some(o) = op
-                && !want.contains(&o) {
-                    issues.push(Issue::warning(
-                        at(&[key]),
-                        format!("`{key}` is not used by `operation: {o}`"),
-                        None,
-                    ));
-                }
+                && !want.contains(&o)
+            {
+                issues.push(Issue::warning(
+                    at(&[key]),
+                    format!("`{key}` is not used by `operation: {o}`"),
+                    None,
+                ));
+            }
         };
         if self.command_param.is_some() || self.args_param.is_some() {
             op_mismatch(
                 "command_param",
-                &[Operation::ShellExec, Operation::GitRead, Operation::GitWrite, Operation::GitRemote],
+                &[
+                    Operation::ShellExec,
+                    Operation::GitRead,
+                    Operation::GitWrite,
+                    Operation::GitRemote,
+                ],
                 &mut issues,
             );
         }
@@ -593,17 +600,23 @@ impl ToolContract {
             op_mismatch("url_params", &[Operation::NetRequest], &mut issues);
         }
         if let Some(po) = &self.param_operations
-            && po.is_empty() {
-                issues.push(Issue::error(
-                    at(&["param_operations"]),
-                    "`param_operations` is empty",
-                    empty_help,
-                ));
-            }
+            && po.is_empty()
+        {
+            issues.push(Issue::error(
+                at(&["param_operations"]),
+                "`param_operations` is empty",
+                empty_help,
+            ));
+        }
         if let Some(ann) = &self.annotations {
             for k in ann.keys() {
-                if !["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"]
-                    .contains(&k.as_str())
+                if ![
+                    "readOnlyHint",
+                    "destructiveHint",
+                    "idempotentHint",
+                    "openWorldHint",
+                ]
+                .contains(&k.as_str())
                 {
                     issues.push(Issue::error(
                         at(&["annotations", k]),

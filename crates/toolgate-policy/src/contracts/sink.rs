@@ -100,10 +100,16 @@ impl Walk<'_> {
                 return;
             }
             let covered = trusted.get(i).copied().unwrap_or(false)
-                || tokens.iter().zip(&trusted).any(|(u, ok)| *ok && host_of(u).as_deref() == Some(token.as_str()));
+                || tokens
+                    .iter()
+                    .zip(&trusted)
+                    .any(|(u, ok)| *ok && host_of(u).as_deref() == Some(token.as_str()));
             let (verdict, source) = if covered {
                 (SinkVerdict::Trusted, None)
-            } else if self.session.destination_approved(&self.resolved.tool, token) {
+            } else if self
+                .session
+                .destination_approved(&self.resolved.tool, token)
+            {
                 (SinkVerdict::Approved, None)
             } else {
                 match self.session.taint().classify(token) {
@@ -217,9 +223,9 @@ pub(super) fn gate(
         ""
     };
     let reason = match worst {
-        _ if walk.overflow && effect == Effect::Ask => format!(
-            "more than {MAX_SINK_VALUES} destination values in one call: a human must look"
-        ),
+        _ if walk.overflow && effect == Effect::Ask => {
+            format!("more than {MAX_SINK_VALUES} destination values in one call: a human must look")
+        }
         Some(f) if effect != Effect::Allow => {
             let from = match (&f.source_tool, f.source_seq) {
                 (Some(t), Some(seq)) => format!("output #{seq} of `{t}`"),
