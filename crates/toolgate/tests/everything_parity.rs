@@ -58,15 +58,27 @@ async fn tools_list_and_calls() {
         async move {
             let mut s = start(route, &server).await?;
             let peer = s.client.peer().clone();
-            s.step("echo", peer.call_tool(call("echo", json!({ "message": "héllo ✓ \"quoted\"\n" }))))
-                .await?;
-            s.step("get-sum", peer.call_tool(call("get-sum", json!({ "a": 1e3, "b": -0.25 }))))
-                .await?;
-            s.step("get-tiny-image", peer.call_tool(call("get-tiny-image", json!({}))))
-                .await?;
+            s.step(
+                "echo",
+                peer.call_tool(call("echo", json!({ "message": "héllo ✓ \"quoted\"\n" }))),
+            )
+            .await?;
+            s.step(
+                "get-sum",
+                peer.call_tool(call("get-sum", json!({ "a": 1e3, "b": -0.25 }))),
+            )
+            .await?;
+            s.step(
+                "get-tiny-image",
+                peer.call_tool(call("get-tiny-image", json!({}))),
+            )
+            .await?;
             s.step(
                 "get-structured-content",
-                peer.call_tool(call("get-structured-content", json!({ "location": "New York" }))),
+                peer.call_tool(call(
+                    "get-structured-content",
+                    json!({ "location": "New York" }),
+                )),
             )
             .await?;
             s.step(
@@ -84,16 +96,28 @@ async fn tools_list_and_calls() {
             .await?;
             // (A call to a tool the server never listed is not part of parity: toolgate's
             // pinning blocks it by design.)
-            s.step("invalid arguments", peer.call_tool(call("get-sum", json!({ "a": "x" }))))
-                .await?;
+            s.step(
+                "invalid arguments",
+                peer.call_tool(call("get-sum", json!({ "a": "x" }))),
+            )
+            .await?;
             s.finish().await
         }
     };
     assert_parity(&server, scenario, |t| {
         let tools = result_of(t, "tools/list")["tools"].as_array().unwrap();
         let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-        for expected in ["echo", "get-sum", "trigger-sampling-request", "trigger-elicitation-request", "get-roots-list"] {
-            assert!(names.contains(&expected), "tools/list lacks `{expected}`: {names:?}");
+        for expected in [
+            "echo",
+            "get-sum",
+            "trigger-sampling-request",
+            "trigger-elicitation-request",
+            "get-roots-list",
+        ] {
+            assert!(
+                names.contains(&expected),
+                "tools/list lacks `{expected}`: {names:?}"
+            );
         }
         assert!(text_of(result_of(t, "echo")).contains("héllo ✓ \"quoted\"\n"));
         assert!(text_of(result_of(t, "get-sum")).contains("999.75"));
@@ -120,8 +144,11 @@ async fn prompts_list_get_and_complete() {
             let mut s = start(route, &server).await?;
             let peer = s.client.peer().clone();
             s.step("prompts/list", peer.list_prompts(None)).await?;
-            s.step("simple-prompt", peer.get_prompt(model(json!({ "name": "simple-prompt" }))))
-                .await?;
+            s.step(
+                "simple-prompt",
+                peer.get_prompt(model(json!({ "name": "simple-prompt" }))),
+            )
+            .await?;
             s.step(
                 "args-prompt",
                 peer.get_prompt(model(json!({
@@ -146,8 +173,11 @@ async fn prompts_list_get_and_complete() {
                 }))),
             )
             .await?;
-            s.step("unknown prompt", peer.get_prompt(model(json!({ "name": "nope" }))))
-                .await?;
+            s.step(
+                "unknown prompt",
+                peer.get_prompt(model(json!({ "name": "nope" }))),
+            )
+            .await?;
             s.finish().await
         }
     };
@@ -157,7 +187,10 @@ async fn prompts_list_get_and_complete() {
         let args = serde_json::to_string(result_of(t, "args-prompt")).unwrap();
         assert!(args.contains("Kyōto") && args.contains("京都府"), "{args}");
         let completions = &result_of(t, "completion/complete")["completion"]["values"];
-        assert!(completions.as_array().is_some_and(|v| !v.is_empty()), "{completions}");
+        assert!(
+            completions.as_array().is_some_and(|v| !v.is_empty()),
+            "{completions}"
+        );
         assert!(result_of(t, "unknown prompt").get("client_error").is_some());
     })
     .await;
@@ -173,10 +206,16 @@ async fn resources_list_read_templates_subscribe_and_updates() {
             let mut s = start(route, &server).await?;
             let peer = s.client.peer().clone();
             s.step("resources/list", peer.list_resources(None)).await?;
-            s.step("resources/templates/list", peer.list_resource_templates(None))
-                .await?;
-            s.step("read dynamic text", peer.read_resource(model(json!({ "uri": uri }))))
-                .await?;
+            s.step(
+                "resources/templates/list",
+                peer.list_resource_templates(None),
+            )
+            .await?;
+            s.step(
+                "read dynamic text",
+                peer.read_resource(model(json!({ "uri": uri }))),
+            )
+            .await?;
             s.step(
                 "read dynamic blob",
                 peer.read_resource(model(json!({ "uri": "demo://resource/dynamic/blob/2" }))),
@@ -184,40 +223,75 @@ async fn resources_list_read_templates_subscribe_and_updates() {
             .await?;
             s.step(
                 "read static document",
-                peer.read_resource(model(json!({ "uri": "demo://resource/static/document/features.md" }))),
+                peer.read_resource(model(
+                    json!({ "uri": "demo://resource/static/document/features.md" }),
+                )),
             )
             .await?;
             // The server acknowledges a subscription with an info log before answering.
-            s.step("resources/subscribe", peer.subscribe(model(json!({ "uri": uri }))))
-                .await?;
-            s.expect_events("subscribe acknowledgement log", &[("notifications/message", 1)]).await?;
+            s.step(
+                "resources/subscribe",
+                peer.subscribe(model(json!({ "uri": uri }))),
+            )
+            .await?;
+            s.expect_events(
+                "subscribe acknowledgement log",
+                &[("notifications/message", 1)],
+            )
+            .await?;
             // Turning updates on sends one `notifications/resources/updated` immediately.
-            s.step("start updates", peer.call_tool(call("toggle-subscriber-updates", json!({}))))
-                .await?;
-            s.expect_events("resource updated", &[("notifications/resources/updated", 1)]).await?;
-            s.step("stop updates", peer.call_tool(call("toggle-subscriber-updates", json!({}))))
-                .await?;
-            s.step("resources/unsubscribe", peer.unsubscribe(model(json!({ "uri": uri }))))
-                .await?;
-            s.expect_events("unsubscribe acknowledgement log", &[("notifications/message", 1)]).await?;
+            s.step(
+                "start updates",
+                peer.call_tool(call("toggle-subscriber-updates", json!({}))),
+            )
+            .await?;
+            s.expect_events(
+                "resource updated",
+                &[("notifications/resources/updated", 1)],
+            )
+            .await?;
+            s.step(
+                "stop updates",
+                peer.call_tool(call("toggle-subscriber-updates", json!({}))),
+            )
+            .await?;
+            s.step(
+                "resources/unsubscribe",
+                peer.unsubscribe(model(json!({ "uri": uri }))),
+            )
+            .await?;
+            s.expect_events(
+                "unsubscribe acknowledgement log",
+                &[("notifications/message", 1)],
+            )
+            .await?;
             s.finish().await
         }
     };
     assert_parity(&server, scenario, |t| {
-        assert!(result_of(t, "resources/list")["resources"].as_array().is_some_and(|r| !r.is_empty()));
+        assert!(
+            result_of(t, "resources/list")["resources"]
+                .as_array()
+                .is_some_and(|r| !r.is_empty())
+        );
         assert!(
             result_of(t, "resources/templates/list")["resourceTemplates"]
                 .as_array()
                 .is_some_and(|r| !r.is_empty())
         );
         let text = &result_of(t, "read dynamic text")["contents"][0]["text"];
-        assert_eq!(text, "Resource 1: This is a plaintext resource created at <time>");
+        assert_eq!(
+            text,
+            "Resource 1: This is a plaintext resource created at <time>"
+        );
         let updated = events_of(t, "notifications/resources/updated");
         assert_eq!(updated.len(), 1, "{updated:?}");
         assert_eq!(updated[0]["params"]["uri"], uri);
         let logs = events_of(t, "notifications/message");
         assert!(
-            logs.iter().any(|l| l["params"]["data"].as_str().is_some_and(|d| d.contains("Subscribe Resource request"))),
+            logs.iter().any(|l| l["params"]["data"]
+                .as_str()
+                .is_some_and(|d| d.contains("Subscribe Resource request"))),
             "{logs:?}"
         );
     })
@@ -235,16 +309,23 @@ async fn progress_notifications_for_a_long_running_tool() {
             // rmcp attaches a progressToken to every request; the tool reports each step.
             s.step(
                 "trigger-long-running-operation",
-                peer.call_tool(call("trigger-long-running-operation", json!({ "duration": 0.6, "steps": 3 }))),
+                peer.call_tool(call(
+                    "trigger-long-running-operation",
+                    json!({ "duration": 0.6, "steps": 3 }),
+                )),
             )
             .await?;
-            s.expect_events("3 progress notifications", &[("notifications/progress", 3)]).await?;
+            s.expect_events("3 progress notifications", &[("notifications/progress", 3)])
+                .await?;
             s.finish().await
         }
     };
     assert_parity(&server, scenario, |t| {
         let progress = events_of(t, "notifications/progress");
-        let steps: Vec<f64> = progress.iter().filter_map(|p| p["params"]["progress"].as_f64()).collect();
+        let steps: Vec<f64> = progress
+            .iter()
+            .filter_map(|p| p["params"]["progress"].as_f64())
+            .collect();
         assert_eq!(steps, vec![1.0, 2.0, 3.0], "{progress:?}");
         assert!(text_of(result_of(t, "trigger-long-running-operation")).contains("Steps: 3"));
     })
@@ -259,21 +340,44 @@ async fn logging_set_level_filters_messages() {
         async move {
             let mut s = start(route, &server).await?;
             let peer = s.client.peer().clone();
-            s.step("logging/setLevel debug", peer.set_level(model(json!({ "level": "debug" }))))
+            s.step(
+                "logging/setLevel debug",
+                peer.set_level(model(json!({ "level": "debug" }))),
+            )
+            .await?;
+            s.step(
+                "subscribe a",
+                peer.subscribe(model(json!({ "uri": "demo://resource/dynamic/text/1" }))),
+            )
+            .await?;
+            s.expect_events("info log for subscribe a", &[("notifications/message", 1)])
                 .await?;
-            s.step("subscribe a", peer.subscribe(model(json!({ "uri": "demo://resource/dynamic/text/1" }))))
-                .await?;
-            s.expect_events("info log for subscribe a", &[("notifications/message", 1)]).await?;
             // At `error`, the server must drop its info-level acknowledgement.
-            s.step("logging/setLevel error", peer.set_level(model(json!({ "level": "error" }))))
-                .await?;
-            s.step("subscribe b", peer.subscribe(model(json!({ "uri": "demo://resource/dynamic/text/2" }))))
-                .await?;
-            s.step("logging/setLevel info", peer.set_level(model(json!({ "level": "info" }))))
-                .await?;
-            s.step("unsubscribe a", peer.unsubscribe(model(json!({ "uri": "demo://resource/dynamic/text/1" }))))
-                .await?;
-            s.expect_events("info log for unsubscribe a", &[("notifications/message", 1)]).await?;
+            s.step(
+                "logging/setLevel error",
+                peer.set_level(model(json!({ "level": "error" }))),
+            )
+            .await?;
+            s.step(
+                "subscribe b",
+                peer.subscribe(model(json!({ "uri": "demo://resource/dynamic/text/2" }))),
+            )
+            .await?;
+            s.step(
+                "logging/setLevel info",
+                peer.set_level(model(json!({ "level": "info" }))),
+            )
+            .await?;
+            s.step(
+                "unsubscribe a",
+                peer.unsubscribe(model(json!({ "uri": "demo://resource/dynamic/text/1" }))),
+            )
+            .await?;
+            s.expect_events(
+                "info log for unsubscribe a",
+                &[("notifications/message", 1)],
+            )
+            .await?;
             s.finish().await
         }
     };
@@ -282,8 +386,15 @@ async fn logging_set_level_filters_messages() {
             .iter()
             .map(|l| l["params"]["data"].as_str().unwrap_or_default().to_owned())
             .collect();
-        assert!(logs.iter().any(|l| l.contains("dynamic/text/1") && l.contains("Subscribe")), "{logs:?}");
-        assert!(!logs.iter().any(|l| l.contains("dynamic/text/2")), "filtered log leaked: {logs:?}");
+        assert!(
+            logs.iter()
+                .any(|l| l.contains("dynamic/text/1") && l.contains("Subscribe")),
+            "{logs:?}"
+        );
+        assert!(
+            !logs.iter().any(|l| l.contains("dynamic/text/2")),
+            "filtered log leaked: {logs:?}"
+        );
         assert!(logs.iter().any(|l| l.contains("Unsubscribe")), "{logs:?}");
     })
     .await;
@@ -299,7 +410,10 @@ async fn sampling_round_trip() {
             let peer = s.client.peer().clone();
             s.step(
                 "trigger-sampling-request",
-                peer.call_tool(call("trigger-sampling-request", json!({ "prompt": "say hi", "maxTokens": 20 }))),
+                peer.call_tool(call(
+                    "trigger-sampling-request",
+                    json!({ "prompt": "say hi", "maxTokens": 20 }),
+                )),
             )
             .await?;
             s.finish().await
@@ -310,7 +424,10 @@ async fn sampling_round_trip() {
         assert_eq!(requests.len(), 1, "{requests:?}");
         assert_eq!(requests[0]["params"]["maxTokens"], 20);
         let text = text_of(result_of(t, "trigger-sampling-request"));
-        assert!(text.contains("a canned completion from the toolgate test client"), "{text}");
+        assert!(
+            text.contains("a canned completion from the toolgate test client"),
+            "{text}"
+        );
     })
     .await;
 }
@@ -335,7 +452,10 @@ async fn elicitation_round_trip() {
         let requests = events_of(t, "request elicitation/create");
         assert_eq!(requests.len(), 1, "{requests:?}");
         let text = text_of(result_of(t, "trigger-elicitation-request"));
-        assert!(text.contains("Name: Ada Lovelace") && text.contains("Favorite Integer: 7"), "{text}");
+        assert!(
+            text.contains("Name: Ada Lovelace") && text.contains("Favorite Integer: 7"),
+            "{text}"
+        );
     })
     .await;
 }
@@ -348,23 +468,39 @@ async fn roots_list_and_list_changed() {
         async move {
             let mut s = start(route, &server).await?;
             let peer = s.client.peer().clone();
-            s.step("get-roots-list (1 root)", peer.call_tool(call("get-roots-list", json!({}))))
-                .await?;
+            s.step(
+                "get-roots-list (1 root)",
+                peer.call_tool(call("get-roots-list", json!({}))),
+            )
+            .await?;
             // The server re-requests roots when told they changed, then logs the new count.
             peer.notify_roots_list_changed().await?;
             s.note("notifications/roots/list_changed");
-            s.expect_events("roots/list again + log", &[("request roots/list", 1), ("notifications/message", 1)]).await?;
-            s.step("get-roots-list (2 roots)", peer.call_tool(call("get-roots-list", json!({}))))
-                .await?;
+            s.expect_events(
+                "roots/list again + log",
+                &[("request roots/list", 1), ("notifications/message", 1)],
+            )
+            .await?;
+            s.step(
+                "get-roots-list (2 roots)",
+                peer.call_tool(call("get-roots-list", json!({}))),
+            )
+            .await?;
             s.finish().await
         }
     };
     assert_parity(&server, scenario, |t| {
         assert_eq!(events_of(t, "request roots/list").len(), 2);
         let first = text_of(result_of(t, "get-roots-list (1 root)"));
-        assert!(first.contains("(1 total)") && first.contains("file:///tmp/toolgate-root-a"), "{first}");
+        assert!(
+            first.contains("(1 total)") && first.contains("file:///tmp/toolgate-root-a"),
+            "{first}"
+        );
         let second = text_of(result_of(t, "get-roots-list (2 roots)"));
-        assert!(second.contains("(2 total)") && second.contains("file:///tmp/toolgate-root-b"), "{second}");
+        assert!(
+            second.contains("(2 total)") && second.contains("file:///tmp/toolgate-root-b"),
+            "{second}"
+        );
     })
     .await;
 }
@@ -385,15 +521,23 @@ async fn cancellation_of_a_long_call() {
                 .send_cancellable_request(request, PeerRequestOptions::no_options())
                 .await?;
             let cancelled_id = serde_json::to_value(&handle.id)?;
-            s.expect_events("first progress", &[("notifications/progress", 1)]).await?;
-            handle.cancel(Some("test cancels the call".to_owned())).await?;
+            s.expect_events("first progress", &[("notifications/progress", 1)])
+                .await?;
+            handle
+                .cancel(Some("test cancels the call".to_owned()))
+                .await?;
             s.note("notifications/cancelled");
             // The tool does not stop early, but the server must not answer a cancelled request.
-            s.expect_events("remaining progress", &[("notifications/progress", 2)]).await?;
-            s.step("echo after cancel", peer.call_tool(call("echo", json!({ "message": "still alive" }))))
+            s.expect_events("remaining progress", &[("notifications/progress", 2)])
                 .await?;
+            s.step(
+                "echo after cancel",
+                peer.call_tool(call("echo", json!({ "message": "still alive" }))),
+            )
+            .await?;
             let answered = s.frames.snapshot().iter().any(|frame| {
-                frame.get("id") == Some(&cancelled_id) && (frame.get("result").is_some() || frame.get("error").is_some())
+                frame.get("id") == Some(&cancelled_id)
+                    && (frame.get("result").is_some() || frame.get("error").is_some())
             });
             let mut transcript = s.finish().await?;
             transcript.push(json!({ "cancelled_request_answered": answered }));

@@ -176,7 +176,9 @@ pub fn launch(route: Route, server: &ServerCmd) -> anyhow::Result<Launch> {
     let mut envs = Vec::new();
     let mut state = None;
     if route == Route::Toolgate {
-        let dir = tempfile::Builder::new().prefix("toolgate-parity-").tempdir()?;
+        let dir = tempfile::Builder::new()
+            .prefix("toolgate-parity-")
+            .tempdir()?;
         let policy = dir.path().join("policy.yaml");
         std::fs::write(&policy, PARITY_POLICY)?;
         let pins = dir.path().join("pins");
@@ -631,7 +633,9 @@ impl Session {
             .peer_info()
             .map(|info| serde_json::to_value(&*info).unwrap_or(Value::Null))
             .unwrap_or(Value::Null);
-        session.transcript.push(json!({ "step": "initialize", "result": info }));
+        session
+            .transcript
+            .push(json!({ "step": "initialize", "result": info }));
         Ok(session)
     }
 
@@ -652,7 +656,12 @@ impl Session {
     ) -> anyhow::Result<Value> {
         let outcome = tokio::time::timeout(STEP_TIMEOUT, request)
             .await
-            .map_err(|_| anyhow!("`{label}` timed out after {STEP_TIMEOUT:?} ({})", self.route.label()))?;
+            .map_err(|_| {
+                anyhow!(
+                    "`{label}` timed out after {STEP_TIMEOUT:?} ({})",
+                    self.route.label()
+                )
+            })?;
         let mut result = match outcome {
             Ok(value) => serde_json::to_value(&value)?,
             Err(err) => json!({ "client_error": err.to_string() }),
@@ -696,7 +705,8 @@ impl Session {
                 bail!(
                     "timed out after {STEP_TIMEOUT:?} waiting for {label} {wanted:?} ({}); new events: {}",
                     self.route.label(),
-                    serde_json::to_string(&self.events.slice_from(self.events_seen)).unwrap_or_default()
+                    serde_json::to_string(&self.events.slice_from(self.events_seen))
+                        .unwrap_or_default()
                 );
             }
         }
@@ -730,7 +740,8 @@ impl Session {
         let _ = tokio::time::timeout(Duration::from_secs(5), self.client.close()).await;
         let (events, frames) = self.drain();
         if !events.is_empty() || !frames.is_empty() {
-            self.transcript.push(json!({ "after_close": true, "events": events, "frames": frames }));
+            self.transcript
+                .push(json!({ "after_close": true, "events": events, "frames": frames }));
         }
         status.with_context(|| format!("shutting down ({})", self.route.label()))?;
         Ok(self.transcript)
@@ -747,10 +758,12 @@ where
 {
     let (direct, wrapped) = tokio::join!(scenario(Route::Direct), scenario(Route::Toolgate));
     let _ = server;
-    let direct = direct.unwrap_or_else(|err| panic!("the scenario failed against the server directly: {err:#}"));
+    let direct = direct
+        .unwrap_or_else(|err| panic!("the scenario failed against the server directly: {err:#}"));
     expect(&direct);
-    let wrapped = wrapped
-        .unwrap_or_else(|err| panic!("the scenario failed through `toolgate wrap` (it passed directly): {err:#}"));
+    let wrapped = wrapped.unwrap_or_else(|err| {
+        panic!("the scenario failed through `toolgate wrap` (it passed directly): {err:#}")
+    });
     assert_same_transcript(&direct, &wrapped);
 }
 
