@@ -9,13 +9,13 @@
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use toolgate_audit::{AuditWriter, Event, Kind, Net};
+use toolgate_audit::{Approval, ApprovalHow, ApprovalScope, AuditWriter, Event, Kind, Net};
 
 fn toolgate() -> Command {
     Command::cargo_bin("toolgate").unwrap()
 }
 
-/// A log with 5 records: 3 allowed reads, 2 denied, plus one result.
+/// A log with 7 records: 3 allowed reads, 2 denied, an approved command, a failed fetch.
 fn sample_log(dir: &Path) -> PathBuf {
     let path = dir.join(".toolgate/audit.jsonl");
     let w = AuditWriter::open(&path).unwrap();
@@ -38,6 +38,17 @@ fn sample_log(dir: &Path) -> PathBuf {
         }
         w.append(&e).unwrap();
     }
+    let mut a = Event::new(Kind::Decision);
+    a.server = Some("sh".into());
+    a.tool = Some("run".into());
+    a.operations = vec!["exec".into()];
+    a.executable = Some("/usr/bin/npm".into());
+    a.effect = Some("allow".into());
+    a.approval = Some(Approval {
+        how: ApprovalHow::Client,
+        scope: ApprovalScope::Session,
+    });
+    w.append(&a).unwrap();
     let mut r = Event::new(Kind::Result);
     r.server = Some("web".into());
     r.tool = Some("fetch".into());
@@ -70,7 +81,7 @@ fn verify_intact_log_from_the_default_path() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(
-        stdout.starts_with("audit log is intact: 6 records (seq 1–6), "),
+        stdout.starts_with("audit log is intact: 7 records (seq 1–7), "),
         "{stdout}"
     );
     assert!(stdout.contains("last hash: "), "{stdout}");
@@ -147,13 +158,13 @@ fn summary_counts_and_json() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(stdout.contains(": 6 records, "), "{stdout}");
+    assert!(stdout.contains(": 7 records, "), "{stdout}");
     assert!(stdout.contains("chain:     intact ("), "{stdout}");
     assert!(
-        stdout.contains("kinds:     decision 5, result 1"),
+        stdout.contains("kinds:     decision 6, result 1"),
         "{stdout}"
     );
-    assert!(stdout.contains("effects:   allow 3, deny 2"), "{stdout}");
+    assert!(stdout.contains("effects:   allow 4, deny 2"), "{stdout}");
     assert!(
         stdout.contains("rules:     workspace-read 3, protect-secrets 2"),
         "{stdout}"
@@ -166,11 +177,11 @@ fn summary_counts_and_json() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["records"], 6);
+    assert_eq!(v["records"], 7);
     assert_eq!(v["by_effect"]["deny"], 2);
     assert_eq!(v["by_tool"]["read_file"], 5);
     assert_eq!(v["chain"]["intact"], true);
-    assert_eq!(v["chain"]["last_seq"], 6);
+    assert_eq!(v["chain"]["last_seq"], 7);
 }
 
 #[test]
@@ -200,14 +211,14 @@ fn tail_human_and_json() {
     let dir = tempfile::tempdir().unwrap();
     let path = sample_log(dir.path());
     let out = toolgate()
-        .args(["audit", "tail", "-n", "2", "--audit"])
+        .args(["audit", "tail", "-n", "3", "--audit"])
         .arg(&path)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let stdout = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 2, "{stdout}");
+    assert_eq!(lines.len(), 3, "{stdout}");
     // time  EFFECT  server/tool  operation  resource  reason
     let (time, rest) = lines[0].split_once("  ").unwrap();
     assert!(time.ends_with('Z') && time.len() == 24, "{time}");
@@ -216,9 +227,14 @@ fn tail_human_and_json() {
         "DENY       fs/read_file  fs.read  /home/u/.ssh/id_rsa  matches deny rule protect-secrets"
     );
     assert!(
-        lines[1].ends_with("ERROR      web/fetch  -  GET api.example.com"),
+        lines[1].ends_with("ALLOW      sh/run  exec  /usr/bin/npm  [approved via client, session]"),
         "{}",
         lines[1]
+    );
+    assert!(
+        lines[2].ends_with("ERROR      web/fetch  -  GET api.example.com"),
+        "{}",
+        lines[2]
     );
 
     let out = toolgate()
@@ -236,7 +252,7 @@ fn tail_human_and_json() {
                 .unwrap()
         })
         .collect();
-    assert_eq!(seqs, vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(seqs, vec![1, 2, 3, 4, 5, 6, 7]);
 }
 
 #[test]

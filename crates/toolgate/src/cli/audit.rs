@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Args as ClapArgs, Subcommand};
 use serde_json::json;
-use toolgate_audit::{Kind, Record, Verification};
+use toolgate_audit::{ApprovalHow, ApprovalScope, Kind, Record, Verification};
 
 /// Where `toolgate wrap` writes by default, relative to the workspace.
 const DEFAULT_AUDIT: &str = ".toolgate/audit.jsonl";
@@ -235,6 +235,19 @@ fn human_line(r: &Record) -> String {
     if let Some(reason) = &e.reason {
         line.push_str("  ");
         line.push_str(reason);
+    }
+    if let Some(a) = &e.approval {
+        let how = match a.how {
+            ApprovalHow::Client => "client",
+            ApprovalHow::InputRequired => "input_required",
+            ApprovalHow::Broker => "broker",
+            ApprovalHow::Tty => "tty",
+        };
+        let scope = match a.scope {
+            ApprovalScope::Once => "once",
+            ApprovalScope::Session => "session",
+        };
+        line.push_str(&format!("  [approved via {how}, {scope}]"));
     }
     printable(&line)
 }
