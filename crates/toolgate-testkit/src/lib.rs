@@ -43,7 +43,7 @@ pub fn bin_path(name: &str) -> PathBuf {
     let path = dir.join(name);
     let built = BUILT.get_or_init(|| Mutex::new(Vec::new()));
     let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
-    if !built.iter().any(|b| b == name) {
+    if !built.iter().any(|b| b == name) && !fresh(&path, name) {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.args(["build", "--quiet", "--bin", name]);
@@ -63,6 +63,24 @@ pub fn bin_path(name: &str) -> PathBuf {
     }
     assert!(path.exists(), "binary `{}` not found", path.display());
     path
+}
+
+/// True if `path` exists and is newer than this kit's sources (its own `src/bin/<name>.rs`
+/// and `src/lib.rs`): then no `cargo build` is needed (it would only wait for the lock).
+fn fresh(path: &Path, name: &str) -> bool {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let Some(built) = modified(path) else {
+        return false;
+    };
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let own = src.join("bin").join(format!("{name}.rs"));
+    if !own.exists() {
+        // Not one of the kit's binaries: always ask cargo.
+        return false;
+    }
+    [own, src.join("lib.rs"), src.join("../Cargo.toml")]
+        .iter()
+        .all(|p| modified(p).is_some_and(|m| m <= built))
 }
 
 /// The `fake_upstream` test server.

@@ -13,6 +13,9 @@ pub mod intercept;
 pub mod lines;
 pub mod relay;
 
+#[cfg(test)]
+mod tests;
+
 use std::sync::Arc;
 use std::time::Duration;
 
