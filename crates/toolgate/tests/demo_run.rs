@@ -1,6 +1,11 @@
 //! `toolgate demo` runs the real proxy in front of the embedded demo server and prints
 //! verdicts read from the proxy's replies.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use std::process::Command;
 
@@ -28,7 +33,8 @@ fn demo_prints_one_verdict_per_call_in_order() {
         .lines()
         .filter_map(|l| {
             let (head, rest) = l.split_at(l.find("  ")?);
-            matches!(head, "ALLOW" | "DENY " | "ASK  " | "DENY" | "ASK").then_some((head.trim(), rest.trim()))
+            matches!(head, "ALLOW" | "DENY " | "ASK  " | "DENY" | "ASK")
+                .then_some((head.trim(), rest.trim()))
         })
         .collect();
     let expected = [
@@ -37,11 +43,23 @@ fn demo_prints_one_verdict_per_call_in_order() {
         ("ALLOW", "run_command `npm test`", "allow-tests"),
         ("DENY", "run_command `sudo rm -rf ~`", "deny rule"),
         ("ALLOW", "read_inbox", ""),
-        ("DENY", "send_email to exfil@attacker.example", "untrusted output"),
-        ("ASK", "send_email to bob@partner.example", "not a trusted destination"),
+        (
+            "DENY",
+            "send_email to exfil@attacker.example",
+            "untrusted output",
+        ),
+        (
+            "ASK",
+            "send_email to bob@partner.example",
+            "not a trusted destination",
+        ),
         ("ALLOW", "send_email to alice@team.example", ""),
         ("ALLOW", "fetch https://docs.rs/serde", "allow-docs"),
-        ("ASK", "fetch https://docs.rs/serde (description changed)", "changed"),
+        (
+            "ASK",
+            "fetch https://docs.rs/serde (description changed)",
+            "changed",
+        ),
     ];
     assert_eq!(verdicts.len(), expected.len(), "{stdout}");
     for ((verdict, rest), (want, call, why)) in verdicts.iter().zip(expected) {

@@ -99,9 +99,11 @@ impl Gate {
     }
 
     fn init(&mut self, capabilities: Value) {
-        self.send(json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
+        self.send(
+            json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
             "protocolVersion":"2025-06-18","capabilities":capabilities,
-            "clientInfo":{"name":"enforce-test","version":"0"}}}));
+            "clientInfo":{"name":"enforce-test","version":"0"}}}),
+        );
         let r = self.recv_response(&json!("init"));
         assert!(r.get("result").is_some(), "{r}");
         self.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
@@ -155,7 +157,10 @@ impl Gate {
             if m.get("method").is_some() && m.get("id").is_some() {
                 return m;
             }
-            assert!(m.get("id").is_none(), "a response arrived before the prompt: {m}");
+            assert!(
+                m.get("id").is_none(),
+                "a response arrived before the prompt: {m}"
+            );
         }
     }
 
@@ -198,14 +203,20 @@ fn denied_call_never_reaches_the_upstream_and_allowed_call_does() {
     assert!(t.contains("read_file"), "{t}");
     assert!(t.contains("protect-secrets"), "{t}");
     assert!(t.contains(".ssh/id_rsa"), "{t}");
-    assert_eq!(r["result"]["_meta"]["dev.toolgate/decision"]["rule"], "protect-secrets");
+    assert_eq!(
+        r["result"]["_meta"]["dev.toolgate/decision"]["rule"],
+        "protect-secrets"
+    );
 
     g.call(2, "read_file", json!({"path": "notes.txt"}));
     let r = g.recv_response(&json!(2));
     assert!(!is_denied(&r), "{r}");
     let saw = g.upstream_saw();
     assert!(saw.contains("notes.txt"), "{saw}");
-    assert!(!saw.contains("id_rsa"), "the upstream saw a denied call: {saw}");
+    assert!(
+        !saw.contains("id_rsa"),
+        "the upstream saw a denied call: {saw}"
+    );
 
     // Both decisions and the allowed call's result are audited, and the chain verifies.
     let audit = g.audit();
@@ -214,12 +225,20 @@ fn denied_call_never_reaches_the_upstream_and_allowed_call_does() {
     assert_eq!(decisions[0]["effect"], "deny");
     assert_eq!(decisions[0]["rule"], "protect-secrets");
     assert_eq!(decisions[1]["effect"], "allow");
-    assert!(decisions[0]["args_sha256"].as_str().is_some_and(|h| h.len() == 64));
+    assert!(
+        decisions[0]["args_sha256"]
+            .as_str()
+            .is_some_and(|h| h.len() == 64)
+    );
     assert!(
         !serde_json::to_string(&audit).unwrap().contains("FAKE KEY"),
         "raw data must not be audited without --audit-raw"
     );
-    assert!(audit.iter().any(|r| r["kind"] == "result" && r["request_id"] == "2"));
+    assert!(
+        audit
+            .iter()
+            .any(|r| r["kind"] == "result" && r["request_id"] == "2")
+    );
     let v = toolgate_audit::verify_path(&g.base().join("audit.jsonl")).unwrap();
     assert!(v.is_intact(), "{:?}", v.problem);
 }
@@ -295,7 +314,10 @@ fn session_approval_covers_the_exact_action_only() {
 
 #[test]
 fn unanswered_prompt_times_out_to_deny_without_blocking_other_traffic() {
-    let mut g = Gate::start(POLICY, &["--approval", "client", "--approval-timeout", "2s"]);
+    let mut g = Gate::start(
+        POLICY,
+        &["--approval", "client", "--approval-timeout", "2s"],
+    );
     g.init(json!({"elicitation": {}}));
     g.call(1, "run_command", json!({"command": "npm install"}));
     let _prompt = g.recv_request();
@@ -325,9 +347,14 @@ fn cancelling_a_parked_call_withdraws_it_and_is_audited() {
     let saw = g.upstream_saw();
     assert!(!saw.contains("npm install"), "{saw}");
     assert!(!saw.contains("notifications/cancelled"), "{saw}");
-    assert!(toolgate_testkit::wait_until(Duration::from_secs(10), || {
-        g.audit().iter().any(|r| r["kind"] == "cancelled" && r["request_id"] == "7")
-    }));
+    assert!(toolgate_testkit::wait_until(
+        Duration::from_secs(10),
+        || {
+            g.audit()
+                .iter()
+                .any(|r| r["kind"] == "cancelled" && r["request_id"] == "7")
+        }
+    ));
 }
 
 fn mrtr_params(tool: &str, args: Value) -> Value {
@@ -348,8 +375,17 @@ fn input_required_round_trip_and_tampered_state_is_refused() {
     let result = &r["result"];
     assert_eq!(result["resultType"], "input_required", "{r}");
     let state = result["requestState"].as_str().unwrap().to_owned();
-    let key = result["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
-    assert_eq!(result["inputRequests"][&key]["method"], "elicitation/create");
+    let key = result["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        result["inputRequests"][&key]["method"],
+        "elicitation/create"
+    );
     assert!(!g.upstream_saw().contains("npm install"));
 
     // A tampered state is refused.
@@ -392,7 +428,15 @@ fn input_required_round_trip_and_tampered_state_is_refused() {
 
 #[test]
 fn unwritable_audit_log_denies_every_call() {
-    let mut g = Gate::start(POLICY, &["--approval", "none", "--audit", "/proc/toolgate-nope/audit.jsonl"]);
+    let mut g = Gate::start(
+        POLICY,
+        &[
+            "--approval",
+            "none",
+            "--audit",
+            "/proc/toolgate-nope/audit.jsonl",
+        ],
+    );
     g.init(json!({}));
     g.call(1, "read_file", json!({"path": "notes.txt"}));
     let r = g.recv_response(&json!(1));
@@ -403,7 +447,10 @@ fn unwritable_audit_log_denies_every_call() {
 
 #[test]
 fn unloadable_policy_denies_every_call_with_the_reason() {
-    let mut g = Gate::start("version: 1\nrules: [{id: x, effect: allow, operationz: [fs.read]}]\n", &["--approval", "none"]);
+    let mut g = Gate::start(
+        "version: 1\nrules: [{id: x, effect: allow, operationz: [fs.read]}]\n",
+        &["--approval", "none"],
+    );
     g.init(json!({}));
     g.call(1, "read_file", json!({"path": "notes.txt"}));
     let r = g.recv_response(&json!(1));
@@ -433,4 +480,3 @@ fn resources_read_of_a_secret_is_denied_like_a_file_read() {
     assert!(saw.contains("notes.txt"));
     assert!(!saw.contains("id_rsa"), "{saw}");
 }
-

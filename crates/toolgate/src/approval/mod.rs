@@ -23,8 +23,6 @@ pub const CHOICE_DENY: &str = "deny";
 pub const META_DECISION: &str = "dev.toolgate/decision";
 /// The `inputRequests` key toolgate uses for its approval question.
 pub const INPUT_KEY: &str = "toolgate.approval";
-/// The default time a human has to answer.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What the human is asked about.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -67,6 +65,7 @@ pub enum Answer {
     Deny(String),
 }
 
+#[cfg(test)]
 impl Answer {
     pub fn allows(&self) -> bool {
         matches!(self, Answer::AllowOnce | Answer::AllowSession)
@@ -357,7 +356,10 @@ mod tests {
     #[test]
     fn only_an_explicit_allow_allows() {
         let accept = |c: &str| json!({"action": "accept", "content": {DECISION_FIELD: c}});
-        assert_eq!(parse_elicitation_result(&accept("allow_once")), Answer::AllowOnce);
+        assert_eq!(
+            parse_elicitation_result(&accept("allow_once")),
+            Answer::AllowOnce
+        );
         assert_eq!(
             parse_elicitation_result(&accept("allow_session")),
             Answer::AllowSession
@@ -380,7 +382,10 @@ mod tests {
     fn input_required_round_trip_shapes() {
         let r = input_required_result(&prompt(), "tg1.aa.bb");
         assert_eq!(r["resultType"], "input_required");
-        assert_eq!(r["inputRequests"][INPUT_KEY]["method"], "elicitation/create");
+        assert_eq!(
+            r["inputRequests"][INPUT_KEY]["method"],
+            "elicitation/create"
+        );
         assert_eq!(r["requestState"], "tg1.aa.bb");
         let retry = json!({
             "name": "send_email",
@@ -428,9 +433,18 @@ mod tests {
             input_required: false,
         };
         let cannot = ClientAbilities::default();
-        assert_eq!(choose_route(Mode::Auto, can, true, true), Ok(Route::Elicitation));
-        assert_eq!(choose_route(Mode::Auto, cannot, true, true), Ok(Route::Broker));
-        assert_eq!(choose_route(Mode::Auto, cannot, false, true), Ok(Route::Tty));
+        assert_eq!(
+            choose_route(Mode::Auto, can, true, true),
+            Ok(Route::Elicitation)
+        );
+        assert_eq!(
+            choose_route(Mode::Auto, cannot, true, true),
+            Ok(Route::Broker)
+        );
+        assert_eq!(
+            choose_route(Mode::Auto, cannot, false, true),
+            Ok(Route::Tty)
+        );
         assert_eq!(choose_route(Mode::Tty, can, true, true), Ok(Route::Tty));
         let err = choose_route(Mode::Auto, cannot, false, false).unwrap_err();
         assert!(err.contains("no way to ask a human"), "{err}");

@@ -69,6 +69,7 @@ impl Sealer {
     }
 
     /// A sealer with a fixed key (tests).
+    #[cfg(test)]
     pub fn with_key(key: [u8; 32]) -> Sealer {
         Sealer { key }
     }
@@ -158,15 +159,14 @@ impl NonceLedger {
         if self.used.contains_key(&state.nonce) {
             return Err(SealError::Replayed);
         }
-        if self.used.len() >= Self::MAX {
-            if let Some(oldest) = self
+        if self.used.len() >= Self::MAX
+            && let Some(oldest) = self
                 .used
                 .iter()
                 .min_by_key(|(_, e)| **e)
                 .map(|(k, _)| k.clone())
-            {
-                self.used.remove(&oldest);
-            }
+        {
+            self.used.remove(&oldest);
         }
         self.used.insert(state.nonce.clone(), state.expires_ms);
         Ok(())
@@ -219,8 +219,14 @@ mod tests {
         let a = call_digest(Some("s"), "t", &json!({"x": 1, "y": [1, 2]}));
         let b = call_digest(Some("s"), "t", &json!({"y": [1, 2], "x": 1}));
         assert_eq!(a, b, "key order must not matter");
-        assert_ne!(a, call_digest(Some("s"), "t", &json!({"x": 2, "y": [1, 2]})));
-        assert_ne!(a, call_digest(Some("s"), "u", &json!({"x": 1, "y": [1, 2]})));
+        assert_ne!(
+            a,
+            call_digest(Some("s"), "t", &json!({"x": 2, "y": [1, 2]}))
+        );
+        assert_ne!(
+            a,
+            call_digest(Some("s"), "u", &json!({"x": 1, "y": [1, 2]}))
+        );
         assert_ne!(a, call_digest(None, "t", &json!({"x": 1, "y": [1, 2]})));
         // Length-prefixing keeps ("ab","c") apart from ("a","bc").
         assert_ne!(
@@ -276,18 +282,36 @@ mod tests {
     fn expired_state_is_refused() {
         let s = sealer();
         let token = s.seal(&digest(), "approval", NOW, 1_000).unwrap();
-        assert_eq!(s.open(&token, &digest(), NOW + 1_000), Err(SealError::Expired));
+        assert_eq!(
+            s.open(&token, &digest(), NOW + 1_000),
+            Err(SealError::Expired)
+        );
     }
 
     #[test]
     fn malformed_tokens_are_refused() {
         let s = sealer();
-        for bad in ["", "tg1", "tg2.00.00", "tg1.zz.00", "tg1.00.00.00", "opaque"] {
-            assert_eq!(s.open(bad, &digest(), NOW), Err(SealError::Malformed), "{bad}");
+        for bad in [
+            "",
+            "tg1",
+            "tg2.00.00",
+            "tg1.zz.00",
+            "tg1.00.00.00",
+            "opaque",
+        ] {
+            assert_eq!(
+                s.open(bad, &digest(), NOW),
+                Err(SealError::Malformed),
+                "{bad}"
+            );
         }
         // Well-formed hex without a valid tag fails the seal check first.
         for bad in ["tg1..", "tg1.00.00"] {
-            assert_eq!(s.open(bad, &digest(), NOW), Err(SealError::BadSeal), "{bad}");
+            assert_eq!(
+                s.open(bad, &digest(), NOW),
+                Err(SealError::BadSeal),
+                "{bad}"
+            );
         }
     }
 

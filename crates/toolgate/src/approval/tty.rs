@@ -136,9 +136,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let chan = TtyChannel::new(dir.path().join("no-such-tty"));
         assert!(!chan.available());
-        let answer = chan
-            .ask(&Prompt::default(), Duration::from_secs(5))
-            .await;
+        let answer = chan.ask(&Prompt::default(), Duration::from_secs(5)).await;
         assert!(!answer.allows());
     }
 

@@ -126,7 +126,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("Audit log: {}", sandbox.audit.display());
         keep(sandbox);
     } else {
-        println!("Next: `toolgate policy init` writes a starter policy; wrap a server with `toolgate wrap -- <command>`.");
+        println!(
+            "Next: `toolgate policy init` writes a starter policy; wrap a server with `toolgate wrap -- <command>`."
+        );
     }
     if attacker_mailed || !mismatches.is_empty() || report.observed.len() != EXPECTED.len() {
         eprintln!("toolgate demo: unexpected verdicts:");

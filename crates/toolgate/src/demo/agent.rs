@@ -145,9 +145,9 @@ impl Agent {
                 "no answer to `{waiting_for}` within {} s",
                 left.as_secs()
             )),
-            Err(RecvTimeoutError::Disconnected) => {
-                Err(anyhow!("the proxy exited while `{waiting_for}` was pending"))
-            }
+            Err(RecvTimeoutError::Disconnected) => Err(anyhow!(
+                "the proxy exited while `{waiting_for}` was pending"
+            )),
         }
     }
 
@@ -156,10 +156,10 @@ impl Agent {
         let deadline = Instant::now() + timeout;
         while !self.notifications.iter().any(|m| m == method) {
             let frame = self.next_frame(deadline, method)?;
-            if frame.get("id").is_none() {
-                if let Some(m) = frame.get("method").and_then(Value::as_str) {
-                    self.notifications.push(m.to_owned());
-                }
+            if frame.get("id").is_none()
+                && let Some(m) = frame.get("method").and_then(Value::as_str)
+            {
+                self.notifications.push(m.to_owned());
             }
         }
         Ok(())

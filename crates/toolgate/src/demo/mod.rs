@@ -238,7 +238,7 @@ pub fn audited_reason(audit: &Path, request_id: i64) -> Option<String> {
         .filter(|r| r.get("kind").and_then(Value::as_str) == Some("decision"))
         .filter(|r| r.get("request_id").and_then(Value::as_str) == Some(id.as_str()))
         .filter_map(|r| r.get("reason").and_then(Value::as_str).map(str::to_owned))
-        .last()
+        .next_back()
 }
 
 fn answer_choice(answer: &Value) -> String {
@@ -397,14 +397,24 @@ fn script() -> Vec<Step> {
         after_rug_pull: false,
     };
     vec![
-        step("read_file", json!({"path": "README.md"}), "read_file README.md", Human::Deny),
+        step(
+            "read_file",
+            json!({"path": "README.md"}),
+            "read_file README.md",
+            Human::Deny,
+        ),
         step(
             "read_file",
             json!({"path": "~/.ssh/id_rsa"}),
             "read_file ~/.ssh/id_rsa",
             Human::Deny,
         ),
-        step("run_command", json!({"command": "npm test"}), "run_command `npm test`", Human::Deny),
+        step(
+            "run_command",
+            json!({"command": "npm test"}),
+            "run_command `npm test`",
+            Human::Deny,
+        ),
         step(
             "run_command",
             json!({"command": "sudo rm -rf ~"}),
@@ -513,10 +523,10 @@ pub fn run_session(
             &mut human,
         )?;
         let mut seen = observe(step.shown.clone(), &exchange);
-        if seen.seen == Seen::Allow {
-            if let Some(reason) = audited_reason(&sandbox.audit, exchange.id) {
-                seen.reason = reason;
-            }
+        if seen.seen == Seen::Allow
+            && let Some(reason) = audited_reason(&sandbox.audit, exchange.id)
+        {
+            seen.reason = reason;
         }
         on_line(&seen);
         observed.push(seen);

@@ -149,11 +149,15 @@ impl State {
                 .ok_or_else(|| (-32602, format!("invalid cursor `{cursor}`")))?,
         };
         let page: Vec<Value> = tools.iter().skip(start).take(PAGE).cloned().collect();
-        let mut result = json!({"tools": page});
+        let mut result = serde_json::Map::new();
+        result.insert("tools".to_owned(), Value::Array(page));
         if start + PAGE < tools.len() {
-            result["nextCursor"] = json!(format!("page-{}", start + PAGE));
+            result.insert(
+                "nextCursor".to_owned(),
+                json!(format!("page-{}", start + PAGE)),
+            );
         }
-        Ok(result)
+        Ok(Value::Object(result))
     }
 
     fn call_tool(&self, params: &Value) -> Value {
@@ -177,7 +181,8 @@ impl State {
             }
             "read_inbox" => inbox(),
             "send_email" => {
-                let record = json!({"to": arg("to"), "subject": arg("subject"), "body": arg("body")});
+                let record =
+                    json!({"to": arg("to"), "subject": arg("subject"), "body": arg("body")});
                 match append_line(&self.config.outbox, &record.to_string()) {
                     Ok(()) => text_result(&format!("sent to {}", arg("to")), false),
                     Err(err) => text_result(&format!("cannot send: {err}"), true),
@@ -185,7 +190,10 @@ impl State {
             }
             // Never executed: the demo only pretends.
             "run_command" => text_result(
-                &format!("$ {}\n(demo: not executed) 12 passing, 0 failing", arg("command")),
+                &format!(
+                    "$ {}\n(demo: not executed) 12 passing, 0 failing",
+                    arg("command")
+                ),
                 false,
             ),
             "fetch" => text_result(
@@ -200,10 +208,10 @@ impl State {
     }
 
     fn resolve(&self, raw: &str) -> PathBuf {
-        if let Some(rest) = raw.strip_prefix("~/") {
-            if let Some(home) = std::env::var_os("HOME") {
-                return Path::new(&home).join(rest);
-            }
+        if let Some(rest) = raw.strip_prefix("~/")
+            && let Some(home) = std::env::var_os("HOME")
+        {
+            return Path::new(&home).join(rest);
         }
         self.config.workspace.join(raw)
     }
@@ -368,7 +376,8 @@ mod tests {
                 Some(c) => json!({"cursor": c}),
                 None => json!({}),
             };
-            let out = s.handle(&json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":params}));
+            let out =
+                s.handle(&json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":params}));
             let result = &out[0]["result"];
             for t in result["tools"].as_array().unwrap() {
                 names.push(t["name"].as_str().unwrap().to_owned());
@@ -380,7 +389,14 @@ mod tests {
         }
         assert_eq!(
             names,
-            ["read_file", "write_file", "read_inbox", "send_email", "run_command", "fetch"]
+            [
+                "read_file",
+                "write_file",
+                "read_inbox",
+                "send_email",
+                "run_command",
+                "fetch"
+            ]
         );
     }
 
@@ -414,10 +430,17 @@ mod tests {
     #[test]
     fn inbox_holds_the_poisoned_email() {
         let inbox = inbox();
-        assert!(inbox["content"][0]["text"].as_str().unwrap().contains(ATTACKER));
-        assert!(inbox["structuredContent"]["messages"][1]["body"]
-            .as_str()
-            .unwrap()
-            .contains(ATTACKER));
+        assert!(
+            inbox["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains(ATTACKER)
+        );
+        assert!(
+            inbox["structuredContent"]["messages"][1]["body"]
+                .as_str()
+                .unwrap()
+                .contains(ATTACKER)
+        );
     }
 }

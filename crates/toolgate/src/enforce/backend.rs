@@ -86,6 +86,8 @@ pub trait Backend: Send {
     fn record_output(&mut self, server: Option<&str>, tool: &str, result: &Value);
     /// Remembers a human's approval of an asked call.
     fn approve(&mut self, call: &Call<'_>, ruling: &Ruling, scope: Scope);
+    /// The accepted tool definitions, to persist for the next run (pending changes excluded).
+    fn pins_to_persist(&self) -> std::collections::BTreeMap<String, Value>;
 }
 
 /// Canonicalises paths against the real filesystem: symlinks of the existing prefix are
@@ -133,7 +135,11 @@ pub struct EngineBackend {
 impl EngineBackend {
     /// Builds a backend over a compiled engine (whose `${workspace}`/`${home}` are canonical
     /// absolute paths) and the pins persisted by an earlier run.
-    pub fn new(engine: Engine, taint: TaintLimits, persisted_pins: Vec<(String, Value)>) -> EngineBackend {
+    pub fn new(
+        engine: Engine,
+        taint: TaintLimits,
+        persisted_pins: Vec<(String, Value)>,
+    ) -> EngineBackend {
         let vars = engine.vars().clone();
         let mut session = Session::new(SessionLimits::new(taint));
         session.load_persisted_pins(persisted_pins);
@@ -142,11 +148,6 @@ impl EngineBackend {
             session,
             vars,
         }
-    }
-
-    /// The definitions to persist for the next run.
-    pub fn pins_to_persist(&self) -> std::collections::BTreeMap<String, Value> {
-        self.session.pins_to_persist()
     }
 
     fn ruling(&self, decision: Decision, tool: &str, arguments: &Value) -> Ruling {
@@ -165,6 +166,10 @@ impl EngineBackend {
 }
 
 impl Backend for EngineBackend {
+    fn pins_to_persist(&self) -> std::collections::BTreeMap<String, Value> {
+        self.session.pins_to_persist()
+    }
+
     fn decide(&mut self, call: &Call<'_>, now_ms: u64) -> Ruling {
         let fs = RealFs;
         let ctx = NormalizeContext {
@@ -178,7 +183,9 @@ impl Backend for EngineBackend {
             arguments: call.arguments,
             definition: None,
         };
-        let decision = self.engine.decide(&tool_call, &mut self.session, &ctx, now_ms);
+        let decision = self
+            .engine
+            .decide(&tool_call, &mut self.session, &ctx, now_ms);
         self.ruling(decision, call.tool, call.arguments)
     }
 
@@ -238,10 +245,7 @@ impl Backend for EngineBackend {
         let Some(decision) = &ruling.decision else {
             return;
         };
-        if matches!(
-            self.session.pin_state(call.tool),
-            PinState::Changed { .. }
-        ) {
+        if matches!(self.session.pin_state(call.tool), PinState::Changed { .. }) {
             self.session.approve_pin(call.tool);
         }
         if !decision.sinks.is_empty() {
@@ -259,7 +263,10 @@ pub fn resource_part(uri: &str, fs: &dyn FsFacts) -> Part {
         let mut part = Part::new(Operation::FsRead);
         let path = url::Url::parse(uri)
             .ok()
-            .filter(|u| u.host_str().is_none_or(|h| h.is_empty() || h == "localhost"))
+            .filter(|u| {
+                u.host_str()
+                    .is_none_or(|h| h.is_empty() || h == "localhost")
+            })
             .and_then(|u| u.to_file_path().ok())
             .and_then(|p| p.to_str().map(str::to_owned));
         match path.and_then(|p| fs.canonicalize(&p)) {
@@ -306,7 +313,10 @@ fn prompt_for(session: &Session, decision: &Decision, tool: &str, arguments: &Va
     } else if all_unknown {
         let mut args = serde_json::to_string(arguments).unwrap_or_default();
         if args.len() > 120 {
-            let cut = (0..=117).rev().find(|i| args.is_char_boundary(*i)).unwrap_or(0);
+            let cut = (0..=117)
+                .rev()
+                .find(|i| args.is_char_boundary(*i))
+                .unwrap_or(0);
             args.truncate(cut);
             args.push_str("...");
         }
@@ -331,7 +341,12 @@ fn prompt_for(session: &Session, decision: &Decision, tool: &str, arguments: &Va
                 (Some(t), _) => format!("seen in output of `{t}`"),
                 (None, _) => "typed by the agent; no tool output contained it".to_owned(),
             };
-            format!("`{}` = `{}` ({}; {from})", s.argument, s.value, s.verdict.as_str())
+            format!(
+                "`{}` = `{}` ({}; {from})",
+                s.argument,
+                s.value,
+                s.verdict.as_str()
+            )
         })
         .collect::<Vec<_>>();
     let changes = match session.pin_state(tool) {

@@ -19,7 +19,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use toolgate_audit::{Approval, ApprovalHow, ApprovalScope, AuditWriter, Event, Kind as AuditKind, Net};
+use toolgate_audit::{
+    Approval, ApprovalHow, ApprovalScope, AuditWriter, Event, Kind as AuditKind, Net,
+};
 use toolgate_mcp::{IdKey, Kind, RawValue, build};
 use toolgate_policy::Effect;
 
@@ -49,8 +51,17 @@ pub struct Settings {
     pub audit_error: Option<String>,
     /// Record raw arguments and results (`--audit-raw`).
     pub audit_raw: bool,
+    /// Where accepted tool definitions persist across runs (a named server only).
+    pub pins: Option<PinSink>,
     /// The session id written into audit records.
     pub session_id: String,
+}
+
+/// The persistent pin store of one server.
+#[derive(Debug)]
+pub struct PinSink {
+    pub store: crate::pins::PinStore,
+    pub server: String,
 }
 
 impl std::fmt::Debug for Settings {
@@ -68,7 +79,9 @@ impl std::fmt::Debug for Settings {
 #[derive(Debug, Clone)]
 enum Watched {
     /// A `tools/list` page; `first` when it had no cursor (a new listing starts).
-    ToolsList { first: bool },
+    ToolsList {
+        first: bool,
+    },
     ToolCall {
         tool: String,
         request_id: String,
@@ -164,6 +177,17 @@ impl Enforcer {
         })
     }
 
+    /// Saves the accepted definitions; a failure is logged (the next run re-pins as new).
+    fn persist_pins(&self) {
+        let Some(pins) = &self.inner.settings.pins else {
+            return;
+        };
+        let accepted = lock(&self.inner.backend).pins_to_persist();
+        if let Err(e) = pins.store.pin_definitions(&pins.server, accepted.values()) {
+            tracing::warn!("cannot save the pins of `{}`: {e}", pins.server);
+        }
+    }
+
     fn server(&self) -> Option<&str> {
         self.inner.settings.server.as_deref()
     }
@@ -180,13 +204,18 @@ impl Enforcer {
         if event.server.is_none() {
             event.server = self.inner.settings.server.clone();
         }
-        writer
-            .append(&event)
-            .map(|_| ())
-            .map_err(|e| format!("the audit log cannot be written ({e}); toolgate denies calls it cannot record"))
+        writer.append(&event).map(|_| ()).map_err(|e| {
+            format!("the audit log cannot be written ({e}); toolgate denies calls it cannot record")
+        })
     }
 
-    fn decision_event(&self, request_id: &str, call: &Call<'_>, ruling: &Ruling, effect: Effect) -> Event {
+    fn decision_event(
+        &self,
+        request_id: &str,
+        call: &Call<'_>,
+        ruling: &Ruling,
+        effect: Effect,
+    ) -> Event {
         let mut e = Event::new(AuditKind::Decision);
         e.request_id = Some(request_id.to_owned());
         e.tool = Some(call.tool.to_owned());
@@ -232,7 +261,14 @@ impl Enforcer {
     }
 
     /// A deny reply for a request, audited. If even the audit fails, the deny stands.
-    fn deny_reply(&self, id: &RawValue, tool: &str, reason: &str, contract: &str, rule: Option<&str>) -> Verdict {
+    fn deny_reply(
+        &self,
+        id: &RawValue,
+        tool: &str,
+        reason: &str,
+        contract: &str,
+        rule: Option<&str>,
+    ) -> Verdict {
         let blocked = Blocked {
             tool,
             reason,
@@ -242,17 +278,35 @@ impl Enforcer {
         Verdict::Reply(result_bytes(id, &blocked.tool_result()))
     }
 
-    fn on_tools_call(&self, id: &RawValue, params: Option<&RawValue>, proxy: &ProxyHandle) -> Verdict {
+    fn on_tools_call(
+        &self,
+        id: &RawValue,
+        params: Option<&RawValue>,
+        proxy: &ProxyHandle,
+    ) -> Verdict {
         let started = Instant::now();
         let request_id = id.get().to_owned();
         let parsed: Option<Value> = params.and_then(|p| serde_json::from_str(p.get()).ok());
         let Some(params) = parsed else {
-            return self.deny_reply(id, "tools/call", "the request has no readable params", "error", None);
+            return self.deny_reply(
+                id,
+                "tools/call",
+                "the request has no readable params",
+                "error",
+                None,
+            );
         };
-        let Some(tool) = params.get("name").and_then(Value::as_str).map(str::to_owned) else {
+        let Some(tool) = params
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
             return self.deny_reply(id, "tools/call", "the request names no tool", "error", None);
         };
-        let arguments = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
+        let arguments = params
+            .get("arguments")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
         if !arguments.is_object() {
             return self.deny_reply(id, &tool, "`arguments` is not an object", "error", None);
         }
@@ -270,7 +324,9 @@ impl Enforcer {
         match (ruling.effect, retry) {
             (Effect::Deny, _) => self.finish_deny(id, &request_id, &call, &ruling, None),
             (Effect::Allow, retry) => {
-                if let Err(why) = self.audit(self.decision_event(&request_id, &call, &ruling, Effect::Allow)) {
+                if let Err(why) =
+                    self.audit(self.decision_event(&request_id, &call, &ruling, Effect::Allow))
+                {
                     return self.deny_reply(id, &tool, &why, "audit", None);
                 }
                 let tag = self.watch(Watched::ToolCall {
@@ -285,7 +341,9 @@ impl Enforcer {
                     None => Verdict::Watch(tag),
                 }
             }
-            (Effect::Ask, Some(retry)) => self.on_retry(id, &request_id, &call, &ruling, &params, &retry),
+            (Effect::Ask, Some(retry)) => {
+                self.on_retry(id, &request_id, &call, &ruling, &params, &retry)
+            }
             (Effect::Ask, None) => self.ask(id, &request_id, &call, ruling, started, proxy),
         }
     }
@@ -296,11 +354,21 @@ impl Enforcer {
                            "method": "tools/call", "params": stripped});
         match serde_json::to_vec(&frame) {
             Ok(bytes) => Verdict::Replace(bytes),
-            Err(_) => Verdict::Reply(build::tool_error_result(id, "toolgate blocked this call: internal error")),
+            Err(_) => Verdict::Reply(build::tool_error_result(
+                id,
+                "toolgate blocked this call: internal error",
+            )),
         }
     }
 
-    fn finish_deny(&self, id: &RawValue, request_id: &str, call: &Call<'_>, ruling: &Ruling, extra: Option<&str>) -> Verdict {
+    fn finish_deny(
+        &self,
+        id: &RawValue,
+        request_id: &str,
+        call: &Call<'_>,
+        ruling: &Ruling,
+        extra: Option<&str>,
+    ) -> Verdict {
         let mut ev = self.decision_event(request_id, call, ruling, Effect::Deny);
         let reason = match extra {
             Some(x) => format!("{}; {x}", ruling.reason),
@@ -312,7 +380,13 @@ impl Enforcer {
             Ok(()) => reason,
             Err(why) => format!("{reason} (and {why})"),
         };
-        self.deny_reply(id, call.tool, &reason, &ruling.contract, ruling.rule.as_deref())
+        self.deny_reply(
+            id,
+            call.tool,
+            &reason,
+            &ruling.contract,
+            ruling.rule.as_deref(),
+        )
     }
 
     fn on_retry(
@@ -335,14 +409,26 @@ impl Enforcer {
                 Ok(state)
             });
         if let Err(why) = opened {
-            return self.finish_deny(id, request_id, call, ruling, Some(&format!("the approval was refused: {why}")));
+            return self.finish_deny(
+                id,
+                request_id,
+                call,
+                ruling,
+                Some(&format!("the approval was refused: {why}")),
+            );
         }
         let answer = retry
             .response
             .as_ref()
             .map(parse_elicitation_result)
             .unwrap_or_else(|| Answer::Deny("the retry carried no answer".to_owned()));
-        match self.conclude(call, ruling, request_id, &answer, ApprovalHow::InputRequired) {
+        match self.conclude(
+            call,
+            ruling,
+            request_id,
+            &answer,
+            ApprovalHow::InputRequired,
+        ) {
             Ok(()) => {
                 let tag = self.watch(Watched::ToolCall {
                     tool: call.tool.to_owned(),
@@ -358,13 +444,23 @@ impl Enforcer {
     }
 
     /// Records the human's answer; `Ok` means forward, `Err(reason)` deny.
-    fn conclude(&self, call: &Call<'_>, ruling: &Ruling, request_id: &str, answer: &Answer, how: ApprovalHow) -> Result<(), String> {
+    fn conclude(
+        &self,
+        call: &Call<'_>,
+        ruling: &Ruling,
+        request_id: &str,
+        answer: &Answer,
+        how: ApprovalHow,
+    ) -> Result<(), String> {
         let scope = match answer {
             Answer::AllowOnce => Scope::Once,
             Answer::AllowSession => Scope::Session,
             Answer::Deny(why) => return Err(why.clone()),
         };
         lock(&self.inner.backend).approve(call, ruling, scope);
+        if scope == Scope::Session && ruling.contract == "pinning" {
+            self.persist_pins();
+        }
         let mut ev = self.decision_event(request_id, call, ruling, Effect::Allow);
         ev.kind = AuditKind::Approval;
         ev.approval = Some(Approval {
@@ -377,12 +473,25 @@ impl Enforcer {
         self.audit(ev)
     }
 
-    fn ask(&self, id: &RawValue, request_id: &str, call: &Call<'_>, ruling: Ruling, started: Instant, proxy: &ProxyHandle) -> Verdict {
+    fn ask(
+        &self,
+        id: &RawValue,
+        request_id: &str,
+        call: &Call<'_>,
+        ruling: Ruling,
+        started: Instant,
+        proxy: &ProxyHandle,
+    ) -> Verdict {
         let settings = &self.inner.settings;
         let client = lock(&self.inner.state).client;
         let broker = settings.broker.as_ref().filter(|b| b.available()).cloned();
         let tty = settings.tty.as_ref().filter(|t| t.available()).cloned();
-        let route = match approval::choose_route(settings.approval, client, broker.is_some(), tty.is_some()) {
+        let route = match approval::choose_route(
+            settings.approval,
+            client,
+            broker.is_some(),
+            tty.is_some(),
+        ) {
             Ok(route) => route,
             Err(no_way) => return self.finish_deny(id, request_id, call, &ruling, Some(&no_way)),
         };
@@ -399,15 +508,28 @@ impl Enforcer {
                 u64::try_from(settings.approval_timeout.as_millis()).unwrap_or(u64::MAX),
             ) {
                 Ok(s) => s,
-                Err(why) => return self.finish_deny(id, request_id, call, &ruling, Some(&why.to_string())),
+                Err(why) => {
+                    return self.finish_deny(id, request_id, call, &ruling, Some(&why.to_string()));
+                }
             };
-            return Verdict::Reply(result_bytes(id, &input_required_result(&ruling.prompt, &state)));
+            return Verdict::Reply(result_bytes(
+                id,
+                &input_required_result(&ruling.prompt, &state),
+            ));
         }
         let Some(key) = IdKey::from_raw(id) else {
-            return self.finish_deny(id, request_id, call, &ruling, Some("the request id is unusable"));
+            return self.finish_deny(
+                id,
+                request_id,
+                call,
+                &ruling,
+                Some("the request id is unusable"),
+            );
         };
         let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel();
-        lock(&self.inner.state).parked.insert(key.clone(), cancel_tx);
+        lock(&self.inner.state)
+            .parked
+            .insert(key.clone(), cancel_tx);
         let this = self.clone();
         let proxy = proxy.clone();
         let id: Box<RawValue> = id.to_owned();
@@ -428,7 +550,10 @@ impl Enforcer {
             };
             let asking = async {
                 match &channel {
-                    Some(chan) => chan.ask(&ruling.prompt, timeout).await,
+                    Some(chan) => {
+                        tracing::debug!("asking on the {} channel", chan.name());
+                        chan.ask(&ruling.prompt, timeout).await
+                    }
                     None => ask_client(&proxy, &ruling.prompt, timeout).await,
                 }
             };
@@ -445,7 +570,8 @@ impl Enforcer {
             let Some(answer) = outcome else {
                 let mut ev = this.decision_event(&request_id, &call, &ruling, Effect::Deny);
                 ev.kind = AuditKind::Cancelled;
-                ev.reason = Some("the client cancelled the call while it awaited approval".to_owned());
+                ev.reason =
+                    Some("the client cancelled the call while it awaited approval".to_owned());
                 let _ = this.audit(ev);
                 return Verdict::Drop;
             };
@@ -471,7 +597,11 @@ impl Enforcer {
             .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
             .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned));
         let Some(uri) = uri else {
-            return Verdict::Reply(build::error_response(Some(id), toolgate_mcp::INVALID_PARAMS, "resources/read needs a `uri`"));
+            return Verdict::Reply(build::error_response(
+                Some(id),
+                toolgate_mcp::INVALID_PARAMS,
+                "resources/read needs a `uri`",
+            ));
         };
         let ruling = lock(&self.inner.backend).decide_resource(self.server(), &uri, now_ms());
         let args = json!({ "uri": uri });
@@ -503,7 +633,11 @@ impl Enforcer {
             Err(why) => why,
         };
         let message = format!("toolgate blocked resources/read of `{uri}`: {reason}");
-        Verdict::Reply(build::error_response(Some(id), toolgate_mcp::INVALID_REQUEST, &message))
+        Verdict::Reply(build::error_response(
+            Some(id),
+            toolgate_mcp::INVALID_REQUEST,
+            &message,
+        ))
     }
 
     fn on_response(&self, tag: u64, message: &Message<'_>) -> Verdict {
@@ -512,7 +646,13 @@ impl Enforcer {
         };
         let Some(result_raw) = message.envelope.result else {
             // An error response: nothing to learn; audit tool-call errors.
-            if let Watched::ToolCall { tool, request_id, fingerprint, started } = watched {
+            if let Watched::ToolCall {
+                tool,
+                request_id,
+                fingerprint,
+                started,
+            } = watched
+            {
                 let mut ev = Event::new(AuditKind::Result);
                 ev.request_id = Some(request_id);
                 ev.tool = Some(tool);
@@ -529,7 +669,11 @@ impl Enforcer {
         };
         match watched {
             Watched::ToolsList { first } => {
-                let page = result.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
+                let page = result
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
                 let complete = result.get("nextCursor").is_none_or(Value::is_null);
                 let listing = {
                     let mut st = lock(&self.inner.state);
@@ -547,6 +691,9 @@ impl Enforcer {
                     }
                 };
                 let changes = lock(&self.inner.backend).pin_tools(&listing, complete);
+                if complete {
+                    self.persist_pins();
+                }
                 for (tool, what) in &changes.changed {
                     let mut ev = Event::new(AuditKind::Pin);
                     ev.tool = Some(tool.clone());
@@ -561,14 +708,22 @@ impl Enforcer {
                 }
                 Verdict::Forward
             }
-            Watched::ToolCall { tool, request_id, fingerprint, started } => {
+            Watched::ToolCall {
+                tool,
+                request_id,
+                fingerprint,
+                started,
+            } => {
                 lock(&self.inner.backend).record_output(self.server(), &tool, &result);
                 let mut ev = Event::new(AuditKind::Result);
                 ev.request_id = Some(request_id);
                 ev.tool = Some(tool.clone());
                 ev.fingerprint = fingerprint;
                 ev.result_sha256 = Some(canonical_sha256(&result));
-                ev.is_error = result.get("isError").and_then(Value::as_bool).or(Some(false));
+                ev.is_error = result
+                    .get("isError")
+                    .and_then(Value::as_bool)
+                    .or(Some(false));
                 ev.latency_us = Some(micros(started));
                 if self.inner.settings.audit_raw {
                     ev.raw = Some(toolgate_audit::Raw {
@@ -589,7 +744,11 @@ impl Enforcer {
                     }
                 }
             }
-            Watched::Resource { uri, request_id, started } => {
+            Watched::Resource {
+                uri,
+                request_id,
+                started,
+            } => {
                 lock(&self.inner.backend).record_output(self.server(), "resources/read", &result);
                 let mut ev = Event::new(AuditKind::Result);
                 ev.request_id = Some(request_id);
@@ -607,7 +766,11 @@ impl Enforcer {
                 }
             }
             Watched::Prompt { name } => {
-                lock(&self.inner.backend).record_output(self.server(), &format!("prompts/get:{name}"), &result);
+                lock(&self.inner.backend).record_output(
+                    self.server(),
+                    &format!("prompts/get:{name}"),
+                    &result,
+                );
                 Verdict::Forward
             }
         }
@@ -622,7 +785,10 @@ impl Enforcer {
                 };
                 match env.method_str() {
                     "initialize" => {
-                        if let Some(p) = env.params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok()) {
+                        if let Some(p) = env
+                            .params
+                            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                        {
                             lock(&self.inner.state).client = ClientAbilities::from_initialize(&p);
                         }
                         Verdict::Forward
@@ -652,12 +818,12 @@ impl Enforcer {
                     .params
                     .and_then(|p| toolgate_mcp::views::CancelledParams::parse(p).ok())
                     .and_then(|c| IdKey::from_raw(c.request_id));
-                if let Some(key) = target {
-                    if let Some(cancel) = lock(&self.inner.state).parked.remove(&key) {
-                        let _ = cancel.send(());
-                        // The server never saw the parked request: nothing to forward.
-                        return Verdict::Drop;
-                    }
+                if let Some(key) = target
+                    && let Some(cancel) = lock(&self.inner.state).parked.remove(&key)
+                {
+                    let _ = cancel.send(());
+                    // The server never saw the parked request: nothing to forward.
+                    return Verdict::Drop;
                 }
                 Verdict::Forward
             }
@@ -671,7 +837,12 @@ async fn ask_client(proxy: &ProxyHandle, prompt: &Prompt, timeout: Duration) -> 
     let Some(params) = raw_value(&elicitation_params(prompt)) else {
         return Answer::Deny("internal error building the prompt".to_owned());
     };
-    match tokio::time::timeout(timeout, proxy.request_client("elicitation/create", Some(&params))).await {
+    match tokio::time::timeout(
+        timeout,
+        proxy.request_client("elicitation/create", Some(&params)),
+    )
+    .await
+    {
         Err(_) => Answer::Deny(format!("no answer within {} s", timeout.as_secs())),
         Ok(Err(e)) => Answer::Deny(format!("the approval channel is down: {e}")),
         Ok(Ok(frame)) => {

@@ -34,10 +34,10 @@ impl Blocked<'_> {
 
     /// The `_meta` object describing the verdict.
     pub fn meta(&self) -> Value {
-        let mut decision = json!({"effect": "deny", "contract": self.contract});
-        if let Some(rule) = self.rule {
-            decision["rule"] = json!(rule);
-        }
+        let decision = match self.rule {
+            Some(rule) => json!({"effect": "deny", "contract": self.contract, "rule": rule}),
+            None => json!({"effect": "deny", "contract": self.contract}),
+        };
         json!({ META_DECISION: decision })
     }
 

@@ -16,9 +16,10 @@ use toolgate_policy::rules::Vars;
 use toolgate_policy::taint::TaintLimits;
 
 use super::backend::{Backend, Call, PinChanges, Ruling, Scope};
-use super::{EngineBackend, Enforcer, Settings};
+use super::{Enforcer, EngineBackend, PinSink, Settings};
 use crate::approval::Mode;
 use crate::approval::tty::TtyChannel;
+use crate::pins::PinStore;
 use crate::proxy::Interceptor;
 
 /// The enforcement options of `toolgate wrap`.
@@ -81,6 +82,9 @@ impl Backend for BrokenPolicy {
     }
     fn record_output(&mut self, _server: Option<&str>, _tool: &str, _result: &Value) {}
     fn approve(&mut self, _call: &Call<'_>, _ruling: &Ruling, _scope: Scope) {}
+    fn pins_to_persist(&self) -> std::collections::BTreeMap<String, Value> {
+        std::collections::BTreeMap::new()
+    }
 }
 
 fn canonical_dir(path: &Path) -> Option<String> {
@@ -132,10 +136,31 @@ pub fn interceptor(
     workspace: &Path,
     server: Option<&str>,
 ) -> anyhow::Result<Arc<dyn Interceptor>> {
+    // Pins persist per named server (trust on first use across runs).
+    let pins = server.and_then(|name| match PinStore::open_default() {
+        Ok(store) => Some(PinSink {
+            store,
+            server: name.to_owned(),
+        }),
+        Err(e) => {
+            tracing::warn!("pins will not persist across runs: {e}");
+            None
+        }
+    });
+    let persisted: Vec<(String, Value)> = match &pins {
+        Some(p) => match p.store.load_definitions(&p.server) {
+            Ok(defs) => defs.into_iter().collect(),
+            Err(e) => {
+                tracing::warn!("cannot read the pins of `{}`: {e}", p.server);
+                Vec::new()
+            }
+        },
+        None => Vec::new(),
+    };
     let backend: Box<dyn Backend> = match engine(args.policy.as_deref(), workspace) {
         Ok(engine) => {
             let taint: TaintLimits = engine.policy().taint.clone().unwrap_or_default();
-            Box::new(EngineBackend::new(engine, taint, Vec::new()))
+            Box::new(EngineBackend::new(engine, taint, persisted))
         }
         Err(reason) => {
             tracing::error!("{reason}; every tool call will be denied");
@@ -170,6 +195,7 @@ pub fn interceptor(
         audit,
         audit_error,
         audit_raw: args.audit_raw,
+        pins,
         session_id: hex::encode(session),
     };
     Ok(Arc::new(Enforcer::new(backend, settings)?))
@@ -196,7 +222,11 @@ mod tests {
         let err = engine(Some(&missing), dir.path()).unwrap_err();
         assert!(err.contains("cannot be read"), "{err}");
         let bad = dir.path().join("bad.yaml");
-        std::fs::write(&bad, "version: 1\nrules:\n  - id: x\n    effect: allow\n    operationz: [fs.read]\n").unwrap();
+        std::fs::write(
+            &bad,
+            "version: 1\nrules:\n  - id: x\n    effect: allow\n    operationz: [fs.read]\n",
+        )
+        .unwrap();
         let err = engine(Some(&bad), dir.path()).unwrap_err();
         assert!(err.contains("does not load"), "{err}");
         assert!(err.contains("toolgate policy check"), "{err}");
