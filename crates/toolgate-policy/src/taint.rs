@@ -46,7 +46,7 @@
 //! vouched. Text beyond [`TaintLimits::max_text_bytes`] per record is not scanned (its tokens
 //! are unproven). Lookups are hash lookups, independent of how much output was recorded.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::LazyLock;
 
 use percent_encoding::percent_decode_str;
@@ -335,8 +335,17 @@ fn sink_tokens(value: &str) -> Vec<SinkToken> {
         if out.iter().any(|o| o.forms.first() == Some(&t.text)) {
             continue;
         }
+        let mut forms = vec![t.text.clone()];
+        // `#general` and `@alice` also stand for the bare names a trusted list holds.
+        if let Some(bare) = t
+            .text
+            .strip_prefix('#')
+            .or_else(|| t.text.strip_prefix('@'))
+        {
+            forms.push(bare.to_owned());
+        }
         out.push(SinkToken {
-            forms: vec![t.text.clone()],
+            forms,
             host: t.host.clone(),
         });
     }
@@ -430,17 +439,30 @@ fn is_invisible(c: char) -> bool {
 
 /// HTML entities, percent-encoding, NFKC; repeated until stable (at most a few rounds).
 fn decode(text: &str) -> String {
-    let mut current: String = text.nfkc().filter(|c| !is_invisible(*c)).collect();
+    let mut current = nfkc_visible(text);
     for _ in 0..4 {
-        let html = html_escape::decode_html_entities(&current);
-        let pct = percent_decode_str(&html).decode_utf8_lossy();
-        let next: String = pct.nfkc().filter(|c| !is_invisible(*c)).collect();
+        let mut next = current.clone();
+        if next.contains('&') {
+            next = html_escape::decode_html_entities(&next).into_owned();
+        }
+        if next.contains('%') {
+            next = percent_decode_str(&next).decode_utf8_lossy().into_owned();
+        }
+        let next = nfkc_visible(&next);
         if next == current {
             break;
         }
         current = next;
     }
     current
+}
+
+/// NFKC without invisible format characters; ASCII needs neither.
+fn nfkc_visible(text: &str) -> String {
+    if text.is_ascii() {
+        return text.to_owned();
+    }
+    text.nfkc().filter(|c| !is_invisible(*c)).collect()
 }
 
 /// The whole value as one token: decoded, trimmed, lower case, `mailto:` and trailing dots
@@ -472,24 +494,15 @@ lazy_regex!(
     EMAIL_RE,
     r"[\p{L}\p{N}._%+\-]+@[\p{L}\p{N}](?:[\p{L}\p{N}\-]*[\p{L}\p{N}])?(?:\.[\p{L}\p{N}](?:[\p{L}\p{N}\-]*[\p{L}\p{N}])?)+"
 );
-lazy_regex!(
-    DOMAIN_RE,
-    r"(?:[\p{L}\p{N}](?:[\p{L}\p{N}\-]{0,61}[\p{L}\p{N}])?\.)+\p{L}{2,63}"
-);
+lazy_regex!(DOMAIN_RE, r"[\p{L}\p{N}\-]+(?:\.[\p{L}\p{N}\-]+)+");
 lazy_regex!(PHONE_RE, r"(?i)(?:\+|\btel:\s*\+?)\d[\d \t().\-]{4,24}\d");
 lazy_regex!(
     IBAN_RE,
     r"(?i)\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,4})?\b"
 );
-lazy_regex!(
-    CHANNEL_RE,
-    r"(?:^|[\s(,;:\[<|])#([\p{L}\p{N}][\p{L}\p{N}._\-]{0,79})"
-);
+lazy_regex!(CHANNEL_RE, r"#([\p{L}\p{N}][\p{L}\p{N}._\-]*)");
 lazy_regex!(SLACK_ID_RE, r"\b[CDGUW][A-Z0-9]{8,11}\b");
-lazy_regex!(
-    HANDLE_RE,
-    r"(?:^|[\s(,;:\[<|])@([\p{L}\p{N}][\p{L}\p{N}._\-]{0,79})"
-);
+lazy_regex!(HANDLE_RE, r"@([\p{L}\p{N}][\p{L}\p{N}._\-]*)");
 
 /// Common file extensions that are also TLDs: `notes.md` is a file name, not a host.
 const FILE_EXTENSIONS: &[&str] = &[
@@ -501,10 +514,29 @@ const FILE_EXTENSIONS: &[&str] = &[
     "ipynb", "vue", "scss", "map", "wasm", "c", "h", "cpp", "hpp",
 ];
 
+/// Labels of 1 to 63 characters without a leading or trailing `-`, and a top-level label of
+/// at least two letters.
+fn is_domain_shape(domain: &str) -> bool {
+    let mut labels = domain.split('.').peekable();
+    let mut ok = true;
+    while let Some(label) = labels.next() {
+        let len = label.chars().count();
+        ok &= (1..=63).contains(&len) && !label.starts_with('-') && !label.ends_with('-');
+        if labels.peek().is_none() {
+            ok &= len >= 2 && label.chars().all(char::is_alphabetic);
+        }
+    }
+    ok
+}
+
 fn canonical_domain(domain: &str) -> Option<String> {
     let d = domain.trim_end_matches('.').to_lowercase();
     if d.is_empty() {
         return None;
+    }
+    if d.is_ascii() {
+        // Lower-case ASCII is already what IDNA would give (and is cheaper).
+        return Some(d);
     }
     match idna::domain_to_ascii(&d) {
         Ok(a) if !a.is_empty() => Some(a.trim_end_matches('.').to_owned()),
@@ -537,16 +569,14 @@ fn tokenize(text: &str) -> Vec<Token> {
     let text = decoded.as_str();
     let mut out: Vec<Token> = Vec::new();
     let mut url_spans: Vec<(usize, usize)> = Vec::new();
-    let push = |out: &mut Vec<Token>, t: Token| {
-        if !out
-            .iter()
-            .any(|o| o.text == t.text && o.inside_url == t.inside_url)
-        {
+    let mut seen: HashSet<(String, bool)> = HashSet::new();
+    let mut push = |out: &mut Vec<Token>, t: Token| {
+        if seen.insert((t.text.clone(), t.inside_url)) {
             out.push(t);
         }
     };
 
-    if let Some(re) = URL_RE.as_ref() {
+    if let Some(re) = URL_RE.as_ref().filter(|_| text.contains("://")) {
         for m in re.find_iter(text) {
             let raw = m
                 .as_str()
@@ -573,9 +603,15 @@ fn tokenize(text: &str) -> Vec<Token> {
             }
         }
     }
-    let inside = |start: usize, end: usize| url_spans.iter().any(|(s, e)| start >= *s && end <= *e);
+    // Spans are in order and do not overlap: binary search.
+    let inside = |start: usize, end: usize| {
+        let idx = url_spans.partition_point(|(s, _)| *s <= start);
+        idx.checked_sub(1)
+            .and_then(|i| url_spans.get(i))
+            .is_some_and(|(_, e)| end <= *e)
+    };
 
-    if let Some(re) = EMAIL_RE.as_ref() {
+    if let Some(re) = EMAIL_RE.as_ref().filter(|_| text.contains('@')) {
         for m in re.find_iter(text) {
             let raw = m.as_str().trim_start_matches('.');
             let Some((local, domain)) = raw.rsplit_once('@') else {
@@ -599,7 +635,7 @@ fn tokenize(text: &str) -> Vec<Token> {
             );
         }
     }
-    if let Some(re) = DOMAIN_RE.as_ref() {
+    if let Some(re) = DOMAIN_RE.as_ref().filter(|_| text.contains('.')) {
         for m in re.find_iter(text) {
             let before = text.get(..m.start()).and_then(|s| s.chars().next_back());
             let after = text.get(m.end()..).and_then(|s| s.chars().next());
@@ -620,7 +656,7 @@ fn tokenize(text: &str) -> Vec<Token> {
                 .next()
                 .unwrap_or_default()
                 .to_lowercase();
-            if FILE_EXTENSIONS.contains(&tld.as_str()) {
+            if FILE_EXTENSIONS.contains(&tld.as_str()) || !is_domain_shape(m.as_str()) {
                 continue;
             }
             let Some(domain) = canonical_domain(m.as_str()) else {
@@ -636,7 +672,11 @@ fn tokenize(text: &str) -> Vec<Token> {
             );
         }
     }
-    if let Some(re) = PHONE_RE.as_ref() {
+    let lower_has_tel = || text.to_ascii_lowercase().contains("tel:");
+    if let Some(re) = PHONE_RE
+        .as_ref()
+        .filter(|_| text.contains('+') || lower_has_tel())
+    {
         for m in re.find_iter(text) {
             let digits: String = m.as_str().chars().filter(char::is_ascii_digit).collect();
             if (7..=15).contains(&digits.len()) {
@@ -672,14 +712,26 @@ fn tokenize(text: &str) -> Vec<Token> {
         }
     }
     for (re, sigil) in [(CHANNEL_RE.as_ref(), '#'), (HANDLE_RE.as_ref(), '@')] {
-        let Some(re) = re else { continue };
+        let Some(re) = re.filter(|_| text.contains(sigil)) else {
+            continue;
+        };
         for c in re.captures_iter(text) {
             let Some(name) = c.get(1) else { continue };
             let n = name
                 .as_str()
                 .trim_end_matches(['.', '-', '_'])
                 .to_lowercase();
-            if n.is_empty() || n.chars().all(|c| c.is_ascii_digit()) {
+            if n.is_empty() || n.chars().count() > 80 || n.chars().all(|c| c.is_ascii_digit()) {
+                continue;
+            }
+            // The sigil starts a word: `a#b` and `bob@x` are something else.
+            let before = text
+                .get(..c.get(0).map_or(0, |m| m.start()))
+                .and_then(|s| s.chars().next_back());
+            if before.is_some_and(|b| {
+                !(b.is_whitespace()
+                    || matches!(b, '(' | ',' | ';' | ':' | '[' | '<' | '|' | '"' | '\''))
+            }) {
                 continue;
             }
             // `@corp.com` style: the domain part of something else.

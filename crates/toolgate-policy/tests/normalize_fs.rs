@@ -41,15 +41,18 @@ fn run(
     normalize(&call, mapping.as_ref(), &ctx)
 }
 
-/// `(operation, resources, opaque)` of every part.
-fn shape(a: &Action) -> Vec<(String, Vec<String>, bool)> {
+/// `(operation, resources, opaque)` of one part.
+type Shape = (String, Vec<String>, bool);
+
+/// The shape of every part.
+fn shape(a: &Action) -> Vec<Shape> {
     a.parts
         .iter()
         .map(|p| (p.operation.to_string(), p.resources.clone(), p.opaque))
         .collect()
 }
 
-fn part(op: &str, res: &[&str]) -> (String, Vec<String>, bool) {
+fn part(op: &str, res: &[&str]) -> Shape {
     (
         op.to_owned(),
         res.iter().map(|r| (*r).to_owned()).collect(),
@@ -57,14 +60,14 @@ fn part(op: &str, res: &[&str]) -> (String, Vec<String>, bool) {
     )
 }
 
-fn unknown() -> (String, Vec<String>, bool) {
+fn unknown() -> Shape {
     ("unknown".to_owned(), Vec::new(), true)
 }
 
 #[test]
 fn reference_server_paths() {
     let fs = fixture();
-    let cases: Vec<(&str, Value, Vec<(String, Vec<String>, bool)>)> = vec![
+    let cases: Vec<(&str, Value, Vec<Shape>)> = vec![
         (
             "read_file",
             json!({"path": "src/main.rs"}),
