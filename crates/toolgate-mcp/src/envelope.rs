@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::id::{IdKind, id_kind};
@@ -145,7 +145,7 @@ pub fn classify(line: &[u8]) -> Frame<'_> {
     let Ok(text) = std::str::from_utf8(line) else {
         return Frame::ParseError(ParseError::NotUtf8);
     };
-    match serde_json::from_str::<Top<'_>>(text) {
+    match parse(text) {
         Ok(Top::Batch(items)) => Frame::Batch(items),
         Ok(Top::Single(env)) => Frame::Single(env),
         Err(err) => Frame::ParseError(ParseError::NotJson(err.to_string())),
@@ -156,9 +156,25 @@ pub fn classify(line: &[u8]) -> Frame<'_> {
 ///
 /// A nested array is [`Invalid::NotAnObject`] (batches do not nest).
 pub fn classify_value(value: &RawValue) -> Envelope<'_> {
-    match serde_json::from_str::<Top<'_>>(value.get()) {
+    match parse(value.get()) {
         Ok(Top::Single(env)) => env,
         Ok(Top::Batch(_)) | Err(_) => Envelope::invalid(Invalid::NotAnObject),
+    }
+}
+
+/// Dispatches on the first byte so that scalars are only checked for syntax (a number
+/// such as `1e400` is valid JSON even if no `f64` holds it).
+fn parse(text: &str) -> Result<Top<'_>, serde_json::Error> {
+    let first = text
+        .trim_start_matches([' ', '\t', '\n', '\r'])
+        .as_bytes()
+        .first()
+        .copied();
+    match first {
+        Some(b'{') => serde_json::from_str::<Top<'_>>(text),
+        Some(b'[') => serde_json::from_str::<Vec<&RawValue>>(text).map(Top::Batch),
+        _ => serde_json::from_str::<&RawValue>(text)
+            .map(|_| Top::Single(Envelope::invalid(Invalid::NotAnObject))),
     }
 }
 
@@ -169,7 +185,7 @@ enum Top<'a> {
 
 impl<'de> de::Deserialize<'de> for Top<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(TopVisitor)
+        deserializer.deserialize_map(TopVisitor)
     }
 }
 
@@ -179,34 +195,7 @@ impl<'de> Visitor<'de> for TopVisitor {
     type Value = Top<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a json-rpc message or batch")
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(Top::Single(Envelope::invalid(Invalid::NotAnObject)))
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(Top::Single(Envelope::invalid(Invalid::NotAnObject)))
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(Top::Single(Envelope::invalid(Invalid::NotAnObject)))
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(Top::Single(Envelope::invalid(Invalid::NotAnObject)))
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(Top::Single(Envelope::invalid(Invalid::NotAnObject)))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Top::Single(Envelope::invalid(Invalid::NotAnObject)))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
-        while let Some(item) = seq.next_element::<&'de RawValue>()? {
-            items.push(item);
-        }
-        Ok(Top::Batch(items))
+        f.write_str("a json-rpc message")
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
@@ -455,6 +444,8 @@ mod tests {
                 Invalid::DuplicateMember("id"),
             ),
             ("5", Invalid::NotAnObject),
+            ("1e400", Invalid::NotAnObject),
+            (" -0 ", Invalid::NotAnObject),
             ("null", Invalid::NotAnObject),
             (r#""s""#, Invalid::NotAnObject),
         ];
