@@ -280,3 +280,21 @@ fn tail_escapes_terminal_control_characters_from_the_log() {
         "{stdout}"
     );
 }
+
+#[test]
+fn verify_header_only_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    drop(AuditWriter::open(&path).unwrap());
+    let out = toolgate()
+        .args(["audit", "verify", "--audit"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.starts_with("audit log is intact: 0 records (header only), "),
+        "{stdout}"
+    );
+}

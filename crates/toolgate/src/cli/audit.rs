@@ -96,10 +96,13 @@ fn verify(path: &Path) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     let s = if v.records == 1 { "" } else { "s" };
+    let seqs = match v.last_seq {
+        Some(last) if last > 0 => format!("seq 1–{last}"),
+        _ => "header only".to_owned(),
+    };
     println!(
-        "audit log is intact: {} record{s} (seq 1–{}), {}",
+        "audit log is intact: {} record{s} ({seqs}), {}",
         v.records,
-        v.last_seq.unwrap_or(0),
         range(v.first_time.as_deref(), v.last_time.as_deref())
     );
     println!("chain: {}", v.chain.as_deref().unwrap_or("-"));
