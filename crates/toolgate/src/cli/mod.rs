@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub mod audit;
+pub mod broker;
 pub mod demo;
 pub mod init;
 pub mod pins;
@@ -33,6 +34,8 @@ pub struct Cli {
 enum Command {
     /// Read the audit log: `verify` its hash chain, `summary`, `tail`.
     Audit(audit::Args),
+    /// Run the local approval broker (one per user): proxies ask, `toolgate approvals` answers.
+    Broker(broker::Args),
     /// Watch toolgate decide real calls: a scripted agent, a demo server, no setup.
     Demo(demo::Args),
     /// Wrap the MCP servers of a client's configuration (Claude Code, Cursor, …) with toolgate.
@@ -52,6 +55,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: anyhow::Result<ExitCode> = match cli.command {
         Command::Audit(args) => audit::run(args),
+        Command::Broker(args) => broker::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Init(args) => init::run(args),
         Command::Pins(args) => pins::run(args),

@@ -41,6 +41,10 @@ pub struct EnforceArgs {
     /// How long a human has to answer before the call is denied, e.g. `120s`, `2m`.
     #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
     pub approval_timeout: Duration,
+    /// The agent session this proxy belongs to at the approval broker
+    /// [default: the parent process, i.e. the MCP client].
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -191,7 +195,16 @@ pub fn interceptor(
         approval: args.approval,
         approval_timeout: args.approval_timeout,
         tty: Some(tty),
-        broker: None,
+        broker: Some(Arc::new(crate::broker::BrokerChannel::new(
+            crate::broker::Layout::for_user(),
+            args.approval == Mode::Broker,
+            server.map(str::to_owned),
+            Some(
+                args.session
+                    .clone()
+                    .unwrap_or_else(crate::broker::client::default_session),
+            ),
+        ))),
         audit,
         audit_error,
         audit_raw: args.audit_raw,

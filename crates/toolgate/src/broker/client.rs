@@ -1,0 +1,380 @@
+//! Talking to the broker: connecting and authenticating, the approval channel `wrap` uses,
+//! and the connections `toolgate approvals` and `toolgate status` use.
+//!
+//! Every failure on the proxy side is a deny whose reason names the cause and the fix.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncWriteExt as _, BufReader};
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{mpsc, oneshot};
+
+use super::paths::{self, Layout};
+use super::proto::{self, Decision, ErrorCode, FromBroker, Question, Role, ToBroker, VERSION, Withdrawal};
+use crate::approval::{Answer, AnswerFuture, ApprovalChannel, Prompt};
+
+/// How long connecting and the hello exchange may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The fix named in every "no broker" reason.
+pub const HELP_START: &str = "help: run `toolgate broker` in another terminal";
+
+/// An authenticated connection.
+pub struct Connection {
+    pub reader: BufReader<OwnedReadHalf>,
+    pub writer: OwnedWriteHalf,
+    pub broker_pid: u32,
+}
+
+impl Connection {
+    /// Sends one message.
+    pub async fn send(&mut self, message: &ToBroker) -> std::io::Result<()> {
+        self.writer.write_all(&proto::line(message)).await?;
+        self.writer.flush().await
+    }
+
+    /// Receives one message; `Ok(None)` when the broker closed the connection.
+    pub async fn recv(&mut self) -> anyhow::Result<Option<FromBroker>> {
+        match proto::read_line(&mut self.reader).await? {
+            None => Ok(None),
+            Some(line) => Ok(Some(serde_json::from_slice(&line).map_err(|e| {
+                anyhow::anyhow!("the broker sent a message this toolgate does not understand: {e}")
+            })?)),
+        }
+    }
+}
+
+/// Connects to the broker at `layout` and says hello. The error text names the cause and
+/// the fix.
+pub async fn connect(
+    layout: &Layout,
+    role: Role,
+    server: Option<&str>,
+    session: Option<&str>,
+) -> Result<Connection, String> {
+    tokio::time::timeout(CONNECT_TIMEOUT, connect_inner(layout, role, server, session))
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "the approval broker on `{}` did not answer within {} s. help: restart `toolgate broker`",
+                layout.socket.display(),
+                CONNECT_TIMEOUT.as_secs()
+            ))
+        })
+}
+
+async fn connect_inner(
+    layout: &Layout,
+    role: Role,
+    server: Option<&str>,
+    session: Option<&str>,
+) -> Result<Connection, String> {
+    let socket = layout.socket.display();
+    match std::fs::symlink_metadata(&layout.dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "no approval broker is running (`{}` does not exist). {HELP_START}",
+                layout.dir.display()
+            ));
+        }
+        _ => {}
+    }
+    paths::check_dir(&layout.dir).map_err(|e| {
+        format!("the approval broker's directory cannot be trusted: {e}. help: remove it and run `toolgate broker`")
+    })?;
+    if std::fs::symlink_metadata(&layout.socket).is_err() {
+        return Err(format!(
+            "no approval broker is running (`{socket}` does not exist). {HELP_START}"
+        ));
+    }
+    let token = paths::read_token(&layout.token).map_err(|e| {
+        format!("the approval broker's token cannot be used: {e}. help: restart `toolgate broker`")
+    })?;
+    let stream = UnixStream::connect(&layout.socket).await.map_err(|e| {
+        format!("no approval broker is running (cannot connect to `{socket}`: {e}). {HELP_START}")
+    })?;
+    let (read, writer) = stream.into_split();
+    let mut conn = Connection {
+        reader: BufReader::new(read),
+        writer,
+        broker_pid: 0,
+    };
+    let hello = ToBroker::Hello {
+        version: VERSION,
+        token: hex::encode(token),
+        role,
+        pid: std::process::id(),
+        server: server.map(str::to_owned),
+        session: session.map(str::to_owned),
+    };
+    conn.send(&hello)
+        .await
+        .map_err(|e| format!("the approval broker closed the connection ({e}). {HELP_START}"))?;
+    match conn.recv().await {
+        Ok(Some(FromBroker::Welcome {
+            version,
+            broker_pid,
+        })) if version == VERSION => {
+            conn.broker_pid = broker_pid;
+            Ok(conn)
+        }
+        Ok(Some(FromBroker::Error {
+            code: ErrorCode::Incompatible,
+            version,
+            ..
+        })) => Err(format!(
+            "the approval broker speaks protocol {version}, this toolgate speaks {VERSION}. help: restart `toolgate broker` with this toolgate"
+        )),
+        Ok(Some(FromBroker::Error {
+            code: ErrorCode::Unauthenticated,
+            ..
+        })) => Err(
+            "the approval broker refused this toolgate's token (unauthenticated). help: restart `toolgate broker`"
+                .to_owned(),
+        ),
+        Ok(Some(FromBroker::Error { message, .. })) => Err(format!(
+            "the approval broker refused the connection: {message}. help: restart `toolgate broker`"
+        )),
+        Ok(Some(_)) => Err(
+            "the approval broker answered out of protocol (incompatible). help: restart `toolgate broker` with this toolgate"
+                .to_owned(),
+        ),
+        Ok(None) => Err(format!(
+            "the approval broker closed the connection without a greeting (it serves only its own user). {HELP_START}"
+        )),
+        Err(e) => Err(format!(
+            "the approval broker could not be read ({e}). help: restart `toolgate broker`"
+        )),
+    }
+}
+
+type Waiters = Arc<Mutex<HashMap<u64, oneshot::Sender<Answer>>>>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A live proxy connection: a writer queue and the questions awaiting answers.
+struct Link {
+    tx: mpsc::UnboundedSender<ToBroker>,
+    waiters: Waiters,
+    alive: Arc<AtomicBool>,
+}
+
+/// The broker as an approval channel for `toolgate wrap`.
+pub struct BrokerChannel {
+    layout: Layout,
+    /// `--approval broker`: always "available", so a missing broker is reported by `ask`.
+    forced: bool,
+    server: Option<String>,
+    session: Option<String>,
+    link: tokio::sync::Mutex<Option<Arc<Link>>>,
+    next: AtomicU64,
+}
+
+impl std::fmt::Debug for BrokerChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrokerChannel")
+            .field("layout", &self.layout)
+            .field("forced", &self.forced)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BrokerChannel {
+    pub fn new(
+        layout: Layout,
+        forced: bool,
+        server: Option<String>,
+        session: Option<String>,
+    ) -> BrokerChannel {
+        BrokerChannel {
+            layout,
+            forced,
+            server,
+            session,
+            link: tokio::sync::Mutex::new(None),
+            next: AtomicU64::new(1),
+        }
+    }
+
+    async fn link(&self) -> Result<Arc<Link>, String> {
+        let mut slot = self.link.lock().await;
+        if let Some(link) = slot.as_ref() {
+            if link.alive.load(Ordering::SeqCst) {
+                return Ok(link.clone());
+            }
+        }
+        let conn = connect(
+            &self.layout,
+            Role::Proxy,
+            self.server.as_deref(),
+            self.session.as_deref(),
+        )
+        .await?;
+        let Connection {
+            mut reader,
+            mut writer,
+            ..
+        } = conn;
+        let (tx, mut rx) = mpsc::unbounded_channel::<ToBroker>();
+        let waiters: Waiters = Arc::new(Mutex::new(HashMap::new()));
+        let alive = Arc::new(AtomicBool::new(true));
+        let (w_alive, r_alive, r_waiters) = (alive.clone(), alive.clone(), waiters.clone());
+        tokio::spawn(async move {
+            while let Some(message) = rx.recv().await {
+                if writer.write_all(&proto::line(&message)).await.is_err()
+                    || writer.flush().await.is_err()
+                {
+                    w_alive.store(false, Ordering::SeqCst);
+                    break;
+                }
+            }
+        });
+        tokio::spawn(async move {
+            loop {
+                let line = match proto::read_line(&mut reader).await {
+                    Ok(Some(line)) => line,
+                    _ => break,
+                };
+                match serde_json::from_slice::<FromBroker>(&line) {
+                    Ok(FromBroker::Answer {
+                        id,
+                        decision,
+                        reason,
+                    }) => {
+                        if let Some(waiter) = lock(&r_waiters).remove(&id) {
+                            let _ = waiter.send(match decision {
+                                Decision::AllowOnce => Answer::AllowOnce,
+                                Decision::AllowSession => Answer::AllowSession,
+                                Decision::Deny => Answer::Deny(reason),
+                            });
+                        }
+                    }
+                    Ok(FromBroker::Error { message, .. }) => {
+                        tracing::warn!("the approval broker reported: {message}");
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!("unreadable message from the approval broker: {e}");
+                        break;
+                    }
+                }
+            }
+            r_alive.store(false, Ordering::SeqCst);
+            // Dropping the senders tells every waiting question the broker is gone.
+            lock(&r_waiters).clear();
+        });
+        let link = Arc::new(Link { tx, waiters, alive });
+        *slot = Some(link.clone());
+        Ok(link)
+    }
+}
+
+/// Withdraws a question at the broker when its asker stops waiting (client cancellation or
+/// local timeout).
+struct Withdraw {
+    link: Arc<Link>,
+    id: u64,
+    why: Withdrawal,
+    armed: bool,
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        if self.armed {
+            lock(&self.link.waiters).remove(&self.id);
+            let _ = self.link.tx.send(ToBroker::Withdraw {
+                id: self.id,
+                why: self.why,
+            });
+        }
+    }
+}
+
+/// Control characters would let a tool description drive the approver's terminal.
+fn clean(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() && c != '\n' { ' ' } else { c })
+        .take(proto::MAX_FIELD / 4)
+        .collect()
+}
+
+/// The question for a prompt: the normalised description, never raw arguments.
+pub fn question_of(prompt: &Prompt) -> Question {
+    Question {
+        server: prompt.server.as_deref().map(clean),
+        tool: clean(&prompt.tool),
+        what: clean(&prompt.what),
+        why: clean(&prompt.why),
+        provenance: prompt.provenance.as_deref().map(clean),
+        changes: prompt.changes.as_deref().map(clean),
+    }
+}
+
+impl ApprovalChannel for BrokerChannel {
+    fn name(&self) -> &'static str {
+        "broker"
+    }
+
+    fn available(&self) -> bool {
+        self.forced || std::fs::symlink_metadata(&self.layout.socket).is_ok()
+    }
+
+    fn ask<'a>(&'a self, prompt: &'a Prompt, timeout: Duration) -> AnswerFuture<'a> {
+        Box::pin(async move {
+            let link = match self.link().await {
+                Ok(link) => link,
+                Err(why) => return Answer::Deny(why),
+            };
+            let id = self.next.fetch_add(1, Ordering::SeqCst);
+            let (tx, rx) = oneshot::channel();
+            lock(&link.waiters).insert(id, tx);
+            let mut guard = Withdraw {
+                link: link.clone(),
+                id,
+                why: Withdrawal::Cancelled,
+                armed: true,
+            };
+            let ask = ToBroker::Ask {
+                id,
+                question: question_of(prompt),
+                timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            };
+            if link.tx.send(ask).is_err() {
+                guard.armed = false;
+                return Answer::Deny(format!(
+                    "the approval broker disconnected. {HELP_START}"
+                ));
+            }
+            match tokio::time::timeout(timeout, rx).await {
+                Ok(Ok(answer)) => {
+                    guard.armed = false;
+                    answer
+                }
+                Ok(Err(_)) => {
+                    guard.armed = false;
+                    Answer::Deny(format!(
+                        "the approval broker disconnected while the call awaited a decision. {HELP_START}"
+                    ))
+                }
+                Err(_) => {
+                    guard.why = Withdrawal::Expired;
+                    Answer::Deny(format!(
+                        "no decision from the approval broker within {} s (timed out)",
+                        timeout.as_secs()
+                    ))
+                }
+            }
+        })
+    }
+}
+
+/// The session key of this proxy: `--session NAME`, else the parent process (the client).
+pub fn default_session() -> String {
+    format!("ppid-{}", rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get()))
+}

@@ -1,0 +1,525 @@
+//! The broker daemon: one per user, a Unix socket, a queue of questions from proxies and
+//! any number of approval terminals. The first decision wins; everyone else sees it resolved.
+
+use std::collections::{BTreeMap, HashMap};
+use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use tokio::io::{AsyncWriteExt as _, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::mpsc;
+
+use super::paths::{self, Layout};
+use super::proto::{
+    self, Decision, ErrorCode, FromBroker, MAX_PENDING_PER_PROXY, MAX_TIMEOUT_MS, Pending,
+    Question, Role, ToBroker, VERSION, Withdrawal,
+};
+
+/// How long a new connection has to say hello.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// The most connections served at once.
+const MAX_CONNECTIONS: usize = 512;
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+struct Conn {
+    role: Role,
+    pid: u32,
+    session: Option<String>,
+    tx: mpsc::UnboundedSender<FromBroker>,
+}
+
+struct Entry {
+    view: Pending,
+    conn: u64,
+    /// The proxy's own id for the question.
+    local: u64,
+}
+
+#[derive(Default)]
+struct State {
+    next_conn: u64,
+    next_request: u64,
+    conns: HashMap<u64, Conn>,
+    pending: BTreeMap<u64, Entry>,
+}
+
+impl State {
+    fn broadcast(&self, message: &FromBroker) {
+        for conn in self.conns.values().filter(|c| c.role == Role::Approver) {
+            let _ = conn.tx.send(message.clone());
+        }
+    }
+
+    fn count(&self, role: Role) -> usize {
+        self.conns.values().filter(|c| c.role == role).count()
+    }
+
+    /// Removes a request without a decision: the proxy gets a deny (unless it is gone),
+    /// approvers see it withdrawn.
+    fn withdraw(&mut self, id: u64, why: Withdrawal, reason: &str) {
+        if let Some(entry) = self.pending.remove(&id) {
+            if why == Withdrawal::Expired {
+                if let Some(proxy) = self.conns.get(&entry.conn) {
+                    let _ = proxy.tx.send(FromBroker::Answer {
+                        id: entry.local,
+                        decision: Decision::Deny,
+                        reason: reason.to_owned(),
+                    });
+                }
+            }
+            self.broadcast(&FromBroker::Withdrawn { id, why });
+        }
+    }
+}
+
+struct Shared {
+    state: Mutex<State>,
+    token: [u8; paths::TOKEN_BYTES],
+    me: u32,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A running broker's socket: removed (with the token) when dropped.
+pub struct Bound {
+    listener: UnixListener,
+    layout: Layout,
+    _lock: std::fs::File,
+    token: [u8; paths::TOKEN_BYTES],
+}
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.layout.socket);
+        let _ = std::fs::remove_file(&self.layout.token);
+    }
+}
+
+/// Prepares the directory, refuses to start next to a live broker, replaces a stale
+/// socket, writes a fresh token and binds the socket (0600).
+pub fn bind(layout: &Layout) -> anyhow::Result<Bound> {
+    paths::prepare_dir(&layout.dir).map_err(|e| {
+        anyhow::anyhow!(
+            "refusing to use the broker directory: {e}. help: remove it or fix its owner and mode (0700), or set {}",
+            paths::DIR_ENV
+        )
+    })?;
+    // One broker per directory: an exclusive lock held for the broker's lifetime.
+    let lock_path = layout.dir.join("broker.lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("cannot open `{}`", lock_path.display()))?;
+    let live = || {
+        anyhow::anyhow!(
+            "a broker is already running on `{}`. help: use it (`toolgate approvals`), or stop it first",
+            layout.socket.display()
+        )
+    };
+    if rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+        return Err(live());
+    }
+    match std::fs::symlink_metadata(&layout.socket) {
+        Ok(meta) => {
+            if std::os::unix::net::UnixStream::connect(&layout.socket).is_ok() {
+                return Err(live());
+            }
+            if !meta.file_type().is_socket() {
+                anyhow::bail!(
+                    "`{}` exists and is not a socket. help: remove it",
+                    layout.socket.display()
+                );
+            }
+            tracing::info!("replacing the stale socket `{}`", layout.socket.display());
+            std::fs::remove_file(&layout.socket)
+                .with_context(|| format!("cannot remove `{}`", layout.socket.display()))?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).context(format!("cannot inspect `{}`", layout.socket.display())),
+    }
+    let token = paths::write_token(&layout.token)?;
+    let listener = UnixListener::bind(&layout.socket)
+        .with_context(|| format!("cannot listen on `{}`", layout.socket.display()))?;
+    let bound = Bound {
+        listener,
+        layout: layout.clone(),
+        _lock: lock,
+        token,
+    };
+    std::fs::set_permissions(&layout.socket, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("cannot set the mode of `{}`", layout.socket.display()))?;
+    Ok(bound)
+}
+
+/// Serves until `shutdown` resolves; the socket and token are removed on return.
+pub async fn serve(bound: Bound, shutdown: impl std::future::Future<Output = ()>) {
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State::default()),
+        token: bound.token,
+        me: paths::my_uid(),
+    });
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            accepted = bound.listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let shared = shared.clone();
+                    tokio::spawn(async move { serve_conn(shared, stream).await });
+                }
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+        }
+    }
+    drop(bound);
+}
+
+async fn reject(write: &mut tokio::net::unix::OwnedWriteHalf, message: FromBroker) {
+    let _ = write.write_all(&proto::line(&message)).await;
+    let _ = write.flush().await;
+}
+
+async fn send_now(stream: &mut UnixStream, message: &FromBroker) {
+    let _ = stream.write_all(&proto::line(message)).await;
+    let _ = stream.flush().await;
+}
+
+fn error(code: ErrorCode, message: impl Into<String>) -> FromBroker {
+    FromBroker::Error {
+        code,
+        message: message.into(),
+        version: VERSION,
+    }
+}
+
+async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
+    // Only our own user: checked before a single byte is read.
+    match stream.peer_cred() {
+        Ok(cred) if paths::peer_allowed(cred.uid(), shared.me) => {}
+        Ok(cred) => {
+            tracing::warn!(
+                "refused a connection from uid {} (the broker serves uid {})",
+                cred.uid(),
+                shared.me
+            );
+            return;
+        }
+        Err(e) => {
+            tracing::warn!("refused a connection whose peer cannot be identified: {e}");
+            return;
+        }
+    }
+    if shared.lock().conns.len() >= MAX_CONNECTIONS {
+        send_now(&mut stream, &error(ErrorCode::Busy, "too many connections")).await;
+        return;
+    }
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let hello = match tokio::time::timeout(HELLO_TIMEOUT, proto::read_line(&mut reader)).await {
+        Ok(Ok(Some(line))) => line,
+        _ => return,
+    };
+    match proto::hello_version(&hello) {
+        Some(v) if v == u64::from(VERSION) => {}
+        Some(v) => {
+            reject(&mut write, error(
+                ErrorCode::Incompatible,
+                format!("this broker speaks protocol {VERSION}, the peer {v}"),
+            ))
+            .await;
+            return;
+        }
+        None => {
+            reject(&mut write, error(ErrorCode::Invalid, "the first message must be `hello`")).await;
+            return;
+        }
+    }
+    let (role, pid, session) = match serde_json::from_slice::<ToBroker>(&hello) {
+        Ok(ToBroker::Hello {
+            token,
+            role,
+            pid,
+            session,
+            ..
+        }) => {
+            let given = hex::decode(token.as_bytes()).unwrap_or_default();
+            if !paths::token_matches(&given, &shared.token) {
+                reject(&mut write, error(ErrorCode::Unauthenticated, "wrong token")).await;
+                return;
+            }
+            (role, pid, session)
+        }
+        Ok(_) | Err(_) => {
+            reject(&mut write, error(ErrorCode::Invalid, "malformed `hello`")).await;
+            return;
+        }
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel::<FromBroker>();
+    let writer = tokio::spawn(async move {
+        while let Some(message) = rx.recv().await {
+            if write.write_all(&proto::line(&message)).await.is_err() {
+                break;
+            }
+            let _ = write.flush().await;
+        }
+    });
+    let _ = tx.send(FromBroker::Welcome {
+        version: VERSION,
+        broker_pid: std::process::id(),
+    });
+    let conn_id = {
+        let mut st = shared.lock();
+        st.next_conn = st.next_conn.wrapping_add(1);
+        let id = st.next_conn;
+        match role {
+            Role::Status => {
+                let _ = tx.send(FromBroker::Status {
+                    version: VERSION,
+                    pid: std::process::id(),
+                    proxies: st.count(Role::Proxy),
+                    approvers: st.count(Role::Approver),
+                    pending: st.pending.len(),
+                });
+            }
+            Role::Approver => {
+                // Registered and given the snapshot under one lock: no event is missed.
+                let _ = tx.send(FromBroker::Snapshot {
+                    pending: st.pending.values().map(|e| e.view.clone()).collect(),
+                });
+            }
+            Role::Proxy => {}
+        }
+        if role != Role::Status {
+            st.conns.insert(
+                id,
+                Conn {
+                    role,
+                    pid,
+                    session,
+                    tx: tx.clone(),
+                },
+            );
+        }
+        id
+    };
+    if role == Role::Status {
+        drop(tx);
+        let _ = writer.await;
+        return;
+    }
+    loop {
+        let line = match proto::read_line(&mut reader).await {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(e) => {
+                let _ = tx.send(error(ErrorCode::Invalid, e.to_string()));
+                break;
+            }
+        };
+        let message = match serde_json::from_slice::<ToBroker>(&line) {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = tx.send(error(ErrorCode::Invalid, format!("invalid message: {e}")));
+                break;
+            }
+        };
+        if let Err(why) = handle(&shared, conn_id, role, message) {
+            let _ = tx.send(error(ErrorCode::Invalid, why));
+            break;
+        }
+    }
+    // Gone: its questions are withdrawn.
+    {
+        let mut st = shared.lock();
+        st.conns.remove(&conn_id);
+        let mine: Vec<u64> = st
+            .pending
+            .iter()
+            .filter(|(_, e)| e.conn == conn_id)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in mine {
+            st.withdraw(id, Withdrawal::ProxyGone, "the proxy went away");
+        }
+    }
+    drop(tx);
+    let _ = writer.await;
+}
+
+/// Handles one message; `Err` is a protocol violation that closes the connection.
+fn handle(shared: &Arc<Shared>, conn_id: u64, role: Role, message: ToBroker) -> Result<(), String> {
+    match (role, message) {
+        (Role::Proxy, ToBroker::Ask {
+            id,
+            question,
+            timeout_ms,
+        }) => ask(shared, conn_id, id, question, timeout_ms),
+        (Role::Proxy, ToBroker::Withdraw { id, why }) => {
+            let mut st = shared.lock();
+            let found = st
+                .pending
+                .iter()
+                .find(|(_, e)| e.conn == conn_id && e.local == id)
+                .map(|(k, _)| *k);
+            if let Some(key) = found {
+                let why = if why == Withdrawal::Expired {
+                    Withdrawal::Expired
+                } else {
+                    Withdrawal::Cancelled
+                };
+                st.withdraw(key, why, "withdrawn by the proxy");
+            }
+            Ok(())
+        }
+        (Role::Approver, ToBroker::Decide { id, decision }) => {
+            let mut st = shared.lock();
+            let by = st
+                .conns
+                .get(&conn_id)
+                .map(|c| format!("approver pid {}", c.pid))
+                .unwrap_or_else(|| "an approver".to_owned());
+            let result = match st.pending.remove(&id) {
+                Some(entry) => {
+                    if let Some(proxy) = st.conns.get(&entry.conn) {
+                        let reason = match decision {
+                            Decision::Deny => format!("denied in `toolgate approvals` ({by})"),
+                            _ => format!("allowed in `toolgate approvals` ({by})"),
+                        };
+                        let _ = proxy.tx.send(FromBroker::Answer {
+                            id: entry.local,
+                            decision,
+                            reason,
+                        });
+                    }
+                    st.broadcast(&FromBroker::Resolved {
+                        id,
+                        decision,
+                        by: by.clone(),
+                    });
+                    FromBroker::DecideResult {
+                        id,
+                        accepted: true,
+                        message: format!("request {id}: {}", decision.cli_name()),
+                    }
+                }
+                None => FromBroker::DecideResult {
+                    id,
+                    accepted: false,
+                    message: format!(
+                        "request {id} is not pending (already decided, withdrawn or expired)"
+                    ),
+                },
+            };
+            if let Some(me) = st.conns.get(&conn_id) {
+                let _ = me.tx.send(result);
+            }
+            Ok(())
+        }
+        (role, other) => Err(format!(
+            "a {role:?} connection may not send `{}`",
+            serde_json::to_value(&other)
+                .ok()
+                .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))
+                .unwrap_or_default()
+        )),
+    }
+}
+
+fn ask(
+    shared: &Arc<Shared>,
+    conn_id: u64,
+    local: u64,
+    question: Question,
+    timeout_ms: u64,
+) -> Result<(), String> {
+    question.validate()?;
+    let timeout_ms = timeout_ms.clamp(1, MAX_TIMEOUT_MS);
+    let id = {
+        let mut st = shared.lock();
+        let mine = st.pending.values().filter(|e| e.conn == conn_id).count();
+        if mine >= MAX_PENDING_PER_PROXY {
+            return Err(format!(
+                "more than {MAX_PENDING_PER_PROXY} questions pending from one proxy"
+            ));
+        }
+        if st
+            .pending
+            .values()
+            .any(|e| e.conn == conn_id && e.local == local)
+        {
+            return Err(format!("question {local} is already pending"));
+        }
+        let (session, pid) = st
+            .conns
+            .get(&conn_id)
+            .map(|c| (c.session.clone(), c.pid))
+            .unwrap_or_default();
+        st.next_request = st.next_request.wrapping_add(1);
+        let id = st.next_request;
+        let created_ms = now_ms();
+        let view = Pending {
+            id,
+            question,
+            session,
+            proxy_pid: pid,
+            created_ms,
+            expires_ms: created_ms.saturating_add(timeout_ms),
+        };
+        st.broadcast(&FromBroker::Added {
+            request: view.clone(),
+        });
+        st.pending.insert(
+            id,
+            Entry {
+                view,
+                conn: conn_id,
+                local,
+            },
+        );
+        id
+    };
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(timeout_ms)).await;
+        let secs = timeout_ms / 1000;
+        shared.lock().withdraw(
+            id,
+            Withdrawal::Expired,
+            &format!("no decision in `toolgate approvals` within {secs} s"),
+        );
+    });
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn signals() {
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+    match term {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

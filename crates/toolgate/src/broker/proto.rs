@@ -1,0 +1,346 @@
+//! The broker's wire protocol: one JSON object per line, versioned, strictly validated.
+//!
+//! A connection starts with `hello` (protocol version, the token, a role); the broker answers
+//! `welcome` or `error` and closes. Proxies then send `ask` / `withdraw` and receive `answer`;
+//! approvers receive a `snapshot` of the queue followed by `added` / `resolved` / `withdrawn`
+//! events and send `decide`; a `status` connection receives one `status` message.
+//!
+//! Requests carry toolgate's normalised description of an action and the reason it is asked
+//! about, never the call's raw arguments.
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncReadExt as _};
+
+/// The protocol version this build speaks.
+pub const VERSION: u32 = 1;
+/// The longest accepted line, in bytes.
+pub const MAX_LINE: usize = 64 * 1024;
+/// The longest accepted text field, in bytes.
+pub const MAX_FIELD: usize = 8 * 1024;
+/// The longest time a request may wait at the broker.
+pub const MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
+/// Pending requests one proxy may have at once.
+pub const MAX_PENDING_PER_PROXY: usize = 256;
+
+/// Who is connecting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// A `toolgate wrap` proxy asking questions.
+    Proxy,
+    /// A `toolgate approvals` terminal answering them.
+    Approver,
+    /// `toolgate status`: one status message, then the connection closes.
+    Status,
+}
+
+/// A human's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    AllowOnce,
+    AllowSession,
+    Deny,
+}
+
+impl Decision {
+    /// The command-line spelling (`allow-once`, `allow-session`, `deny`).
+    pub fn cli_name(self) -> &'static str {
+        match self {
+            Decision::AllowOnce => "allow-once",
+            Decision::AllowSession => "allow-session",
+            Decision::Deny => "deny",
+        }
+    }
+}
+
+impl std::str::FromStr for Decision {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "allow-once" | "allow_once" => Ok(Decision::AllowOnce),
+            "allow-session" | "allow_session" => Ok(Decision::AllowSession),
+            "deny" => Ok(Decision::Deny),
+            other => Err(format!(
+                "unknown decision `{other}` (expected allow-once, allow-session or deny)"
+            )),
+        }
+    }
+}
+
+/// Why a request left the queue without a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Withdrawal {
+    /// The MCP client cancelled the call.
+    Cancelled,
+    /// Nobody decided in time.
+    Expired,
+    /// The proxy disconnected (its client or server went away).
+    ProxyGone,
+}
+
+impl Withdrawal {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Withdrawal::Cancelled => "cancelled by the client",
+            Withdrawal::Expired => "expired without a decision",
+            Withdrawal::ProxyGone => "the proxy went away",
+        }
+    }
+}
+
+/// What a proxy asks about: toolgate's description of the action, never raw arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Question {
+    pub server: Option<String>,
+    pub tool: String,
+    /// The normalised action: operation and paths / argv / host + method / destination.
+    pub what: String,
+    /// Why toolgate asks.
+    pub why: String,
+    /// For a tainted or unproven destination: where the value came from.
+    pub provenance: Option<String>,
+    /// For a changed tool definition: what changed.
+    pub changes: Option<String>,
+}
+
+impl Question {
+    /// Size limits on every field.
+    pub fn validate(&self) -> Result<(), String> {
+        let fields = [
+            ("server", self.server.as_deref()),
+            ("tool", Some(self.tool.as_str())),
+            ("what", Some(self.what.as_str())),
+            ("why", Some(self.why.as_str())),
+            ("provenance", self.provenance.as_deref()),
+            ("changes", self.changes.as_deref()),
+        ];
+        for (name, value) in fields {
+            if value.is_some_and(|v| v.len() > MAX_FIELD) {
+                return Err(format!("`{name}` is longer than {MAX_FIELD} bytes"));
+            }
+        }
+        if self.tool.is_empty() {
+            return Err("`tool` is empty".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// A request in the queue, as approvers see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pending {
+    /// The broker's id for this request (what `--id` takes).
+    pub id: u64,
+    pub question: Question,
+    /// The agent session the proxy belongs to.
+    pub session: Option<String>,
+    /// The asking proxy's process id.
+    pub proxy_pid: u32,
+    /// Unix time in milliseconds when the request arrived / when it expires.
+    pub created_ms: u64,
+    pub expires_ms: u64,
+}
+
+/// Messages to the broker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToBroker {
+    Hello {
+        version: u32,
+        /// The token from the broker's token file, hex.
+        token: String,
+        role: Role,
+        pid: u32,
+        #[serde(default)]
+        server: Option<String>,
+        #[serde(default)]
+        session: Option<String>,
+    },
+    /// A proxy asks; `id` is the proxy's own id for the question.
+    Ask {
+        id: u64,
+        question: Question,
+        timeout_ms: u64,
+    },
+    /// A proxy withdraws its question `id`.
+    Withdraw { id: u64, why: Withdrawal },
+    /// An approver decides request `id` (the broker's id).
+    Decide { id: u64, decision: Decision },
+}
+
+/// Error codes in `error` messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    Incompatible,
+    Unauthenticated,
+    Invalid,
+    Busy,
+}
+
+/// Messages from the broker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FromBroker {
+    Welcome {
+        version: u32,
+        broker_pid: u32,
+    },
+    Error {
+        code: ErrorCode,
+        message: String,
+        /// The broker's protocol version.
+        version: u32,
+    },
+    /// The decision on a proxy's question `id` (the proxy's id).
+    Answer {
+        id: u64,
+        decision: Decision,
+        reason: String,
+    },
+    Snapshot {
+        pending: Vec<Pending>,
+    },
+    Added {
+        request: Pending,
+    },
+    Resolved {
+        id: u64,
+        decision: Decision,
+        by: String,
+    },
+    Withdrawn {
+        id: u64,
+        why: Withdrawal,
+    },
+    DecideResult {
+        id: u64,
+        accepted: bool,
+        message: String,
+    },
+    Status {
+        version: u32,
+        pid: u32,
+        proxies: usize,
+        approvers: usize,
+        pending: usize,
+    },
+}
+
+/// Reads one line of at most [`MAX_LINE`] bytes (without the newline). `Ok(None)` at end of
+/// stream; an over-long line is an error.
+pub async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<Option<Vec<u8>>> {
+    let mut buf = Vec::new();
+    let limit = u64::try_from(MAX_LINE).unwrap_or(u64::MAX).saturating_add(1);
+    let n = (&mut *reader).take(limit).read_until(b'\n', &mut buf).await?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    } else if buf.len() > MAX_LINE {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("a message is longer than {MAX_LINE} bytes"),
+        ));
+    }
+    Ok(Some(buf))
+}
+
+/// Serialises a message as one line.
+pub fn line<T: Serialize>(message: &T) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec(message).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
+
+/// The `version` of a hello, read leniently so an incompatible peer gets a clear answer.
+pub fn hello_version(bytes: &[u8]) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    if v.get("type")?.as_str()? != "hello" {
+        return None;
+    }
+    v.get("version")?.as_u64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_fields_and_types_are_refused() {
+        let ok = json!({"type":"decide","id":3,"decision":"allow_once"});
+        assert_eq!(
+            serde_json::from_value::<ToBroker>(ok).unwrap(),
+            ToBroker::Decide {
+                id: 3,
+                decision: Decision::AllowOnce
+            }
+        );
+        for bad in [
+            json!({"type":"decide","id":3,"decision":"allow_once","extra":1}),
+            json!({"type":"decide","id":-1,"decision":"allow_once"}),
+            json!({"type":"decide","id":3,"decision":"ALLOW"}),
+            json!({"type":"nope"}),
+            json!({"type":"ask","id":1,"timeout_ms":5,"question":{"tool":"t","what":"w","why":"y","server":null,"provenance":null,"changes":null,"arguments":{}}}),
+        ] {
+            assert!(serde_json::from_value::<ToBroker>(bad.clone()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn pending_round_trips() {
+        let p = Pending {
+            id: 7,
+            question: Question {
+                server: Some("mail".into()),
+                tool: "send_email".into(),
+                what: "send_email to `x@y`".into(),
+                why: "untrusted".into(),
+                provenance: None,
+                changes: None,
+            },
+            session: Some("s".into()),
+            proxy_pid: 1,
+            created_ms: 2,
+            expires_ms: 3,
+        };
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(v["question"]["tool"], "send_email");
+        assert_eq!(serde_json::from_value::<Pending>(v).unwrap(), p);
+    }
+
+    #[test]
+    fn field_limits() {
+        let mut q = Question {
+            server: None,
+            tool: "t".into(),
+            what: "w".into(),
+            why: "y".into(),
+            provenance: None,
+            changes: None,
+        };
+        assert!(q.validate().is_ok());
+        q.why = "x".repeat(MAX_FIELD + 1);
+        assert!(q.validate().unwrap_err().contains("why"));
+    }
+
+    #[tokio::test]
+    async fn lines_are_bounded() {
+        let mut input: &[u8] = b"{\"a\":1}\nrest";
+        let mut reader = tokio::io::BufReader::new(&mut input);
+        assert_eq!(read_line(&mut reader).await.unwrap().unwrap(), b"{\"a\":1}");
+        assert_eq!(read_line(&mut reader).await.unwrap().unwrap(), b"rest");
+        assert!(read_line(&mut reader).await.unwrap().is_none());
+        let long = vec![b'x'; MAX_LINE + 10];
+        let mut slice: &[u8] = &long;
+        let mut reader = tokio::io::BufReader::new(&mut slice);
+        assert!(read_line(&mut reader).await.is_err());
+        assert_eq!(hello_version(br#"{"type":"hello","version":9}"#), Some(9));
+    }
+}
