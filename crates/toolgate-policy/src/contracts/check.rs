@@ -13,8 +13,8 @@ use super::heuristics::{
 };
 use super::packs::load_pack;
 use super::{
-    BudgetSpec, Issue, OutputLabel, OutputSpec, Severity, ToolContract, compile_destination,
-    compile_pattern, has_glob_meta, parse_window,
+    BudgetSpec, DestinationPattern, Issue, OutputLabel, OutputSpec, Severity, ToolContract,
+    compile_destination, compile_pattern, has_glob_meta, parse_window,
 };
 use crate::action::Action;
 use crate::decision::{Contract, ContractResult, Effect};
@@ -53,7 +53,7 @@ pub struct Contracts {
     /// Glob layers, lowest first.
     globs: Vec<GlobEntry>,
     regexes: HashMap<String, Regex>,
-    destinations: HashMap<String, GlobMatcher>,
+    destinations: HashMap<String, DestinationPattern>,
     windows: HashMap<String, u64>,
 }
 
@@ -335,7 +335,7 @@ impl Contracts {
         }
     }
 
-    pub(super) fn destination_matcher(&self, pattern: &str) -> Option<&GlobMatcher> {
+    pub(super) fn destination_matcher(&self, pattern: &str) -> Option<&DestinationPattern> {
         self.destinations.get(pattern)
     }
 

@@ -241,15 +241,81 @@ pub fn compile_pattern(pattern: &str) -> Result<regex::Regex, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Compile a `trusted_destinations` entry (exact value or glob), case-insensitive.
-pub fn compile_destination(pattern: &str) -> Result<globset::GlobMatcher, String> {
-    globset::GlobBuilder::new(pattern.trim())
+/// A compiled `trusted_destinations` entry.
+///
+/// A pattern with `://` is a URL pattern: it only matches URL destinations, its scheme
+/// exactly, its authority (`host[:port]`) as a glob that cannot reach into the path, and the
+/// rest (path, query) as a glob. Any other pattern (an address such as `*@corp.com`, a host
+/// such as `*.corp.com`, a channel) only matches destinations that are not URLs, so
+/// `*@corp.com` never trusts `https://evil.example/?to=a@corp.com`. Matching is
+/// case-insensitive against the canonical destination.
+#[derive(Debug, Clone)]
+pub enum DestinationPattern {
+    Url {
+        scheme: String,
+        authority: globset::GlobMatcher,
+        rest: globset::GlobMatcher,
+    },
+    Plain(globset::GlobMatcher),
+}
+
+/// Split a URL string into `(scheme, authority, rest)`; `rest` starts with `/`, `?` or `#`
+/// (or is `/` when the URL has nothing after the authority).
+pub fn split_url(s: &str) -> Option<(&str, &str, &str)> {
+    let (scheme, after) = s.split_once("://")?;
+    let end = after.find(['/', '?', '#']).unwrap_or(after.len());
+    let (authority, rest) = after.split_at(end);
+    if scheme.is_empty() || authority.is_empty() {
+        return None;
+    }
+    Some((scheme, authority, if rest.is_empty() { "/" } else { rest }))
+}
+
+fn glob(pattern: &str) -> Result<globset::GlobMatcher, String> {
+    globset::GlobBuilder::new(pattern)
         .case_insensitive(true)
         .literal_separator(false)
         .backslash_escape(true)
         .build()
         .map(|g| g.compile_matcher())
         .map_err(|e| e.kind().to_string())
+}
+
+impl DestinationPattern {
+    /// True when the canonical destination token matches.
+    pub fn is_match(&self, token: &str) -> bool {
+        match self {
+            DestinationPattern::Plain(g) => !token.contains("://") && g.is_match(token),
+            DestinationPattern::Url {
+                scheme,
+                authority,
+                rest,
+            } => split_url(token).is_some_and(|(s, a, r)| {
+                s.eq_ignore_ascii_case(scheme)
+                    && !a.contains('@')
+                    && authority.is_match(a)
+                    && rest.is_match(r)
+            }),
+        }
+    }
+}
+
+/// Compile a `trusted_destinations` entry (exact value or glob), see [`DestinationPattern`].
+pub fn compile_destination(pattern: &str) -> Result<DestinationPattern, String> {
+    let p = pattern.trim();
+    if p.contains("://") {
+        let (scheme, authority, rest) =
+            split_url(p).ok_or_else(|| "a URL pattern needs a scheme and a host".to_owned())?;
+        if has_glob_meta(scheme) {
+            return Err("the scheme of a URL pattern cannot be a glob".to_owned());
+        }
+        return Ok(DestinationPattern::Url {
+            scheme: scheme.to_ascii_lowercase(),
+            authority: glob(authority)?,
+            rest: glob(rest)?,
+        });
+    }
+    glob(p).map(DestinationPattern::Plain)
 }
 
 /// Parse a budget window (`10m`, `1h 30m`).
