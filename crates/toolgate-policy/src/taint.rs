@@ -473,7 +473,10 @@ fn value_token(value: &str) -> Option<String> {
     if let Some(rest) = v.strip_prefix("mailto:") {
         v = rest.to_owned();
     }
-    let v = v.trim_end_matches('.').trim().to_owned();
+    let v = v
+        .trim_end_matches(|c: char| c == '.' || c.is_whitespace())
+        .trim_start()
+        .to_owned();
     if v.is_empty() || v.len() > 256 || v.chars().any(char::is_whitespace) {
         return None;
     }

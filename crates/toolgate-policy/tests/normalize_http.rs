@@ -71,6 +71,8 @@ fn hosts_come_from_a_real_parser() {
         ("https://ev%69l.com/", "evil.com"),
         ("http://[0:0::1]/", "[::1]"),
         ("  https://example.com/  ", "example.com"),
+        // Found by fuzzing: stripping the dots makes the host an IPv4 address; report that.
+        ("Http:21../x", "0.0.0.21"),
     ];
     for (raw, host) in cases {
         let a = run("fetch", json!({ "url": raw }));

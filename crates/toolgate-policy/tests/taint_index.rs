@@ -326,6 +326,16 @@ fn large_recorded_output_still_answers() {
 }
 
 #[test]
+fn canonical_destination_regressions() {
+    // Found by fuzzing: trailing dots and whitespace interleaved.
+    for v in ["Z.\n...", "bob@corp.com. \n.", "  #Chan.  "] {
+        for t in canonical_destination(v) {
+            assert_eq!(canonical_destination(&t).first(), Some(&t), "{v:?}");
+        }
+    }
+}
+
+#[test]
 fn tokenizer_finds_each_kind() {
     let t =
         tokenize_destinations("x https://a.com/p y bob@b.com z c.org +14155550100 #chan @handle");

@@ -58,19 +58,17 @@ pub fn normalize_url(raw: &str, method: &str) -> Result<Network, UrlError> {
     if !SCHEMES.contains(&scheme.as_str()) {
         return Err(UrlError::UnsupportedScheme(scheme));
     }
-    let host = match url.host() {
-        Some(Host::Domain(d)) => {
-            let stripped = d.trim_end_matches('.');
-            if stripped.is_empty() {
-                return Err(UrlError::NoHost(raw.to_owned()));
-            }
-            stripped.to_ascii_lowercase()
+    let host = host_of(&url, raw)?;
+    if host.ends_with('.') {
+        // `a.com.` → `a.com`; the new host is parsed again (`21.` can become an IPv4 address),
+        // and the host reported is what the URL now names.
+        let stripped = host.trim_end_matches('.');
+        if stripped.is_empty() || url.set_host(Some(stripped)).is_err() {
+            return Err(UrlError::NoHost(raw.to_owned()));
         }
-        Some(Host::Ipv4(ip)) => ip.to_string(),
-        Some(Host::Ipv6(ip)) => format!("[{ip}]"),
-        None => return Err(UrlError::NoHost(raw.to_owned())),
-    };
-    if url.host_str() != Some(host.as_str()) && url.set_host(Some(&host)).is_err() {
+    }
+    let host = host_of(&url, raw)?;
+    if host.ends_with('.') || host.is_empty() {
         return Err(UrlError::NoHost(raw.to_owned()));
     }
     // Credentials are not part of the destination.
@@ -90,6 +88,15 @@ pub fn normalize_url(raw: &str, method: &str) -> Result<Network, UrlError> {
         host,
         method,
     })
+}
+
+fn host_of(url: &Url, raw: &str) -> Result<String, UrlError> {
+    match url.host() {
+        Some(Host::Domain(d)) => Ok(d.to_ascii_lowercase()),
+        Some(Host::Ipv4(ip)) => Ok(ip.to_string()),
+        Some(Host::Ipv6(ip)) => Ok(format!("[{ip}]")),
+        None => Err(UrlError::NoHost(raw.to_owned())),
+    }
 }
 
 /// True when a string looks like it is meant as an absolute URL with an authority
