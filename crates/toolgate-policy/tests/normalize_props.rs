@@ -131,7 +131,7 @@ fn arb_json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(|n| Value::from(n)),
+        any::<i64>().prop_map(Value::from),
         "\\PC{0,20}".prop_map(Value::String),
         "(https?://|~/|\\.\\./|/|-)[a-z@:./\\\\%-]{0,16}".prop_map(Value::String),
         "[a-z ;|&$()`'\"]{0,20}".prop_map(Value::String),
