@@ -1,6 +1,7 @@
 //! `toolgate`: a local, fail-closed firewall for MCP tool calls.
 
 mod approval;
+mod approvals_ui;
 mod broker;
 mod child;
 mod cli;

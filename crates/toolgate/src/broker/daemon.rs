@@ -2,7 +2,7 @@
 //! any number of approval terminals. The first decision wins; everyone else sees it resolved.
 
 use std::collections::{BTreeMap, HashMap};
-use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
+use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -122,6 +122,7 @@ pub fn bind(layout: &Layout) -> anyhow::Result<Bound> {
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(0o600)
         .open(&lock_path)
         .with_context(|| format!("cannot open `{}`", lock_path.display()))?;
     let live = || {

@@ -8,12 +8,15 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub mod approvals;
 pub mod audit;
 pub mod broker;
 pub mod demo;
+pub mod doctor;
 pub mod init;
 pub mod pins;
 pub mod policy;
+pub mod status;
 pub mod unwrap;
 pub mod wrap;
 
@@ -33,17 +36,23 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Read the audit log: `verify` its hash chain, `summary`, `tail`.
+    /// Approve or deny the calls waiting at the local broker (terminal UI, --plain, --json).
+    Approvals(approvals::Args),
     Audit(audit::Args),
     /// Run the local approval broker (one per user): proxies ask, `toolgate approvals` answers.
     Broker(broker::Args),
     /// Watch toolgate decide real calls: a scripted agent, a demo server, no setup.
     Demo(demo::Args),
+    /// Check the policy, the approval broker, client configurations and an upstream's start-up.
+    Doctor(doctor::Args),
     /// Wrap the MCP servers of a client's configuration (Claude Code, Cursor, …) with toolgate.
     Init(init::Args),
     /// Tool definitions trusted on first use: `list`, `forget`.
     Pins(pins::Args),
     /// Write, check, explain and test policies: `init`, `check`, `explain`, `test`, `schema`.
     Policy(policy::Args),
+    /// Show the approval broker's state: reachable, protocol, file modes, connections.
+    Status(status::Args),
     /// Restore the MCP servers `toolgate init` wrapped.
     Unwrap(unwrap::Args),
     /// Run an MCP server (stdio) behind toolgate: `toolgate wrap -- CMD ARGS...`.
@@ -54,12 +63,15 @@ enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: anyhow::Result<ExitCode> = match cli.command {
+        Command::Approvals(args) => approvals::run(args),
         Command::Audit(args) => audit::run(args),
         Command::Broker(args) => broker::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Doctor(args) => doctor::run(args),
         Command::Init(args) => init::run(args),
         Command::Pins(args) => pins::run(args),
         Command::Policy(args) => policy::run(args),
+        Command::Status(args) => status::run(args),
         Command::Unwrap(args) => unwrap::run(args),
         Command::Wrap(args) => wrap::run(args),
     };

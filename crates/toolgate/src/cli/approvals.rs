@@ -1,0 +1,298 @@
+//! `toolgate approvals`: answer the questions proxies send to the local broker.
+//!
+//! A terminal UI by default; `--plain` prints one line per event and reads decisions as lines
+//! (`o 3`, `s 3`, `d 3`); `--json` prints the queue; `--id N --decision D` decides one request.
+#![allow(clippy::print_stdout)]
+
+use std::io::{IsTerminal as _, Write as _};
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use tokio::io::AsyncBufReadExt as _;
+
+use crate::approvals_ui::{self, Effect, Key, Ui, safe};
+use crate::broker::client::Connection;
+use crate::broker::proto::{Decision, FromBroker, Role, ToBroker};
+use crate::broker::{Layout, connect};
+
+/// Approve or deny the calls waiting at the local broker.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Line mode for screen readers and dumb terminals: events as lines; answer with
+    /// `o ID` (allow once), `s ID` (allow for the session) or `d ID` (deny).
+    #[arg(long, conflicts_with_all = ["json", "id"])]
+    pub plain: bool,
+    /// Print the queue as JSON and exit.
+    #[arg(long, conflicts_with = "id")]
+    pub json: bool,
+    /// Decide the request with this id (see `--json`), then exit.
+    #[arg(long, value_name = "ID", requires = "decision")]
+    pub id: Option<u64>,
+    /// The decision for `--id`.
+    #[arg(long, value_name = "DECISION", requires = "id", value_parser = parse_decision)]
+    pub decision: Option<Decision>,
+}
+
+fn parse_decision(s: &str) -> Result<Decision, String> {
+    s.parse()
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Runs `toolgate approvals`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let code = runtime.block_on(async move {
+        let mut conn = connect(&Layout::for_user(), Role::Approver, None, None)
+            .await
+            .map_err(|e| anyhow::anyhow!(e))?;
+        let pending = match conn.recv().await? {
+            Some(FromBroker::Snapshot { pending }) => pending,
+            other => anyhow::bail!("the broker did not send its queue (got {other:?})"),
+        };
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&pending)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        if let (Some(id), Some(decision)) = (args.id, args.decision) {
+            return decide_one(&mut conn, id, decision).await;
+        }
+        let terminal = std::io::stdout().is_terminal()
+            && std::io::stdin().is_terminal()
+            && std::env::var("TERM").is_ok_and(|t| t != "dumb");
+        if args.plain || !terminal {
+            return plain(conn, pending).await;
+        }
+        tui(conn, pending).await
+    });
+    runtime.shutdown_background();
+    code
+}
+
+async fn decide_one(conn: &mut Connection, id: u64, decision: Decision) -> anyhow::Result<ExitCode> {
+    conn.send(&ToBroker::Decide { id, decision }).await?;
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), conn.recv()).await {
+            Err(_) => anyhow::bail!("the broker did not confirm the decision within 10 s"),
+            Ok(Ok(None)) => anyhow::bail!("the broker closed the connection"),
+            Ok(Err(e)) => return Err(e),
+            Ok(Ok(Some(FromBroker::DecideResult {
+                id: got,
+                accepted,
+                message,
+            }))) if got == id => {
+                println!("{}", safe(&message));
+                return Ok(if accepted {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                });
+            }
+            Ok(Ok(Some(FromBroker::Error { message, .. }))) => {
+                anyhow::bail!("the broker refused: {message}")
+            }
+            Ok(Ok(Some(_))) => {}
+        }
+    }
+}
+
+/// One line per event (the `--plain` format).
+fn plain_lines(message: &FromBroker) -> Vec<String> {
+    match message {
+        FromBroker::Added { request } => {
+            let mut out = vec![format!("pending {}", request.id)];
+            for (k, v) in approvals_ui::detail_lines(request, now_ms()) {
+                out.push(format!("  {k}: {v}"));
+            }
+            out.push(format!(
+                "  answer: o {0} (allow once), s {0} (allow for session), d {0} (deny)",
+                request.id
+            ));
+            out
+        }
+        FromBroker::Resolved { id, decision, by } => {
+            vec![format!("resolved {id} {} by {}", decision.cli_name(), safe(by))]
+        }
+        FromBroker::Withdrawn { id, why } => {
+            vec![format!(
+                "withdrawn {id} {} ({})",
+                serde_json::to_value(why)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                why.describe()
+            )]
+        }
+        FromBroker::DecideResult {
+            accepted, message, ..
+        } => vec![format!(
+            "{} {}",
+            if *accepted { "ok" } else { "refused" },
+            safe(message)
+        )],
+        FromBroker::Error { message, .. } => vec![format!("error {}", safe(message))],
+        _ => Vec::new(),
+    }
+}
+
+fn parse_plain(line: &str) -> Result<(u64, Decision), String> {
+    let mut words = line.split_whitespace();
+    let (Some(verb), Some(id), None) = (words.next(), words.next(), words.next()) else {
+        return Err("expected `o ID`, `s ID` or `d ID`".to_owned());
+    };
+    let decision = match verb {
+        "o" | "once" => Decision::AllowOnce,
+        "s" | "session" => Decision::AllowSession,
+        "d" | "deny" => Decision::Deny,
+        other => other.parse()?,
+    };
+    let id = id.parse().map_err(|_| format!("`{id}` is not a request id"))?;
+    Ok((id, decision))
+}
+
+fn emit(lines: &[String]) {
+    let mut out = std::io::stdout().lock();
+    for l in lines {
+        let _ = writeln!(out, "{l}");
+    }
+    let _ = out.flush();
+}
+
+async fn plain(
+    mut conn: Connection,
+    pending: Vec<crate::broker::proto::Pending>,
+) -> anyhow::Result<ExitCode> {
+    emit(&[format!("connected to the broker (pid {}): {} pending", conn.broker_pid, pending.len())]);
+    for request in pending {
+        emit(&plain_lines(&FromBroker::Added { request }));
+    }
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut stdin_open = true;
+    loop {
+        tokio::select! {
+            message = conn.recv() => match message {
+                Ok(Some(m)) => emit(&plain_lines(&m)),
+                Ok(None) => {
+                    emit(&["disconnected: the broker closed the connection".to_owned()]);
+                    return Ok(ExitCode::from(1));
+                }
+                Err(e) => {
+                    emit(&[format!("disconnected: {e}")]);
+                    return Ok(ExitCode::from(1));
+                }
+            },
+            line = stdin.next_line(), if stdin_open => match line {
+                Ok(Some(line)) if line.trim().is_empty() => {}
+                Ok(Some(line)) if matches!(line.trim(), "q" | "quit") => return Ok(ExitCode::SUCCESS),
+                Ok(Some(line)) => match parse_plain(&line) {
+                    Ok((id, decision)) => conn.send(&ToBroker::Decide { id, decision }).await?,
+                    Err(why) => emit(&[format!("error {why}")]),
+                },
+                // Without input the terminal keeps showing events.
+                Ok(None) | Err(_) => stdin_open = false,
+            },
+        }
+    }
+}
+
+/// Restores the terminal even when the UI loop fails.
+struct Restore;
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        ratatui::restore();
+    }
+}
+
+async fn tui(
+    mut conn: Connection,
+    pending: Vec<crate::broker::proto::Pending>,
+) -> anyhow::Result<ExitCode> {
+    use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+
+    let mut ui = Ui::default();
+    ui.on_broker(FromBroker::Snapshot { pending });
+    let (key_tx, mut keys) = tokio::sync::mpsc::unbounded_channel::<Key>();
+    // Keys come from a blocking reader thread; it ends with the process.
+    std::thread::spawn(move || {
+        loop {
+            let Ok(ev) = event::read() else { break };
+            let Event::Key(k) = ev else { continue };
+            if k.kind != KeyEventKind::Press {
+                continue;
+            }
+            let key = match k.code {
+                KeyCode::Up => Some(Key::Up),
+                KeyCode::Down => Some(Key::Down),
+                KeyCode::Esc => Some(Key::Quit),
+                KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
+                    Some(Key::Quit)
+                }
+                KeyCode::Char(c) => Key::from_char(c),
+                _ => None,
+            };
+            if let Some(key) = key {
+                if key_tx.send(key).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let mut terminal = ratatui::init();
+    let _restore = Restore;
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut connected = true;
+    loop {
+        terminal.draw(|f| approvals_ui::render(&ui, f, now_ms()))?;
+        tokio::select! {
+            message = conn.recv(), if connected => match message {
+                Ok(Some(m)) => ui.on_broker(m),
+                Ok(None) => {
+                    connected = false;
+                    ui.on_disconnect("the broker closed the connection".to_owned());
+                }
+                Err(e) => {
+                    connected = false;
+                    ui.on_disconnect(e.to_string());
+                }
+            },
+            key = keys.recv() => match key.map(|k| ui.on_key(k)) {
+                None | Some(Effect::Quit) => break,
+                Some(Effect::Decide(id, decision)) => {
+                    if connected {
+                        conn.send(&ToBroker::Decide { id, decision }).await?;
+                    }
+                }
+                Some(Effect::Nothing) => {}
+            },
+            _ = tick.tick() => {}
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_answers_parse() {
+        assert_eq!(parse_plain("o 3"), Ok((3, Decision::AllowOnce)));
+        assert_eq!(parse_plain(" s  12 "), Ok((12, Decision::AllowSession)));
+        assert_eq!(parse_plain("deny 1"), Ok((1, Decision::Deny)));
+        assert_eq!(parse_plain("allow-once 4"), Ok((4, Decision::AllowOnce)));
+        assert!(parse_plain("o").is_err());
+        assert!(parse_plain("o x").is_err());
+        assert!(parse_plain("maybe 1").is_err());
+        assert!(parse_plain("o 1 2").is_err());
+    }
+}

@@ -1,0 +1,244 @@
+//! `toolgate doctor`: is everything in place? PASS / WARN / FAIL lines; exit 1 on any FAIL.
+#![allow(clippy::print_stdout)]
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{ExitCode, Stdio};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+
+use crate::broker::Layout;
+use crate::clients::discovery::{self, Client, Env};
+use crate::clients::document::{self, Outcome, WrapSettings};
+
+/// Check the policy, the approval broker, client configurations and (optionally) that an
+/// upstream server starts.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The policy to check [default: the built-in starter policy].
+    #[arg(long, value_name = "PATH")]
+    pub policy: Option<PathBuf>,
+    /// How long the start-up probe waits for the `initialize` reply.
+    #[arg(long, value_name = "DURATION", default_value = "10s",
+          value_parser = crate::enforce::setup::parse_duration)]
+    pub probe_timeout: Duration,
+    /// Start the MCP server command given after `--`, send `initialize` and wait for its
+    /// reply: `toolgate doctor --probe -- CMD ARGS...`.
+    #[arg(long, requires = "command")]
+    pub probe: bool,
+    /// The server command for `--probe`.
+    #[arg(last = true, value_name = "CMD", requires = "probe")]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Pass,
+    Warn,
+    Fail,
+}
+
+struct Out {
+    failed: bool,
+}
+
+impl Out {
+    fn line(&mut self, level: Level, text: impl AsRef<str>) {
+        let tag = match level {
+            Level::Pass => "PASS",
+            Level::Warn => "WARN",
+            Level::Fail => {
+                self.failed = true;
+                "FAIL"
+            }
+        };
+        println!("{tag}  {}", crate::approvals_ui::safe(text.as_ref()));
+    }
+}
+
+/// Runs `toolgate doctor`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let mut out = Out { failed: false };
+    check_policy(&mut out, args.policy.as_ref());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let report = runtime.block_on(crate::cli::status::probe(&Layout::for_user()));
+    match &report.broker {
+        Ok((pid, version, proxies, approvers, _)) => {
+            out.line(
+                Level::Pass,
+                format!("approval broker reachable (pid {pid}, protocol {version}, {proxies} proxies, {approvers} approvers)"),
+            );
+            if *approvers == 0 {
+                out.line(
+                    Level::Warn,
+                    "no approval terminal is connected. help: run `toolgate approvals`",
+                );
+            }
+        }
+        Err(why) if why.contains("cannot be trusted") || why.contains("cannot be used") => {
+            out.line(Level::Fail, format!("approval broker: {why}"));
+        }
+        Err(why) => out.line(
+            Level::Warn,
+            format!("approval broker: {why} (needed only for clients that cannot ask)"),
+        ),
+    }
+    check_clients(&mut out);
+    if args.probe {
+        let verdict = runtime.block_on(probe_upstream(&args.command, args.probe_timeout));
+        match verdict {
+            Ok(info) => out.line(Level::Pass, format!("upstream starts and answers `initialize`: {info}")),
+            Err(why) => out.line(Level::Fail, format!("upstream probe: {why}")),
+        }
+    }
+    runtime.shutdown_background();
+    Ok(if out.failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn check_policy(out: &mut Out, path: Option<&PathBuf>) {
+    let (source, name) = match path {
+        Some(p) => match std::fs::read_to_string(p) {
+            Ok(s) => (s, p.display().to_string()),
+            Err(e) => {
+                out.line(Level::Fail, format!("policy `{}` cannot be read: {e}", p.display()));
+                return;
+            }
+        },
+        None => (
+            toolgate_policy::load::STARTER_POLICY.to_owned(),
+            "starter policy".to_owned(),
+        ),
+    };
+    match toolgate_policy::load::load(&source, &name) {
+        Ok(_) => out.line(Level::Pass, format!("policy `{name}` is valid")),
+        Err(d) => out.line(
+            Level::Fail,
+            format!(
+                "policy `{name}` does not load: {}. help: run `toolgate policy check --policy {name}`",
+                d.render_plain().lines().next().unwrap_or("invalid policy")
+            ),
+        ),
+    }
+}
+
+fn check_clients(out: &mut Out) {
+    let env = match Env::from_process() {
+        Ok(env) => env,
+        Err(e) => {
+            out.line(Level::Warn, format!("client configurations not searched: {e}"));
+            return;
+        }
+    };
+    let found = discovery::discover(&Client::ALL, &env);
+    if found.is_empty() {
+        out.line(
+            Level::Warn,
+            "no MCP client configuration found. help: run `toolgate init --config PATH`",
+        );
+        return;
+    }
+    let settings = WrapSettings {
+        exe: "toolgate".to_owned(),
+        policy: None,
+    };
+    for location in found {
+        let client = location.client.map_or("file", Client::name);
+        let path = location.path.display();
+        let text = match std::fs::read_to_string(&location.path) {
+            Ok(t) => t,
+            Err(e) => {
+                out.line(Level::Warn, format!("{client} `{path}` cannot be read: {e}"));
+                continue;
+            }
+        };
+        // A dry run of `init`: what it would wrap is what is not wrapped yet.
+        match document::wrap(&text, &location.maps, None, &settings) {
+            Ok(edited) => {
+                let wrapped: Vec<&str> = edited
+                    .entries
+                    .iter()
+                    .filter(|e| e.outcome == Outcome::AlreadyWrapped)
+                    .map(|e| e.name.as_str())
+                    .collect();
+                let bare: Vec<&str> = edited
+                    .entries
+                    .iter()
+                    .filter(|e| e.outcome == Outcome::Wrapped)
+                    .map(|e| e.name.as_str())
+                    .collect();
+                let level = if bare.is_empty() { Level::Pass } else { Level::Warn };
+                let mut text = format!(
+                    "{client} `{path}`: wrapped [{}]",
+                    wrapped.join(", ")
+                );
+                if !bare.is_empty() {
+                    text.push_str(&format!(
+                        "; NOT wrapped [{}]. help: run `toolgate init`",
+                        bare.join(", ")
+                    ));
+                }
+                out.line(level, text);
+            }
+            Err(e) => out.line(Level::Warn, format!("{client} `{path}` cannot be parsed: {e}")),
+        }
+    }
+}
+
+/// Starts `command`, sends `initialize`, waits for the reply; `Ok` names the server.
+async fn probe_upstream(command: &[OsString], timeout: Duration) -> Result<String, String> {
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| "no command given".to_owned())?;
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("`{}` cannot be started: {e}", program.to_string_lossy()))?;
+    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err("no pipes to the server".to_owned());
+    };
+    let init = serde_json::json!({"jsonrpc":"2.0","id":"toolgate-doctor","method":"initialize","params":{
+        "protocolVersion":"2025-06-18","capabilities":{},
+        "clientInfo":{"name":"toolgate-doctor","version":env!("CARGO_PKG_VERSION")}}});
+    let mut bytes = serde_json::to_vec(&init).map_err(|e| e.to_string())?;
+    bytes.push(b'\n');
+    stdin
+        .write_all(&bytes)
+        .await
+        .map_err(|e| format!("the server closed its input: {e}"))?;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let wait = async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+                return Err(format!("the server wrote a non-JSON line on stdout: `{}`", line.chars().take(80).collect::<String>()));
+            };
+            if v.get("id").and_then(|i| i.as_str()) != Some("toolgate-doctor") {
+                continue;
+            }
+            if let Some(result) = v.get("result") {
+                let name = result.pointer("/serverInfo/name").and_then(|n| n.as_str()).unwrap_or("?");
+                let version = result.get("protocolVersion").and_then(|n| n.as_str()).unwrap_or("?");
+                return Ok(format!("`{name}`, protocol {version}"));
+            }
+            return Err(format!("the server refused `initialize`: {}", v.get("error").map(|e| e.to_string()).unwrap_or_default()));
+        }
+        Err("the server exited without answering `initialize`".to_owned())
+    };
+    let verdict = tokio::time::timeout(timeout, wait)
+        .await
+        .unwrap_or_else(|_| Err(format!("no reply to `initialize` within {} s", timeout.as_secs())));
+    let _ = child.start_kill();
+    verdict
+}
