@@ -484,3 +484,54 @@ fn trusted_patterns_only_match_their_own_kind() {
         assert_ne!(r.effect, Effect::Allow, "{v}: {}", r.reason);
     }
 }
+
+#[test]
+fn a_url_is_judged_as_one_destination() {
+    let c = contracts("{}");
+    let mut s = session();
+    // A trusted bookmark list vouches for this exact URL.
+    c.record_output(
+        &mut s,
+        None,
+        "list_contacts",
+        &json!({"content": [{"type": "text", "text": "https://docs.example.com/mine"}]}),
+    );
+    let r = sink(
+        &c,
+        &mut s,
+        "fetch",
+        json!({"url": "https://docs.example.com/mine"}),
+    )
+    .unwrap();
+    assert_eq!(r.effect, Effect::Allow, "{}", r.reason);
+    assert_eq!(r.sinks.len(), 1, "{:?}", r.sinks);
+    // ... not for another path on that host.
+    let r = sink(
+        &c,
+        &mut s,
+        "fetch",
+        json!({"url": "https://docs.example.com/theirs"}),
+    )
+    .unwrap();
+    assert_eq!(r.effect, Effect::Ask, "{}", r.reason);
+    // Approving a URL approves that URL.
+    assert!(s.approve_sinks("fetch", &r.sinks, false));
+    let r = sink(
+        &c,
+        &mut s,
+        "fetch",
+        json!({"url": "https://docs.example.com/theirs"}),
+    )
+    .unwrap();
+    assert_eq!(r.effect, Effect::Allow, "{}", r.reason);
+    // A host seen in untrusted output taints every URL on it.
+    email_output(&mut s, &c, "see https://evil.example/a");
+    let r = sink(
+        &c,
+        &mut s,
+        "send_email",
+        json!({"to": "x@corp.com", "cc": "https://evil.example/other"}),
+    )
+    .unwrap();
+    assert_eq!(r.effect, Effect::Deny, "{}", r.reason);
+}

@@ -93,18 +93,15 @@ impl Walk<'_> {
         if tokens.is_empty() {
             tokens.push(trimmed.to_lowercase());
         }
-        let trusted: Vec<bool> = tokens.iter().map(|t| self.trusted(t)).collect();
-        for (i, token) in tokens.iter().enumerate() {
+        // The host that follows a URL token is judged with the URL (the taint index checks
+        // a URL's host itself; a host never vouches for a URL), not as a destination of its own.
+        let hosts: Vec<String> = tokens.iter().filter_map(|t| host_of(t)).collect();
+        for token in tokens.iter().filter(|t| !hosts.contains(t)) {
             if self.findings.len() >= MAX_SINK_VALUES {
                 self.overflow = true;
                 return;
             }
-            let covered = trusted.get(i).copied().unwrap_or(false)
-                || tokens
-                    .iter()
-                    .zip(&trusted)
-                    .any(|(u, ok)| *ok && host_of(u).as_deref() == Some(token.as_str()));
-            let (verdict, source) = if covered {
+            let (verdict, source) = if self.trusted(token) {
                 (SinkVerdict::Trusted, None)
             } else if self
                 .session
