@@ -31,6 +31,8 @@ pub struct Args {
     rug_pull_after: Option<u64>,
     #[arg(long, hide = true, requires = "internal_server")]
     record: Option<PathBuf>,
+    #[arg(long, hide = true, requires = "internal_server")]
+    rug_pulled: bool,
 }
 
 /// What each scripted call is expected to show, in order.
@@ -56,6 +58,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             outbox,
             rug_pull_after: args.rug_pull_after,
             record: args.record,
+            rug_pulled: args.rug_pulled,
         })?;
         return Ok(ExitCode::SUCCESS);
     }

@@ -32,6 +32,8 @@ pub struct ServerConfig {
     pub rug_pull_after: Option<u64>,
     /// Append every line received to this file (tests prove what reached the server).
     pub record: Option<PathBuf>,
+    /// Start with `fetch` already rug-pulled (tests of pins persisted across runs).
+    pub rug_pulled: bool,
 }
 
 /// Serves MCP over the process's stdin/stdout until stdin closes.
@@ -42,7 +44,7 @@ pub fn serve(config: &ServerConfig) -> anyhow::Result<()> {
     let mut state = State {
         config: config.clone(),
         calls: 0,
-        rug_pulled: false,
+        rug_pulled: config.rug_pulled,
     };
     for line in stdin.lock().lines() {
         let line = line?;
@@ -360,6 +362,7 @@ mod tests {
                 outbox: PathBuf::from("/nonexistent-demo/outbox"),
                 rug_pull_after,
                 record: None,
+                rug_pulled: false,
             },
             calls: 0,
             rug_pulled: false,

@@ -108,6 +108,9 @@ struct State {
     nonces: NonceLedger,
     /// The pages of the `tools/list` listing in progress.
     listing: Vec<Value>,
+    /// The server announced `notifications/tools/list_changed` and no complete listing
+    /// has been seen since: no definition is known to be current.
+    tools_stale: bool,
 }
 
 struct Inner {
@@ -319,7 +322,16 @@ impl Enforcer {
             tool: &tool,
             arguments: &arguments,
         };
-        let ruling = lock(&self.inner.backend).decide(&call, now_ms());
+        let mut ruling = lock(&self.inner.backend).decide(&call, now_ms());
+        if ruling.effect == Effect::Allow && lock(&self.inner.state).tools_stale {
+            ruling.effect = Effect::Ask;
+            ruling.contract = "pinning".to_owned();
+            ruling.rule = None;
+            ruling.reason = format!(
+                "the server announced that its tools changed (`notifications/tools/list_changed`) and they were not listed again, so the definition of `{tool}` is unknown"
+            );
+            ruling.prompt.why = ruling.reason.clone();
+        }
         let retry = approval::retry_of(&params);
         match (ruling.effect, retry) {
             (Effect::Deny, _) => self.finish_deny(id, &request_id, &call, &ruling, None),
@@ -685,6 +697,7 @@ impl Enforcer {
                         st.listing.extend(page.iter().cloned());
                     }
                     if complete {
+                        st.tools_stale = false;
                         std::mem::take(&mut st.listing)
                     } else {
                         st.listing.clone()
@@ -867,7 +880,17 @@ impl Interceptor for Enforcer {
             Direction::ClientToServer => self.on_client_message(message, proxy),
             Direction::ServerToClient => match message.answers {
                 Some(tag) => self.on_response(tag, message),
-                None => Verdict::Forward,
+                None => {
+                    if message.envelope.kind == Kind::Notification
+                        && message.envelope.method_str() == "notifications/tools/list_changed"
+                    {
+                        lock(&self.inner.state).tools_stale = true;
+                        let mut ev = Event::new(AuditKind::Pin);
+                        ev.reason = Some("the server announced that its tools changed".to_owned());
+                        let _ = self.audit(ev);
+                    }
+                    Verdict::Forward
+                }
             },
         }
     }

@@ -1,0 +1,187 @@
+//! Pinning tool definitions: a definition that changed since the last run asks once and
+//! shows what changed; after `notifications/tools/list_changed` nothing is trusted until
+//! the tools are listed again.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+use toolgate_testkit::Peer;
+
+const POLICY: &str = "version: 1\ndefault: allow\npacks: []\n";
+
+struct Client {
+    peer: Peer,
+    next: i64,
+}
+
+/// `toolgate wrap --server demo` in front of the demo server, state under `base`.
+fn start(base: &Path, approval: &str, server_args: &[&str]) -> Client {
+    std::fs::create_dir_all(base.join("work")).unwrap();
+    std::fs::create_dir_all(base.join("pins")).unwrap();
+    std::fs::write(base.join("work/notes.txt"), "hello").unwrap();
+    std::fs::write(base.join("policy.yaml"), POLICY).unwrap();
+    let exe = env!("CARGO_BIN_EXE_toolgate");
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        "wrap",
+        "--server",
+        "demo",
+        "--approval",
+        approval,
+        "--workspace",
+    ])
+    .arg(base.join("work"))
+    .arg("--policy")
+    .arg(base.join("policy.yaml"))
+    .arg("--audit")
+    .arg(base.join("audit.jsonl"))
+    .args(["--", exe, "demo", "--internal-server", "--workspace"])
+    .arg(base.join("work"))
+    .arg("--outbox")
+    .arg(base.join("outbox"))
+    .args(server_args)
+    .env("HOME", base)
+    .env("TOOLGATE_PINS_DIR", base.join("pins"));
+    let mut c = Client {
+        peer: Peer::spawn(cmd, false),
+        next: 0,
+    };
+    let r = c.request(
+        "initialize",
+        json!({"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},
+               "clientInfo":{"name":"pins-test","version":"0"}}),
+        &mut |_| panic!("no prompt expected"),
+    );
+    assert!(r.get("result").is_some(), "{r}");
+    c.peer
+        .send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    c.list();
+    c
+}
+
+impl Client {
+    fn request(
+        &mut self,
+        method: &str,
+        params: Value,
+        human: &mut dyn FnMut(&Value) -> Value,
+    ) -> Value {
+        self.next += 1;
+        let id = self.next;
+        let frame = json!({"jsonrpc":"2.0","id":id,"method":method,"params":params});
+        self.peer.send(serde_json::to_vec(&frame).unwrap());
+        loop {
+            let m = self.peer.recv_json();
+            if m.get("method") == Some(&json!("elicitation/create")) {
+                let answer = human(&m["params"]);
+                let reply = json!({"jsonrpc":"2.0","id":m["id"].clone(),"result":answer});
+                self.peer.send(serde_json::to_vec(&reply).unwrap());
+                continue;
+            }
+            if m.get("method").is_none() && m.get("id") == Some(&json!(id)) {
+                return m;
+            }
+        }
+    }
+
+    fn list(&mut self) {
+        let mut cursor: Option<String> = None;
+        loop {
+            let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
+            let r = self.request("tools/list", params, &mut |_| panic!("no prompt expected"));
+            cursor = r["result"]["nextCursor"].as_str().map(str::to_owned);
+            if cursor.is_none() {
+                return;
+            }
+        }
+    }
+
+    fn fetch(&mut self, human: &mut dyn FnMut(&Value) -> Value) -> Value {
+        self.request(
+            "tools/call",
+            json!({"name":"fetch","arguments":{"url":"https://docs.rs/serde"}}),
+            human,
+        )
+    }
+}
+
+fn blocked(r: &Value) -> bool {
+    r["result"]["isError"] == true
+        && r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("toolgate blocked")
+}
+
+#[test]
+fn a_definition_changed_since_the_last_run_asks_once_showing_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    // First run: trust on first use.
+    let mut c = start(&base, "client", &[]);
+    let r = c.fetch(&mut |p| panic!("unexpected prompt: {p}"));
+    assert!(!blocked(&r), "{r}");
+    drop(c);
+
+    // Second run: the server now describes `fetch` differently.
+    let mut c = start(&base, "client", &["--rug-pulled"]);
+    let mut prompts = Vec::new();
+    let r = c.fetch(&mut |p| {
+        prompts.push(p["message"].as_str().unwrap().to_owned());
+        json!({"action":"accept","content":{"decision":"allow_session"}})
+    });
+    assert!(!blocked(&r), "{r}");
+    assert_eq!(prompts.len(), 1);
+    assert!(prompts[0].contains("since the last run"), "{}", prompts[0]);
+    assert!(prompts[0].contains("description"), "{}", prompts[0]);
+    drop(c);
+
+    // Third run: the change was accepted and persisted; no prompt.
+    let mut c = start(&base, "client", &["--rug-pulled"]);
+    let r = c.fetch(&mut |p| panic!("asked again: {p}"));
+    assert!(!blocked(&r), "{r}");
+}
+
+#[test]
+fn after_list_changed_nothing_is_trusted_until_listed_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let mut c = start(&base, "none", &["--rug-pull-after", "1"]);
+    let read = json!({"name":"read_file","arguments":{"path":"notes.txt"}});
+    let r = c.request("tools/call", read.clone(), &mut |_| panic!("no prompt"));
+    assert!(!blocked(&r), "{r}");
+    // The server announces list_changed (toolgate marks the tools stale before relaying it).
+    loop {
+        let m = c.peer.recv_json();
+        if m["method"] == "notifications/tools/list_changed" {
+            break;
+        }
+    }
+    // The same call is no longer trusted.
+    let r = c.request("tools/call", read.clone(), &mut |_| panic!("no prompt"));
+    assert!(blocked(&r), "{r}");
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("list_changed"),
+        "{r}"
+    );
+    // Listed again: the unchanged tool is trusted, the changed one is not.
+    c.list();
+    let r = c.request("tools/call", read, &mut |_| panic!("no prompt"));
+    assert!(!blocked(&r), "{r}");
+    let r = c.fetch(&mut |_| panic!("no prompt"));
+    assert!(blocked(&r), "{r}");
+    assert_eq!(
+        r["result"]["_meta"]["dev.toolgate/decision"]["contract"],
+        "pinning"
+    );
+}
