@@ -325,7 +325,7 @@ fn upstream_runs_in_the_workspace_with_the_environment() {
 #[test]
 fn missing_upstream_command_is_an_error_on_stderr_only() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = toolgate(dir.path(), &["--", "/nonexistent/toolgate-test-server"]);
+    let cmd = toolgate(dir.path(), &["--", "/nonexistent/toolgate-test-server"]);
     let mut client = Peer::spawn(cmd, true);
     let status = client.wait();
     assert!(!status.success());

@@ -262,7 +262,7 @@ fn parked_and_outstanding_requests_are_answered_once_when_the_upstream_exits() {
             .unwrap()
             .unwrap();
         h.relay.upstream_gone().await;
-        let mut ids = vec![h.recv().await, h.recv().await];
+        let mut ids = [h.recv().await, h.recv().await];
         ids.sort_by_key(|v| v["id"].as_i64());
         assert_eq!(ids[0]["id"], 30);
         assert_eq!(ids[1]["id"], 31);
