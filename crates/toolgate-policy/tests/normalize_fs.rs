@@ -140,6 +140,28 @@ fn reference_server_paths() {
             json!({"path": "file:///etc/pass%77d"}),
             vec![part("fs.read", &["/etc/passwd"])],
         ),
+        // `..` behind a symlink: the reference server collapses it lexically (/w/secret), the
+        // kernel climbs from the link's target (/home/u/secret). Both are resources.
+        (
+            "read_file",
+            json!({"path": "link/../secret"}),
+            vec![part("fs.read", &["/w/secret", "/home/u/secret"])],
+        ),
+        (
+            "read_file",
+            json!({"path": "/w/link/../../u/.aws/x"}),
+            vec![part("fs.read", &["/u/.aws/x", "/home/u/.aws/x"])],
+        ),
+        (
+            "read_file",
+            json!({"path": "src/../Cargo.toml"}),
+            vec![part("fs.read", &["/w/Cargo.toml"])],
+        ),
+        (
+            "read_file",
+            json!({"path": "file:///w/link/%2e%2e/x"}),
+            vec![unknown()],
+        ),
         // Cannot be made canonical: unknown, never "no resources".
         ("read_file", json!({"path": "a\u{0000}b"}), vec![unknown()]),
         (

@@ -264,6 +264,13 @@ fn argument_forms() {
     );
     assert_eq!(a.parts[0].resources, ["/home/u/.ssh"]);
     assert!(!a.parts[0].opaque);
+    // A working directory whose lexical and kernel readings differ is not exact.
+    let a = run_with(
+        "execute_command",
+        json!({"command": "ls", "cwd": "link/.."}),
+        None,
+    );
+    assert!(a.parts.iter().all(|p| p.opaque));
     let a = run_with(
         "execute_command",
         json!({"command": "ls", "cwd": "a\u{0}b"}),

@@ -477,7 +477,7 @@ fn shell_parts(call: &ToolCall, m: &ToolMapping, ctx: &NormalizeContext) -> Vec<
     let mut cwd_bad = false;
     if let Some((_, v)) = first_present(args, m.cwd_param.as_ref(), CWD_PARAMS) {
         match v {
-            Value::String(s) => match path::resolve_path(s, ctx.workspace, ctx) {
+            Value::String(s) => match path::resolve_path_strict(s, ctx.workspace, ctx) {
                 Ok(p) => cwd = Some(p),
                 Err(_) => cwd_bad = true,
             },
@@ -641,7 +641,7 @@ impl<'c> ShellOut<'c> {
             });
             let mut repo = Some(base.clone());
             for dir in &class.chdirs {
-                repo = repo.and_then(|r| path::resolve_path(dir, &r, self.ctx).ok());
+                repo = repo.and_then(|r| path::resolve_path_strict(dir, &r, self.ctx).ok());
             }
             match repo {
                 Some(r) => {
@@ -730,9 +730,14 @@ fn git_tool_parts(call: &ToolCall, m: &ToolMapping, ctx: &NormalizeContext) -> V
         }
         if matches!(name.as_str(), "files" | "paths" | "file" | "path") {
             for s in strings {
-                match path::resolve_path(s, &base, ctx) {
-                    Ok(p) if !part.resources.contains(&p) => part.resources.push(p),
-                    Ok(_) => {}
+                match path::resolve_path_all(s, &base, ctx) {
+                    Ok(all) => {
+                        for p in all {
+                            if !part.resources.contains(&p) {
+                                part.resources.push(p);
+                            }
+                        }
+                    }
                     Err(_) => bad = true,
                 }
             }

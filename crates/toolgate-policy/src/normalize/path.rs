@@ -65,26 +65,103 @@ pub(crate) fn resolve_path(
     ctx.fs.canonicalize(&lexical).ok_or(PathError::Unresolvable)
 }
 
+/// Like [`resolve_path`], plus the path the kernel would open when they differ. The
+/// reference server collapses `..` lexically before resolving symlinks; the kernel resolves
+/// `link/..` to the parent of the link's *target*. A path with `..` behind a symlink names
+/// both, so both are returned (deny rules see either; allow rules must cover both).
+pub(crate) fn resolve_path_all(
+    raw: &str,
+    base: &str,
+    ctx: &NormalizeContext,
+) -> Result<Vec<String>, PathError> {
+    let first = resolve_path(raw, base, ctx)?;
+    let mut out = vec![first];
+    let is_file_url = raw
+        .get(..5)
+        .is_some_and(|p| p.eq_ignore_ascii_case("file:"));
+    if is_file_url {
+        let lower = raw.to_ascii_lowercase();
+        if lower.contains("..") || lower.contains("%2e") {
+            // Dot segments inside a URL: which reading the server uses is unknowable.
+            return Err(PathError::Unresolvable);
+        }
+    } else if raw.split('/').any(|c| c == "..") {
+        let absolute = if raw.starts_with('/') {
+            raw.to_owned()
+        } else if raw == "~" || raw.starts_with("~/") {
+            format!("{}{}", ctx.home, raw.get(1..).unwrap_or_default())
+        } else {
+            format!("{base}/{raw}")
+        };
+        let physical = physical_path(&absolute, ctx).ok_or(PathError::Unresolvable)?;
+        if !out.contains(&physical) {
+            out.push(physical);
+        }
+    }
+    Ok(out)
+}
+
+/// A path that must name exactly one place (a working directory, a repository): an error
+/// when the lexical and the kernel reading disagree.
+pub(crate) fn resolve_path_strict(
+    raw: &str,
+    base: &str,
+    ctx: &NormalizeContext,
+) -> Result<String, PathError> {
+    let mut all = resolve_path_all(raw, base, ctx)?;
+    if all.len() != 1 {
+        return Err(PathError::Unresolvable);
+    }
+    all.pop().ok_or(PathError::Unresolvable)
+}
+
+/// Kernel-style resolution: components in order, each prefix canonicalised before `..`
+/// climbs from it.
+fn physical_path(absolute: &str, ctx: &NormalizeContext) -> Option<String> {
+    let mut current = "/".to_owned();
+    for component in absolute.split('/') {
+        match component {
+            "" | "." => {}
+            ".." => {
+                current = match current.rfind('/') {
+                    Some(0) | None => "/".to_owned(),
+                    Some(i) => current.get(..i).unwrap_or("/").to_owned(),
+                };
+            }
+            c => {
+                let next = if current == "/" {
+                    format!("/{c}")
+                } else {
+                    format!("{current}/{c}")
+                };
+                current = ctx.fs.canonicalize(&next)?;
+            }
+        }
+    }
+    Some(current)
+}
+
 /// Resolves every path in an argument value: a string, or an array of strings.
 pub(crate) fn resolve_value(
     value: &Value,
     base: &str,
     ctx: &NormalizeContext,
 ) -> Vec<Result<String, PathError>> {
-    match value {
-        Value::String(s) => vec![resolve_path(s, base, ctx)],
-        Value::Array(items) => {
-            if items.is_empty() {
-                return Vec::new();
-            }
-            items
-                .iter()
-                .map(|item| match item {
-                    Value::String(s) => resolve_path(s, base, ctx),
-                    _ => Err(PathError::NotAString),
-                })
-                .collect()
+    let one = |s: &str| -> Vec<Result<String, PathError>> {
+        match resolve_path_all(s, base, ctx) {
+            Ok(all) => all.into_iter().map(Ok).collect(),
+            Err(e) => vec![Err(e)],
         }
+    };
+    match value {
+        Value::String(s) => one(s),
+        Value::Array(items) => items
+            .iter()
+            .flat_map(|item| match item {
+                Value::String(s) => one(s),
+                _ => vec![Err(PathError::NotAString)],
+            })
+            .collect(),
         Value::Null => Vec::new(),
         _ => vec![Err(PathError::NotAString)],
     }
