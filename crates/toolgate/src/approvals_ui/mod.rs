@@ -191,9 +191,9 @@ pub fn render(ui: &Ui, frame: &mut Frame<'_>, now_ms: u64) {
     let rows = Layout::default()
         .direction(Direction::Vertical)
         .constraints([
-            Constraint::Percentage(35),
-            Constraint::Min(6),
-            Constraint::Length(6),
+            Constraint::Percentage(25),
+            Constraint::Min(11),
+            Constraint::Length(5),
             Constraint::Length(1),
         ])
         .split(frame.area());
