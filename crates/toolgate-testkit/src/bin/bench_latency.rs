@@ -7,6 +7,12 @@
 //! process (`VmHWM` from `/proc/<pid>/status`), and the start-up time to the first response
 //! (`initialize`) with and without toolgate.
 //!
+//! toolgate runs with a policy that allows every call (`default: allow`, no packs; override
+//! with `--policy`), `--approval none`, and a private audit log and pin store in a temp dir,
+//! so the figures include the real decision path (policy evaluation, pinning, audit record)
+//! of an allowed call. Each session lists its tools once after `initialize`, as clients do
+//! (toolgate pins tool definitions from `tools/list`).
+//!
 //! A plain binary rather than a criterion bench: what matters here is the latency
 //! *distribution* (p99) of a long-lived pipe pair, the RSS and the start-up of a child process;
 //! criterion's per-iteration sampling model measures means of a closure and would hide the tail.
@@ -26,6 +32,8 @@ use anyhow::{Context, bail};
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench_latency","version":"0"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+const TOOLS_LIST: &str = r#"{"jsonrpc":"2.0","id":"list","method":"tools/list"}"#;
+const ALLOW_ALL_POLICY: &str = "version: 1\ndefault: allow\npacks: []\n";
 
 /// Relay targets from issue 2.
 const TARGET_ADDED_P50_US: f64 = 15.0;
@@ -43,6 +51,7 @@ struct Options {
     rounds: usize,
     startup_runs: usize,
     result_bytes: usize,
+    policy: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -56,7 +65,7 @@ fn main() -> ExitCode {
 }
 
 const USAGE: &str = "usage: bench_latency [--calls N] [--warmup N] [--rounds N] [--startup-runs N] \
-[--result-bytes N] [--toolgate PATH] [--upstream PATH]";
+[--result-bytes N] [--toolgate PATH] [--upstream PATH] [--policy PATH]";
 
 fn parse_options() -> anyhow::Result<Options> {
     let exe = std::env::current_exe().context("cannot locate the bench_latency executable")?;
@@ -69,6 +78,7 @@ fn parse_options() -> anyhow::Result<Options> {
         rounds: 5,
         startup_runs: 21,
         result_bytes: 0,
+        policy: None,
     };
     let mut args = std::env::args_os().skip(1);
     while let Some(arg) = args.next() {
@@ -93,6 +103,7 @@ fn parse_options() -> anyhow::Result<Options> {
             "--result-bytes" => options.result_bytes = number()?,
             "--toolgate" => options.toolgate = PathBuf::from(&value),
             "--upstream" => options.upstream = PathBuf::from(&value),
+            "--policy" => options.policy = Some(PathBuf::from(&value)),
             other => bail!("unknown argument `{other}`\nhelp: {USAGE}"),
         }
     }
@@ -116,10 +127,11 @@ struct Peer {
 }
 
 impl Peer {
-    fn spawn(argv: &[OsString]) -> anyhow::Result<Peer> {
-        let (program, args) = argv.split_first().context("empty command")?;
+    fn spawn(cmd: &Cmd) -> anyhow::Result<Peer> {
+        let (program, args) = cmd.argv.split_first().context("empty command")?;
         let mut child = Command::new(program)
             .args(args)
+            .envs(cmd.envs.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -142,7 +154,7 @@ impl Peer {
         if self.stdout.read_line(&mut self.line)? == 0 {
             bail!("the peer closed its stdout");
         }
-        if self.line.contains("\"error\"") {
+        if self.line.contains("\"error\"") || self.line.contains("\"isError\":true") {
             bail!("the peer answered with an error: {}", self.line.trim_end());
         }
         Ok(())
@@ -157,7 +169,8 @@ impl Peer {
 
     fn initialize(&mut self) -> anyhow::Result<()> {
         self.round_trip(INITIALIZE.as_bytes())?;
-        self.send(INITIALIZED.as_bytes())
+        self.send(INITIALIZED.as_bytes())?;
+        self.round_trip(TOOLS_LIST.as_bytes())
     }
 
     fn peak_rss_kb(&self) -> Option<u64> {
@@ -248,9 +261,9 @@ fn drive(
     Ok(())
 }
 
-fn startup_ms(argv: &[OsString]) -> anyhow::Result<f64> {
+fn startup_ms(cmd: &Cmd) -> anyhow::Result<f64> {
     let t0 = Instant::now();
-    let mut peer = Peer::spawn(argv)?;
+    let mut peer = Peer::spawn(cmd)?;
     peer.round_trip(INITIALIZE.as_bytes())?;
     let elapsed = t0.elapsed();
     peer.finish()?;
@@ -266,19 +279,69 @@ fn verdict(ok: bool) -> &'static str {
     if ok { "ok" } else { "MISSED" }
 }
 
+/// A command line and its extra environment.
+struct Cmd {
+    argv: Vec<OsString>,
+    envs: Vec<(OsString, OsString)>,
+}
+
+/// A private directory for toolgate's policy, audit log and pins; removed on drop.
+struct StateDir(PathBuf);
+
+impl StateDir {
+    fn create() -> anyhow::Result<StateDir> {
+        let dir = std::env::temp_dir().join(format!("toolgate-bench-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("pins"))
+            .with_context(|| format!("cannot create `{}`", dir.display()))?;
+        Ok(StateDir(dir))
+    }
+}
+
+impl Drop for StateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 fn run() -> anyhow::Result<()> {
     let options = parse_options()?;
-    let mut upstream: Vec<OsString> = vec![options.upstream.clone().into_os_string()];
+    let state = StateDir::create()?;
+    let policy = match &options.policy {
+        Some(path) => path.clone(),
+        None => {
+            let path = state.0.join("policy.yaml");
+            std::fs::write(&path, ALLOW_ALL_POLICY)?;
+            path
+        }
+    };
+    let mut upstream_argv: Vec<OsString> = vec![options.upstream.clone().into_os_string()];
     if options.result_bytes > 0 {
-        upstream.push("--result-bytes".into());
-        upstream.push(options.result_bytes.to_string().into());
+        upstream_argv.push("--result-bytes".into());
+        upstream_argv.push(options.result_bytes.to_string().into());
     }
-    let mut wrapped: Vec<OsString> = vec![
+    let mut wrapped_argv: Vec<OsString> = vec![
         options.toolgate.clone().into_os_string(),
         "wrap".into(),
+        "--policy".into(),
+        policy.into_os_string(),
+        "--audit".into(),
+        state.0.join("audit.jsonl").into_os_string(),
+        "--approval".into(),
+        "none".into(),
         "--".into(),
     ];
-    wrapped.extend(upstream.iter().cloned());
+    wrapped_argv.extend(upstream_argv.iter().cloned());
+    let upstream = Cmd {
+        argv: upstream_argv,
+        envs: Vec::new(),
+    };
+    let wrapped = Cmd {
+        argv: wrapped_argv,
+        envs: vec![(
+            OsString::from("TOOLGATE_PINS_DIR"),
+            state.0.join("pins").into_os_string(),
+        )],
+    };
 
     // Start-up to the first response, alternating so both see the same machine load.
     let mut direct_startup = Vec::with_capacity(options.startup_runs);
