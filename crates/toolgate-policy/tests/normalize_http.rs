@@ -182,6 +182,8 @@ fn http_tool_names() {
         "curl",
         "http_get",
         "web_fetch",
+        "browser_navigate",
+        "playwright_navigate",
         "fetchUrl",
     ] {
         let a = run(tool, json!({"url": "https://a.com"}));

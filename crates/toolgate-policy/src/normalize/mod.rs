@@ -198,6 +198,8 @@ fn is_http_tool(words: &[String]) -> bool {
             "navigate",
         ])
         || (has(&["request"]) && has(&["http", "web", "api", "make", "send"]))
+        || (has(&["browser", "playwright", "puppeteer"])
+            && has(&["navigate", "open", "goto", "visit", "go"]))
 }
 
 /// Built-in adapters by tool name (shell tool names, http tool names, git tools and the
