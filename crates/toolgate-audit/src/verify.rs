@@ -226,12 +226,21 @@ impl<R: Read> Lines<R> {
     }
 }
 
-/// A parsed later line, kept only after a problem was found (for classification).
-struct Later {
-    line: u64,
+/// The line after a problem.
+struct Next {
     seq: Option<u64>,
     prev: Option<String>,
     hash: String,
+}
+
+/// What the rest of the file says about a problem.
+struct Later {
+    /// The line right after it.
+    next: Option<Next>,
+    /// Hash of the line after that.
+    after_next_hash: Option<String>,
+    /// The first later line holding the expected seq.
+    expected_at: Option<u64>,
 }
 
 /// Verifies a log read from `reader`.
@@ -320,17 +329,29 @@ pub fn verify_reader<R: Read>(reader: R) -> std::io::Result<Verification> {
             continue;
         }
 
-        // Something is wrong here: read the rest to say what.
-        let mut later = Vec::new();
+        // Something is wrong here: look at the next line and search the rest for the
+        // expected seq to say what (in constant memory).
+        let mut later = Later {
+            next: None,
+            after_next_hash: None,
+            expected_at: None,
+        };
         while let Some(raw) = lines.next_line()? {
             v.lines += 1;
             let parsed = parse_chain_fields(&raw.bytes).ok();
-            later.push(Later {
-                line: v.lines,
-                seq: parsed.as_ref().map(|f| f.seq),
-                prev: parsed.map(|f| f.prev),
-                hash: line_hash(&raw.bytes),
-            });
+            let seq = parsed.as_ref().map(|f| f.seq);
+            if later.expected_at.is_none() && seq == Some(expected_seq) {
+                later.expected_at = Some(v.lines);
+            }
+            if later.next.is_none() {
+                later.next = Some(Next {
+                    seq,
+                    prev: parsed.map(|f| f.prev),
+                    hash: line_hash(&raw.bytes),
+                });
+            } else if later.after_next_hash.is_none() {
+                later.after_next_hash = Some(line_hash(&raw.bytes));
+            }
         }
         let kind = classify(
             &fields,
@@ -368,14 +389,17 @@ fn classify(
     expected_seq: u64,
     expected_prev: &str,
     before_last_hash: Option<&str>,
-    later: &[Later],
+    later: &Later,
 ) -> ProblemKind {
-    let next = later.first();
+    let next = later.next.as_ref();
     let next_continues_from_previous = next
         .is_some_and(|n| n.seq == Some(expected_seq) && n.prev.as_deref() == Some(expected_prev));
     let next_links_to_this = next.is_some_and(|n| n.prev.as_deref() == Some(hash));
+    // Seq E+1 then seq E, each linking as if in the right order: a swap — unless the line
+    // after them is this very line again (then this one is a copy inserted early).
     let swapped_with_next = fields.seq == expected_seq.saturating_add(1)
-        && next.is_some_and(|n| n.seq == Some(expected_seq) && fields.prev == n.hash);
+        && next.is_some_and(|n| n.seq == Some(expected_seq) && fields.prev == n.hash)
+        && later.after_next_hash.as_deref() != Some(hash);
 
     // This line is foreign: the chain skips over it.
     if next_continues_from_previous && !next_links_to_this && !swapped_with_next {
@@ -393,10 +417,10 @@ fn classify(
         };
     }
     if fields.seq > expected_seq {
-        if let Some(found) = later.iter().find(|l| l.seq == Some(expected_seq)) {
+        if let Some(found_at_line) = later.expected_at {
             return ProblemKind::Reordered {
                 expected_seq,
-                found_at_line: found.line,
+                found_at_line,
             };
         }
         return ProblemKind::Deleted {
