@@ -585,7 +585,10 @@ impl Enforcer {
                 ev.reason =
                     Some("the client cancelled the call while it awaited approval".to_owned());
                 let _ = this.audit(ev);
-                return Verdict::Drop;
+                // A cancelled request gets no response (MCP: the receiver stops processing
+                // and sends nothing). The seam has no verdict for "answered elsewhere", so
+                // this one never resolves; the relay answers it only if the upstream exits.
+                return std::future::pending::<Verdict>().await;
             };
             match this.conclude(&call, &ruling, &request_id, &answer, how) {
                 Ok(()) => {
