@@ -136,6 +136,11 @@ fn deny_rules_see_through_wrappers_and_compounds() {
         "chroot /mnt rm x",
         "taskset -c 0 rm x",
         "fd -x rm",
+        "cmd /c rm x",
+        "pwsh -Command 'rm x'",
+        "busybox sh -c 'rm x'",
+        "command -p rm x",
+        "exec -a foo rm x",
     ];
     for cmd in cases {
         let a = run(cmd);

@@ -557,6 +557,40 @@ fn expand_into(
             }
             "busybox" | "toybox" => Some(rest),
             "eval" => return rescan(&rest.join(" "), depth, out),
+            "cmd" | "cmd.exe" => {
+                // `cmd /c STRING`: read the string with shell rules (close enough for deny rules).
+                let pos = rest
+                    .iter()
+                    .position(|w| w.eq_ignore_ascii_case("/c") || w.eq_ignore_ascii_case("/k"));
+                if let Some(pos) = pos {
+                    out.push(Exec {
+                        argv: argv.clone(),
+                        wrapped,
+                        inexact,
+                        container: true,
+                    });
+                    let cmd = rest.get(pos + 1..).unwrap_or_default().join(" ");
+                    return rescan(&cmd, depth, out);
+                }
+                None
+            }
+            "powershell" | "powershell.exe" | "pwsh" | "pwsh.exe" => {
+                let pos = rest.iter().position(|w| {
+                    let l = w.to_ascii_lowercase();
+                    l == "-c" || l == "-command" || l == "/c" || l == "/command"
+                });
+                if let Some(pos) = pos {
+                    out.push(Exec {
+                        argv: argv.clone(),
+                        wrapped,
+                        inexact,
+                        container: true,
+                    });
+                    let cmd = rest.get(pos + 1..).unwrap_or_default().join(" ");
+                    return rescan(&cmd, depth, out);
+                }
+                None
+            }
             "sh" | "bash" | "zsh" | "dash" | "ksh" | "mksh" | "ash" | "fish" | "csh" | "tcsh"
             | "yash" | "posh" | "rbash" => {
                 if let Some(cmd) = shell_c_string(&rest) {
