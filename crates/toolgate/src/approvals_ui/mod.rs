@@ -166,7 +166,10 @@ impl Ui {
 pub fn detail_lines(p: &Pending, now_ms: u64) -> Vec<(String, String)> {
     let q = &p.question;
     let mut out = vec![
-        ("Server".to_owned(), q.server.clone().unwrap_or_else(|| "(unnamed)".to_owned())),
+        (
+            "Server".to_owned(),
+            q.server.clone().unwrap_or_else(|| "(unnamed)".to_owned()),
+        ),
         ("Tool".to_owned(), q.tool.clone()),
         ("Action".to_owned(), q.what.clone()),
         ("Why".to_owned(), q.why.clone()),
@@ -226,7 +229,10 @@ pub fn render(ui: &Ui, frame: &mut Frame<'_>, now_ms: u64) {
             .into_iter()
             .map(|(k, v)| {
                 Line::from(vec![
-                    Span::styled(format!("{k:<11}"), Style::default().add_modifier(Modifier::BOLD)),
+                    Span::styled(
+                        format!("{k:<11}"),
+                        Style::default().add_modifier(Modifier::BOLD),
+                    ),
                     Span::raw(v),
                 ])
             })
@@ -305,7 +311,10 @@ mod tests {
         assert_eq!(ui.queue.len(), 2);
         assert_eq!(ui.on_key(Key::Down), Effect::Nothing);
         assert_eq!(ui.on_key(Key::Down), Effect::Nothing, "stays on the last");
-        assert_eq!(ui.on_key(Key::AllowSession), Effect::Decide(2, Decision::AllowSession));
+        assert_eq!(
+            ui.on_key(Key::AllowSession),
+            Effect::Decide(2, Decision::AllowSession)
+        );
         // Decided elsewhere: it leaves the queue, the selection stays in range.
         ui.on_broker(FromBroker::Resolved {
             id: 2,
@@ -314,7 +323,12 @@ mod tests {
         });
         assert_eq!(ui.queue.len(), 1);
         assert_eq!(ui.selected, 0);
-        assert!(ui.log.back().unwrap().contains("resolved: deny by approver pid 9"));
+        assert!(
+            ui.log
+                .back()
+                .unwrap()
+                .contains("resolved: deny by approver pid 9")
+        );
         ui.on_broker(FromBroker::Withdrawn {
             id: 1,
             why: Withdrawal::Cancelled,

@@ -14,7 +14,9 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, oneshot};
 
 use super::paths::{self, Layout};
-use super::proto::{self, Decision, ErrorCode, FromBroker, Question, Role, ToBroker, VERSION, Withdrawal};
+use super::proto::{
+    self, Decision, ErrorCode, FromBroker, Question, Role, ToBroker, VERSION, Withdrawal,
+};
 use crate::approval::{Answer, AnswerFuture, ApprovalChannel, Prompt};
 
 /// How long connecting and the hello exchange may take.
@@ -347,9 +349,7 @@ impl ApprovalChannel for BrokerChannel {
             };
             if link.tx.send(ask).is_err() {
                 guard.armed = false;
-                return Answer::Deny(format!(
-                    "the approval broker disconnected. {HELP_START}"
-                ));
+                return Answer::Deny(format!("the approval broker disconnected. {HELP_START}"));
             }
             match tokio::time::timeout(timeout, rx).await {
                 Ok(Ok(answer)) => {
@@ -376,5 +376,8 @@ impl ApprovalChannel for BrokerChannel {
 
 /// The session key of this proxy: `--session NAME`, else the parent process (the client).
 pub fn default_session() -> String {
-    format!("ppid-{}", rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get()))
+    format!(
+        "ppid-{}",
+        rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get())
+    )
 }

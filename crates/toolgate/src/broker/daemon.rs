@@ -240,15 +240,22 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
     match proto::hello_version(&hello) {
         Some(v) if v == u64::from(VERSION) => {}
         Some(v) => {
-            reject(&mut write, error(
-                ErrorCode::Incompatible,
-                format!("this broker speaks protocol {VERSION}, the peer {v}"),
-            ))
+            reject(
+                &mut write,
+                error(
+                    ErrorCode::Incompatible,
+                    format!("this broker speaks protocol {VERSION}, the peer {v}"),
+                ),
+            )
             .await;
             return;
         }
         None => {
-            reject(&mut write, error(ErrorCode::Invalid, "the first message must be `hello`")).await;
+            reject(
+                &mut write,
+                error(ErrorCode::Invalid, "the first message must be `hello`"),
+            )
+            .await;
             return;
         }
     }
@@ -367,11 +374,14 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
 /// Handles one message; `Err` is a protocol violation that closes the connection.
 fn handle(shared: &Arc<Shared>, conn_id: u64, role: Role, message: ToBroker) -> Result<(), String> {
     match (role, message) {
-        (Role::Proxy, ToBroker::Ask {
-            id,
-            question,
-            timeout_ms,
-        }) => ask(shared, conn_id, id, question, timeout_ms),
+        (
+            Role::Proxy,
+            ToBroker::Ask {
+                id,
+                question,
+                timeout_ms,
+            },
+        ) => ask(shared, conn_id, id, question, timeout_ms),
         (Role::Proxy, ToBroker::Withdraw { id, why }) => {
             let mut st = shared.lock();
             let found = st

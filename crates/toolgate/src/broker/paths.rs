@@ -66,7 +66,10 @@ pub enum Unsafe {
     #[error("`{path}` is readable by others (mode {mode:04o}, expected 0600)")]
     Readable { path: String, mode: u32 },
     #[error("`{path}` is not a {expected} (a symlink or something else is in its place)")]
-    Kind { path: String, expected: &'static str },
+    Kind {
+        path: String,
+        expected: &'static str,
+    },
     #[error("`{path}`: {message}")]
     Io { path: String, message: String },
 }
@@ -210,7 +213,11 @@ pub fn token_matches(given: &[u8], expected: &[u8; TOKEN_BYTES]) -> bool {
 /// `mode owner` of a path, for `toolgate status`.
 pub fn describe(path: &Path) -> String {
     match std::fs::symlink_metadata(path) {
-        Ok(meta) => format!("mode {:04o}, owner uid {}", meta.mode() & 0o7777, meta.uid()),
+        Ok(meta) => format!(
+            "mode {:04o}, owner uid {}",
+            meta.mode() & 0o7777,
+            meta.uid()
+        ),
         Err(e) => format!("missing ({e})"),
     }
 }

@@ -233,10 +233,17 @@ pub enum FromBroker {
 
 /// Reads one line of at most [`MAX_LINE`] bytes (without the newline). `Ok(None)` at end of
 /// stream; an over-long line is an error.
-pub async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<Option<Vec<u8>>> {
+pub async fn read_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+) -> std::io::Result<Option<Vec<u8>>> {
     let mut buf = Vec::new();
-    let limit = u64::try_from(MAX_LINE).unwrap_or(u64::MAX).saturating_add(1);
-    let n = (&mut *reader).take(limit).read_until(b'\n', &mut buf).await?;
+    let limit = u64::try_from(MAX_LINE)
+        .unwrap_or(u64::MAX)
+        .saturating_add(1);
+    let n = (&mut *reader)
+        .take(limit)
+        .read_until(b'\n', &mut buf)
+        .await?;
     if n == 0 {
         return Ok(None);
     }
@@ -289,7 +296,10 @@ mod tests {
             json!({"type":"nope"}),
             json!({"type":"ask","id":1,"timeout_ms":5,"question":{"tool":"t","what":"w","why":"y","server":null,"provenance":null,"changes":null,"arguments":{}}}),
         ] {
-            assert!(serde_json::from_value::<ToBroker>(bad.clone()).is_err(), "{bad}");
+            assert!(
+                serde_json::from_value::<ToBroker>(bad.clone()).is_err(),
+                "{bad}"
+            );
         }
     }
 

@@ -78,7 +78,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     code
 }
 
-async fn decide_one(conn: &mut Connection, id: u64, decision: Decision) -> anyhow::Result<ExitCode> {
+async fn decide_one(
+    conn: &mut Connection,
+    id: u64,
+    decision: Decision,
+) -> anyhow::Result<ExitCode> {
     conn.send(&ToBroker::Decide { id, decision }).await?;
     loop {
         match tokio::time::timeout(Duration::from_secs(10), conn.recv()).await {
@@ -120,7 +124,11 @@ fn plain_lines(message: &FromBroker) -> Vec<String> {
             out
         }
         FromBroker::Resolved { id, decision, by } => {
-            vec![format!("resolved {id} {} by {}", decision.cli_name(), safe(by))]
+            vec![format!(
+                "resolved {id} {} by {}",
+                decision.cli_name(),
+                safe(by)
+            )]
         }
         FromBroker::Withdrawn { id, why } => {
             vec![format!(
@@ -155,7 +163,9 @@ fn parse_plain(line: &str) -> Result<(u64, Decision), String> {
         "d" | "deny" => Decision::Deny,
         other => other.parse()?,
     };
-    let id = id.parse().map_err(|_| format!("`{id}` is not a request id"))?;
+    let id = id
+        .parse()
+        .map_err(|_| format!("`{id}` is not a request id"))?;
     Ok((id, decision))
 }
 
@@ -171,7 +181,11 @@ async fn plain(
     mut conn: Connection,
     pending: Vec<crate::broker::proto::Pending>,
 ) -> anyhow::Result<ExitCode> {
-    emit(&[format!("connected to the broker (pid {}): {} pending", conn.broker_pid, pending.len())]);
+    emit(&[format!(
+        "connected to the broker (pid {}): {} pending",
+        conn.broker_pid,
+        pending.len()
+    )]);
     for request in pending {
         emit(&plain_lines(&FromBroker::Added { request }));
     }

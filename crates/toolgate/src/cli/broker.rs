@@ -31,7 +31,10 @@ pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
             layout.socket.display()
         );
         daemon::serve(bound, daemon::signals()).await;
-        tracing::info!("toolgate broker stopped; removed `{}`", layout.socket.display());
+        tracing::info!(
+            "toolgate broker stopped; removed `{}`",
+            layout.socket.display()
+        );
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)

@@ -92,7 +92,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.probe {
         let verdict = runtime.block_on(probe_upstream(&args.command, args.probe_timeout));
         match verdict {
-            Ok(info) => out.line(Level::Pass, format!("upstream starts and answers `initialize`: {info}")),
+            Ok(info) => out.line(
+                Level::Pass,
+                format!("upstream starts and answers `initialize`: {info}"),
+            ),
             Err(why) => out.line(Level::Fail, format!("upstream probe: {why}")),
         }
     }
@@ -109,7 +112,10 @@ fn check_policy(out: &mut Out, path: Option<&PathBuf>) {
         Some(p) => match std::fs::read_to_string(p) {
             Ok(s) => (s, p.display().to_string()),
             Err(e) => {
-                out.line(Level::Fail, format!("policy `{}` cannot be read: {e}", p.display()));
+                out.line(
+                    Level::Fail,
+                    format!("policy `{}` cannot be read: {e}", p.display()),
+                );
                 return;
             }
         },
@@ -134,7 +140,10 @@ fn check_clients(out: &mut Out) {
     let env = match Env::from_process() {
         Ok(env) => env,
         Err(e) => {
-            out.line(Level::Warn, format!("client configurations not searched: {e}"));
+            out.line(
+                Level::Warn,
+                format!("client configurations not searched: {e}"),
+            );
             return;
         }
     };
@@ -156,7 +165,10 @@ fn check_clients(out: &mut Out) {
         let text = match std::fs::read_to_string(&location.path) {
             Ok(t) => t,
             Err(e) => {
-                out.line(Level::Warn, format!("{client} `{path}` cannot be read: {e}"));
+                out.line(
+                    Level::Warn,
+                    format!("{client} `{path}` cannot be read: {e}"),
+                );
                 continue;
             }
         };
@@ -175,11 +187,12 @@ fn check_clients(out: &mut Out) {
                     .filter(|e| e.outcome == Outcome::Wrapped)
                     .map(|e| e.name.as_str())
                     .collect();
-                let level = if bare.is_empty() { Level::Pass } else { Level::Warn };
-                let mut text = format!(
-                    "{client} `{path}`: wrapped [{}]",
-                    wrapped.join(", ")
-                );
+                let level = if bare.is_empty() {
+                    Level::Pass
+                } else {
+                    Level::Warn
+                };
+                let mut text = format!("{client} `{path}`: wrapped [{}]", wrapped.join(", "));
                 if !bare.is_empty() {
                     text.push_str(&format!(
                         "; NOT wrapped [{}]. help: run `toolgate init`",
@@ -188,7 +201,10 @@ fn check_clients(out: &mut Out) {
                 }
                 out.line(level, text);
             }
-            Err(e) => out.line(Level::Warn, format!("{client} `{path}` cannot be parsed: {e}")),
+            Err(e) => out.line(
+                Level::Warn,
+                format!("{client} `{path}` cannot be parsed: {e}"),
+            ),
         }
     }
 }
@@ -222,23 +238,40 @@ async fn probe_upstream(command: &[OsString], timeout: Duration) -> Result<Strin
     let wait = async {
         while let Ok(Some(line)) = lines.next_line().await {
             let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
-                return Err(format!("the server wrote a non-JSON line on stdout: `{}`", line.chars().take(80).collect::<String>()));
+                return Err(format!(
+                    "the server wrote a non-JSON line on stdout: `{}`",
+                    line.chars().take(80).collect::<String>()
+                ));
             };
             if v.get("id").and_then(|i| i.as_str()) != Some("toolgate-doctor") {
                 continue;
             }
             if let Some(result) = v.get("result") {
-                let name = result.pointer("/serverInfo/name").and_then(|n| n.as_str()).unwrap_or("?");
-                let version = result.get("protocolVersion").and_then(|n| n.as_str()).unwrap_or("?");
+                let name = result
+                    .pointer("/serverInfo/name")
+                    .and_then(|n| n.as_str())
+                    .unwrap_or("?");
+                let version = result
+                    .get("protocolVersion")
+                    .and_then(|n| n.as_str())
+                    .unwrap_or("?");
                 return Ok(format!("`{name}`, protocol {version}"));
             }
-            return Err(format!("the server refused `initialize`: {}", v.get("error").map(|e| e.to_string()).unwrap_or_default()));
+            return Err(format!(
+                "the server refused `initialize`: {}",
+                v.get("error").map(|e| e.to_string()).unwrap_or_default()
+            ));
         }
         Err("the server exited without answering `initialize`".to_owned())
     };
     let verdict = tokio::time::timeout(timeout, wait)
         .await
-        .unwrap_or_else(|_| Err(format!("no reply to `initialize` within {} s", timeout.as_secs())));
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "no reply to `initialize` within {} s",
+                timeout.as_secs()
+            ))
+        });
     let _ = child.start_kill();
     verdict
 }

@@ -54,9 +54,21 @@ pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
         Err(why) => println!("broker:     not reachable: {why}"),
     }
     println!("you:        uid {}", paths::my_uid());
-    println!("directory:  {} ({})", layout.dir.display(), paths::describe(&layout.dir));
-    println!("socket:     {} ({})", layout.socket.display(), paths::describe(&layout.socket));
-    println!("token:      {} ({})", layout.token.display(), paths::describe(&layout.token));
+    println!(
+        "directory:  {} ({})",
+        layout.dir.display(),
+        paths::describe(&layout.dir)
+    );
+    println!(
+        "socket:     {} ({})",
+        layout.socket.display(),
+        paths::describe(&layout.socket)
+    );
+    println!(
+        "token:      {} ({})",
+        layout.token.display(),
+        paths::describe(&layout.token)
+    );
     match &report.broker {
         Ok((_, _, proxies, approvers, pending)) => {
             println!("proxies:    {proxies} connected");
