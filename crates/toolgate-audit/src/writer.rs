@@ -15,7 +15,8 @@
 //!   `append` returns, which survives a crash of toolgate but not of the machine;
 //!   [`Durability::Sync`] also calls `fdatasync` per record. Dropping the writer syncs.
 //! - Appending after a restart: the writer reads the last two lines, checks that they are
-//!   complete and linked, and continues the chain from them. A damaged tail is an error.
+//!   complete and linked, and continues the chain from them. A damaged tail is an error, and
+//!   so is a log that shrinks while the writer has it open (records were cut off the end).
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::{Read, Write};
@@ -252,6 +253,16 @@ impl AuditWriter {
         let len = meta.len();
         if len == state.len {
             return Ok(());
+        }
+        if state.len != u64::MAX && len < state.len {
+            // Only truncation shrinks an append-only file: records were removed.
+            return Err(AuditError::DamagedTail {
+                path: self.path.clone(),
+                detail: format!(
+                    "the log shrank from {} to {len} bytes while in use: records were removed",
+                    state.len
+                ),
+            });
         }
         if len == 0 {
             state.len = 0;

@@ -398,3 +398,23 @@ fn deleted_log_is_an_error_not_a_silent_loss() {
     let err = w.append(&decision("b")).unwrap_err();
     assert!(matches!(err, AuditError::Unlinked { .. }), "{err}");
 }
+
+#[test]
+fn log_truncated_while_in_use_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let w = AuditWriter::open(&path).unwrap();
+    w.append(&decision("a")).unwrap();
+    let before = std::fs::metadata(&path).unwrap().len();
+    w.append(&decision("b")).unwrap();
+    // Remove the last record at a line boundary: the chain alone cannot tell.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(before)
+        .unwrap();
+    let err = w.append(&decision("c")).unwrap_err();
+    assert!(matches!(err, AuditError::DamagedTail { .. }), "{err}");
+    assert!(err.to_string().contains("shrank"), "{err}");
+}
