@@ -71,35 +71,47 @@ pub struct ToolMapping {
 /// Token-based matching on these words never mistakes `confirm_order` for `rm`.
 pub fn split_words(name: &str) -> Vec<String> {
     let mut words = Vec::new();
+    for_each_word(name, |w| {
+        words.push(w.to_owned());
+        false
+    });
+    words
+}
+
+/// Calls `f` with each lower-case word of [`split_words`] without allocating a vector; stops
+/// early when `f` returns true. Returns whether it stopped early.
+pub(crate) fn for_each_word(name: &str, mut f: impl FnMut(&str) -> bool) -> bool {
     let mut current = String::new();
-    let chars: Vec<char> = name.chars().collect();
-    for (i, &c) in chars.iter().enumerate() {
+    let mut prev: Option<char> = None;
+    let mut chars = name.chars().peekable();
+    while let Some(c) = chars.next() {
         if !c.is_alphanumeric() {
-            if !current.is_empty() {
-                words.push(std::mem::take(&mut current));
+            if !current.is_empty() && f(&current) {
+                return true;
             }
+            current.clear();
+            prev = Some(c);
             continue;
         }
         if c.is_uppercase() && !current.is_empty() {
-            let prev_lower = i
-                .checked_sub(1)
-                .and_then(|p| chars.get(p))
-                .is_some_and(|p| p.is_lowercase() || p.is_numeric());
-            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
-            let prev_upper = i
-                .checked_sub(1)
-                .and_then(|p| chars.get(p))
-                .is_some_and(|p| p.is_uppercase());
+            let prev_lower = prev.is_some_and(|p| p.is_lowercase() || p.is_numeric());
+            let prev_upper = prev.is_some_and(char::is_uppercase);
+            let next_lower = chars.peek().is_some_and(|n| n.is_lowercase());
             if prev_lower || (prev_upper && next_lower) {
-                words.push(std::mem::take(&mut current));
+                if f(&current) {
+                    return true;
+                }
+                current.clear();
             }
         }
-        current.extend(c.to_lowercase());
+        if c.is_ascii() {
+            current.push(c.to_ascii_lowercase());
+        } else {
+            current.extend(c.to_lowercase());
+        }
+        prev = Some(c);
     }
-    if !current.is_empty() {
-        words.push(current);
-    }
-    words
+    !current.is_empty() && f(&current)
 }
 
 /// Tool names of `@modelcontextprotocol/server-filesystem` and their mappings.

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{NormalizeContext, split_words};
+use super::{NormalizeContext, for_each_word};
 use crate::fsfacts::lexical_normalize;
 
 /// Why a path could not be made canonical.
@@ -196,21 +196,22 @@ const PATH_WORDS: &[&str] = &[
 
 /// True when an argument name reads as a path by its words (`filePath`, `source_dir`, …).
 pub(crate) fn is_path_name(name: &str) -> bool {
-    !is_disqualified_name(name)
-        && split_words(name)
-            .iter()
-            .any(|w| PATH_WORDS.contains(&w.as_str()))
+    let mut pathy = false;
+    let disqualified = for_each_word(name, |w| {
+        pathy |= PATH_WORDS.contains(&w);
+        DISQUALIFYING.contains(&w)
+    });
+    pathy && !disqualified
 }
 
 /// `file_content`, `path_pattern`, `file_type`… name something about a file, not a path.
+const DISQUALIFYING: &[&str] = &[
+    "content", "contents", "text", "data", "pattern", "patterns", "type", "size", "mode",
+    "encoding", "exclude", "count", "limit", "message", "body", "edits",
+];
+
 fn is_disqualified_name(name: &str) -> bool {
-    const DISQUALIFYING: &[&str] = &[
-        "content", "contents", "text", "data", "pattern", "patterns", "type", "size", "mode",
-        "encoding", "exclude", "count", "limit", "message", "body", "edits",
-    ];
-    split_words(name)
-        .iter()
-        .any(|w| DISQUALIFYING.contains(&w.as_str()))
+    for_each_word(name, |w| DISQUALIFYING.contains(&w))
 }
 
 /// Names of the properties that the tool's input schema marks as paths: path-like names,
@@ -268,10 +269,9 @@ fn is_stringish(prop: &Value) -> bool {
 }
 
 fn description_mentions_path(description: &str) -> bool {
-    let words = split_words(description);
-    words.iter().any(|w| {
+    for_each_word(description, |w| {
         matches!(
-            w.as_str(),
+            w,
             "path" | "paths" | "filepath" | "filename" | "directory" | "directories" | "folder"
         )
     })

@@ -374,16 +374,16 @@ fn expand_into(
         let Some(first) = argv.first() else {
             return;
         };
-        let name = basename(first).to_owned();
-        let rest: Vec<String> = argv.get(1..).unwrap_or_default().to_vec();
-        let next: Option<Vec<String>> = match name.as_str() {
+        let name = basename(first);
+        let rest: &[String] = argv.get(1..).unwrap_or_default();
+        let next: Option<Vec<String>> = match name {
             "sudo" | "doas" | "run0" | "pkexec" => {
-                if let Some(cmd) = option_value(&rest, &["-c"], &[]) {
+                if let Some(cmd) = option_value(rest, &["-c"], &[]) {
                     // Not sudo syntax, but harmless: treat as a shell string.
                     return rescan(&cmd, depth, out);
                 }
                 Some(skip_options(
-                    &rest,
+                    rest,
                     &[
                         "-u",
                         "-g",
@@ -410,19 +410,19 @@ fn expand_into(
                 ))
             }
             "su" | "runuser" | "sg" => {
-                if let Some(cmd) = option_value(&rest, &["-c", "--command"], &["--command="]) {
+                if let Some(cmd) = option_value(rest, &["-c", "--command"], &["--command="]) {
                     return rescan(&cmd, depth, out);
                 }
                 None
             }
             "env" => {
                 if let Some(s) =
-                    option_value(&rest, &["-S", "--split-string"], &["--split-string=", "-S"])
+                    option_value(rest, &["-S", "--split-string"], &["--split-string=", "-S"])
                 {
                     return rescan(&s, depth, out);
                 }
                 let mut r = skip_options(
-                    &rest,
+                    rest,
                     &["-u", "--unset", "-C", "--chdir", "-P", "--argv0", "-a"],
                 );
                 while r.first().is_some_and(|w| is_assignment(w)) {
@@ -436,11 +436,11 @@ fn expand_into(
             | "valgrind" | "systemd-run" | "unshare" | "nsenter" | "script" | "faketime"
             | "fakeroot" | "eatmydata" | "trickle" => {
                 if name == "script"
-                    && let Some(cmd) = option_value(&rest, &["-c", "--command"], &["--command="])
+                    && let Some(cmd) = option_value(rest, &["-c", "--command"], &["--command="])
                 {
                     return rescan(&cmd, depth, out);
                 }
-                let with_arg: &[&str] = match name.as_str() {
+                let with_arg: &[&str] = match name {
                     "nice" => &["-n", "--adjustment"],
                     "ionice" => &["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"],
                     "stdbuf" => &["-i", "-o", "-e", "--input", "--output", "--error"],
@@ -467,7 +467,7 @@ fn expand_into(
                     "faketime" => &["-f"],
                     _ => &[],
                 };
-                let mut r = skip_options(&rest, with_arg);
+                let mut r = skip_options(rest, with_arg);
                 if name == "chrt" || name == "faketime" {
                     // chrt [options] PRIORITY cmd; faketime TIMESTAMP cmd
                     if !r.is_empty() {
@@ -477,7 +477,7 @@ fn expand_into(
                 Some(r)
             }
             "timeout" => {
-                let mut r = skip_options(&rest, &["-s", "-k", "--signal", "--kill-after"]);
+                let mut r = skip_options(rest, &["-s", "-k", "--signal", "--kill-after"]);
                 if !r.is_empty() {
                     r.remove(0); // duration
                 }
@@ -485,24 +485,24 @@ fn expand_into(
             }
             "taskset" => {
                 let has_c = rest.iter().any(|w| w == "-c" || w == "--cpu-list");
-                let mut r = skip_options(&rest, &["-c", "--cpu-list"]);
+                let mut r = skip_options(rest, &["-c", "--cpu-list"]);
                 if !has_c && !r.is_empty() {
                     r.remove(0); // mask
                 }
                 Some(r)
             }
             "flock" => {
-                if let Some(cmd) = option_value(&rest, &["-c", "--command"], &["--command="]) {
+                if let Some(cmd) = option_value(rest, &["-c", "--command"], &["--command="]) {
                     return rescan(&cmd, depth, out);
                 }
-                let mut r = skip_options(&rest, &["-w", "--timeout", "-E", "--conflict-exit-code"]);
+                let mut r = skip_options(rest, &["-w", "--timeout", "-E", "--conflict-exit-code"]);
                 if !r.is_empty() {
                     r.remove(0); // lock file
                 }
                 Some(r)
             }
             "chroot" => {
-                let mut r = skip_options(&rest, &["--userspec", "--groups"]);
+                let mut r = skip_options(rest, &["--userspec", "--groups"]);
                 if !r.is_empty() {
                     r.remove(0); // new root
                 }
@@ -520,7 +520,7 @@ fn expand_into(
                     container: true,
                 });
                 let r = skip_options(
-                    &rest,
+                    rest,
                     &[
                         "-a",
                         "-d",
@@ -552,10 +552,10 @@ fn expand_into(
                 continue;
             }
             "watch" => {
-                let r = skip_options(&rest, &["-n", "--interval", "-d", "-q", "--equexit"]);
+                let r = skip_options(rest, &["-n", "--interval", "-d", "-q", "--equexit"]);
                 return rescan(&r.join(" "), depth, out);
             }
-            "busybox" | "toybox" => Some(rest),
+            "busybox" | "toybox" => Some(rest.to_vec()),
             "eval" => return rescan(&rest.join(" "), depth, out),
             "cmd" | "cmd.exe" => {
                 // `cmd /c STRING`: read the string with shell rules (close enough for deny rules).
@@ -593,7 +593,7 @@ fn expand_into(
             }
             "sh" | "bash" | "zsh" | "dash" | "ksh" | "mksh" | "ash" | "fish" | "csh" | "tcsh"
             | "yash" | "posh" | "rbash" => {
-                if let Some(cmd) = shell_c_string(&rest) {
+                if let Some(cmd) = shell_c_string(rest) {
                     out.push(Exec {
                         argv: argv.clone(),
                         wrapped,
@@ -605,7 +605,7 @@ fn expand_into(
                 None
             }
             "find" => {
-                let nested = find_exec_commands(&rest);
+                let nested = find_exec_commands(rest);
                 out.push(Exec {
                     argv: argv.clone(),
                     wrapped: wrapped || !nested.is_empty(),
@@ -618,7 +618,7 @@ fn expand_into(
                 return;
             }
             "fd" | "fdfind" => {
-                let nested = after_option(&rest, &["-x", "--exec", "-X", "--exec-batch"]);
+                let nested = after_option(rest, &["-x", "--exec", "-X", "--exec-batch"]);
                 out.push(Exec {
                     argv: argv.clone(),
                     wrapped: wrapped || nested.is_some(),
