@@ -341,16 +341,16 @@ impl Enforcer {
                 {
                     return self.deny_reply(id, &tool, &why, "audit", None);
                 }
-                let tag = self.watch(Watched::ToolCall {
-                    tool: tool.clone(),
-                    request_id,
-                    fingerprint: ruling.fingerprint.clone(),
-                    started,
-                });
                 match retry {
-                    // toolgate's own retry fields never reach the server.
+                    // toolgate's own retry fields never reach the server. (The seam cannot
+                    // watch replaced bytes, so this one result is not taint-fed.)
                     Some(_) => self.forward_stripped(id, &params),
-                    None => Verdict::Watch(tag),
+                    None => Verdict::Watch(self.watch(Watched::ToolCall {
+                        tool: tool.clone(),
+                        request_id,
+                        fingerprint: ruling.fingerprint.clone(),
+                        started,
+                    })),
                 }
             }
             (Effect::Ask, Some(retry)) => {
@@ -441,16 +441,7 @@ impl Enforcer {
             &answer,
             ApprovalHow::InputRequired,
         ) {
-            Ok(()) => {
-                let tag = self.watch(Watched::ToolCall {
-                    tool: call.tool.to_owned(),
-                    request_id: request_id.to_owned(),
-                    fingerprint: ruling.fingerprint.clone(),
-                    started: Instant::now(),
-                });
-                let _ = tag;
-                self.forward_stripped(id, params)
-            }
+            Ok(()) => self.forward_stripped(id, params),
             Err(why) => self.finish_deny(id, request_id, call, ruling, Some(&why)),
         }
     }
@@ -765,7 +756,11 @@ impl Enforcer {
                 request_id,
                 started,
             } => {
-                lock(&self.inner.backend).record_output(self.server(), "resources/read", &result);
+                lock(&self.inner.backend).record_output(
+                    self.server(),
+                    "resources/read",
+                    &resource_as_tool_result(&result),
+                );
                 let mut ev = Event::new(AuditKind::Result);
                 ev.request_id = Some(request_id);
                 ev.tool = Some("resources/read".to_owned());
@@ -785,7 +780,7 @@ impl Enforcer {
                 lock(&self.inner.backend).record_output(
                     self.server(),
                     &format!("prompts/get:{name}"),
-                    &result,
+                    &prompt_as_tool_result(&result),
                 );
                 Verdict::Forward
             }
@@ -846,6 +841,40 @@ impl Enforcer {
             _ => Verdict::Forward,
         }
     }
+}
+
+/// A `resources/read` result shaped as a tool result (embedded resources), so the taint
+/// index reads its text the way it reads tool output.
+fn resource_as_tool_result(result: &Value) -> Value {
+    let items: Vec<Value> = result
+        .get("contents")
+        .and_then(Value::as_array)
+        .map(|contents| {
+            contents
+                .iter()
+                .map(|c| json!({"type": "resource", "resource": c}))
+                .collect()
+        })
+        .unwrap_or_default();
+    json!({ "content": items })
+}
+
+/// A `prompts/get` result shaped as a tool result: every message's content item.
+fn prompt_as_tool_result(result: &Value) -> Value {
+    let mut items: Vec<Value> = result
+        .get("messages")
+        .and_then(Value::as_array)
+        .map(|messages| {
+            messages
+                .iter()
+                .filter_map(|m| m.get("content").cloned())
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(description) = result.get("description").and_then(Value::as_str) {
+        items.push(json!({"type": "text", "text": description}));
+    }
+    json!({ "content": items })
 }
 
 /// Asks the client with `elicitation/create`; a timeout or any failure is a deny.
