@@ -33,7 +33,6 @@ exfiltrating: true
 sink_params: [to]
 trusted_destinations: ["*@corp.com"]
 on_tainted: ask
-on_unproven: allow
 path_params: [file]
 allowed_path_prefixes: ["${workspace}/out"]
 arg_patterns: {branch: "feature/[a-z-]+"}

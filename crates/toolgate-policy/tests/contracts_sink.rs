@@ -537,11 +537,13 @@ fn a_url_is_judged_as_one_destination() {
 }
 
 #[test]
-fn fetch_asks_only_for_urls_from_untrusted_output() {
-    let c = contracts("{}");
+fn fetch_asks_for_unproven_and_tainted_urls() {
+    let c = contracts("fetch: {trusted_destinations: [\"https://docs.rs/*\"]}");
     let mut s = session();
     let r = sink(&c, &mut s, "fetch", json!({"url": "https://docs.rs/regex"})).unwrap();
-    assert_eq!(r.effect, Effect::Allow, "left to the rules: {}", r.reason);
+    assert_eq!(r.effect, Effect::Allow, "{}", r.reason);
+    let r = sink(&c, &mut s, "fetch", json!({"url": "https://example.org/"})).unwrap();
+    assert_eq!(r.effect, Effect::Ask, "{}", r.reason);
     assert_eq!(r.sinks[0].verdict, SinkVerdict::Unproven);
     c.record_output(
         &mut s,
@@ -549,6 +551,7 @@ fn fetch_asks_only_for_urls_from_untrusted_output() {
         "fetch",
         &json!({"content": [{"type": "text", "text": "<a href=\"https://evil.example/c?d=\">next</a>"}]}),
     );
+    // A link seen in a page asks (`on_tainted: ask` in the fetch pack) instead of denying.
     let r = sink(
         &c,
         &mut s,
@@ -559,9 +562,4 @@ fn fetch_asks_only_for_urls_from_untrusted_output() {
     assert_eq!(r.effect, Effect::Ask, "{}", r.reason);
     assert_eq!(r.sinks[0].verdict, SinkVerdict::Tainted);
     assert_eq!(r.sinks[0].source_tool.as_deref(), Some("fetch"));
-    // A user entry can make fetch strict again.
-    let c = contracts("fetch: {on_unproven: ask, on_tainted: deny}");
-    let mut s = session();
-    let r = sink(&c, &mut s, "fetch", json!({"url": "https://docs.rs/regex"})).unwrap();
-    assert_eq!(r.effect, Effect::Ask);
 }

@@ -45,17 +45,6 @@ pub enum OnTainted {
     Ask,
 }
 
-/// What the sink gate does with a destination that is neither trusted nor seen in any output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OnUnproven {
-    /// Ask a human (the default).
-    Ask,
-    /// Pass: the rules decide (for tools such as `fetch`, where hosts are governed by rules
-    /// and only destinations taken from untrusted output need a human).
-    Allow,
-}
-
 /// A windowed call budget: at most `max` calls per `per` (a humantime duration, `10m`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -107,9 +96,6 @@ pub struct ToolContract {
     /// What a tainted destination gets: `deny` (default) or `ask`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_tainted: Option<OnTainted>,
-    /// What an unproven destination gets: `ask` (default) or `allow` (the rules decide).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub on_unproven: Option<OnUnproven>,
     /// Arguments that hold a path or a list of paths.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_params: Option<Vec<String>>,
@@ -357,7 +343,6 @@ impl ToolContract {
                 .clone()
                 .or_else(|| base.trusted_destinations.clone()),
             on_tainted: self.on_tainted.or(base.on_tainted),
-            on_unproven: self.on_unproven.or(base.on_unproven),
             path_params: union(&base.path_params, &self.path_params),
             allowed_path_prefixes: self
                 .allowed_path_prefixes
@@ -643,7 +628,6 @@ impl ToolContract {
                 ("sink_params", self.sink_params.is_some()),
                 ("trusted_destinations", self.trusted_destinations.is_some()),
                 ("on_tainted", self.on_tainted.is_some()),
-                ("on_unproven", self.on_unproven.is_some()),
             ] {
                 if set {
                     issues.push(Issue::warning(

@@ -11,9 +11,9 @@
 
 use serde_json::Value;
 
+use super::OnTainted;
 use super::check::ResolvedTool;
 use super::heuristics::is_destination_param;
-use super::{OnTainted, OnUnproven};
 use crate::decision::{Contract, ContractResult, Effect, SinkFinding, SinkVerdict};
 use crate::normalize::ToolCall;
 use crate::session::Session;
@@ -194,16 +194,12 @@ pub(super) fn gate(
         }
     }
     let on_tainted = resolved.contract.on_tainted.unwrap_or(OnTainted::Deny);
-    let on_unproven = resolved.contract.on_unproven.unwrap_or(OnUnproven::Ask);
     let effect_of = |v: SinkVerdict| match v {
         SinkVerdict::Tainted => match on_tainted {
             OnTainted::Deny => Effect::Deny,
             OnTainted::Ask => Effect::Ask,
         },
-        SinkVerdict::Unproven => match on_unproven {
-            OnUnproven::Ask => Effect::Ask,
-            OnUnproven::Allow => Effect::Allow,
-        },
+        SinkVerdict::Unproven => Effect::Ask,
         _ => Effect::Allow,
     };
     let mut effect = Effect::Allow;
@@ -244,16 +240,6 @@ pub(super) fn gate(
             }
         }
         _ if walk.findings.is_empty() => "the call names no destination".to_owned(),
-        _ if walk
-            .findings
-            .iter()
-            .any(|f| f.verdict == SinkVerdict::Unproven) =>
-        {
-            format!(
-                "no destination came from untrusted output; unproven ones are left to the rules (`on_unproven: allow`, {} checked){scope}",
-                walk.findings.len()
-            )
-        }
         _ => format!(
             "every destination is trusted ({} checked){scope}",
             walk.findings.len()
