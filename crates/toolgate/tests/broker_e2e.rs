@@ -418,7 +418,7 @@ fn unsafe_directories_are_refused() {
     // Owned by someone else (only root can arrange that).
     if rustix::process::geteuid().is_root() {
         let nobody = rustix::process::Uid::from_raw(65534);
-        rustix::fs::chown(&w.broker_dir(), Some(nobody), None).unwrap();
+        rustix::fs::chown(w.broker_dir(), Some(nobody), None).unwrap();
         let out = w.cmd(&["broker"]).output().unwrap();
         assert!(!out.status.success());
         assert!(

@@ -205,10 +205,8 @@ impl BrokerChannel {
 
     async fn link(&self) -> Result<Arc<Link>, String> {
         let mut slot = self.link.lock().await;
-        if let Some(link) = slot.as_ref() {
-            if link.alive.load(Ordering::SeqCst) {
-                return Ok(link.clone());
-            }
+        if let Some(link) = slot.as_ref().filter(|l| l.alive.load(Ordering::SeqCst)) {
+            return Ok(link.clone());
         }
         let conn = connect(
             &self.layout,

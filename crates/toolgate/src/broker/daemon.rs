@@ -66,14 +66,16 @@ impl State {
     /// approvers see it withdrawn.
     fn withdraw(&mut self, id: u64, why: Withdrawal, reason: &str) {
         if let Some(entry) = self.pending.remove(&id) {
-            if why == Withdrawal::Expired {
-                if let Some(proxy) = self.conns.get(&entry.conn) {
-                    let _ = proxy.tx.send(FromBroker::Answer {
-                        id: entry.local,
-                        decision: Decision::Deny,
-                        reason: reason.to_owned(),
-                    });
-                }
+            if let Some(proxy) = self
+                .conns
+                .get(&entry.conn)
+                .filter(|_| why == Withdrawal::Expired)
+            {
+                let _ = proxy.tx.send(FromBroker::Answer {
+                    id: entry.local,
+                    decision: Decision::Deny,
+                    reason: reason.to_owned(),
+                });
             }
             self.broadcast(&FromBroker::Withdrawn { id, why });
         }

@@ -238,8 +238,7 @@ async fn tui(
     let (key_tx, mut keys) = tokio::sync::mpsc::unbounded_channel::<Key>();
     // Keys come from a blocking reader thread; it ends with the process.
     std::thread::spawn(move || {
-        loop {
-            let Ok(ev) = event::read() else { break };
+        while let Ok(ev) = event::read() {
             let Event::Key(k) = ev else { continue };
             if k.kind != KeyEventKind::Press {
                 continue;
@@ -254,10 +253,10 @@ async fn tui(
                 KeyCode::Char(c) => Key::from_char(c),
                 _ => None,
             };
-            if let Some(key) = key {
-                if key_tx.send(key).is_err() {
-                    break;
-                }
+            if let Some(key) = key
+                && key_tx.send(key).is_err()
+            {
+                break;
             }
         }
     });
