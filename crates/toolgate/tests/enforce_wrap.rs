@@ -524,3 +524,18 @@ tools:
     );
     assert!(!is_denied(&g.recv_response(&json!(3))));
 }
+
+#[test]
+fn approval_channel_failure_denies_with_the_reason() {
+    let mut g = Gate::start(POLICY, &["--approval", "client"]);
+    g.init(json!({"elicitation": {}}));
+    g.call(1, "run_command", json!({"command": "npm install"}));
+    let prompt = g.recv_request();
+    // The client cannot show the prompt (it answers with an error).
+    g.send(json!({"jsonrpc":"2.0","id":prompt["id"].clone(),
+                  "error":{"code":-32603,"message":"no UI available"}}));
+    let r = g.recv_response(&json!(1));
+    assert!(is_denied(&r), "{r}");
+    assert!(text(&r).contains("no UI available"), "{}", text(&r));
+    assert!(!g.upstream_saw().contains("npm install"));
+}
