@@ -66,6 +66,12 @@ fn simple_commands_are_exact() {
             "cargo",
         ),
         ("  npm   install  ", &["npm", "install"], "npm"),
+        // Quoting tricks still name `rm` (`\rm` skips aliases, not the executable).
+        ("\\rm -rf /", &["rm", "-rf", "/"], "rm"),
+        ("'r'm x", &["rm", "x"], "rm"),
+        ("\"/bin/rm\" x", &["/bin/rm", "x"], "rm"),
+        ("./rm x", &["./rm", "x"], "rm"),
+        ("../../bin/rm x", &["../../bin/rm", "x"], "rm"),
     ];
     for (cmd, argv, exe) in cases {
         let a = run(cmd);
