@@ -35,9 +35,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Read the audit log: `verify` its hash chain, `summary`, `tail`.
     /// Approve or deny the calls waiting at the local broker (terminal UI, --plain, --json).
     Approvals(approvals::Args),
+    /// Read the audit log: `verify` its hash chain, `summary`, `tail`.
     Audit(audit::Args),
     /// Run the local approval broker (one per user): proxies ask, `toolgate approvals` answers.
     Broker(broker::Args),
