@@ -364,6 +364,8 @@ impl Sandbox {
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("XDG_DATA_HOME")
             .env_remove("XDG_STATE_HOME")
+            // Never touch the user's own pin store.
+            .env_remove("TOOLGATE_PINS_DIR")
             .env("TOOLGATE_LOG", "info")
             .stderr(Stdio::from(log));
         Ok(cmd)
