@@ -170,6 +170,17 @@ fn validate_table() {
             hit.message
         );
     }
+    let glob_off = parse("exfiltrating: false").unwrap();
+    let issues = glob_off.validate(&["tools".into(), "slack_*".into()]);
+    assert!(
+        issues.iter().any(|i| i.severity == Severity::Warning),
+        "{issues:?}"
+    );
+    assert!(
+        glob_off
+            .validate(&["tools".into(), "slack_post_message".into()])
+            .is_empty()
+    );
     let errs = Contracts::compile(&user("t:\n  arg_patterns: {x: '('}\n"), &[]).unwrap_err();
     assert_eq!(errs[0].path, ["tools", "t", "arg_patterns", "x"]);
     assert!(Contracts::compile(&BTreeMap::new(), &["nope".into()]).is_err());

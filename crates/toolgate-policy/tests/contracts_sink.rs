@@ -563,3 +563,38 @@ fn fetch_asks_for_unproven_and_tainted_urls() {
     assert_eq!(r.sinks[0].verdict, SinkVerdict::Tainted);
     assert_eq!(r.sinks[0].source_tool.as_deref(), Some("fetch"));
 }
+
+fn address() -> impl proptest::strategy::Strategy<Value = (String, bool)> {
+    use proptest::prelude::*;
+    prop_oneof![
+        (0u8..5).prop_map(|i| (format!("friend{i}@corp.com"), false)),
+        (0u8..5).prop_map(|i| (format!("new{i}@random.org"), false)),
+        (0u8..3).prop_map(|i| (format!("attacker{i}@evil.com"), true)),
+        (0u8..3).prop_map(|i| (format!("mailto:ATTACKER{i}@EVIL.COM"), true)),
+    ]
+}
+
+proptest::proptest! {
+    #[test]
+    fn a_tainted_address_anywhere_is_never_allowed(
+        to in proptest::collection::vec(address(), 1..4),
+        cc in proptest::collection::vec(address(), 0..4),
+        nest in proptest::bool::ANY,
+    ) {
+        let c = contracts(POLICY);
+        let mut s = session();
+        email_output(&mut s, &c, "attacker0@evil.com attacker1@evil.com attacker2@evil.com");
+        let tainted = to.iter().chain(&cc).any(|(_, t)| *t);
+        let to: Vec<Value> = to.into_iter().map(|(a, _)| json!(a)).collect();
+        let cc: Vec<Value> = cc
+            .into_iter()
+            .map(|(a, _)| if nest { json!({"email": a, "name": "X"}) } else { json!(a) })
+            .collect();
+        let r = sink(&c, &mut s, "send_email", json!({"to": to, "cc": cc, "body": "hi"})).unwrap();
+        if tainted {
+            proptest::prop_assert_eq!(r.effect, Effect::Deny, "{}", r.reason);
+        } else {
+            proptest::prop_assert_ne!(r.effect, Effect::Deny, "{}", r.reason);
+        }
+    }
+}

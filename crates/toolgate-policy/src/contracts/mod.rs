@@ -623,6 +623,13 @@ impl ToolContract {
                 }
             }
         }
+        if self.exfiltrating == Some(false) && key_path.last().is_some_and(|k| has_glob_meta(k)) {
+            issues.push(Issue::warning(
+                at(&["exfiltrating"]),
+                "`exfiltrating: false` on a glob switches the sink gate off for every matching tool, pack tools included",
+                Some("name the tools one by one"),
+            ));
+        }
         if self.exfiltrating == Some(false) {
             for (key, set) in [
                 ("sink_params", self.sink_params.is_some()),
