@@ -40,7 +40,6 @@ pub struct PinnedTool {
 
 impl PinnedTool {
     /// Pins `definition` now.
-    #[allow(dead_code)] // called by the proxy when it pins a `tools/list`
     pub fn new(definition: Value) -> Self {
         PinnedTool {
             fingerprint: fingerprint(&definition),
@@ -315,7 +314,6 @@ impl PinStore {
     /// Pins each definition (by its `name`), keeping the others: a definition whose
     /// fingerprint did not change keeps its `pinned_at`. Returns the server's pins after the
     /// update. Definitions without a string `name` are skipped.
-    #[allow(dead_code)] // called by the proxy after a `tools/list`
     pub fn pin_definitions<'a>(
         &self,
         server: &str,
@@ -344,7 +342,6 @@ impl PinStore {
 
     /// The pinned definitions of `server` by tool name (what the proxy compares a new
     /// `tools/list` against).
-    #[allow(dead_code)] // called by the proxy at start-up
     pub fn load_definitions(&self, server: &str) -> Result<BTreeMap<String, Value>, PinError> {
         Ok(self
             .load(server)?
