@@ -55,7 +55,7 @@ pub async fn run(
     let (client_tx, client_rx) = mpsc::channel(32);
     let (out_tx, out_rx) = mpsc::channel(32);
     relay::spawn_stdin_reader(config.relay.max_message_bytes, client_tx)?;
-    relay::spawn_stdout_writer(out_rx)?;
+    relay::start_stdout_writer(out_rx)?;
     let mut relay = relay::Relay::start(
         &config.relay,
         interceptor,

@@ -818,6 +818,77 @@ async fn upstream_writer(stdin: ChildStdin, mut rx: mpsc::Receiver<ServerOut>) {
     }
 }
 
+/// Starts the client's stdout writer.
+///
+/// When stdout is a pipe or a socket of its own (the case under an MCP client), it is
+/// written from the runtime without blocking (`O_NONBLOCK` on toolgate's end, driven by
+/// epoll): no thread hand-off per frame. Otherwise (a terminal, a file, or the same pipe
+/// or socket as stdin or stderr) a dedicated thread writes it, so that toolgate never
+/// makes a file description non-blocking under another reader or writer.
+pub(crate) fn start_stdout_writer(rx: mpsc::Receiver<ClientOut>) -> std::io::Result<()> {
+    match nonblocking_stdout() {
+        Some(fd) => {
+            tokio::spawn(async_stdout_writer(fd, rx));
+            Ok(())
+        }
+        None => spawn_stdout_writer(rx).map(drop),
+    }
+}
+
+type AsyncOut = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
+
+fn nonblocking_stdout() -> Option<AsyncOut> {
+    use rustix::fs::{FileType, fstat};
+    use std::os::fd::AsFd;
+    let stdout = std::io::stdout();
+    let fd = stdout.as_fd();
+    let st = fstat(fd).ok()?;
+    // O_NONBLOCK applies to the open file description: never set it when stdin or stderr
+    // (which the upstream inherits) is the same pipe or socket.
+    let same = |other: Option<rustix::fs::Stat>| {
+        other.is_some_and(|o| o.st_dev == st.st_dev && o.st_ino == st.st_ino)
+    };
+    if same(fstat(std::io::stdin().as_fd()).ok()) || same(fstat(std::io::stderr().as_fd()).ok()) {
+        return None;
+    }
+    let kind = FileType::from_raw_mode(st.st_mode);
+    let owned = rustix::io::dup(fd).ok()?;
+    match kind {
+        // Both set O_NONBLOCK on the (shared) file description of toolgate's stdout.
+        FileType::Fifo => tokio::net::unix::pipe::Sender::from_owned_fd(owned)
+            .ok()
+            .map(|w| Box::pin(w) as AsyncOut),
+        FileType::Socket => {
+            let std = std::os::unix::net::UnixStream::from(owned);
+            std.set_nonblocking(true).ok()?;
+            tokio::net::UnixStream::from_std(std)
+                .ok()
+                .map(|w| Box::pin(w) as AsyncOut)
+        }
+        _ => None,
+    }
+}
+
+async fn async_stdout_writer(mut out: AsyncOut, mut rx: mpsc::Receiver<ClientOut>) {
+    let mut broken = false;
+    while let Some(msg) = rx.recv().await {
+        match msg {
+            ClientOut::Frame(frame) => {
+                if broken {
+                    continue;
+                }
+                if let Err(err) = out.write_all(&frame).await {
+                    debug!("writing to the client failed: {err}");
+                    broken = true;
+                }
+            }
+            ClientOut::Barrier(ack) => {
+                let _ = ack.send(());
+            }
+        }
+    }
+}
+
 /// Writes frames to the client's stdout on a dedicated thread (a blocking write must
 /// never stall the relay). One write per frame, flushed.
 pub(crate) fn spawn_stdout_writer(
