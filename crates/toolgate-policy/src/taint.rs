@@ -468,19 +468,31 @@ fn nfkc_visible(text: &str) -> String {
 /// The whole value as one token: decoded, trimmed, lower case, `mailto:` and trailing dots
 /// removed. `None` for empty or long values and values with inner whitespace.
 fn value_token(value: &str) -> Option<String> {
+    // Lower-casing can create an entity (`&DD;` → `&dd;`), stripping can expose one: repeat
+    // until stable so the canonical form is a fixpoint.
+    let mut v = value.to_owned();
+    for _ in 0..4 {
+        let next = value_token_step(&v);
+        if next == v {
+            break;
+        }
+        v = next;
+    }
+    if v.is_empty() || v.len() > 256 || v.chars().any(char::is_whitespace) {
+        return None;
+    }
+    Some(v)
+}
+
+fn value_token_step(value: &str) -> String {
     let decoded = decode(value);
     let mut v = decoded.trim().to_lowercase();
     if let Some(rest) = v.strip_prefix("mailto:") {
         v = rest.to_owned();
     }
-    let v = v
-        .trim_end_matches(|c: char| c == '.' || c.is_whitespace())
+    v.trim_end_matches(|c: char| c == '.' || c.is_whitespace())
         .trim_start()
-        .to_owned();
-    if v.is_empty() || v.len() > 256 || v.chars().any(char::is_whitespace) {
-        return None;
-    }
-    Some(v)
+        .to_owned()
 }
 
 macro_rules! lazy_regex {

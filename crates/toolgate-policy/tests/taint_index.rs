@@ -328,7 +328,12 @@ fn large_recorded_output_still_answers() {
 #[test]
 fn canonical_destination_regressions() {
     // Found by fuzzing: trailing dots and whitespace interleaved.
-    for v in ["Z.\n...", "bob@corp.com. \n.", "  #Chan.  "] {
+    for v in [
+        "Z.\n...",
+        "bob@corp.com. \n.",
+        "  #Chan.  ",
+        "%Ad&A&Dd;/\u{0}",
+    ] {
         for t in canonical_destination(v) {
             assert_eq!(canonical_destination(&t).first(), Some(&t), "{v:?}");
         }
