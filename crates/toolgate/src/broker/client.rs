@@ -15,7 +15,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::paths::{self, Layout};
 use super::proto::{
-    self, Decision, ErrorCode, FromBroker, Question, Role, ToBroker, VERSION, Withdrawal,
+    self, Decision, ErrorCode, FromBroker, Question, Role, TaintToken, ToBroker, VERSION,
+    Withdrawal,
 };
 use crate::approval::{Answer, AnswerFuture, ApprovalChannel, Prompt};
 
@@ -175,6 +176,12 @@ pub struct BrokerChannel {
     session: Option<String>,
     link: tokio::sync::Mutex<Option<Arc<Link>>>,
     next: AtomicU64,
+    /// Tokens other proxies of the session saw, not yet fed into the local taint index.
+    inbox: Arc<Mutex<Vec<TaintToken>>>,
+    /// Tokens this proxy saw, not yet sent.
+    outbox: Mutex<Vec<TaintToken>>,
+    wake: tokio::sync::Notify,
+    started: AtomicBool,
 }
 
 impl std::fmt::Debug for BrokerChannel {
@@ -200,7 +207,60 @@ impl BrokerChannel {
             session,
             link: tokio::sync::Mutex::new(None),
             next: AtomicU64::new(1),
+            inbox: Arc::new(Mutex::new(Vec::new())),
+            outbox: Mutex::new(Vec::new()),
+            wake: tokio::sync::Notify::new(),
+            started: AtomicBool::new(false),
         }
+    }
+
+    /// Starts (once) the background connection that shares this proxy's session at the
+    /// broker; later calls wake it to send what `share` queued. Without a runtime or a
+    /// session key it does nothing. Without a broker the proxy keeps its local session.
+    pub fn kick(self: &Arc<Self>) {
+        if self.session.is_none() {
+            return;
+        }
+        if self.started.swap(true, Ordering::SeqCst) {
+            self.wake.notify_one();
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                let this = self.clone();
+                handle.spawn(async move { this.sync_loop().await });
+            }
+            Err(_) => self.started.store(false, Ordering::SeqCst),
+        }
+    }
+
+    async fn sync_loop(self: Arc<Self>) {
+        loop {
+            let batch = std::mem::take(&mut *lock(&self.outbox));
+            // Connecting also receives what the session's other proxies saw so far.
+            if let Ok(link) = self.link().await {
+                for chunk in batch.chunks(proto::MAX_TOKENS_PER_MESSAGE) {
+                    let _ = link.tx.send(ToBroker::Taint {
+                        tokens: chunk.to_vec(),
+                    });
+                }
+            }
+            self.wake.notified().await;
+        }
+    }
+
+    /// Queues destination tokens this proxy saw for the session's other proxies.
+    pub fn share(&self, tokens: Vec<TaintToken>) {
+        if tokens.is_empty() || self.session.is_none() {
+            return;
+        }
+        lock(&self.outbox).extend(tokens);
+        self.wake.notify_one();
+    }
+
+    /// Takes the tokens the session's other proxies shared since the last call.
+    pub fn take_shared(&self) -> Vec<TaintToken> {
+        std::mem::take(&mut *lock(&self.inbox))
     }
 
     async fn link(&self) -> Result<Arc<Link>, String> {
@@ -224,6 +284,7 @@ impl BrokerChannel {
         let waiters: Waiters = Arc::new(Mutex::new(HashMap::new()));
         let alive = Arc::new(AtomicBool::new(true));
         let (w_alive, r_alive, r_waiters) = (alive.clone(), alive.clone(), waiters.clone());
+        let r_inbox = self.inbox.clone();
         tokio::spawn(async move {
             while let Some(message) = rx.recv().await {
                 if writer.write_all(&proto::line(&message)).await.is_err()
@@ -252,6 +313,15 @@ impl BrokerChannel {
                                 Decision::AllowSession => Answer::AllowSession,
                                 Decision::Deny => Answer::Deny(reason),
                             });
+                        }
+                    }
+                    Ok(FromBroker::Taint { tokens }) => {
+                        if proto::validate_tokens(&tokens).is_ok() {
+                            let mut inbox = lock(&r_inbox);
+                            // Bounded: the local index is bounded too.
+                            if inbox.len() < 100_000 {
+                                inbox.extend(tokens);
+                            }
                         }
                     }
                     Ok(FromBroker::Error { message, .. }) => {
@@ -378,4 +448,57 @@ pub fn default_session() -> String {
         "ppid-{}",
         rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get())
     )
+}
+
+/// The destination tokens output `seq` added to `index`, with their trust and source: what
+/// the session's other proxies need, and nothing of the output itself.
+pub fn tokens_recorded(
+    index: &toolgate_policy::taint::TaintIndex,
+    result: &serde_json::Value,
+    seq: u64,
+) -> Vec<TaintToken> {
+    use toolgate_policy::taint::{Provenance, tokenize_destinations};
+    fn strings<'v>(v: &'v serde_json::Value, out: &mut Vec<&'v str>, depth: usize) {
+        if depth > 64 {
+            return;
+        }
+        match v {
+            serde_json::Value::String(s) => out.push(s),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out, depth + 1)),
+            serde_json::Value::Object(m) => m.values().for_each(|x| strings(x, out, depth + 1)),
+            _ => {}
+        }
+    }
+    let mut texts = Vec::new();
+    strings(result, &mut texts, 0);
+    let mut out: Vec<TaintToken> = Vec::new();
+    let mut budget: usize = 4 * 1024 * 1024;
+    for text in texts {
+        if budget == 0 {
+            break;
+        }
+        budget = budget.saturating_sub(text.len());
+        for token in tokenize_destinations(text) {
+            if token.len() > proto::MAX_TOKEN_LEN || out.iter().any(|t| t.token == token) {
+                continue;
+            }
+            let (untrusted, source) = match index.classify(&token) {
+                Provenance::Tainted(s) => (true, s),
+                Provenance::Vouched(s) => (false, s),
+                Provenance::Unproven => continue,
+            };
+            if source.seq == seq {
+                out.push(TaintToken {
+                    token,
+                    untrusted,
+                    server: source.server,
+                    tool: source.tool,
+                });
+            }
+            if out.len() >= 10 * proto::MAX_TOKENS_PER_MESSAGE {
+                return out;
+            }
+        }
+    }
+    out
 }

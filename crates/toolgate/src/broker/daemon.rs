@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use super::paths::{self, Layout};
 use super::proto::{
     self, Decision, ErrorCode, FromBroker, MAX_PENDING_PER_PROXY, MAX_TIMEOUT_MS, Pending,
-    Question, Role, ToBroker, VERSION, Withdrawal,
+    Question, Role, TaintToken, ToBroker, VERSION, Withdrawal,
 };
 
 /// How long a new connection has to say hello.
@@ -43,18 +43,76 @@ struct Entry {
     local: u64,
 }
 
+/// Tokens kept per agent session (oldest dropped first).
+const MAX_SESSION_TOKENS: usize = 20_000;
+/// Agent sessions kept (the one with the oldest activity dropped first).
+const MAX_SESSIONS: usize = 256;
+
+/// What the proxies of one agent session share.
+#[derive(Default)]
+struct SharedSession {
+    tokens: std::collections::VecDeque<TaintToken>,
+    seen: std::collections::HashSet<TaintToken>,
+    touched: u64,
+}
+
 #[derive(Default)]
 struct State {
     next_conn: u64,
     next_request: u64,
     conns: HashMap<u64, Conn>,
     pending: BTreeMap<u64, Entry>,
+    sessions: HashMap<String, SharedSession>,
+    clock: u64,
 }
 
 impl State {
     fn broadcast(&self, message: &FromBroker) {
         for conn in self.conns.values().filter(|c| c.role == Role::Approver) {
             let _ = conn.tx.send(message.clone());
+        }
+    }
+
+    /// Stores new tokens of a session and relays them to its other proxies.
+    fn share(&mut self, from: u64, tokens: Vec<TaintToken>) {
+        let Some(session) = self.conns.get(&from).and_then(|c| c.session.clone()) else {
+            return;
+        };
+        self.clock = self.clock.wrapping_add(1);
+        if !self.sessions.contains_key(&session) && self.sessions.len() >= MAX_SESSIONS {
+            let oldest = self
+                .sessions
+                .iter()
+                .min_by_key(|(_, s)| s.touched)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                self.sessions.remove(&k);
+            }
+        }
+        let shared = self.sessions.entry(session.clone()).or_default();
+        shared.touched = self.clock;
+        let mut fresh = Vec::new();
+        for t in tokens {
+            if shared.seen.insert(t.clone()) {
+                shared.tokens.push_back(t.clone());
+                fresh.push(t);
+            }
+        }
+        while shared.tokens.len() > MAX_SESSION_TOKENS {
+            if let Some(old) = shared.tokens.pop_front() {
+                shared.seen.remove(&old);
+            }
+        }
+        if fresh.is_empty() {
+            return;
+        }
+        for (id, conn) in &self.conns {
+            if *id != from && conn.role == Role::Proxy && conn.session.as_deref() == Some(&session)
+            {
+                let _ = conn.tx.send(FromBroker::Taint {
+                    tokens: fresh.clone(),
+                });
+            }
         }
     }
 
@@ -306,6 +364,8 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
                     proxies: st.count(Role::Proxy),
                     approvers: st.count(Role::Approver),
                     pending: st.pending.len(),
+                    sessions: st.sessions.len(),
+                    shared_tokens: st.sessions.values().map(|s| s.tokens.len()).sum(),
                 });
             }
             Role::Approver => {
@@ -314,7 +374,19 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
                     pending: st.pending.values().map(|e| e.view.clone()).collect(),
                 });
             }
-            Role::Proxy => {}
+            Role::Proxy => {
+                // What the session's other proxies saw before this one connected.
+                let known: Vec<TaintToken> = session
+                    .as_ref()
+                    .and_then(|k| st.sessions.get(k))
+                    .map(|s| s.tokens.iter().cloned().collect())
+                    .unwrap_or_default();
+                for chunk in known.chunks(proto::MAX_TOKENS_PER_MESSAGE) {
+                    let _ = tx.send(FromBroker::Taint {
+                        tokens: chunk.to_vec(),
+                    });
+                }
+            }
         }
         if role != Role::Status {
             st.conns.insert(
@@ -399,6 +471,11 @@ fn handle(shared: &Arc<Shared>, conn_id: u64, role: Role, message: ToBroker) -> 
                 };
                 st.withdraw(key, why, "withdrawn by the proxy");
             }
+            Ok(())
+        }
+        (Role::Proxy, ToBroker::Taint { tokens }) => {
+            proto::validate_tokens(&tokens)?;
+            shared.lock().share(conn_id, tokens);
             Ok(())
         }
         (Role::Approver, ToBroker::Decide { id, decision }) => {

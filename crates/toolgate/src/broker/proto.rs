@@ -21,6 +21,42 @@ pub const MAX_FIELD: usize = 8 * 1024;
 pub const MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 /// Pending requests one proxy may have at once.
 pub const MAX_PENDING_PER_PROXY: usize = 256;
+/// Taint tokens in one message.
+pub const MAX_TOKENS_PER_MESSAGE: usize = 1024;
+/// The longest taint token, in bytes.
+pub const MAX_TOKEN_LEN: usize = 512;
+
+/// One destination token seen in a tool output, shared with the other proxies of the same
+/// agent session: the canonical token and where it was seen, never the output itself.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaintToken {
+    pub token: String,
+    /// `true` when the output was untrusted (the token taints), `false` when it vouches.
+    pub untrusted: bool,
+    pub server: Option<String>,
+    pub tool: String,
+}
+
+/// Size limits of a batch of taint tokens.
+pub fn validate_tokens(tokens: &[TaintToken]) -> Result<(), String> {
+    if tokens.len() > MAX_TOKENS_PER_MESSAGE {
+        return Err(format!(
+            "more than {MAX_TOKENS_PER_MESSAGE} taint tokens in one message"
+        ));
+    }
+    for t in tokens {
+        if t.token.is_empty() || t.token.len() > MAX_TOKEN_LEN {
+            return Err(format!(
+                "a taint token is empty or longer than {MAX_TOKEN_LEN} bytes"
+            ));
+        }
+        if t.tool.len() > MAX_FIELD || t.server.as_ref().is_some_and(|s| s.len() > MAX_FIELD) {
+            return Err(format!("a taint source is longer than {MAX_FIELD} bytes"));
+        }
+    }
+    Ok(())
+}
 
 /// Who is connecting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -170,6 +206,8 @@ pub enum ToBroker {
     Withdraw { id: u64, why: Withdrawal },
     /// An approver decides request `id` (the broker's id).
     Decide { id: u64, decision: Decision },
+    /// A proxy shares destination tokens it saw with its session.
+    Taint { tokens: Vec<TaintToken> },
 }
 
 /// Error codes in `error` messages.
@@ -228,6 +266,13 @@ pub enum FromBroker {
         proxies: usize,
         approvers: usize,
         pending: usize,
+        /// Agent sessions with shared state, and the taint tokens they hold.
+        sessions: usize,
+        shared_tokens: usize,
+    },
+    /// Destination tokens seen by other proxies of the same session.
+    Taint {
+        tokens: Vec<TaintToken>,
     },
 }
 

@@ -68,12 +68,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("cannot start the async runtime")?;
     let report = runtime.block_on(crate::cli::status::probe(&Layout::for_user()));
     match &report.broker {
-        Ok((pid, version, proxies, approvers, _)) => {
+        Ok(b) => {
             out.line(
                 Level::Pass,
-                format!("approval broker reachable (pid {pid}, protocol {version}, {proxies} proxies, {approvers} approvers)"),
+                format!(
+                    "approval broker reachable (pid {}, protocol {}, {} proxies, {} approvers)",
+                    b.pid, b.version, b.proxies, b.approvers
+                ),
             );
-            if *approvers == 0 {
+            if b.approvers == 0 {
                 out.line(
                     Level::Warn,
                     "no approval terminal is connected. help: run `toolgate approvals`",

@@ -15,8 +15,20 @@ pub struct Args {}
 /// What `status` found (also used by `doctor`).
 #[derive(Debug, Clone)]
 pub struct Report {
-    /// `Ok((broker pid, version, proxies, approvers, pending))` or why it is unreachable.
-    pub broker: Result<(u32, u32, usize, usize, usize), String>,
+    /// The broker's answer, or why it is unreachable.
+    pub broker: Result<Broker, String>,
+}
+
+/// A reachable broker's status.
+#[derive(Debug, Clone)]
+pub struct Broker {
+    pub pid: u32,
+    pub version: u32,
+    pub proxies: usize,
+    pub approvers: usize,
+    pub pending: usize,
+    pub sessions: usize,
+    pub shared_tokens: usize,
 }
 
 /// Asks the broker for its status.
@@ -30,7 +42,17 @@ pub async fn probe(layout: &Layout) -> Report {
                 proxies,
                 approvers,
                 pending,
-            })) => Ok((pid, version, proxies, approvers, pending)),
+                sessions,
+                shared_tokens,
+            })) => Ok(Broker {
+                pid,
+                version,
+                proxies,
+                approvers,
+                pending,
+                sessions,
+                shared_tokens,
+            }),
             Ok(other) => Err(format!("the broker sent no status ({other:?})")),
             Err(e) => Err(e.to_string()),
         }
@@ -48,8 +70,9 @@ pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
         .context("cannot start the async runtime")?;
     let report = runtime.block_on(probe(&layout));
     match &report.broker {
-        Ok((pid, version, ..)) => println!(
-            "broker:     reachable (pid {pid}), protocol {version} (this toolgate speaks {VERSION})"
+        Ok(b) => println!(
+            "broker:     reachable (pid {}), protocol {} (this toolgate speaks {VERSION})",
+            b.pid, b.version
         ),
         Err(why) => println!("broker:     not reachable: {why}"),
     }
@@ -70,10 +93,14 @@ pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
         paths::describe(&layout.token)
     );
     match &report.broker {
-        Ok((_, _, proxies, approvers, pending)) => {
-            println!("proxies:    {proxies} connected");
-            println!("approvers:  {approvers} connected");
-            println!("pending:    {pending}");
+        Ok(b) => {
+            println!("proxies:    {} connected", b.proxies);
+            println!("approvers:  {} connected", b.approvers);
+            println!("pending:    {}", b.pending);
+            println!(
+                "sessions:   {} sharing {} taint tokens",
+                b.sessions, b.shared_tokens
+            );
             Ok(ExitCode::SUCCESS)
         }
         Err(_) => Ok(ExitCode::from(1)),

@@ -130,6 +130,8 @@ pub struct EngineBackend {
     engine: Engine,
     session: Session,
     vars: Vars,
+    /// The agent session shared with other proxies through the broker, if any.
+    shared: Option<std::sync::Arc<crate::broker::BrokerChannel>>,
 }
 
 impl EngineBackend {
@@ -147,6 +149,35 @@ impl EngineBackend {
             engine,
             session,
             vars,
+            shared: None,
+        }
+    }
+
+    /// Shares this session's taint tokens with the other proxies of the same agent session
+    /// through the broker (see `broker::client::BrokerChannel::share`).
+    pub fn with_shared(mut self, channel: std::sync::Arc<crate::broker::BrokerChannel>) -> Self {
+        self.shared = Some(channel);
+        self
+    }
+
+    /// Feeds what the session's other proxies saw into the local taint index.
+    fn import_shared(&mut self) {
+        let Some(shared) = &self.shared else { return };
+        shared.kick();
+        for t in shared.take_shared() {
+            let trust = if t.untrusted {
+                toolgate_policy::taint::OutputTrust::Untrusted
+            } else {
+                toolgate_policy::taint::OutputTrust::Trusted
+            };
+            let source = toolgate_policy::taint::TaintSource {
+                server: t.server,
+                tool: t.tool,
+                seq: 0,
+            };
+            self.session
+                .taint_mut()
+                .record_text(&t.token, trust, source);
         }
     }
 
@@ -171,6 +202,7 @@ impl Backend for EngineBackend {
     }
 
     fn decide(&mut self, call: &Call<'_>, now_ms: u64) -> Ruling {
+        self.import_shared();
         let fs = RealFs;
         let ctx = NormalizeContext {
             workspace: &self.vars.workspace,
@@ -209,6 +241,7 @@ impl Backend for EngineBackend {
     }
 
     fn pin_tools(&mut self, tools: &[Value], complete: bool) -> PinChanges {
+        self.import_shared();
         let report = if complete {
             self.session.pin_tools(tools)
         } else {
@@ -233,9 +266,18 @@ impl Backend for EngineBackend {
     }
 
     fn record_output(&mut self, server: Option<&str>, tool: &str, result: &Value) {
-        self.engine
+        self.import_shared();
+        let seq = self
+            .engine
             .contracts()
             .record_output(&mut self.session, server, tool, result);
+        if let Some(shared) = &self.shared {
+            shared.share(crate::broker::client::tokens_recorded(
+                self.session.taint(),
+                result,
+                seq,
+            ));
+        }
     }
 
     fn approve(&mut self, call: &Call<'_>, ruling: &Ruling, scope: Scope) {

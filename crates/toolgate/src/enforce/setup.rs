@@ -161,10 +161,22 @@ pub fn interceptor(
         },
         None => Vec::new(),
     };
+    // The broker: where asks go when the client cannot ask, and where the proxies of one
+    // agent session share what they saw.
+    let broker = Arc::new(crate::broker::BrokerChannel::new(
+        crate::broker::Layout::for_user(),
+        args.approval == Mode::Broker,
+        server.map(str::to_owned),
+        Some(
+            args.session
+                .clone()
+                .unwrap_or_else(crate::broker::client::default_session),
+        ),
+    ));
     let backend: Box<dyn Backend> = match engine(args.policy.as_deref(), workspace) {
         Ok(engine) => {
             let taint: TaintLimits = engine.policy().taint.clone().unwrap_or_default();
-            Box::new(EngineBackend::new(engine, taint, persisted))
+            Box::new(EngineBackend::new(engine, taint, persisted).with_shared(broker.clone()))
         }
         Err(reason) => {
             tracing::error!("{reason}; every tool call will be denied");
@@ -195,16 +207,7 @@ pub fn interceptor(
         approval: args.approval,
         approval_timeout: args.approval_timeout,
         tty: Some(tty),
-        broker: Some(Arc::new(crate::broker::BrokerChannel::new(
-            crate::broker::Layout::for_user(),
-            args.approval == Mode::Broker,
-            server.map(str::to_owned),
-            Some(
-                args.session
-                    .clone()
-                    .unwrap_or_else(crate::broker::client::default_session),
-            ),
-        ))),
+        broker: Some(broker),
         audit,
         audit_error,
         audit_raw: args.audit_raw,
