@@ -1,8 +1,9 @@
 //! `toolgate demo`: see the proxy decide real calls in ten seconds, no setup, no network.
-#![allow(clippy::print_stdout)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+use std::io::Write as _;
 
 use anyhow::Context;
 
@@ -35,6 +36,13 @@ pub struct Args {
     rug_pulled: bool,
 }
 
+/// Prints a line to stdout; a closed stdout (`toolgate demo | head`) is not an error.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 /// What each scripted call is expected to show, in order.
 const EXPECTED: [Seen; 10] = [
     Seen::Allow, // read_file README.md
@@ -65,20 +73,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let style = Style::detect();
     let exe = std::env::current_exe().context("cannot find the toolgate executable")?;
     let sandbox = Sandbox::create()?;
-    println!(
+    say!(
         "{}",
         style_bold(
             style,
             "toolgate demo: a scripted agent calls a demo MCP server through the real proxy"
         )
     );
-    println!(
+    say!(
         "  workspace {}  ·  fake home {}",
         sandbox.workspace.display(),
         sandbox.home.display()
     );
-    println!();
-    let mut print = |o: &Observed| println!("{}", o.line(style));
+    say!();
+    let mut print = |o: &Observed| say!("{}", o.line(style));
     let report = match demo::run_session(&exe, &sandbox, &mut print) {
         Ok(report) => report,
         Err(err) => {
@@ -92,9 +100,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Err(err.context("the demo could not finish"));
         }
     };
-    println!();
+    say!();
     let forwarded = report.observed.iter().filter(|o| o.reached_server).count();
-    println!(
+    say!(
         "The server saw {forwarded} of {} calls; everything else was stopped by toolgate before it arrived.",
         report.observed.len()
     );
@@ -105,7 +113,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .filter_map(|v| v.get("to").and_then(|t| t.as_str()).map(str::to_owned))
         .collect();
     let attacker_mailed = recipients.iter().any(|r| r == demo::server::ATTACKER);
-    println!(
+    say!(
         "Mail actually sent: {}.{}",
         if recipients.is_empty() {
             "none".to_owned()
@@ -126,10 +134,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map(|(o, want)| format!("`{}` was {:?}, expected {want:?}", o.call, o.seen))
         .collect();
     if args.keep {
-        println!("Audit log: {}", sandbox.audit.display());
+        say!("Audit log: {}", sandbox.audit.display());
         keep(sandbox);
     } else {
-        println!(
+        say!(
             "Next: `toolgate policy init` writes a starter policy; wrap a server with `toolgate wrap -- <command>`."
         );
     }
@@ -144,7 +152,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn keep(sandbox: Sandbox) {
-    println!("Kept {}", sandbox.keep().display());
+    say!("Kept {}", sandbox.keep().display());
 }
 
 fn style_bold(style: Style, text: &str) -> String {

@@ -364,8 +364,12 @@ impl Sandbox {
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("XDG_DATA_HOME")
             .env_remove("XDG_STATE_HOME")
-            // Never touch the user's own pin store.
+            // Never touch the user's own pin store or approval broker.
             .env_remove("TOOLGATE_PINS_DIR")
+            .env(
+                crate::broker::paths::DIR_ENV,
+                self.workspace.with_file_name("broker"),
+            )
             .env("TOOLGATE_LOG", "info")
             .stderr(Stdio::from(log));
         Ok(cmd)
