@@ -383,30 +383,26 @@ impl Contracts {
         now_ms: u64,
     ) -> Vec<ContractResult> {
         let tool = call.tool;
-        let definition = session
-            .pinned_definition(tool)
-            .cloned()
-            .or_else(|| call.definition.cloned());
-        let resolved = self.lookup_with(tool, definition.as_ref());
-        let c = &resolved.contract;
         let mut results = Vec::new();
-
-        if session.limits().pinning {
-            results.push(pinning(session, tool, c, definition.as_ref()));
-        }
-        if let Some(r) = self.budget(c, tool, session, now_ms) {
-            results.push(r);
-        }
-        if let Some(r) = self.constraints(c, call, action, ctx) {
-            results.push(r);
-        }
-        if resolved.exfiltrating() {
-            results.push(super::sink::gate(
-                &resolved,
-                call,
-                definition.as_ref(),
-                session,
-            ));
+        // Everything that reads the definition borrows the session immutably; the budget,
+        // which writes, comes last (and is reported second).
+        let resolved = {
+            let definition = session.pinned_definition(tool).or(call.definition);
+            let resolved = self.lookup_with(tool, definition);
+            if session.limits().pinning {
+                results.push(pinning(session, tool, &resolved.contract, definition));
+            }
+            if let Some(r) = self.constraints(&resolved.contract, call, action, ctx) {
+                results.push(r);
+            }
+            if resolved.exfiltrating() {
+                results.push(super::sink::gate(&resolved, call, definition, session));
+            }
+            resolved
+        };
+        if let Some(r) = self.budget(&resolved.contract, tool, session, now_ms) {
+            let at = usize::from(session.limits().pinning).min(results.len());
+            results.insert(at, r);
         }
         results
     }
