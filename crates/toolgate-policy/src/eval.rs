@@ -15,7 +15,7 @@ use crate::decision::{Contract, ContractResult, Effect, SinkFinding};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::model::Policy;
 use crate::normalize::{NormalizeContext, ToolCall, normalize};
-use crate::rules::{CallFacts, CompiledRule, Vars, compile_rule};
+use crate::rules::{CallFacts, CompiledRule, Vars, compile_rule_with};
 use crate::session::Session;
 
 /// The verdict on one tool call and how it was reached.
@@ -75,6 +75,9 @@ pub struct Engine {
     policy: Policy,
     vars: Vars,
     rules: Vec<CompiledRule>,
+    /// Every rule's resource globs in one set; `owners[i]` is the rule of glob `i`.
+    resource_index: globset::GlobSet,
+    owners: Vec<usize>,
     contracts: Contracts,
 }
 
@@ -95,7 +98,7 @@ impl Engine {
         }
         let mut rules = Vec::with_capacity(policy.rules.len());
         for (i, rule) in policy.rules.iter().enumerate() {
-            let (compiled, issues) = compile_rule(rule, i, &vars);
+            let (compiled, issues) = compile_rule_with(rule, i, &vars, false);
             for issue in issues {
                 if issue.severity == crate::diag::Severity::Error {
                     let mut d = Diagnostic::error(format!(
@@ -133,6 +136,23 @@ impl Engine {
                 Contracts::default()
             }
         };
+        let mut builder = globset::GlobSetBuilder::new();
+        let mut owners = Vec::new();
+        for (pos, rule) in rules.iter().enumerate() {
+            for g in rule.resource_globs().unwrap_or_default() {
+                builder.add(g.clone());
+                owners.push(pos);
+            }
+        }
+        let resource_index = match builder.build() {
+            Ok(set) => set,
+            Err(e) => {
+                diags.push(Diagnostic::error(format!(
+                    "cannot compile the resource globs: {e}"
+                )));
+                globset::GlobSet::empty()
+            }
+        };
         if diags.has_errors() {
             return Err(diags);
         }
@@ -140,6 +160,8 @@ impl Engine {
             policy,
             vars,
             rules,
+            resource_index,
+            owners,
             contracts,
         })
     }
@@ -277,8 +299,37 @@ impl Engine {
     ) -> (Effect, Option<usize>) {
         let mut first: Option<usize> = None;
         let mut first_deny: Option<usize> = None;
+        // How many of the part's resources each rule's globs match (each resource counted
+        // once per rule), from one pass of the combined index per resource.
+        let mut hits = vec![0usize; self.rules.len()];
+        if !part.resources.is_empty() && !self.owners.is_empty() {
+            let mut seen = vec![usize::MAX; self.rules.len()];
+            let mut buf = Vec::new();
+            for (n, resource) in part.resources.iter().enumerate() {
+                self.resource_index
+                    .matches_into(resource.as_str(), &mut buf);
+                for g in &buf {
+                    if let Some(&owner) = self.owners.get(*g)
+                        && let Some(mark) = seen.get_mut(owner)
+                        && *mark != n
+                    {
+                        *mark = n;
+                        if let Some(h) = hits.get_mut(owner) {
+                            *h += 1;
+                        }
+                    }
+                }
+            }
+        }
+        let total = part.resources.len();
         for (i, rule) in self.rules.iter().enumerate() {
-            if rule.matches(facts, part) {
+            let h = hits.get(i).copied().unwrap_or(0);
+            let resources_ok = if rule.effect == Effect::Deny {
+                h > 0
+            } else {
+                total > 0 && h == total
+            };
+            if rule.matches_with(facts, part, Some(resources_ok)) {
                 if let Some(m) = matched.get_mut(i) {
                     *m = true;
                 }

@@ -13,7 +13,7 @@ use crate::contracts::packs::pack_names;
 use crate::contracts::{Contracts, Issue as ContractIssue};
 use crate::diag::{Diagnostic, Diagnostics, Pos, Severity, SourceMap, did_you_mean, pos_at};
 use crate::model::{POLICY_VERSION, Policy};
-use crate::rules::{PathIssue, Vars, compile_rule, covers_rule};
+use crate::rules::{PathIssue, Vars, compile_rule_with, covers_rule};
 
 /// The conservative, commented starter policy written by `toolgate policy init`.
 pub const STARTER_POLICY: &str = include_str!("starter.yaml");
@@ -97,7 +97,7 @@ fn check(policy: &Policy, map: &SourceMap, diags: &mut Diagnostics) {
     let vars = Vars::placeholder();
     let mut ok = vec![false; policy.rules.len()];
     for (i, rule) in policy.rules.iter().enumerate() {
-        let (compiled, issues) = compile_rule(rule, i, &vars);
+        let (compiled, issues) = compile_rule_with(rule, i, &vars, false);
         if let Some(slot) = ok.get_mut(i) {
             *slot = compiled.is_some();
         }

@@ -80,14 +80,50 @@ pub struct CompiledRule {
     /// Position in the file (0-based).
     pub index: usize,
     operations: u16,
+    /// The expanded resource globs (validated; matched through the engine's combined index).
+    resource_globs: Option<Vec<globset::Glob>>,
+    /// A per-rule set, built only for standalone matching ([`compile_rule`]).
     resources: Option<GlobSet>,
-    servers: Option<GlobSet>,
-    tools: Option<GlobSet>,
+    servers: Option<NameSet>,
+    tools: Option<NameSet>,
     executables: Option<Vec<String>>,
     commands: Option<Vec<Vec<String>>>,
-    hosts: Option<GlobSet>,
+    hosts: Option<NameSet>,
     methods: Option<Vec<String>>,
     annotations: Option<BTreeMap<String, bool>>,
+}
+
+/// Names matched exactly when a pattern has no glob syntax, else through one glob set
+/// (building a glob set compiles regexes: literals skip it).
+#[derive(Debug, Clone, Default)]
+struct NameSet {
+    literals: Vec<String>,
+    globs: Option<GlobSet>,
+}
+
+impl NameSet {
+    fn build(globs: Vec<globset::Glob>) -> NameSet {
+        let mut out = NameSet::default();
+        let mut b = GlobSetBuilder::new();
+        let mut any = false;
+        for g in globs {
+            if g.glob().contains(['*', '?', '[', '{', '\\']) {
+                b.add(g);
+                any = true;
+            } else {
+                out.literals.push(g.glob().to_owned());
+            }
+        }
+        if any {
+            out.globs = b.build().ok();
+        }
+        out
+    }
+
+    fn is_match(&self, name: &str) -> bool {
+        self.literals.iter().any(|l| l == name)
+            || self.globs.as_ref().is_some_and(|g| g.is_match(name))
+    }
 }
 
 fn op_bit(op: Operation) -> u16 {
@@ -168,11 +204,23 @@ fn build_set(globs: Vec<globset::Glob>) -> Option<GlobSet> {
     b.build().ok()
 }
 
-/// Compiles one rule. Returns the rule when it has no error-severity issue.
+/// Compiles one rule for standalone matching (with its own resource glob set). Returns the
+/// rule when it has no error-severity issue.
 pub fn compile_rule(
     rule: &Rule,
     index: usize,
     vars: &Vars,
+) -> (Option<CompiledRule>, Vec<PathIssue>) {
+    compile_rule_with(rule, index, vars, true)
+}
+
+/// Like [`compile_rule`]; without `resource_set` the resource globs are only validated and
+/// the caller matches them (the engine builds one index over all rules).
+pub fn compile_rule_with(
+    rule: &Rule,
+    index: usize,
+    vars: &Vars,
+    resource_set: bool,
 ) -> (Option<CompiledRule>, Vec<PathIssue>) {
     let base = vec!["rules".to_owned(), index.to_string()];
     let at = |k: &[&str]| {
@@ -499,12 +547,17 @@ pub fn compile_rule(
         effect: rule.effect,
         index,
         operations,
-        resources: resources.and_then(build_set),
-        servers: servers.and_then(build_set),
-        tools: tools.and_then(build_set),
+        resources: if resource_set {
+            resources.clone().and_then(build_set)
+        } else {
+            None
+        },
+        resource_globs: resources,
+        servers: servers.map(NameSet::build),
+        tools: tools.map(NameSet::build),
         executables,
         commands: rule.commands.clone(),
-        hosts: hosts.and_then(build_set),
+        hosts: hosts.map(NameSet::build),
         methods,
         annotations: rule.annotations.clone(),
     };
@@ -533,11 +586,27 @@ impl CompiledRule {
     fn vouches_for_unknown(&self, part: &Part) -> bool {
         part.operation == Operation::Unknown
             && self.annotations.is_some()
-            && self.resources.is_none()
+            && self.resource_globs.is_none()
+    }
+
+    /// The expanded resource globs, when the rule constrains resources.
+    pub fn resource_globs(&self) -> Option<&[globset::Glob]> {
+        self.resource_globs.as_deref()
     }
 
     /// Whether the rule matches one part of a call.
     pub fn matches(&self, facts: &CallFacts<'_>, part: &Part) -> bool {
+        self.matches_with(facts, part, None)
+    }
+
+    /// Like [`CompiledRule::matches`], with the resource verdict computed by the caller
+    /// (`Some(ok)`: for deny rules "any resource matches", else "every resource matches").
+    pub fn matches_with(
+        &self,
+        facts: &CallFacts<'_>,
+        part: &Part,
+        resources_ok: Option<bool>,
+    ) -> bool {
         let allow = self.effect == Effect::Allow;
         if !self.covers(part.operation) {
             return false;
@@ -556,14 +625,21 @@ impl CompiledRule {
         {
             return false;
         }
-        if let Some(set) = &self.resources {
+        if self.resource_globs.is_some() {
             if part.resources.is_empty() {
                 return false;
             }
-            let ok = if self.effect == Effect::Deny {
-                part.resources.iter().any(|r| set.is_match(r))
-            } else {
-                part.resources.iter().all(|r| set.is_match(r))
+            let ok = match (resources_ok, &self.resources) {
+                (Some(ok), _) => ok,
+                (None, Some(set)) => {
+                    if self.effect == Effect::Deny {
+                        part.resources.iter().any(|r| set.is_match(r))
+                    } else {
+                        part.resources.iter().all(|r| set.is_match(r))
+                    }
+                }
+                // No way to tell: fail closed (deny rules match, others do not).
+                (None, None) => self.effect == Effect::Deny,
             };
             if !ok {
                 return false;
