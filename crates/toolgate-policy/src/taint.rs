@@ -714,7 +714,9 @@ fn tokenize(text: &str) -> Vec<Token> {
                 .filter(|c| !c.is_whitespace())
                 .collect::<String>()
                 .to_ascii_uppercase();
-            if iban_valid(&compact) {
+            // `#ab12…`, `@ab12…`, `/ab12…` are a channel, handle or path, not an IBAN.
+            let before = text.get(..m.start()).and_then(|s| s.chars().next_back());
+            if iban_valid(&compact) && !matches!(before, Some('#' | '@' | '/' | '_' | '-' | '.')) {
                 push(
                     &mut out,
                     Token {
