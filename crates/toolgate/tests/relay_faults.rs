@@ -342,3 +342,52 @@ fn process_alive(pid: i32) -> bool {
     });
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
 }
+
+#[test]
+fn works_over_socket_stdio_like_node_clients() {
+    // Node (libuv) gives child processes socketpairs, not pipes, as stdio: one per stream
+    // (the non-blocking stdout path), and some clients share one socket for both.
+    socket_stdio(false);
+    socket_stdio(true);
+}
+
+fn socket_stdio(shared: bool) {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("seen");
+    let (to_tg, tg_in) = UnixStream::pair().unwrap();
+    let (from_tg, tg_out) = if shared {
+        (to_tg.try_clone().unwrap(), tg_in.try_clone().unwrap())
+    } else {
+        UnixStream::pair().unwrap()
+    };
+    let mut cmd = toolgate(dir.path(), &["--"]);
+    cmd.arg(fake_upstream())
+        .arg("--record")
+        .arg(&record)
+        .stdin(std::process::Stdio::from(OwnedFd::from(tg_in)))
+        .stdout(std::process::Stdio::from(OwnedFd::from(tg_out)));
+    let mut child = cmd.spawn().unwrap();
+    drop(cmd);
+    from_tg
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut writer = to_tg;
+    let mut reader = BufReader::new(from_tg);
+    for i in 0..200 {
+        writeln!(writer, r#"{{"jsonrpc":"2.0","id":{i},"method":"ping"}}"#).unwrap();
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["id"], i);
+    }
+    writer.shutdown(std::net::Shutdown::Write).unwrap();
+    assert!(wait_until(Duration::from_secs(20), || matches!(
+        child.try_wait(),
+        Ok(Some(_))
+    )));
+    assert!(child.wait().unwrap().success());
+    assert_eq!(seen(&record).len(), 200);
+}
