@@ -159,7 +159,8 @@ pub fn strip_retry(params: &Value) -> Value {
 /// The `--approval` setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
-    /// The client if it can ask, else the broker if one runs, else the terminal if there is one.
+    /// The client if it can ask, else the broker if one runs. Never the terminal (that needs
+    /// `--approval tty`).
     #[default]
     Auto,
     Client,
@@ -269,19 +270,14 @@ pub fn choose_route(
         Mode::Client => from_client,
         Mode::Broker => broker_available.then_some(Route::Broker),
         Mode::Tty => tty_available.then_some(Route::Tty),
-        Mode::Auto => from_client
-            .or(broker_available.then_some(Route::Broker))
-            .or(tty_available.then_some(Route::Tty)),
+        // Never the terminal unless asked for: a client that launched toolgate from its
+        // own terminal UI owns that terminal, and a prompt there would fight it for input.
+        Mode::Auto => from_client.or(broker_available.then_some(Route::Broker)),
     };
-    route.ok_or_else(|| no_route_reason(mode, client, broker_available, tty_available))
+    route.ok_or_else(|| no_route_reason(mode, client, broker_available))
 }
 
-fn no_route_reason(
-    mode: Mode,
-    client: ClientAbilities,
-    broker_available: bool,
-    tty_available: bool,
-) -> String {
+fn no_route_reason(mode: Mode, client: ClientAbilities, broker_available: bool) -> String {
     let why = match mode {
         Mode::None => "approvals are turned off (`--approval none`)".to_owned(),
         Mode::Client => {
@@ -295,10 +291,7 @@ fn no_route_reason(
                 missing.push("the client cannot ask (no `elicitation` capability)");
             }
             if !broker_available {
-                missing.push("no approval broker is running");
-            }
-            if !tty_available {
-                missing.push("there is no terminal");
+                missing.push("no approval broker is running (`toolgate broker`)");
             }
             missing.join(", ")
         }
@@ -441,10 +434,8 @@ mod tests {
             choose_route(Mode::Auto, cannot, true, true),
             Ok(Route::Broker)
         );
-        assert_eq!(
-            choose_route(Mode::Auto, cannot, false, true),
-            Ok(Route::Tty)
-        );
+        // Auto never takes over the terminal.
+        assert!(choose_route(Mode::Auto, cannot, false, true).is_err());
         assert_eq!(choose_route(Mode::Tty, can, true, true), Ok(Route::Tty));
         let err = choose_route(Mode::Auto, cannot, false, false).unwrap_err();
         assert!(err.contains("no way to ask a human"), "{err}");
