@@ -35,7 +35,8 @@ pub struct EnforceArgs {
     #[arg(long)]
     pub audit_raw: bool,
     /// How to ask a human: the client (elicitation), the local broker, the terminal, or
-    /// `none` (asks become denies). `auto` tries the client, then the broker, then the terminal.
+    /// `none` (asks become denies). `auto` asks the client if it can, else the broker; the
+    /// terminal only with `tty`.
     #[arg(long, value_name = "HOW", default_value = "auto", value_parser = parse_mode)]
     pub approval: Mode,
     /// How long a human has to answer before the call is denied, e.g. `120s`, `2m`.
