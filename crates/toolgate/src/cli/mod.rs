@@ -11,11 +11,13 @@ use clap::{Parser, Subcommand};
 pub mod approvals;
 pub mod audit;
 pub mod broker;
+pub mod completions;
 pub mod demo;
 pub mod doctor;
 pub mod init;
 pub mod pins;
 pub mod policy;
+pub mod serve;
 pub mod status;
 pub mod unwrap;
 pub mod wrap;
@@ -41,6 +43,8 @@ enum Command {
     Audit(audit::Args),
     /// Run the local approval broker (one per user): proxies ask, `toolgate approvals` answers.
     Broker(broker::Args),
+    /// Print a shell completion script: bash, zsh, fish, elvish, powershell.
+    Completions(completions::Args),
     /// Watch toolgate decide real calls: a scripted agent, a demo server, no setup.
     Demo(demo::Args),
     /// Check the policy, the approval broker, client configurations and an upstream's start-up.
@@ -51,6 +55,8 @@ enum Command {
     Pins(pins::Args),
     /// Write, check, explain and test policies: `init`, `check`, `explain`, `test`, `schema`.
     Policy(policy::Args),
+    /// Run toolgate's management MCP server (stdio): check verdicts, validate policies, packs, audit.
+    Serve(serve::Args),
     /// Show the approval broker's state: reachable, protocol, file modes, connections.
     Status(status::Args),
     /// Restore the MCP servers `toolgate init` wrapped.
@@ -66,11 +72,13 @@ pub fn main() -> ExitCode {
         Command::Approvals(args) => approvals::run(args),
         Command::Audit(args) => audit::run(args),
         Command::Broker(args) => broker::run(args),
+        Command::Completions(args) => completions::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Init(args) => init::run(args),
         Command::Pins(args) => pins::run(args),
         Command::Policy(args) => policy::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Status(args) => status::run(args),
         Command::Unwrap(args) => unwrap::run(args),
         Command::Wrap(args) => wrap::run(args),

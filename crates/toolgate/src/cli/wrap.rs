@@ -39,6 +39,10 @@ pub struct Args {
 /// Runs `toolgate wrap`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     init_tracing();
+    anyhow::ensure!(
+        !super::serve::server::is_serve_command(&args.command),
+        "refusing to wrap `toolgate serve`: the management server reads the audit log and decides hypothetical calls, and must never be reachable through a wrapped (agent-facing) server\n  help: add `toolgate serve` to the client configuration directly, without `toolgate wrap`"
+    );
     let workspace = match args.workspace {
         Some(dir) => dir,
         None => std::env::current_dir().context("cannot read the current directory")?,

@@ -1,0 +1,50 @@
+//! `toolgate serve`: the management MCP server (stdio): check verdicts, validate policies,
+//! list packs, summarise the audit log. Stdout carries JSON-RPC frames only.
+
+// The server lives under `src/serve/`; it is reached only from here.
+#[path = "../serve/mod.rs"]
+pub mod server;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+/// Run toolgate's management MCP server on stdio.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The policy `check_verdict` decides with [default: the built-in starter policy].
+    #[arg(long, value_name = "PATH")]
+    pub policy: Option<PathBuf>,
+    /// The audit log `audit_summary` reads (never written) [default: <workspace>/.toolgate/audit.jsonl].
+    #[arg(long, value_name = "PATH")]
+    pub audit: Option<PathBuf>,
+    /// The workspace (`${workspace}`) [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
+/// Runs `toolgate serve` until stdin closes.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let workspace = match args.workspace {
+        Some(dir) => dir,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    anyhow::ensure!(
+        workspace.is_dir(),
+        "workspace `{}` is not a directory",
+        workspace.display()
+    );
+    let audit = args
+        .audit
+        .unwrap_or_else(|| workspace.join(".toolgate").join("audit.jsonl"));
+    let server = server::Server::new(server::Config {
+        policy: args.policy,
+        audit,
+        workspace,
+    });
+    let stdin = std::io::stdin().lock();
+    let stdout = std::io::stdout().lock();
+    server::serve(&server, stdin, stdout)?;
+    Ok(ExitCode::SUCCESS)
+}
