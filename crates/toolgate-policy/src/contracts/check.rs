@@ -395,7 +395,14 @@ impl Contracts {
             if let Some(r) = self.constraints(&resolved.contract, call, action, ctx) {
                 results.push(r);
             }
-            if resolved.exfiltrating() {
+            // A call that passes a recipient argument (`to`, `bcc`, …) to a tool nobody
+            // described is gated too, schema or not.
+            let recipient_args = resolved.contract.exfiltrating.is_none()
+                && call
+                    .arguments
+                    .as_object()
+                    .is_some_and(|a| a.keys().any(|k| is_recipient_param(k)));
+            if resolved.exfiltrating() || recipient_args {
                 results.push(super::sink::gate(&resolved, call, definition, session));
             }
             resolved
