@@ -137,11 +137,18 @@ fn tool_result(outcome: Outcome) -> Value {
                 if let Some(obj) = structured.as_object_mut() {
                     obj.insert("error".into(), Value::String(e.message));
                 }
-                out["structuredContent"] = structured;
+                set(&mut out, "structuredContent", structured);
             }
-            out["content"] = json!([{"type": "text", "text": text}]);
+            set(&mut out, "content", json!([{"type": "text", "text": text}]));
             out
         }
+    }
+}
+
+/// Sets `key` of a JSON object (`value` is always an object here).
+fn set(value: &mut Value, key: &str, field: Value) {
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert(key.to_owned(), field);
     }
 }
 
@@ -229,7 +236,7 @@ pub fn diagnostics_json(d: &Diagnostics, with_source: bool) -> Value {
         "diagnostics": items,
     });
     if with_source {
-        out["rendered"] = Value::String(d.render_plain());
+        set(&mut out, "rendered", Value::String(d.render_plain()));
     }
     out
 }
@@ -417,25 +424,25 @@ fn validate_policy(args: &Value) -> Outcome {
     let mut out = match load(&source, &name) {
         Err(d) => {
             let mut out = diagnostics_json(&d, with_source);
-            out["valid"] = Value::Bool(false);
+            set(&mut out, "valid", Value::Bool(false));
             out
         }
         Ok(loaded) => match Engine::new(loaded.policy.clone(), Vars::placeholder()) {
             Err(mut d) => {
                 d.items.extend(loaded.warnings.items.iter().cloned());
                 let mut out = diagnostics_json(&d, with_source);
-                out["valid"] = Value::Bool(false);
+                set(&mut out, "valid", Value::Bool(false));
                 out
             }
             Ok(_) => {
                 let mut out = diagnostics_json(&loaded.warnings, with_source);
-                out["valid"] = Value::Bool(true);
-                out["summary"] = policy_summary(&loaded.policy);
+                set(&mut out, "valid", Value::Bool(true));
+                set(&mut out, "summary", policy_summary(&loaded.policy));
                 out
             }
         },
     };
-    out["name"] = Value::String(name);
+    set(&mut out, "name", Value::String(name));
     Ok(out)
 }
 
@@ -484,7 +491,7 @@ pub fn packs_json(with_source: bool) -> Value {
                     "uncovered": pack.uncovered,
                 });
                 if with_source {
-                    v["yaml"] = Value::String((*source).to_owned());
+                    set(&mut v, "yaml", Value::String((*source).to_owned()));
                 }
                 v
             }
