@@ -129,6 +129,28 @@ fn bench(c: &mut Criterion) {
         })
     });
 
+    // Where loading time goes (single runs, milliseconds).
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let parsed: toolgate_policy::model::Policy = serde_saphyr::from_str(&big_src).unwrap();
+    let parse_ms = ms(t);
+    let t = Instant::now();
+    let _ = toolgate_policy::diag::SourceMap::build(&big_src);
+    let map_ms = ms(t);
+    let t = Instant::now();
+    let loaded = load(&big_src, "bench.yaml").unwrap();
+    let load_ms = ms(t);
+    let t = Instant::now();
+    let packs = toolgate_policy::contracts::packs::pack_names();
+    let _ = toolgate_policy::contracts::Contracts::compile(&parsed.tools, &packs).unwrap();
+    let contracts_ms = ms(t);
+    let t = Instant::now();
+    let _ = Engine::new(loaded.policy, vars()).unwrap();
+    let engine_ms = ms(t);
+    eprintln!(
+        "loading 500 rules: parse {parse_ms:.1} ms, source map {map_ms:.1} ms, load() {load_ms:.1} ms (incl. contracts {contracts_ms:.1} ms), Engine::new {engine_ms:.1} ms"
+    );
+
     for (name, e, tool, args) in [
         ("starter read_file", &starter, "read_file", &read),
         (

@@ -282,9 +282,42 @@ impl miette::Diagnostic for MietteReport {
 /// Converts a 1-based line/column (characters) into a [`Pos`] with byte offsets. The span
 /// covers the scalar token at that position (up to the next separator), at least one byte.
 pub fn pos_at(source: &str, line: usize, column: usize) -> Option<Pos> {
+    pos_in(source, &line_starts(source), line, column)
+}
+
+/// Byte offsets at which each line starts.
+fn line_starts(source: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(source.match_indices('\n').map(|(i, _)| i + 1))
+        .collect()
+}
+
+/// [`pos_at`] with precomputed line starts (linear in the line's length, not the file's).
+fn pos_in(source: &str, starts: &[usize], line: usize, column: usize) -> Option<Pos> {
     if line == 0 {
         return None;
     }
+    if let Some(&start) = starts.get(line - 1)
+        && start < source.len()
+    {
+        let end = starts.get(line).copied().unwrap_or(source.len());
+        let text = source.get(start..end).unwrap_or("");
+        let col_byte = text
+            .char_indices()
+            .nth(column.saturating_sub(1))
+            .map_or(text.trim_end_matches(['\n', '\r']).len(), |(b, _)| b);
+        let rest = text.get(col_byte..).unwrap_or("");
+        return Some(Pos {
+            line,
+            column,
+            offset: start + col_byte,
+            len: token_len(rest),
+        });
+    }
+    pos_slow(source, line, column)
+}
+
+fn pos_slow(source: &str, line: usize, column: usize) -> Option<Pos> {
     let mut offset = 0usize;
     for (i, text) in source.split_inclusive('\n').enumerate() {
         if i + 1 == line {
@@ -356,49 +389,84 @@ fn token_len(rest: &str) -> usize {
 
 /// Positions of every key and value in a YAML document, addressed by key path.
 /// Sequence items are addressed by their index as a string (`"0"`, `"1"`, …).
+/// Built lazily: locating needs a second, slower parse, done only when a diagnostic needs it.
 #[derive(Debug, Clone, Default)]
 pub struct SourceMap {
+    source: String,
     /// key path → (position of the key, position of the value)
-    entries: BTreeMap<Vec<String>, (Option<Pos>, Option<Pos>)>,
+    cell: std::cell::OnceCell<Entries>,
 }
 
+type Entries = BTreeMap<Vec<String>, (Option<Pos>, Option<Pos>)>;
+
 impl SourceMap {
-    /// Builds the map; a document that does not parse gives an empty map.
+    /// Builds the map now; a document that does not parse gives an empty map.
     pub fn build(source: &str) -> SourceMap {
-        let mut map = SourceMap::default();
-        if let Ok(root) = serde_saphyr::from_str::<Spanned<Node>>(source) {
-            let pos = loc_pos(source, &root.referenced);
-            map.entries.insert(Vec::new(), (pos, pos));
-            map.walk(source, &mut Vec::new(), &root.value);
-        }
+        let map = SourceMap::lazy(source);
+        map.entries();
         map
     }
 
-    fn walk(&mut self, source: &str, path: &mut Vec<String>, node: &Node) {
+    /// A map that parses `source` on first use.
+    pub fn lazy(source: &str) -> SourceMap {
+        SourceMap {
+            source: source.to_owned(),
+            cell: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn entries(&self) -> &Entries {
+        self.cell.get_or_init(|| {
+            let mut b = Builder::default();
+            b.build(&self.source);
+            b.entries
+        })
+    }
+}
+
+#[derive(Default)]
+struct Builder {
+    entries: Entries,
+}
+
+impl Builder {
+    fn build(&mut self, source: &str) {
+        let map = self;
+        if let Ok(root) = serde_saphyr::from_str::<Spanned<Node>>(source) {
+            let starts = line_starts(source);
+            let pos = loc_pos(source, &starts, &root.referenced);
+            map.entries.insert(Vec::new(), (pos, pos));
+            map.walk(source, &starts, &mut Vec::new(), &root.value);
+        }
+    }
+
+    fn walk(&mut self, source: &str, starts: &[usize], path: &mut Vec<String>, node: &Node) {
         match node {
             Node::Scalar => {}
             Node::Seq(items) => {
                 for (i, item) in items.iter().enumerate() {
                     path.push(i.to_string());
-                    let pos = loc_pos(source, &item.referenced);
+                    let pos = loc_pos(source, starts, &item.referenced);
                     self.entries.insert(path.clone(), (pos, pos));
-                    self.walk(source, path, &item.value);
+                    self.walk(source, starts, path, &item.value);
                     path.pop();
                 }
             }
             Node::Map(entries) => {
                 for (key, value) in entries {
                     path.push(key.value.0.clone());
-                    let kpos = loc_pos(source, &key.referenced);
-                    let vpos = loc_pos(source, &value.referenced);
+                    let kpos = loc_pos(source, starts, &key.referenced);
+                    let vpos = loc_pos(source, starts, &value.referenced);
                     self.entries.insert(path.clone(), (kpos, vpos));
-                    self.walk(source, path, &value.value);
+                    self.walk(source, starts, path, &value.value);
                     path.pop();
                 }
             }
         }
     }
+}
 
+impl SourceMap {
     /// The position of the key at `path` (for a sequence item: the item), falling back to
     /// the nearest ancestor that has one.
     pub fn key<S: AsRef<str>>(&self, path: &[S]) -> Option<Pos> {
@@ -413,7 +481,7 @@ impl SourceMap {
     fn find<S: AsRef<str>>(&self, path: &[S], key: bool) -> Option<Pos> {
         let mut owned: Vec<String> = path.iter().map(|s| s.as_ref().to_owned()).collect();
         loop {
-            if let Some((k, v)) = self.entries.get(&owned) {
+            if let Some((k, v)) = self.entries().get(&owned) {
                 let found = if key { k.or(*v) } else { v.or(*k) };
                 if found.is_some() {
                     return found;
@@ -424,8 +492,8 @@ impl SourceMap {
     }
 }
 
-fn loc_pos(source: &str, loc: &serde_saphyr::Location) -> Option<Pos> {
-    pos_at(source, loc.line() as usize, loc.column() as usize)
+fn loc_pos(source: &str, starts: &[usize], loc: &serde_saphyr::Location) -> Option<Pos> {
+    pos_in(source, starts, loc.line() as usize, loc.column() as usize)
 }
 
 /// A YAML node with the positions of its children.

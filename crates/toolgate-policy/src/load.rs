@@ -49,7 +49,7 @@ pub fn load(source: &str, name: &str) -> Result<LoadedPolicy, Diagnostics> {
             return Err(diags);
         }
     };
-    let map = SourceMap::build(source);
+    let map = SourceMap::lazy(source);
     check(&policy, &map, &mut diags);
     diags.sort();
     if diags.has_errors() {
