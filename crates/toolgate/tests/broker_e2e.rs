@@ -75,9 +75,14 @@ impl World {
     /// Starts the broker and waits for its socket.
     fn broker(&self) -> Peer {
         let peer = Peer::spawn(self.cmd(&["broker"]), true);
+        // Serving, not merely a socket file (a stale one may be left from a killed broker).
         assert!(
-            wait_until(LIMIT, || self.socket().exists()),
-            "the broker did not create its socket"
+            wait_until(LIMIT, || self
+                .cmd(&["status"])
+                .stdout(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())),
+            "the broker did not start serving"
         );
         peer
     }
@@ -464,10 +469,10 @@ fn wrong_token_and_wrong_version_are_refused() {
     assert!(r.contains("invalid"), "{r}");
 
     // A proxy whose token file disagrees with the broker: deny, naming the cause.
-    let mut gate = w.proxy("one", &[]);
     let token_path = w.broker_dir().join("token");
     std::fs::write(&token_path, &wrong).unwrap();
     std::fs::set_permissions(&token_path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut gate = w.proxy("one", &[]);
     gate.call(1, "run_command", json!({"command": "echo hi"}));
     let r = gate.response(&json!(1));
     assert!(is_denied(&r), "{r}");

@@ -472,6 +472,7 @@ pub fn tokens_recorded(
     let mut texts = Vec::new();
     strings(result, &mut texts, 0);
     let mut out: Vec<TaintToken> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let mut budget: usize = 4 * 1024 * 1024;
     for text in texts {
         if budget == 0 {
@@ -479,7 +480,7 @@ pub fn tokens_recorded(
         }
         budget = budget.saturating_sub(text.len());
         for token in tokenize_destinations(text) {
-            if token.len() > proto::MAX_TOKEN_LEN || out.iter().any(|t| t.token == token) {
+            if token.len() > proto::MAX_TOKEN_LEN || !seen.insert(token.clone()) {
                 continue;
             }
             let (untrusted, source) = match index.classify(&token) {
