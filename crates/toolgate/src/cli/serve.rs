@@ -45,6 +45,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     });
     let stdin = std::io::stdin().lock();
     let stdout = std::io::stdout().lock();
-    server::serve(&server, stdin, stdout)?;
-    Ok(ExitCode::SUCCESS)
+    match server::serve(&server, stdin, stdout) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        // The client went away mid-answer: nothing is left to serve.
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => Err(e.context("the management server stopped")),
+    }
 }
