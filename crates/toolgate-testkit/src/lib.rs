@@ -13,6 +13,8 @@
     missing_debug_implementations
 )]
 
+pub mod attack;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};

