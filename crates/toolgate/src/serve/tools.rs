@@ -50,7 +50,11 @@ pub fn definitions() -> Vec<Value> {
                         "type": "array", "items": {"type": "string"},
                         "description": "Texts seen earlier in untrusted tool output of the same server."
                     },
-                    "policy": {"type": "string", "description": "An inline toolgate policy (YAML, `version: 1`)."}
+                    "policy": {"type": "string", "description": "An inline toolgate policy (YAML, `version: 1`)."},
+                    "tool_definition": {
+                        "type": "object",
+                        "description": "The tool's definition as the server lists it (`tools/list`): pinned first, as wrap does, so annotation rules and pinning apply."
+                    }
                 },
                 "required": ["tool"],
                 "additionalProperties": false
@@ -300,7 +304,14 @@ fn policy_source(server: &Server, inline: Option<&str>) -> Result<(String, Strin
 fn check_verdict(server: &Server, args: &Value) -> Outcome {
     check_keys(
         args,
-        &["server", "tool", "arguments", "untrusted_context", "policy"],
+        &[
+            "server",
+            "tool",
+            "arguments",
+            "untrusted_context",
+            "policy",
+            "tool_definition",
+        ],
     )?;
     let tool = opt_str(args, "tool")?.ok_or_else(|| ToolError::new("`tool` is required"))?;
     let server_name = opt_str(args, "server")?;
@@ -334,21 +345,52 @@ fn check_verdict(server: &Server, args: &Value) -> Outcome {
             ));
         }
     };
+    let definition = match args.get("tool_definition") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(def)) => {
+            let mut def = def.clone();
+            match def.get("name") {
+                None => {
+                    def.insert("name".to_owned(), Value::String(tool.to_owned()));
+                }
+                Some(Value::String(n)) if n == tool => {}
+                Some(other) => {
+                    return Err(ToolError::new(format!(
+                        "`tool_definition` names the tool {other}, but `tool` is `{tool}`"
+                    )));
+                }
+            }
+            Some(Value::Object(def))
+        }
+        Some(_) => return Err(ToolError::new("`tool_definition` must be a JSON object")),
+    };
     let (source, name) = policy_source(server, opt_str(args, "policy")?)?;
     let engine = compile(&source, &name, &server.config().workspace)?;
-    Ok(decide(&engine, server_name, tool, arguments, &context))
+    Ok(decide(
+        &engine,
+        server_name,
+        tool,
+        arguments,
+        &context,
+        definition.as_ref(),
+    ))
 }
 
 /// Decides one hypothetical call with wrap's engine, filesystem facts and session type.
-/// Pinning is off: a hypothetical call has no `tools/list` (as in `policy explain`).
+/// With a tool definition, it is pinned first (what wrap does with a `tools/list`) and
+/// pinning is on; without one pinning is off, as in `policy explain`.
 pub fn decide(
     engine: &Engine,
     server: Option<&str>,
     tool: &str,
     arguments: &Value,
     context: &[&str],
+    definition: Option<&Value>,
 ) -> Value {
-    let mut session = session_for(engine, false);
+    let mut session = session_for(engine, definition.is_some());
+    if let Some(def) = definition {
+        session.pin_tools(std::slice::from_ref(def));
+    }
     for text in context {
         // Shaped as a tool result, fed as untrusted output (what wrap records for an
         // untrusted tool's `tools/call` result).
