@@ -253,7 +253,7 @@ fn argument_forms() {
         json!({"line": "sudo rm x", "command": "ls"}),
         Some(m),
     );
-    assert_eq!(exes(&a), ["rm"]);
+    assert_eq!(exes(&a), ["sudo", "rm"]);
 
     // Nothing usable: opaque shell.exec with no executable.
     for args in [

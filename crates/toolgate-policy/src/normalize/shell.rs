@@ -380,6 +380,7 @@ fn expand_into(
             "sudo" | "doas" | "run0" | "pkexec" => {
                 if let Some(cmd) = option_value(rest, &["-c"], &[]) {
                     // Not sudo syntax, but harmless: treat as a shell string.
+                    push_container(&argv, wrapped, inexact, out);
                     return rescan(&cmd, depth, out);
                 }
                 Some(skip_options(
@@ -411,6 +412,7 @@ fn expand_into(
             }
             "su" | "runuser" | "sg" => {
                 if let Some(cmd) = option_value(rest, &["-c", "--command"], &["--command="]) {
+                    push_container(&argv, wrapped, inexact, out);
                     return rescan(&cmd, depth, out);
                 }
                 None
@@ -419,6 +421,7 @@ fn expand_into(
                 if let Some(s) =
                     option_value(rest, &["-S", "--split-string"], &["--split-string=", "-S"])
                 {
+                    push_container(&argv, wrapped, inexact, out);
                     return rescan(&s, depth, out);
                 }
                 let mut r = skip_options(
@@ -438,6 +441,7 @@ fn expand_into(
                 if name == "script"
                     && let Some(cmd) = option_value(rest, &["-c", "--command"], &["--command="])
                 {
+                    push_container(&argv, wrapped, inexact, out);
                     return rescan(&cmd, depth, out);
                 }
                 let with_arg: &[&str] = match name {
@@ -493,6 +497,7 @@ fn expand_into(
             }
             "flock" => {
                 if let Some(cmd) = option_value(rest, &["-c", "--command"], &["--command="]) {
+                    push_container(&argv, wrapped, inexact, out);
                     return rescan(&cmd, depth, out);
                 }
                 let mut r = skip_options(rest, &["-w", "--timeout", "-E", "--conflict-exit-code"]);
@@ -553,10 +558,14 @@ fn expand_into(
             }
             "watch" => {
                 let r = skip_options(rest, &["-n", "--interval", "-d", "-q", "--equexit"]);
+                push_container(&argv, wrapped, inexact, out);
                 return rescan(&r.join(" "), depth, out);
             }
             "busybox" | "toybox" => Some(rest.to_vec()),
-            "eval" => return rescan(&rest.join(" "), depth, out),
+            "eval" => {
+                push_container(&argv, wrapped, inexact, out);
+                return rescan(&rest.join(" "), depth, out);
+            }
             "cmd" | "cmd.exe" => {
                 // `cmd /c STRING`: read the string with shell rules (close enough for deny rules).
                 let pos = rest
@@ -634,6 +643,9 @@ fn expand_into(
         };
         match next {
             Some(r) if !r.is_empty() => {
+                // The wrapper itself is an execution too: a deny rule on `sudo` must see
+                // `sudo rm -rf /`, not only `rm`.
+                push_container(&argv, wrapped, inexact, out);
                 argv = r;
                 wrapped = true;
             }
@@ -648,6 +660,17 @@ fn expand_into(
             }
         }
     }
+}
+
+/// Records a wrapper (`sudo`, `env`, `sh -c`, …) as an execution of its own, so that deny
+/// rules on the wrapper's name see it; `look_through` skips it.
+fn push_container(argv: &[String], wrapped: bool, inexact: bool, out: &mut Vec<Exec>) {
+    out.push(Exec {
+        argv: argv.to_vec(),
+        wrapped,
+        inexact,
+        container: true,
+    });
 }
 
 fn rescan(command: &str, depth: usize, out: &mut Vec<Exec>) {
