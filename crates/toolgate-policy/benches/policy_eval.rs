@@ -5,7 +5,12 @@
 //!
 //! Run: `cargo bench -p toolgate-policy --bench policy_eval`. Besides criterion's report,
 //! the bench prints p50/p99 of single calls measured one by one.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    clippy::indexing_slicing
+)]
 
 use std::hint::black_box;
 use std::time::Instant;
