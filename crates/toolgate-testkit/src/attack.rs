@@ -198,8 +198,8 @@ pub fn load_corpus(dir: &Path) -> Vec<(PathBuf, ScenarioFile)> {
         .into_iter()
         .map(|p| {
             let text = std::fs::read_to_string(&p).unwrap();
-            let file: ScenarioFile = serde_saphyr::from_str(&text)
-                .unwrap_or_else(|e| panic!("`{}`: {e}", p.display()));
+            let file: ScenarioFile =
+                serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("`{}`: {e}", p.display()));
             (p, file)
         })
         .collect()
@@ -264,8 +264,14 @@ impl Sandbox {
             ("src/main.rs", "fn main() {}\n"),
             ("notes.txt", "meeting notes: ship on friday\n"),
             (".env", "API_KEY=sk-live-FAKE-NOT-A-SECRET\n"),
-            ("~/.ssh/id_rsa", "-----BEGIN OPENSSH PRIVATE KEY-----\nFAKE\n"),
-            ("~/.aws/credentials", "[default]\naws_secret_access_key=FAKE\n"),
+            (
+                "~/.ssh/id_rsa",
+                "-----BEGIN OPENSSH PRIVATE KEY-----\nFAKE\n",
+            ),
+            (
+                "~/.aws/credentials",
+                "[default]\naws_secret_access_key=FAKE\n",
+            ),
         ]
         .into_iter()
         .map(|(a, b)| (a.to_owned(), b.to_owned()))
@@ -301,11 +307,9 @@ impl Sandbox {
         match v {
             Value::String(s) => Value::String(self.expand_str(s)),
             Value::Array(a) => Value::Array(a.iter().map(|x| self.expand(x)).collect()),
-            Value::Object(o) => Value::Object(
-                o.iter()
-                    .map(|(k, x)| (k.clone(), self.expand(x)))
-                    .collect(),
-            ),
+            Value::Object(o) => {
+                Value::Object(o.iter().map(|(k, x)| (k.clone(), self.expand(x))).collect())
+            }
             other => other.clone(),
         }
     }
@@ -712,9 +716,9 @@ pub fn run_session(
         Some(names) => {
             let seen: Vec<String> = record.iter().map(record_name).collect();
             if &seen != names {
-                result.failures.push(format!(
-                    "upstream saw {seen:?}, expected exactly {names:?}"
-                ));
+                result
+                    .failures
+                    .push(format!("upstream saw {seen:?}, expected exactly {names:?}"));
             }
         }
         None => {

@@ -118,7 +118,10 @@ fn attack_corpus() {
         "| bullet | attacks | blocked | denied calls | refused asks | benign | completed | approvals (total / max per session) |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-    for (bullet, r) in rows.iter().chain(std::iter::once((&"**total**".to_owned(), &total))) {
+    for (bullet, r) in rows
+        .iter()
+        .chain(std::iter::once((&"**total**".to_owned(), &total)))
+    {
         println!(
             "| {bullet} | {} | {} | {} | {} | {} | {} | {} / {} |",
             r.attacks,
@@ -136,6 +139,20 @@ fn attack_corpus() {
     }
     for f in &fixed {
         println!("FIXED (remove known_failure): {f}");
+    }
+    if filter.is_empty() {
+        // The corpus itself is part of the claim: at least 60 pairs, every bullet covered.
+        assert!(total.attacks >= 60, "only {} attack cases", total.attacks);
+        for bullet in [
+            "exfiltration",
+            "secrets",
+            "commands",
+            "urls",
+            "rug-pull",
+            "budget",
+        ] {
+            assert!(rows.contains_key(bullet), "no case covers `{bullet}`");
+        }
     }
     assert!(
         failures.is_empty(),

@@ -17,7 +17,8 @@
 //! Rug pulls: `--rug-pull-after N` changes the description and schema of the kind's rug tool
 //! after N calls and sends `notifications/tools/list_changed`; `--rug-pulled` starts with the
 //! changed definition (a change between runs); `--late-tool-after N` adds a tool only after N
-//! calls (also announced with `list_changed`).
+//! calls (also announced with `list_changed`; `0`: present from the start, a tool new
+//! since the previous run).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -149,7 +150,11 @@ fn tools(kind: &str) -> Vec<Tool> {
                 "forward_email",
                 "Forward an email.",
                 props(
-                    &[("message_id", "string"), ("to", "array"), ("note", "string")],
+                    &[
+                        ("message_id", "string"),
+                        ("to", "array"),
+                        ("note", "string"),
+                    ],
                     &["message_id", "to"],
                 ),
                 Action,
@@ -582,7 +587,9 @@ impl State {
                 self.record(&json!({"method": "resources/read", "uri": uri}));
                 let path = uri.strip_prefix("file://").unwrap_or(uri);
                 let text = std::fs::read_to_string(path).unwrap_or_default();
-                vec![ok(json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]}))]
+                vec![ok(
+                    json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]}),
+                )]
             }
             "tools/call" => {
                 let result = self.call(&params);
@@ -605,7 +612,7 @@ fn main() {
     let tools = tools(&config.kind);
     let mut state = State {
         rug_pulled: config.rug_pulled,
-        late_tool: false,
+        late_tool: config.late_tool_after == Some(0),
         tools,
         config,
         calls: 0,
