@@ -61,9 +61,9 @@ impl Setup {
     }
 
     /// The arguments of `toolgate wrap ... -- fake_upstream ...`, after the program.
-    fn wrap_args(&self, approval: &str) -> Vec<String> {
+    fn wrap_args(&self, approval: &str, upstream_prefix: &[&str]) -> Vec<String> {
         let p = |p: &Path| p.to_str().unwrap().to_owned();
-        vec![
+        let mut args: Vec<String> = vec![
             "wrap".into(),
             "--workspace".into(),
             p(&self.base().join("work")),
@@ -76,12 +76,16 @@ impl Setup {
             "--grace-ms".into(),
             "200".into(),
             "--".into(),
+        ];
+        args.extend(upstream_prefix.iter().map(|a| (*a).to_owned()));
+        args.extend([
             p(&fake_upstream()),
             "--record".into(),
             p(&self.record()),
             "--pid-file".into(),
             p(&self.pid_file()),
-        ]
+        ]);
+        args
     }
 
     fn isolate(&self, cmd: &mut Command) {
@@ -93,7 +97,7 @@ impl Setup {
 
     fn spawn(&self, approval: &str) -> Peer {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-        cmd.args(self.wrap_args(approval));
+        cmd.args(self.wrap_args(approval, &[]));
         self.isolate(&mut cmd);
         Peer::spawn(cmd, true)
     }
@@ -278,11 +282,18 @@ fn client_leaving_during_an_approval_never_forwards_the_call() {
     let ask = prompt(&mut client);
     assert_eq!(ask["method"], "elicitation/create", "{ask}");
     client.close_stdin();
-    // Whatever toolgate still writes for the parked call is a refusal, never a result.
-    for line in client.recv_to_end() {
-        let m: Value = serde_json::from_slice(&line).unwrap();
-        assert!(is_denied(&m) || m.get("error").is_some(), "{m}");
-    }
+    // The parked call is answered with a denial that says why (the client may still be
+    // reading), and nothing else is written.
+    let rest = client.recv_to_end();
+    assert_eq!(rest.len(), 1, "{rest:?}");
+    let m: Value = serde_json::from_slice(&rest[0]).unwrap();
+    assert_eq!(m["id"], 1, "{m}");
+    assert!(is_denied(&m), "{m}");
+    let text = m["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("closed the connection before answering"),
+        "{text}"
+    );
     let status = client.wait_within(Duration::from_secs(10));
     assert_eq!(status.code(), Some(0));
     assert!(s.calls_seen().is_empty(), "{:?}", s.calls_seen());
@@ -297,10 +308,12 @@ fn client_leaving_during_an_approval_never_forwards_the_call() {
 fn audit_log_running_out_of_room_mid_session_denies_from_then_on() {
     let s = Setup::new(DENY_T);
     let mut cmd = Command::new("sh");
-    // `ulimit -f` counts 512-byte blocks: 8 KiB of log is a handful of records.
-    cmd.args(["-c", r#"trap "" XFSZ; ulimit -f 16; exec "$@""#, "sh"])
+    // `ulimit -f` counts 512-byte (dash) or 1 KiB blocks: a handful of records. Only the
+    // soft limit is lowered, and the upstream raises it again (its record must not fill).
+    let upstream = ["sh", "-c", r#"ulimit -S -f unlimited; exec "$@""#, "sh"];
+    cmd.args(["-c", r#"trap "" XFSZ; ulimit -S -f 16; exec "$@""#, "sh"])
         .arg(env!("CARGO_BIN_EXE_toolgate"))
-        .args(s.wrap_args("none"));
+        .args(s.wrap_args("none", &upstream));
     s.isolate(&mut cmd);
     let mut client = Peer::spawn(cmd, true);
     handshake(&mut client, json!({}));
@@ -340,7 +353,7 @@ fn audit_log_running_out_of_room_mid_session_denies_from_then_on() {
         .collect();
     let decided = i64::try_from(allowed + withheld).unwrap();
     assert_eq!(forwarded, (1..=decided).collect::<Vec<_>>());
-    assert!(std::fs::metadata(s.audit()).unwrap().len() <= 16 * 512);
+    assert!(std::fs::metadata(s.audit()).unwrap().len() <= 16 * 1024);
     client.close_stdin();
     assert!(client.wait().success());
 }
