@@ -49,7 +49,7 @@ fn wrap_load(dir: &Path) -> Peer {
 /// The client's id for call `i`: numbers and strings alternate, so both id kinds collide
 /// with the server's ids.
 fn call_id(i: u64) -> Value {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         json!(i)
     } else {
         json!(format!("c-{i}"))
@@ -86,7 +86,7 @@ fn thousand_requests_in_flight_each_response_reaches_its_caller() {
                    "params":{"name":"echo","arguments":{"n":i}}})
             .to_string(),
         );
-        if i % NOTIFY_EVERY == 0 {
+        if i.is_multiple_of(NOTIFY_EVERY) {
             client.send(r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#);
         }
     }
@@ -135,7 +135,7 @@ fn thousand_requests_in_flight_each_response_reaches_its_caller() {
             s["unmatched"], 0,
             "the server got a response it never asked for: {r}"
         );
-        if s["k"].as_u64().unwrap() % ASK_EVERY == 0 {
+        if s["k"].as_u64().unwrap().is_multiple_of(ASK_EVERY) {
             deferred += 1;
             // The answer the server got is the one we gave to *its* request with this id.
             assert_eq!(

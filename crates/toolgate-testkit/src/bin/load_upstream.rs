@@ -163,7 +163,7 @@ impl Server {
                            "params":{"level":"info","logger":"load","data":k}})
                     .to_string(),
                 ];
-                if self.ask_every > 0 && k % self.ask_every == 0 {
+                if self.ask_every > 0 && k.is_multiple_of(self.ask_every) {
                     out.push(
                         json!({"jsonrpc":"2.0","id":id,"method":"roots/list",
                                "params":{"for":id}})
