@@ -56,6 +56,22 @@ pub fn request(id: &str, method: &str, params: Option<&RawValue>) -> Vec<u8> {
     out
 }
 
+/// A request echoing a raw id byte for byte:
+/// `{"jsonrpc":"2.0","id":<id>,"method":<method>,"params":<params>}`.
+pub fn request_raw_id(id: &RawValue, method: &str, params: Option<&RawValue>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + id.get().len() + params.map_or(0, |p| p.get().len()));
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    out.extend_from_slice(id.get().as_bytes());
+    out.extend_from_slice(br#","method":"#);
+    push_str(&mut out, method);
+    if let Some(params) = params {
+        out.extend_from_slice(br#","params":"#);
+        out.extend_from_slice(params.get().as_bytes());
+    }
+    out.push(b'}');
+    out
+}
+
 /// A notification: `{"jsonrpc":"2.0","method":<method>,"params":<params>}`.
 pub fn notification(method: &str, params: Option<&RawValue>) -> Vec<u8> {
     let mut out = Vec::with_capacity(48 + params.map_or(0, |p| p.get().len()));
@@ -103,6 +119,21 @@ mod tests {
 
     fn raw(s: &str) -> Box<RawValue> {
         RawValue::from_string(s.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn request_with_raw_id_echoes_it_and_classifies() {
+        let id = raw("18446744073709551615");
+        let params = raw(r#"{"name":"x","arguments":{"n":1e400}}"#);
+        let out = request_raw_id(&id, "tools/call", Some(&params));
+        assert_eq!(
+            out,
+            br#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"tools/call","params":{"name":"x","arguments":{"n":1e400}}}"#
+        );
+        let Frame::Single(env) = classify(&out) else {
+            panic!("not a single message");
+        };
+        assert_eq!(env.kind, Kind::Request);
     }
 
     #[test]

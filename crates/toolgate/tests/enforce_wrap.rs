@@ -337,9 +337,19 @@ fn cancelling_a_parked_call_withdraws_it_and_is_audited() {
     let mut g = Gate::start(POLICY, &["--approval", "client"]);
     g.init(json!({"elicitation": {}}));
     g.call(7, "run_command", json!({"command": "npm install"}));
-    let _prompt = g.recv_request();
+    let prompt = g.recv_request();
     g.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled",
                   "params":{"requestId":7,"reason":"user pressed stop"}}));
+    // The prompt is withdrawn from the client.
+    let withdrawn = g.peer.recv_json();
+    assert_eq!(
+        withdrawn["method"], "notifications/cancelled",
+        "{withdrawn}"
+    );
+    assert_eq!(
+        withdrawn["params"]["requestId"], prompt["id"],
+        "{withdrawn}"
+    );
     // A later call is answered; the cancelled one never reached the upstream.
     g.call(8, "read_file", json!({"path": "notes.txt"}));
     // Nothing answers the cancelled request: the next frame is the answer to 8.

@@ -132,9 +132,16 @@ pub struct Retry {
     pub response: Option<Value>,
 }
 
-/// Extracts `requestState` / `inputResponses` from a request's params, if present.
+/// Extracts toolgate's `requestState` / `inputResponses` from a request's params, if
+/// present. A `requestState` that does not claim to be toolgate's (see
+/// [`seal::claims_toolgate`]) is the upstream server's own: `None`, the request is decided
+/// and forwarded like any other.
 pub fn retry_of(params: &Value) -> Option<Retry> {
-    let request_state = params.get("requestState")?.as_str()?.to_owned();
+    let request_state = params.get("requestState")?.as_str()?;
+    if !seal::claims_toolgate(request_state) {
+        return None;
+    }
+    let request_state = request_state.to_owned();
     let response = params
         .get("inputResponses")
         .and_then(|r| r.get(INPUT_KEY))
@@ -397,6 +404,16 @@ mod tests {
             json!({"name": "send_email", "arguments": {"to": "x"}})
         );
         assert!(retry_of(&json!({"name": "x"})).is_none());
+        // The upstream's own multi-round-trip state is not toolgate's retry.
+        for foreign in ["server-state-1", "tg1", "tg1x.aa.bb", ""] {
+            let server_retry = json!({
+                "name": "x",
+                "requestState": foreign,
+                "inputResponses": {"github_login": {"action": "accept"}}
+            });
+            assert!(retry_of(&server_retry).is_none(), "{foreign}");
+        }
+        assert!(retry_of(&json!({"name": "x", "requestState": "tg1.zz"})).is_some());
     }
 
     #[test]

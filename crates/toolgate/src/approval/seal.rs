@@ -143,6 +143,15 @@ impl Sealer {
     }
 }
 
+/// True when `token` claims to be a state toolgate issued (its `tg1.` prefix). Only such a
+/// state is toolgate's to verify; any other `requestState` belongs to the upstream server's
+/// own multi-round-trip flow and passes untouched.
+pub fn claims_toolgate(token: &str) -> bool {
+    token
+        .strip_prefix(PREFIX)
+        .is_some_and(|rest| rest.starts_with('.'))
+}
+
 /// Remembers the nonces of states already used, until they expire. Bounded.
 #[derive(Debug, Default)]
 pub struct NonceLedger {

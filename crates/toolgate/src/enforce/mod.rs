@@ -35,6 +35,16 @@ use crate::proxy::{Direction, Interceptor, Message, ProxyHandle, Verdict};
 pub use backend::{Backend, Call, EngineBackend, Ruling, Scope};
 use reply::Blocked;
 
+/// A request retried with toolgate's sealed `requestState`.
+struct Retried<'a> {
+    params: &'a Value,
+    method: &'a str,
+    retry: &'a approval::Retry,
+}
+
+/// The method name (and audit "tool") of a resource read.
+const RESOURCES_READ: &str = "resources/read";
+
 /// How the enforcer asks and audits.
 pub struct Settings {
     /// The `--server` name.
@@ -272,6 +282,15 @@ impl Enforcer {
         contract: &str,
         rule: Option<&str>,
     ) -> Verdict {
+        if tool == RESOURCES_READ {
+            // Not a tool call: a JSON-RPC error is the only denial a client understands.
+            let message = format!("toolgate blocked resources/read: {reason}");
+            return Verdict::Reply(build::error_response(
+                Some(id),
+                toolgate_mcp::INVALID_REQUEST,
+                &message,
+            ));
+        }
         let blocked = Blocked {
             tool,
             reason,
@@ -333,6 +352,12 @@ impl Enforcer {
             ruling.prompt.why = ruling.reason.clone();
         }
         let retry = approval::retry_of(&params);
+        let on_allow = Watched::ToolCall {
+            tool: tool.clone(),
+            request_id: request_id.clone(),
+            fingerprint: ruling.fingerprint.clone(),
+            started,
+        };
         match (ruling.effect, retry) {
             (Effect::Deny, _) => self.finish_deny(id, &request_id, &call, &ruling, None),
             (Effect::Allow, retry) => {
@@ -342,35 +367,46 @@ impl Enforcer {
                     return self.deny_reply(id, &tool, &why, "audit", None);
                 }
                 match retry {
-                    // toolgate's own retry fields never reach the server. (The seam cannot
-                    // watch replaced bytes, so this one result is not taint-fed.)
-                    Some(_) => self.forward_stripped(id, &params),
-                    None => Verdict::Watch(self.watch(Watched::ToolCall {
-                        tool: tool.clone(),
-                        request_id,
-                        fingerprint: ruling.fingerprint.clone(),
-                        started,
-                    })),
+                    // toolgate's own retry fields never reach the server; its result is
+                    // audited and taint-fed like any other.
+                    Some(_) => self.forward_stripped(id, "tools/call", &params, on_allow),
+                    None => Verdict::Watch(self.watch(on_allow)),
                 }
             }
-            (Effect::Ask, Some(retry)) => {
-                self.on_retry(id, &request_id, &call, &ruling, &params, &retry)
-            }
-            (Effect::Ask, None) => self.ask(id, &request_id, &call, ruling, started, proxy),
+            (Effect::Ask, Some(retry)) => self.on_retry(
+                id,
+                &request_id,
+                &call,
+                &ruling,
+                Retried {
+                    params: &params,
+                    method: "tools/call",
+                    retry: &retry,
+                },
+                on_allow,
+            ),
+            (Effect::Ask, None) => self.ask(id, &request_id, &call, ruling, on_allow, proxy),
         }
     }
 
-    fn forward_stripped(&self, id: &RawValue, params: &Value) -> Verdict {
+    /// Forwards a verified retry without toolgate's own fields, watching its response.
+    fn forward_stripped(
+        &self,
+        id: &RawValue,
+        method: &str,
+        params: &Value,
+        on_allow: Watched,
+    ) -> Verdict {
         let stripped = approval::strip_retry(params);
-        let frame = json!({"jsonrpc": "2.0", "id": serde_json::from_str::<Value>(id.get()).unwrap_or(Value::Null),
-                           "method": "tools/call", "params": stripped});
-        match serde_json::to_vec(&frame) {
-            Ok(bytes) => Verdict::Replace(bytes),
-            Err(_) => Verdict::Reply(build::tool_error_result(
+        let Some(params) = raw_value(&stripped) else {
+            return Verdict::Reply(build::tool_error_result(
                 id,
                 "toolgate blocked this call: internal error",
-            )),
-        }
+            ));
+        };
+        // The id is echoed byte for byte (an id such as 18446744073709551615 stays exact).
+        let frame = build::request_raw_id(id, method, Some(&params));
+        Verdict::ReplaceWatch(frame, self.watch(on_allow))
     }
 
     fn finish_deny(
@@ -407,8 +443,12 @@ impl Enforcer {
         request_id: &str,
         call: &Call<'_>,
         ruling: &Ruling,
-        params: &Value,
-        retry: &approval::Retry,
+        Retried {
+            params,
+            method,
+            retry,
+        }: Retried<'_>,
+        on_allow: Watched,
     ) -> Verdict {
         let now = now_ms();
         let digest = call_digest(call.server, call.tool, call.arguments);
@@ -441,7 +481,7 @@ impl Enforcer {
             &answer,
             ApprovalHow::InputRequired,
         ) {
-            Ok(()) => self.forward_stripped(id, params),
+            Ok(()) => self.forward_stripped(id, method, params, on_allow),
             Err(why) => self.finish_deny(id, request_id, call, ruling, Some(&why)),
         }
     }
@@ -482,7 +522,7 @@ impl Enforcer {
         request_id: &str,
         call: &Call<'_>,
         ruling: Ruling,
-        started: Instant,
+        on_allow: Watched,
         proxy: &ProxyHandle,
     ) -> Verdict {
         let settings = &self.inner.settings;
@@ -540,6 +580,8 @@ impl Enforcer {
         let tool = call.tool.to_owned();
         let arguments = call.arguments.clone();
         let timeout = settings.approval_timeout;
+        // The id of the `elicitation/create` toolgate sends, so it can be withdrawn.
+        let elicitation_id = proxy.new_origin_id();
         let channel = match route {
             Route::Broker => broker,
             Route::Tty => tty,
@@ -557,7 +599,7 @@ impl Enforcer {
                         tracing::debug!("asking on the {} channel", chan.name());
                         chan.ask(&ruling.prompt, timeout).await
                     }
-                    None => ask_client(&proxy, &ruling.prompt, timeout).await,
+                    None => ask_client(&proxy, &elicitation_id, &ruling.prompt, timeout).await,
                 }
             };
             let outcome = tokio::select! {
@@ -565,6 +607,15 @@ impl Enforcer {
                 _ = cancel_rx => None,
             };
             lock(&this.inner.state).parked.remove(&key);
+            if channel.is_none() {
+                // A prompt nobody waits for any more (cancelled, timed out) is withdrawn from
+                // the client; after an answer it is no longer outstanding and nothing is sent.
+                let why = match &outcome {
+                    None => "the call awaiting this approval was cancelled",
+                    Some(_) => "toolgate no longer waits for this answer",
+                };
+                proxy.withdraw_client_request(&elicitation_id, why).await;
+            }
             let call = Call {
                 server: this.server(),
                 tool: &tool,
@@ -577,73 +628,80 @@ impl Enforcer {
                     Some("the client cancelled the call while it awaited approval".to_owned());
                 let _ = this.audit(ev);
                 // A cancelled request gets no response (MCP: the receiver stops processing
-                // and sends nothing). The seam has no verdict for "answered elsewhere", so
-                // this one never resolves; the relay answers it only if the upstream exits.
-                return std::future::pending::<Verdict>().await;
+                // and sends nothing); the relay forgets it.
+                return Verdict::Withdraw;
             };
             match this.conclude(&call, &ruling, &request_id, &answer, how) {
-                Ok(()) => {
-                    let tag = this.watch(Watched::ToolCall {
-                        tool: tool.clone(),
-                        request_id: request_id.clone(),
-                        fingerprint: ruling.fingerprint.clone(),
-                        started,
-                    });
-                    Verdict::Watch(tag)
-                }
+                Ok(()) => Verdict::Watch(this.watch(on_allow)),
                 Err(why) => this.finish_deny(&id, &request_id, &call, &ruling, Some(&why)),
             }
         }))
     }
 
-    fn on_resources_read(&self, id: &RawValue, params: Option<&RawValue>) -> Verdict {
+    fn on_resources_read(
+        &self,
+        id: &RawValue,
+        params: Option<&RawValue>,
+        proxy: &ProxyHandle,
+    ) -> Verdict {
         let started = Instant::now();
         let request_id = id.get().to_owned();
+        let params: Option<Value> = params.and_then(|p| serde_json::from_str(p.get()).ok());
         let uri = params
-            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+            .as_ref()
             .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned));
-        let Some(uri) = uri else {
+        let (Some(params), Some(uri)) = (params, uri) else {
             return Verdict::Reply(build::error_response(
                 Some(id),
                 toolgate_mcp::INVALID_PARAMS,
                 "resources/read needs a `uri`",
             ));
         };
+        if let Some(abilities) = ClientAbilities::from_request_meta(&params) {
+            lock(&self.inner.state).client = abilities;
+        }
         let ruling = lock(&self.inner.backend).decide_resource(self.server(), &uri, now_ms());
         let args = json!({ "uri": uri });
         let call = Call {
             server: self.server(),
-            tool: "resources/read",
+            tool: RESOURCES_READ,
             arguments: &args,
         };
-        let mut ev = self.decision_event(&request_id, &call, &ruling, ruling.effect);
-        // Asking is for tool calls; a resource read that is not allowed is denied.
-        let allowed = ruling.effect == Effect::Allow;
-        if !allowed {
-            ev.effect = Some("deny".to_owned());
-        }
-        let audited = self.audit(ev);
-        if allowed && audited.is_ok() {
-            return Verdict::Watch(self.watch(Watched::Resource {
-                uri,
-                request_id,
-                started,
-            }));
-        }
-        let reason = match audited {
-            Ok(()) if ruling.effect == Effect::Ask => format!(
-                "{} (resource reads are not asked about; allow them in the policy)",
-                ruling.reason
-            ),
-            Ok(()) => ruling.reason.clone(),
-            Err(why) => why,
+        let on_allow = Watched::Resource {
+            uri: uri.clone(),
+            request_id: request_id.clone(),
+            started,
         };
-        let message = format!("toolgate blocked resources/read of `{uri}`: {reason}");
-        Verdict::Reply(build::error_response(
-            Some(id),
-            toolgate_mcp::INVALID_REQUEST,
-            &message,
-        ))
+        let retry = approval::retry_of(&params);
+        match (ruling.effect, retry) {
+            (Effect::Deny, _) => self.finish_deny(id, &request_id, &call, &ruling, None),
+            (Effect::Allow, retry) => {
+                if let Err(why) =
+                    self.audit(self.decision_event(&request_id, &call, &ruling, Effect::Allow))
+                {
+                    return self.deny_reply(id, RESOURCES_READ, &why, "audit", None);
+                }
+                match retry {
+                    Some(_) => self.forward_stripped(id, RESOURCES_READ, &params, on_allow),
+                    None => Verdict::Watch(self.watch(on_allow)),
+                }
+            }
+            // A resource read that is asked about is asked through the same channels as
+            // a tool call (elicitation, input_required, broker, terminal).
+            (Effect::Ask, Some(retry)) => self.on_retry(
+                id,
+                &request_id,
+                &call,
+                &ruling,
+                Retried {
+                    params: &params,
+                    method: RESOURCES_READ,
+                    retry: &retry,
+                },
+                on_allow,
+            ),
+            (Effect::Ask, None) => self.ask(id, &request_id, &call, ruling, on_allow, proxy),
+        }
     }
 
     fn on_response(&self, tag: u64, message: &Message<'_>) -> Verdict {
@@ -812,7 +870,7 @@ impl Enforcer {
                             .is_none_or(|p| p.get("cursor").is_none_or(Value::is_null));
                         Verdict::Watch(self.watch(Watched::ToolsList { first }))
                     }
-                    "resources/read" => self.on_resources_read(id, env.params),
+                    "resources/read" => self.on_resources_read(id, env.params, proxy),
                     "prompts/get" => {
                         let name = env
                             .params
@@ -878,13 +936,18 @@ fn prompt_as_tool_result(result: &Value) -> Value {
 }
 
 /// Asks the client with `elicitation/create`; a timeout or any failure is a deny.
-async fn ask_client(proxy: &ProxyHandle, prompt: &Prompt, timeout: Duration) -> Answer {
+async fn ask_client(
+    proxy: &ProxyHandle,
+    request_id: &str,
+    prompt: &Prompt,
+    timeout: Duration,
+) -> Answer {
     let Some(params) = raw_value(&elicitation_params(prompt)) else {
         return Answer::Deny("internal error building the prompt".to_owned());
     };
     match tokio::time::timeout(
         timeout,
-        proxy.request_client("elicitation/create", Some(&params)),
+        proxy.request_client_as(request_id, "elicitation/create", Some(&params)),
     )
     .await
     {

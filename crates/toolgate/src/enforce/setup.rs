@@ -189,7 +189,12 @@ pub fn interceptor(
         .clone()
         .unwrap_or_else(|| workspace.join(".toolgate").join("audit.jsonl"));
     let (audit, audit_error) = match AuditWriter::open(&audit_path) {
-        Ok(w) => (Some(Arc::new(w)), None),
+        Ok(w) => {
+            for warning in w.warnings() {
+                tracing::warn!("audit log `{}`: {warning}", audit_path.display());
+            }
+            (Some(Arc::new(w)), None)
+        }
         Err(e) => {
             let reason = format!(
                 "the audit log `{}` cannot be opened ({e}); toolgate denies calls it cannot record. help: fix the path or permissions, or pass --audit PATH",

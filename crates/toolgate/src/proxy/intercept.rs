@@ -63,12 +63,19 @@ pub enum Verdict {
     Watch(u64),
     /// Forward these bytes instead (one JSON message, no trailing newline).
     Replace(Vec<u8>),
+    /// Forward these bytes instead, and hand `tag` back with the response (as
+    /// [`Verdict::Watch`]). On anything but a request this is [`Verdict::Replace`].
+    ReplaceWatch(Vec<u8>, u64),
     /// Do not forward; send these bytes (one JSON message) back to the sender instead.
     Reply(Vec<u8>),
     /// Forward nothing. For a request this becomes a `-32603` error reply.
     Drop,
     /// Decide later without blocking other traffic.
     Park(Parked),
+    /// Forward nothing and answer nothing: the sender withdrew the request (e.g. a parked
+    /// call the client cancelled; MCP: a cancelled request gets no response). The request
+    /// is forgotten. Elsewhere this is [`Verdict::Drop`] without the error reply.
+    Withdraw,
 }
 
 impl fmt::Debug for Verdict {
@@ -77,9 +84,11 @@ impl fmt::Debug for Verdict {
             Verdict::Forward => f.write_str("Forward"),
             Verdict::Watch(tag) => write!(f, "Watch({tag})"),
             Verdict::Replace(b) => write!(f, "Replace({} bytes)", b.len()),
+            Verdict::ReplaceWatch(b, tag) => write!(f, "ReplaceWatch({} bytes, {tag})", b.len()),
             Verdict::Reply(b) => write!(f, "Reply({} bytes)", b.len()),
             Verdict::Drop => f.write_str("Drop"),
             Verdict::Park(_) => f.write_str("Park(..)"),
+            Verdict::Withdraw => f.write_str("Withdraw"),
         }
     }
 }

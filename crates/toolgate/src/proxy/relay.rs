@@ -144,8 +144,26 @@ impl ProxyHandle {
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<Vec<u8>, ProxyError> {
+        let id = self.new_origin_id();
+        self.request_client_as(&id, method, params).await
+    }
+
+    /// A fresh id in toolgate's reserved id space, for [`ProxyHandle::request_client_as`].
+    pub fn new_origin_id(&self) -> String {
         let n = self.shared.next_origin.fetch_add(1, Ordering::Relaxed);
-        let id = format!("{}{n}", self.shared.origin_prefix);
+        format!("{}{n}", self.shared.origin_prefix)
+    }
+
+    /// [`ProxyHandle::request_client`] with a caller-chosen id (from
+    /// [`ProxyHandle::new_origin_id`]), so the caller can withdraw the request with
+    /// [`ProxyHandle::withdraw_client_request`].
+    pub async fn request_client_as(
+        &self,
+        id: &str,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<Vec<u8>, ProxyError> {
+        let id = id.to_owned();
         let (tx, rx) = oneshot::channel();
         {
             let mut st = self.shared.lock();
@@ -166,6 +184,22 @@ impl ProxyHandle {
             return Err(ProxyError::ClientGone);
         }
         rx.await.map_err(|_| ProxyError::ClientGone)
+    }
+
+    /// Withdraws a request toolgate sent to the client and no longer waits for: forgets it
+    /// (a late answer is consumed, never forwarded) and tells the client with
+    /// `notifications/cancelled`. Returns false when it was no longer outstanding (answered
+    /// already, or never sent); then nothing is sent.
+    pub async fn withdraw_client_request(&self, id: &str, reason: &str) -> bool {
+        if self.shared.lock().origin.remove(id).is_none() {
+            return false;
+        }
+        let params = serde_json::json!({ "requestId": id, "reason": reason });
+        let Ok(params) = serde_json::value::to_raw_value(&params) else {
+            return false;
+        };
+        let frame = build::notification("notifications/cancelled", Some(&params));
+        self.send_to_client(frame).await.is_ok()
     }
 
     /// Sends one message (no trailing newline) to the client.
@@ -480,7 +514,12 @@ fn decide(shared: &Arc<Shared>, from: Direction, env: &Envelope<'_>, raw: &[u8])
                     insert(None, false);
                     Step::ForwardBytes(bytes)
                 }
+                Verdict::ReplaceWatch(bytes, tag) => {
+                    insert(Some(tag), false);
+                    Step::ForwardBytes(bytes)
+                }
                 Verdict::Reply(bytes) => Step::Done(Out::to_sender(from, bytes)),
+                Verdict::Withdraw => Step::Done(Out::Nothing),
                 Verdict::Drop => Step::Done(Out::to_sender(
                     from,
                     build::error_response(
@@ -559,9 +598,9 @@ fn decide(shared: &Arc<Shared>, from: Direction, env: &Envelope<'_>, raw: &[u8])
 fn simple(from: Direction, verdict: Verdict) -> Step {
     match verdict {
         Verdict::Forward | Verdict::Watch(_) => Step::Forward,
-        Verdict::Replace(bytes) => Step::ForwardBytes(bytes),
+        Verdict::Replace(bytes) | Verdict::ReplaceWatch(bytes, _) => Step::ForwardBytes(bytes),
         Verdict::Reply(bytes) => Step::Done(Out::to_sender(from, bytes)),
-        Verdict::Drop => Step::Done(Out::Nothing),
+        Verdict::Drop | Verdict::Withdraw => Step::Done(Out::Nothing),
         Verdict::Park(fut) => Step::Park(fut, None, None),
     }
 }
@@ -581,9 +620,11 @@ async fn resolve_parked(
     let out = match key {
         None => match verdict {
             Verdict::Forward | Verdict::Watch(_) => Out::to_peer(from, frame),
-            Verdict::Replace(bytes) => Out::to_peer(from, with_newline(bytes)),
+            Verdict::Replace(bytes) | Verdict::ReplaceWatch(bytes, _) => {
+                Out::to_peer(from, with_newline(bytes))
+            }
             Verdict::Reply(bytes) => Out::to_sender(from, bytes),
-            Verdict::Drop | Verdict::Park(_) => Out::Nothing,
+            Verdict::Drop | Verdict::Withdraw | Verdict::Park(_) => Out::Nothing,
         },
         Some(key) => {
             let mut st = shared.lock();
@@ -603,7 +644,10 @@ async fn resolve_parked(
                 .as_deref()
                 .and_then(|r| RawValue::from_string(r.to_owned()).ok());
             match verdict {
-                Verdict::Forward | Verdict::Watch(_) | Verdict::Replace(_)
+                Verdict::Forward
+                | Verdict::Watch(_)
+                | Verdict::Replace(_)
+                | Verdict::ReplaceWatch(..)
                     if from == Direction::ClientToServer && upstream_gone =>
                 {
                     map.remove(&key);
@@ -624,9 +668,17 @@ async fn resolve_parked(
                     forward(map, None);
                     Out::to_peer(from, with_newline(bytes))
                 }
+                Verdict::ReplaceWatch(bytes, tag) => {
+                    forward(map, Some(tag));
+                    Out::to_peer(from, with_newline(bytes))
+                }
                 Verdict::Reply(bytes) => {
                     map.remove(&key);
                     Out::to_sender(from, bytes)
+                }
+                Verdict::Withdraw => {
+                    map.remove(&key);
+                    Out::Nothing
                 }
                 Verdict::Drop | Verdict::Park(_) => {
                     map.remove(&key);
