@@ -386,12 +386,24 @@ pub fn combine(action: Action, rules: &RulesOutcome, contracts: Vec<ContractResu
             "internal error: no result; denied",
         )
     });
+    // An allowed call that passed the sink gate says why its destinations passed too:
+    // "matches allow rule `x`; destination `a@corp.com` is trusted".
+    let mut reason = decider.reason.clone();
+    if effect == Effect::Allow {
+        for r in results
+            .iter()
+            .filter(|r| r.contract == Contract::SinkGate && r.effect == Effect::Allow)
+        {
+            reason.push_str("; ");
+            reason.push_str(&r.reason);
+        }
+    }
     Decision {
         action,
         effect: decider.effect,
         contract: decider.contract,
         rule: decider.rule.clone(),
-        reason: decider.reason.clone(),
+        reason,
         matched_rules: rules.matched_rules.clone(),
         sinks: if decider.contract == Contract::SinkGate {
             decider.sinks.clone()

@@ -126,6 +126,12 @@ impl NameSet {
     }
 }
 
+/// True when a rule's `tools:` lists names only (no glob syntax), at least one.
+fn names_tools_exactly(tools: Option<&[String]>) -> bool {
+    tools
+        .is_some_and(|t| !t.is_empty() && t.iter().all(|n| !n.contains(['*', '?', '[', '{', '\\'])))
+}
+
 fn op_bit(op: Operation) -> u16 {
     let idx = Operation::ALL.iter().position(|o| *o == op).unwrap_or(0);
     1u16 << idx
@@ -528,6 +534,7 @@ pub fn compile_rule_with(
         && rule.operations.iter().all(|o| *o == Operation::Unknown)
         && !rule.operations.is_empty()
         && (rule.annotations.is_none() || rule.resources.is_some())
+        && !names_tools_exactly(rule.tools.as_deref())
     {
         issues.push(
             PathIssue::new(
@@ -535,7 +542,7 @@ pub fn compile_rule_with(
                 at(&["operations"]),
                 format!("allow rule `{}` only covers `unknown`, whose parts are opaque: it never matches", rule.id),
             )
-            .help("allow rules never match what toolgate could not understand; map the tool in `tools:` (e.g. `operation: fs.read` with `path_params`), or constrain `annotations` (e.g. `readOnlyHint: true`) without `resources`"),
+            .help("allow rules never match what toolgate could not understand; name the tools exactly in `tools:` (no glob), map the tool in the `tools:` section (e.g. `operation: fs.read` with `path_params`), or constrain `annotations` (e.g. `readOnlyHint: true`) without `resources`"),
         );
     }
 
@@ -583,10 +590,17 @@ impl CompiledRule {
     /// constrains the pinned definition's `annotations` (and not `resources`) may match the
     /// opaque `unknown` part of a tool nothing else describes. Its evidence is the pinned
     /// definition, not the arguments; deny rules still see the part's resources first.
+    ///
+    /// The same holds for an allow rule that names its tools exactly (`tools: [read_inbox]`,
+    /// no glob): the user vouched for that tool by name. Deny rules are still evaluated first
+    /// and see every resource of the part, and a `resources` constraint still has to match.
     fn vouches_for_unknown(&self, part: &Part) -> bool {
         part.operation == Operation::Unknown
-            && self.annotations.is_some()
-            && self.resource_globs.is_none()
+            && ((self.annotations.is_some() && self.resource_globs.is_none())
+                || self
+                    .tools
+                    .as_ref()
+                    .is_some_and(|t| t.globs.is_none() && !t.literals.is_empty()))
     }
 
     /// The expanded resource globs, when the rule constrains resources.
@@ -831,6 +845,27 @@ mod tests {
         let c = c.unwrap();
         assert!(c.matches(&FACTS, &fs(Operation::FsRead, &["/w[1]/x"])));
         assert!(!c.matches(&FACTS, &fs(Operation::FsRead, &["/w1/x"])));
+    }
+
+    #[test]
+    fn an_allow_rule_naming_a_tool_exactly_vouches_for_its_unknown_part() {
+        let mut p = Part::new(Operation::Unknown);
+        p.opaque = true;
+        // FACTS is a call of `read_file`.
+        let named = compiled("{id: a, effect: allow, operations: [unknown], tools: [read_file]}");
+        assert!(named.matches(&FACTS, &p));
+        let other = compiled("{id: a, effect: allow, operations: [unknown], tools: [send_email]}");
+        assert!(!other.matches(&FACTS, &p));
+        // A glob is not naming: it would vouch for tools nobody looked at.
+        let glob = compiled("{id: a, effect: allow, operations: [unknown], tools: ['read_*']}");
+        assert!(!glob.matches(&FACTS, &p));
+        // An opaque shell part is never vouched for by a tool name.
+        let shell = compiled(
+            "{id: a, effect: allow, operations: [shell.exec, unknown], tools: [read_file]}",
+        );
+        let mut sh = Part::new(Operation::ShellExec);
+        sh.opaque = true;
+        assert!(!shell.matches(&FACTS, &sh));
     }
 
     #[test]

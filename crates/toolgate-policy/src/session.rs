@@ -122,6 +122,8 @@ pub struct Session {
     taint: TaintIndex,
     approvals: HashSet<ApprovalKey>,
     seq: u64,
+    /// A complete listing was pinned: a tool that appears after it is new, not pinned.
+    baseline: bool,
 }
 
 /// The fields of a definition that the fingerprint covers.
@@ -202,6 +204,7 @@ impl Session {
             counters: HashMap::new(),
             approvals: HashSet::new(),
             seq: 0,
+            baseline: false,
         }
     }
 
@@ -225,7 +228,7 @@ impl Session {
     pub fn pins_to_persist(&self) -> BTreeMap<String, Value> {
         self.pins
             .iter()
-            .filter(|(_, p)| !p.removed)
+            .filter(|(_, p)| !p.removed && !p.accepted.is_null())
             .map(|(k, p)| (k.clone(), p.accepted.clone()))
             .collect()
     }
@@ -259,6 +262,37 @@ impl Session {
             }
             if self.pins.len() >= self.limits.max_tools {
                 report.dropped.push(name.to_owned());
+                continue;
+            }
+            // A tool that was not in the session's first complete listing, or not among the
+            // tools an earlier session of this server pinned, appeared late: it is not
+            // trusted on sight (a rug pull may add a tool instead of changing one).
+            let late = if self.baseline {
+                Some(false)
+            } else if !self.persisted.is_empty() && !self.persisted.contains_key(name) {
+                Some(true)
+            } else {
+                None
+            };
+            if let Some(since_last_session) = late {
+                let what = if since_last_session {
+                    "a new tool (not among the tools pinned by an earlier session)"
+                } else {
+                    "a new tool (not in the server's first listing)"
+                };
+                report
+                    .changed
+                    .push((name.to_owned(), vec![what.to_owned()]));
+                self.pins.insert(
+                    name.to_owned(),
+                    PinEntry {
+                        accepted: Value::Null,
+                        accepted_fp: String::new(),
+                        pending: Some((def.clone(), fp, vec![what.to_owned()])),
+                        from_last_session: since_last_session,
+                        removed: false,
+                    },
+                );
                 continue;
             }
             let entry = match self.persisted.get(name) {
@@ -300,6 +334,12 @@ impl Session {
         report.added.sort();
         report.changed.sort();
         report
+    }
+
+    /// Marks the end of a complete listing (the last page of a `tools/list`). From then on
+    /// a tool the server adds is held as new until a human accepts it ([`Session::approve_pin`]).
+    pub fn listing_complete(&mut self) {
+        self.baseline = true;
     }
 
     /// The pinning state of a tool.

@@ -320,3 +320,63 @@ fn approvals_and_pins_are_bounded() {
     assert_eq!(report.dropped, ["t3"]);
     assert_eq!(s.pin_state("t3"), PinState::Unlisted);
 }
+
+#[test]
+fn a_tool_that_appears_after_the_first_listing_is_not_trusted_on_sight() {
+    let mut s = session(true);
+    let first = [def(
+        "search",
+        "search mail",
+        json!({"q": {"type": "string"}}),
+    )];
+    s.pin_tools(&first);
+    s.listing_complete();
+    assert!(matches!(s.pin_state("search"), PinState::Pinned { .. }));
+    // The server adds a tool later (after notifications/tools/list_changed).
+    let later = [
+        first[0].clone(),
+        def(
+            "export_all",
+            "export everything",
+            json!({"target": {"type": "string"}}),
+        ),
+    ];
+    let report = s.pin_tools(&later);
+    assert_eq!(report.changed.len(), 1, "{report:?}");
+    match s.pin_state("export_all") {
+        PinState::Changed { changes, .. } => {
+            assert!(changes[0].contains("new tool"), "{changes:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(s.pinned_definition("export_all").is_none());
+    assert!(!s.pins_to_persist().contains_key("export_all"));
+    // A human accepts it: pinned from now on.
+    assert!(s.approve_pin("export_all"));
+    assert!(matches!(s.pin_state("export_all"), PinState::Pinned { .. }));
+}
+
+#[test]
+fn pages_of_the_first_listing_are_not_late() {
+    let mut s = session(true);
+    s.pin_tools(&[def("a", "a", json!({}))]);
+    // Page 2 of the same first listing (no listing_complete yet).
+    let r = s.pin_tools(&[def("a", "a", json!({})), def("b", "b", json!({}))]);
+    assert_eq!(r.added, ["b"]);
+    assert!(matches!(s.pin_state("b"), PinState::Pinned { .. }));
+}
+
+#[test]
+fn a_tool_new_since_an_earlier_session_asks_once() {
+    let mut s = session(true);
+    let known = def("search", "search mail", json!({}));
+    s.load_persisted_pins([("search".to_owned(), known.clone())]);
+    s.pin_tools(&[known, def("export_all", "export", json!({}))]);
+    match s.pin_state("export_all") {
+        PinState::Changed {
+            since_last_session, ..
+        } => assert!(since_last_session),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(s.pin_state("search"), PinState::Pinned { .. }));
+}

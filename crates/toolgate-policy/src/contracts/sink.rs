@@ -84,6 +84,32 @@ impl Walk<'_> {
         }
     }
 
+    /// Looks inside a non-sink argument for destination-named keys at any depth and checks
+    /// their values as sinks.
+    fn nested(&mut self, path: &str, v: &Value, depth: usize) {
+        if self.overflow || depth > 32 {
+            return;
+        }
+        match v {
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    self.nested(&format!("{path}[{i}]"), item, depth + 1);
+                }
+            }
+            Value::Object(map) => {
+                for (k, item) in map {
+                    let at = format!("{path}.{k}");
+                    if is_destination_param(k) {
+                        self.value(&at, item);
+                    } else {
+                        self.nested(&at, item, depth + 1);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn scalar(&mut self, path: &str, raw: &str) {
         let trimmed = raw.trim();
         if trimmed.is_empty() {
@@ -184,6 +210,10 @@ pub(super) fn gate(
             for (k, v) in args {
                 if every_argument || sinks.contains(&k) {
                     walk.value(k, v);
+                } else {
+                    // A destination can hide under another argument:
+                    // `headers: {Bcc: …}`, `options: {reply_to: …}`.
+                    walk.nested(k, v, 0);
                 }
             }
         }
@@ -240,10 +270,25 @@ pub(super) fn gate(
             }
         }
         _ if walk.findings.is_empty() => "the call names no destination".to_owned(),
-        _ => format!(
-            "every destination is trusted ({} checked){scope}",
-            walk.findings.len()
-        ),
+        _ => {
+            // Name up to three destinations and why each passed.
+            let why = |v: SinkVerdict| match v {
+                SinkVerdict::Approved => "approved for this session",
+                SinkVerdict::Vouched => "vouched for by trusted output",
+                _ => "trusted",
+            };
+            let mut shown: Vec<String> = walk
+                .findings
+                .iter()
+                .take(3)
+                .map(|f| format!("`{}` is {}", f.destination, why(f.verdict)))
+                .collect();
+            let more = walk.findings.len().saturating_sub(3);
+            if more > 0 {
+                shown.push(format!("{more} more"));
+            }
+            format!("destination {}{scope}", shown.join(", "))
+        }
     };
     let mut result = ContractResult::new(Contract::SinkGate, effect, reason);
     result.sinks = walk.findings;
