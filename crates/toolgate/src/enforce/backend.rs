@@ -132,7 +132,14 @@ pub struct EngineBackend {
     vars: Vars,
     /// The agent session shared with other proxies through the broker, if any.
     shared: Option<std::sync::Arc<crate::broker::BrokerChannel>>,
+    /// When the broker link was last woken to (re)connect.
+    last_kick: Option<std::time::Instant>,
 }
+
+/// How often a decision may wake the broker link to (re)connect. Waking it on every call
+/// cost each allowed call a task switch and a failed `stat` of the broker directory when no
+/// broker runs; tokens to share wake it on their own (`BrokerChannel::share`).
+const KICK_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl EngineBackend {
     /// Builds a backend over a compiled engine (whose `${workspace}`/`${home}` are canonical
@@ -150,6 +157,7 @@ impl EngineBackend {
             session,
             vars,
             shared: None,
+            last_kick: None,
         }
     }
 
@@ -163,7 +171,14 @@ impl EngineBackend {
     /// Feeds what the session's other proxies saw into the local taint index.
     fn import_shared(&mut self) {
         let Some(shared) = &self.shared else { return };
-        shared.kick();
+        let now = std::time::Instant::now();
+        if self
+            .last_kick
+            .is_none_or(|last| now.saturating_duration_since(last) >= KICK_EVERY)
+        {
+            self.last_kick = Some(now);
+            shared.kick();
+        }
         for t in shared.take_shared() {
             let trust = if t.untrusted {
                 toolgate_policy::taint::OutputTrust::Untrusted
@@ -243,7 +258,9 @@ impl Backend for EngineBackend {
     fn pin_tools(&mut self, tools: &[Value], complete: bool) -> PinChanges {
         self.import_shared();
         let report = if complete {
-            self.session.pin_tools(tools)
+            let report = self.session.pin_tools(tools);
+            self.session.listing_complete();
+            report
         } else {
             let listed: std::collections::HashSet<&str> = tools
                 .iter()
