@@ -18,6 +18,10 @@ const DEFAULT_AUDIT: &str = ".toolgate/audit.jsonl";
 
 /// Arguments of `toolgate audit`.
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:
+  toolgate audit verify
+  toolgate audit summary --audit ~/project/.toolgate/audit.jsonl
+  toolgate audit tail -n 20")]
 pub struct Args {
     #[command(subcommand)]
     command: AuditCommand,
@@ -33,11 +37,19 @@ struct LogArg {
 #[derive(Debug, Subcommand)]
 enum AuditCommand {
     /// Check the hash chain: report the first edited, deleted, inserted or reordered record.
+    #[command(after_help = "Examples:
+  toolgate audit verify
+  toolgate audit verify --audit ~/project/.toolgate/audit.jsonl
+
+Exit status: 0 when the chain is intact, 1 when it is broken, 2 when the log cannot be read.")]
     Verify {
         #[command(flatten)]
         log: LogArg,
     },
     /// Counts by kind, effect, server, tool, contract and rule; time range; chain status.
+    #[command(after_help = "Examples:
+  toolgate audit summary
+  toolgate audit summary --json")]
     Summary {
         #[command(flatten)]
         log: LogArg,
@@ -45,7 +57,11 @@ enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
-    /// The last records, oldest first.
+    /// Show the last records, oldest first.
+    #[command(after_help = "Examples:
+  toolgate audit tail
+  toolgate audit tail -n 50 --audit ~/project/.toolgate/audit.jsonl
+  toolgate audit tail --json | jq -c 'select(.effect == \"deny\")'")]
     Tail {
         /// How many records.
         #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 10)]

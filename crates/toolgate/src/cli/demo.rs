@@ -15,7 +15,11 @@ use crate::demo::{self, Observed, Sandbox, Seen, Style};
     long_about = "Runs a scripted agent against an embedded demo MCP server through the real \
                   proxy (`toolgate wrap`) with an embedded policy, and prints one line per call. \
                   Uses a temporary workspace and a fake home directory; needs no network and no \
-                  API key."
+                  API key.",
+    after_help = "Examples:
+  toolgate demo
+  toolgate demo --keep
+  NO_COLOR=1 toolgate demo"
 )]
 pub struct Args {
     /// Keep the temporary directory (policy, audit log, outbox) and print its path.

@@ -13,6 +13,10 @@ use crate::clients::{Action, Selection};
 /// Shows a unified diff first. Every wrapped entry keeps its original `command`
 /// and `args` under `x-toolgate-upstream`, so `toolgate unwrap` can restore it.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  toolgate init --dry-run
+  toolgate init --client claude-code --policy \"$PWD/toolgate.yaml\"
+  toolgate init --config ./.mcp.json --server github --yes")]
 pub struct Args {
     #[command(flatten)]
     selection: Selection,

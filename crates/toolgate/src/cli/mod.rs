@@ -28,7 +28,15 @@ pub mod wrap;
     version,
     about = "A local, fail-closed firewall for MCP tool calls",
     long_about = None,
-    propagate_version = true
+    propagate_version = true,
+    after_help = "Examples:
+  toolgate demo
+  toolgate policy init && toolgate policy check --policy toolgate.yaml
+  toolgate init --client claude-code --policy \"$PWD/toolgate.yaml\"
+  toolgate wrap --policy toolgate.yaml \\
+    -- npx -y @modelcontextprotocol/server-filesystem \"$PWD\"
+
+`toolgate help COMMAND` or `toolgate COMMAND --help` shows a command's options and examples."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -37,31 +45,31 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Approve or deny the calls waiting at the local broker (terminal UI, --plain, --json).
+    /// Approve or deny calls waiting for a human (terminal UI, --plain, --json).
     Approvals(approvals::Args),
-    /// Read the audit log: `verify` its hash chain, `summary`, `tail`.
+    /// Verify, summarise and read the audit log.
     Audit(audit::Args),
-    /// Run the local approval broker (one per user): proxies ask, `toolgate approvals` answers.
+    /// Run the approval broker that collects every proxy's questions (one per user).
     Broker(broker::Args),
-    /// Print a shell completion script: bash, zsh, fish, elvish, powershell.
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(completions::Args),
-    /// Watch toolgate decide real calls: a scripted agent, a demo server, no setup.
+    /// Watch toolgate stop a hijacked agent: offline, no setup.
     Demo(demo::Args),
-    /// Check the policy, the approval broker, client configurations and an upstream's start-up.
+    /// Check the policy, the broker, client configurations and a server's start-up.
     Doctor(doctor::Args),
-    /// Wrap the MCP servers of a client's configuration (Claude Code, Cursor, …) with toolgate.
+    /// Put toolgate in front of a client's MCP servers (Claude Code, Cursor, …).
     Init(init::Args),
-    /// Tool definitions trusted on first use: `list`, `forget`.
+    /// List or forget the tool definitions trusted on first use.
     Pins(pins::Args),
-    /// Write, check, explain and test policies: `init`, `check`, `explain`, `test`, `schema`.
+    /// Write, check, explain and test policies.
     Policy(policy::Args),
-    /// Run toolgate's management MCP server (stdio): check verdicts, validate policies, packs, audit.
+    /// Run an MCP server for policy work: check verdicts, validate policies, read the audit.
     Serve(serve::Args),
-    /// Show the approval broker's state: reachable, protocol, file modes, connections.
+    /// Show whether the approval broker is reachable and who is connected.
     Status(status::Args),
-    /// Restore the MCP servers `toolgate init` wrapped.
+    /// Undo `toolgate init`: restore the original MCP server entries.
     Unwrap(unwrap::Args),
-    /// Run an MCP server (stdio) behind toolgate: `toolgate wrap -- CMD ARGS...`.
+    /// Run an MCP server behind toolgate: `toolgate wrap -- CMD ARGS...`.
     Wrap(wrap::Args),
 }
 

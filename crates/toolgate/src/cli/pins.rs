@@ -11,6 +11,9 @@ use crate::pins::PinStore;
 
 /// Arguments of `toolgate pins`.
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:
+  toolgate pins list
+  toolgate pins forget --server filesystem --tool read_file")]
 pub struct Args {
     #[command(subcommand)]
     command: PinsCommand,
@@ -19,6 +22,9 @@ pub struct Args {
 #[derive(Debug, Subcommand)]
 enum PinsCommand {
     /// Show the pinned tools (name, fingerprint, when pinned) per server.
+    #[command(after_help = "Examples:
+  toolgate pins list
+  toolgate pins list --server filesystem --json")]
     List {
         /// Only this server.
         #[arg(long, value_name = "NAME")]
@@ -28,6 +34,9 @@ enum PinsCommand {
         json: bool,
     },
     /// Forget pins, so the next `tools/list` pins the current definitions again.
+    #[command(after_help = "Examples:
+  toolgate pins forget --server filesystem --tool read_file
+  toolgate pins forget --server filesystem")]
     Forget {
         /// The server whose pins to forget.
         #[arg(long, value_name = "NAME")]

@@ -12,6 +12,11 @@ use anyhow::Context as _;
 
 /// Run toolgate's management MCP server on stdio.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  claude mcp add toolgate-admin -- toolgate serve --policy \"$PWD/toolgate.yaml\"
+  toolgate serve --policy ./toolgate.yaml --workspace \"$PWD\"
+
+It reads JSON-RPC on stdin and never writes the policy or the audit log.")]
 pub struct Args {
     /// The policy `check_verdict` decides with [default: the built-in starter policy].
     #[arg(long, value_name = "PATH")]

@@ -6,6 +6,10 @@ use crate::clients::{Action, Selection};
 
 /// Restore the MCP servers wrapped by `toolgate init` to their original entries.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  toolgate unwrap --dry-run
+  toolgate unwrap --client claude-code
+  toolgate unwrap --config ./.mcp.json --server github --yes")]
 pub struct Args {
     #[command(flatten)]
     selection: Selection,

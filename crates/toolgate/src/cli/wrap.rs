@@ -15,6 +15,14 @@ use crate::proxy::{self, ProxyConfig, RelayConfig};
 
 /// Run an MCP server (stdio) behind toolgate.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  toolgate wrap -- npx -y @modelcontextprotocol/server-filesystem \"$PWD\"
+  toolgate wrap --policy ./toolgate.yaml --server filesystem --workspace \"$PWD\" \\
+    -- npx -y @modelcontextprotocol/server-filesystem \"$PWD\"
+  TOOLGATE_LOG=debug toolgate wrap --approval tty --approval-timeout 60s \\
+    -- npx -y @modelcontextprotocol/server-filesystem \"$PWD\"
+
+stdout carries only MCP frames; diagnostics and the server's stderr go to stderr.")]
 pub struct Args {
     /// A name for the upstream server (used in logs and policy).
     #[arg(long, value_name = "NAME")]
