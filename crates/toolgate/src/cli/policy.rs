@@ -93,6 +93,8 @@ Errors and warnings are located (file:line:column) with a `help:` line.")]
     /// Run a cases file against a policy: `PASS name` / `FAIL name: …`; exit 1 on any failure.
     #[command(after_help = "Examples:
   toolgate policy test --policy toolgate.yaml --cases cases.yaml
+  toolgate policy check --policy toolgate.yaml && \\
+    toolgate policy test --policy toolgate.yaml --cases cases.yaml   # in CI
 
 A cases file lists calls and what each must get:
   cases:
