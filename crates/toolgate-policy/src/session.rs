@@ -99,7 +99,8 @@ struct Counter {
     window: VecDeque<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 enum ApprovalKey {
     Action {
         key: String,
@@ -525,6 +526,52 @@ impl Session {
         Some((c.total, in_window))
     }
 
+    /// The session approvals as opaque keys, to share with the other proxies of the same
+    /// agent session. Each key stays bound to the normalised action (or destination) and the
+    /// tool's definition fingerprint. Approvals bound to the call's exact arguments (opaque
+    /// actions) are not exported: a key never carries raw arguments.
+    pub fn export_approvals(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .approvals
+            .iter()
+            .filter(|k| !matches!(k, ApprovalKey::Action { key, .. } if key.contains('\u{0}')))
+            .filter_map(|k| serde_json::to_string(k).ok())
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Imports a key from [`Session::export_approvals`] (of another proxy of the same agent
+    /// session). It covers only the same action or destination of a tool with the same
+    /// definition fingerprint. Returns false when the key is malformed or the memory bound
+    /// is reached.
+    pub fn import_approval(&mut self, key: &str) -> bool {
+        match serde_json::from_str::<ApprovalKey>(key) {
+            Ok(ApprovalKey::Action { key, .. }) if key.contains('\u{0}') => false,
+            Ok(k) => self.insert_approval(k),
+            Err(_) => false,
+        }
+    }
+
+    /// Counts an attempt to call `tool` made at `at_ms` by another proxy of the same agent
+    /// session (and the same server), so budgets count across proxies. Only ever adds to the
+    /// count. Returns false when the session cannot track another tool.
+    pub fn import_attempt(&mut self, tool: &str, at_ms: u64) -> bool {
+        /// Remote timestamps kept per tool until the next local attempt trims the window.
+        const MAX_IMPORTED: usize = 4096;
+        if !self.counters.contains_key(tool) && self.counters.len() >= self.limits.max_tools {
+            return false;
+        }
+        let c = self.counters.entry(tool.to_owned()).or_default();
+        c.total = c.total.saturating_add(1);
+        let at = c.window.partition_point(|t| *t <= at_ms);
+        c.window.insert(at, at_ms);
+        while c.window.len() > MAX_IMPORTED {
+            c.window.pop_front();
+        }
+        true
+    }
+
     /// Calls to `tool` counted so far.
     pub fn calls(&self, tool: &str) -> u64 {
         self.counters.get(tool).map_or(0, |c| c.total)
@@ -689,5 +736,50 @@ fn take_at(value: &mut Value, segments: &[String], pointer: bool, out: &mut Vec<
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod sharing_tests {
+    use super::*;
+
+    fn session() -> Session {
+        Session::new(SessionLimits::new(TaintLimits::default()))
+    }
+
+    #[test]
+    fn destination_approvals_travel_bound_to_the_fingerprint() {
+        let tool = serde_json::json!({"name": "send", "description": "sends"});
+        let mut a = session();
+        a.pin_tools(std::slice::from_ref(&tool));
+        assert!(a.approve_destination("send", "bob@example.com"));
+        let keys = a.export_approvals();
+        assert_eq!(keys.len(), 1);
+
+        let mut same = session();
+        same.pin_tools(std::slice::from_ref(&tool));
+        assert!(same.import_approval(&keys[0]));
+        assert!(same.destination_approved("send", "bob@example.com"));
+        assert!(!same.destination_approved("send", "eve@example.com"));
+
+        let mut changed = session();
+        changed.pin_tools(&[serde_json::json!({"name": "send", "description": "other"})]);
+        assert!(changed.import_approval(&keys[0]));
+        assert!(!changed.destination_approved("send", "bob@example.com"));
+
+        assert!(!same.import_approval("{\"bogus\":1}"));
+    }
+
+    #[test]
+    fn imported_attempts_only_add_to_the_count() {
+        let mut s = session();
+        assert!(s.import_attempt("t", 1_000));
+        assert!(s.import_attempt("t", 500));
+        assert_eq!(s.calls("t"), 2);
+        let (total, in_window) = s.record_attempt("t", 1_100, Some((2, 1_000))).unwrap();
+        assert_eq!((total, in_window), (3, 3));
+        // 500 left the window (600, 1600]; the local count alone would be 1.
+        let (_, in_window) = s.record_attempt("t", 1_600, Some((2, 1_000))).unwrap();
+        assert_eq!(in_window, 3);
     }
 }
