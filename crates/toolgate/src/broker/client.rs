@@ -15,8 +15,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::paths::{self, Layout};
 use super::proto::{
-    self, Decision, ErrorCode, FromBroker, Question, Role, TaintToken, ToBroker, VERSION,
-    Withdrawal,
+    self, Decision, ErrorCode, FromBroker, Question, Role, SharedApproval, SharedAttempt,
+    TaintToken, ToBroker, VERSION, Withdrawal,
 };
 use crate::approval::{Answer, AnswerFuture, ApprovalChannel, Prompt};
 
@@ -167,6 +167,29 @@ struct Link {
     alive: Arc<AtomicBool>,
 }
 
+/// What the session's other proxies shared, not yet imported.
+#[derive(Default)]
+struct Inbox {
+    tokens: Vec<TaintToken>,
+    /// Approval keys given on this proxy's server.
+    approvals: Vec<String>,
+    /// `(tool, at_ms)` attempts on this proxy's server.
+    attempts: Vec<(String, u64)>,
+}
+
+/// What this proxy has to share, not yet sent.
+#[derive(Default)]
+struct Outbox {
+    tokens: Vec<TaintToken>,
+    approvals: Vec<SharedApproval>,
+    attempts: Vec<SharedAttempt>,
+}
+
+/// Bounds of what waits for import or sending (the local session is bounded too).
+const MAX_INBOX_TOKENS: usize = 100_000;
+const MAX_QUEUED_APPROVALS: usize = 4096;
+const MAX_QUEUED_ATTEMPTS: usize = 100_000;
+
 /// The broker as an approval channel for `toolgate wrap`.
 pub struct BrokerChannel {
     layout: Layout,
@@ -176,10 +199,12 @@ pub struct BrokerChannel {
     session: Option<String>,
     link: tokio::sync::Mutex<Option<Arc<Link>>>,
     next: AtomicU64,
-    /// Tokens other proxies of the session saw, not yet fed into the local taint index.
-    inbox: Arc<Mutex<Vec<TaintToken>>>,
-    /// Tokens this proxy saw, not yet sent.
-    outbox: Mutex<Vec<TaintToken>>,
+    /// What other proxies of the session shared, not yet fed into the local session.
+    inbox: Arc<Mutex<Inbox>>,
+    /// What this proxy has to share, not yet sent.
+    outbox: Mutex<Outbox>,
+    /// Approval keys already sent or received (so none is sent twice).
+    known_approvals: Arc<Mutex<std::collections::HashSet<String>>>,
     wake: tokio::sync::Notify,
     started: AtomicBool,
 }
@@ -207,8 +232,9 @@ impl BrokerChannel {
             session,
             link: tokio::sync::Mutex::new(None),
             next: AtomicU64::new(1),
-            inbox: Arc::new(Mutex::new(Vec::new())),
-            outbox: Mutex::new(Vec::new()),
+            inbox: Arc::new(Mutex::new(Inbox::default())),
+            outbox: Mutex::new(Outbox::default()),
+            known_approvals: Arc::new(Mutex::new(std::collections::HashSet::new())),
             wake: tokio::sync::Notify::new(),
             started: AtomicBool::new(false),
         }
@@ -238,10 +264,21 @@ impl BrokerChannel {
         loop {
             let batch = std::mem::take(&mut *lock(&self.outbox));
             // Connecting also receives what the session's other proxies saw so far.
+            // Without a broker the batch is dropped: every proxy keeps its local session.
             if let Ok(link) = self.link().await {
-                for chunk in batch.chunks(proto::MAX_TOKENS_PER_MESSAGE) {
+                for chunk in batch.tokens.chunks(proto::MAX_TOKENS_PER_MESSAGE) {
                     let _ = link.tx.send(ToBroker::Taint {
                         tokens: chunk.to_vec(),
+                    });
+                }
+                for chunk in batch.approvals.chunks(proto::MAX_APPROVALS_PER_MESSAGE) {
+                    let _ = link.tx.send(ToBroker::Approvals {
+                        approvals: chunk.to_vec(),
+                    });
+                }
+                for chunk in batch.attempts.chunks(proto::MAX_ATTEMPTS_PER_MESSAGE) {
+                    let _ = link.tx.send(ToBroker::Attempts {
+                        attempts: chunk.to_vec(),
                     });
                 }
             }
@@ -254,13 +291,67 @@ impl BrokerChannel {
         if tokens.is_empty() || self.session.is_none() {
             return;
         }
-        lock(&self.outbox).extend(tokens);
+        lock(&self.outbox).tokens.extend(tokens);
         self.wake.notify_one();
     }
 
     /// Takes the tokens the session's other proxies shared since the last call.
     pub fn take_shared(&self) -> Vec<TaintToken> {
-        std::mem::take(&mut *lock(&self.inbox))
+        std::mem::take(&mut lock(&self.inbox).tokens)
+    }
+
+    /// Queues the session approvals of this proxy (keys from
+    /// `Session::export_approvals`) for the session's other proxies; keys already sent or
+    /// received are skipped. Keys are bound to this proxy's server by the broker message.
+    pub fn share_approvals(&self, keys: Vec<String>) {
+        if self.session.is_none() {
+            return;
+        }
+        let fresh: Vec<SharedApproval> = {
+            let mut known = lock(&self.known_approvals);
+            keys.into_iter()
+                .filter(|k| k.len() <= proto::MAX_FIELD && !k.is_empty())
+                .filter(|k| known.len() < MAX_QUEUED_APPROVALS && known.insert(k.clone()))
+                .map(|key| SharedApproval {
+                    server: self.server.clone(),
+                    key,
+                })
+                .collect()
+        };
+        if fresh.is_empty() {
+            return;
+        }
+        lock(&self.outbox).approvals.extend(fresh);
+        self.wake.notify_one();
+    }
+
+    /// Queues one attempt to call a budgeted `tool` of this proxy's server at `at_ms`.
+    pub fn share_attempt(&self, tool: &str, at_ms: u64) {
+        if self.session.is_none() || tool.is_empty() || tool.len() > proto::MAX_NAME {
+            return;
+        }
+        {
+            let mut out = lock(&self.outbox);
+            if out.attempts.len() >= MAX_QUEUED_ATTEMPTS {
+                return;
+            }
+            out.attempts.push(SharedAttempt {
+                server: self.server.clone(),
+                tool: tool.to_owned(),
+                at_ms,
+            });
+        }
+        self.wake.notify_one();
+    }
+
+    /// Takes the approval keys the session's other proxies shared for this server.
+    pub fn take_approvals(&self) -> Vec<String> {
+        std::mem::take(&mut lock(&self.inbox).approvals)
+    }
+
+    /// Takes the `(tool, at_ms)` attempts the session's other proxies made on this server.
+    pub fn take_attempts(&self) -> Vec<(String, u64)> {
+        std::mem::take(&mut lock(&self.inbox).attempts)
     }
 
     async fn link(&self) -> Result<Arc<Link>, String> {
@@ -285,6 +376,8 @@ impl BrokerChannel {
         let alive = Arc::new(AtomicBool::new(true));
         let (w_alive, r_alive, r_waiters) = (alive.clone(), alive.clone(), waiters.clone());
         let r_inbox = self.inbox.clone();
+        let r_known = self.known_approvals.clone();
+        let r_server = self.server.clone();
         tokio::spawn(async move {
             while let Some(message) = rx.recv().await {
                 if writer.write_all(&proto::line(&message)).await.is_err()
@@ -319,8 +412,32 @@ impl BrokerChannel {
                         if proto::validate_tokens(&tokens).is_ok() {
                             let mut inbox = lock(&r_inbox);
                             // Bounded: the local index is bounded too.
-                            if inbox.len() < 100_000 {
-                                inbox.extend(tokens);
+                            if inbox.tokens.len() < MAX_INBOX_TOKENS {
+                                inbox.tokens.extend(tokens);
+                            }
+                        }
+                    }
+                    // Approvals and budgets are per server + tool: only those given on (or
+                    // spent against) this proxy's server are imported.
+                    Ok(FromBroker::Approvals { approvals }) => {
+                        if proto::validate_approvals(&approvals).is_ok() {
+                            let mut known = lock(&r_known);
+                            let mut inbox = lock(&r_inbox);
+                            for a in approvals.into_iter().filter(|a| a.server == r_server) {
+                                if inbox.approvals.len() < MAX_QUEUED_APPROVALS {
+                                    known.insert(a.key.clone());
+                                    inbox.approvals.push(a.key);
+                                }
+                            }
+                        }
+                    }
+                    Ok(FromBroker::Attempts { attempts }) => {
+                        if proto::validate_attempts(&attempts).is_ok() {
+                            let mut inbox = lock(&r_inbox);
+                            for a in attempts.into_iter().filter(|a| a.server == r_server) {
+                                if inbox.attempts.len() < MAX_QUEUED_ATTEMPTS {
+                                    inbox.attempts.push((a.tool, a.at_ms));
+                                }
                             }
                         }
                     }

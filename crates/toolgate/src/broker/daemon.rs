@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use super::paths::{self, Layout};
 use super::proto::{
     self, Decision, ErrorCode, FromBroker, MAX_PENDING_PER_PROXY, MAX_TIMEOUT_MS, Pending,
-    Question, Role, TaintToken, ToBroker, VERSION, Withdrawal,
+    Question, Role, SharedApproval, SharedAttempt, TaintToken, ToBroker, VERSION, Withdrawal,
 };
 
 /// How long a new connection has to say hello.
@@ -48,11 +48,21 @@ const MAX_SESSION_TOKENS: usize = 20_000;
 /// Agent sessions kept (the one with the oldest activity dropped first).
 const MAX_SESSIONS: usize = 256;
 
+/// Session approvals kept per agent session (oldest dropped first; a proxy keeps its own).
+const MAX_SESSION_APPROVALS: usize = 1024;
+/// Budget attempts kept per agent session for proxies that join later (oldest dropped
+/// first; every proxy still counts its own calls).
+const MAX_SESSION_ATTEMPTS: usize = 20_000;
+
 /// What the proxies of one agent session share.
 #[derive(Default)]
 struct SharedSession {
     tokens: std::collections::VecDeque<TaintToken>,
     seen: std::collections::HashSet<TaintToken>,
+    approvals: std::collections::VecDeque<SharedApproval>,
+    approved: std::collections::HashSet<SharedApproval>,
+    /// With the pid of the proxy that made them (not replayed to that proxy).
+    attempts: std::collections::VecDeque<(u32, SharedAttempt)>,
     touched: u64,
 }
 
@@ -70,6 +80,74 @@ impl State {
     fn broadcast(&self, message: &FromBroker) {
         for conn in self.conns.values().filter(|c| c.role == Role::Approver) {
             let _ = conn.tx.send(message.clone());
+        }
+    }
+
+    /// The shared state of the session of connection `from` (created, the oldest session
+    /// dropped at the bound), with its key.
+    fn session_of(&mut self, from: u64) -> Option<(String, &mut SharedSession)> {
+        let session = self.conns.get(&from).and_then(|c| c.session.clone())?;
+        self.clock = self.clock.wrapping_add(1);
+        if !self.sessions.contains_key(&session) && self.sessions.len() >= MAX_SESSIONS {
+            let oldest = self
+                .sessions
+                .iter()
+                .min_by_key(|(_, s)| s.touched)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                self.sessions.remove(&k);
+            }
+        }
+        let shared = self.sessions.entry(session.clone()).or_default();
+        shared.touched = self.clock;
+        Some((session, shared))
+    }
+
+    /// Sends `message` to the other proxies of `session`.
+    fn relay(&self, from: u64, session: &str, message: &FromBroker) {
+        for (id, conn) in &self.conns {
+            if *id != from && conn.role == Role::Proxy && conn.session.as_deref() == Some(session) {
+                let _ = conn.tx.send(message.clone());
+            }
+        }
+    }
+
+    /// Stores new session approvals of a session and relays them to its other proxies.
+    fn share_approvals(&mut self, from: u64, approvals: Vec<SharedApproval>) {
+        let Some((session, shared)) = self.session_of(from) else {
+            return;
+        };
+        let mut fresh = Vec::new();
+        for a in approvals {
+            if shared.approved.insert(a.clone()) {
+                shared.approvals.push_back(a.clone());
+                fresh.push(a);
+            }
+        }
+        while shared.approvals.len() > MAX_SESSION_APPROVALS {
+            if let Some(old) = shared.approvals.pop_front() {
+                shared.approved.remove(&old);
+            }
+        }
+        if !fresh.is_empty() {
+            self.relay(from, &session, &FromBroker::Approvals { approvals: fresh });
+        }
+    }
+
+    /// Stores attempts of a session and relays them to its other proxies.
+    fn share_attempts(&mut self, from: u64, attempts: Vec<SharedAttempt>) {
+        let pid = self.conns.get(&from).map_or(0, |c| c.pid);
+        let Some((session, shared)) = self.session_of(from) else {
+            return;
+        };
+        shared
+            .attempts
+            .extend(attempts.iter().map(|a| (pid, a.clone())));
+        while shared.attempts.len() > MAX_SESSION_ATTEMPTS {
+            shared.attempts.pop_front();
+        }
+        if !attempts.is_empty() {
+            self.relay(from, &session, &FromBroker::Attempts { attempts });
         }
     }
 
@@ -386,6 +464,25 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
                         tokens: chunk.to_vec(),
                     });
                 }
+                if let Some(shared) = session.as_ref().and_then(|k| st.sessions.get(k)) {
+                    let approvals: Vec<SharedApproval> = shared.approvals.iter().cloned().collect();
+                    for chunk in approvals.chunks(proto::MAX_APPROVALS_PER_MESSAGE) {
+                        let _ = tx.send(FromBroker::Approvals {
+                            approvals: chunk.to_vec(),
+                        });
+                    }
+                    let attempts: Vec<SharedAttempt> = shared
+                        .attempts
+                        .iter()
+                        .filter(|(from, _)| *from != pid)
+                        .map(|(_, a)| a.clone())
+                        .collect();
+                    for chunk in attempts.chunks(proto::MAX_ATTEMPTS_PER_MESSAGE) {
+                        let _ = tx.send(FromBroker::Attempts {
+                            attempts: chunk.to_vec(),
+                        });
+                    }
+                }
             }
         }
         if role != Role::Status {
@@ -476,6 +573,16 @@ fn handle(shared: &Arc<Shared>, conn_id: u64, role: Role, message: ToBroker) -> 
         (Role::Proxy, ToBroker::Taint { tokens }) => {
             proto::validate_tokens(&tokens)?;
             shared.lock().share(conn_id, tokens);
+            Ok(())
+        }
+        (Role::Proxy, ToBroker::Approvals { approvals }) => {
+            proto::validate_approvals(&approvals)?;
+            shared.lock().share_approvals(conn_id, approvals);
+            Ok(())
+        }
+        (Role::Proxy, ToBroker::Attempts { attempts }) => {
+            proto::validate_attempts(&attempts)?;
+            shared.lock().share_attempts(conn_id, attempts);
             Ok(())
         }
         (Role::Approver, ToBroker::Decide { id, decision }) => {

@@ -58,6 +58,74 @@ pub fn validate_tokens(tokens: &[TaintToken]) -> Result<(), String> {
     Ok(())
 }
 
+/// Approval keys in one message.
+pub const MAX_APPROVALS_PER_MESSAGE: usize = 4;
+/// Budget attempts in one message.
+pub const MAX_ATTEMPTS_PER_MESSAGE: usize = 64;
+/// The longest server or tool name in a shared attempt or approval, in bytes.
+pub const MAX_NAME: usize = 256;
+
+/// A session approval shared with the other proxies of the same agent session: the server
+/// it was given on and toolgate's opaque key (the normalised action or destination and the
+/// tool's definition fingerprint), never the call's arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedApproval {
+    pub server: Option<String>,
+    pub key: String,
+}
+
+/// One counted attempt to call a tool, shared so budgets count across the proxies of an
+/// agent session: server, tool and time only.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedAttempt {
+    pub server: Option<String>,
+    pub tool: String,
+    /// Unix time in milliseconds.
+    pub at_ms: u64,
+}
+
+fn name_ok(server: Option<&str>, tool: Option<&str>) -> bool {
+    server.is_none_or(|s| s.len() <= MAX_NAME)
+        && tool.is_none_or(|t| !t.is_empty() && t.len() <= MAX_NAME)
+}
+
+/// Size limits of a batch of shared approvals.
+pub fn validate_approvals(approvals: &[SharedApproval]) -> Result<(), String> {
+    if approvals.len() > MAX_APPROVALS_PER_MESSAGE {
+        return Err(format!(
+            "more than {MAX_APPROVALS_PER_MESSAGE} approvals in one message"
+        ));
+    }
+    for a in approvals {
+        if a.key.is_empty() || a.key.len() > MAX_FIELD || !name_ok(a.server.as_deref(), None) {
+            return Err(format!(
+                "an approval key is empty or longer than {MAX_FIELD} bytes, or its server name longer than {MAX_NAME}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Size limits of a batch of shared attempts.
+pub fn validate_attempts(attempts: &[SharedAttempt]) -> Result<(), String> {
+    if attempts.len() > MAX_ATTEMPTS_PER_MESSAGE {
+        return Err(format!(
+            "more than {MAX_ATTEMPTS_PER_MESSAGE} attempts in one message"
+        ));
+    }
+    if attempts
+        .iter()
+        .any(|a| !name_ok(a.server.as_deref(), Some(&a.tool)))
+    {
+        return Err(format!(
+            "an attempt names an empty tool, or a tool or server longer than {MAX_NAME} bytes"
+        ));
+    }
+    Ok(())
+}
+
 /// Who is connecting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -208,6 +276,10 @@ pub enum ToBroker {
     Decide { id: u64, decision: Decision },
     /// A proxy shares destination tokens it saw with its session.
     Taint { tokens: Vec<TaintToken> },
+    /// A proxy shares session approvals a human gave through it.
+    Approvals { approvals: Vec<SharedApproval> },
+    /// A proxy shares attempts to call budgeted tools.
+    Attempts { attempts: Vec<SharedAttempt> },
 }
 
 /// Error codes in `error` messages.
@@ -273,6 +345,14 @@ pub enum FromBroker {
     /// Destination tokens seen by other proxies of the same session.
     Taint {
         tokens: Vec<TaintToken>,
+    },
+    /// Session approvals given through other proxies of the same session.
+    Approvals {
+        approvals: Vec<SharedApproval>,
+    },
+    /// Attempts to call budgeted tools through other proxies of the same session.
+    Attempts {
+        attempts: Vec<SharedAttempt>,
     },
 }
 

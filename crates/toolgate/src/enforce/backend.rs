@@ -194,6 +194,23 @@ impl EngineBackend {
                 .taint_mut()
                 .record_text(&t.token, trust, source);
         }
+        // Session approvals and budget attempts of the same server (see `broker::client`).
+        for key in shared.take_approvals() {
+            self.session.import_approval(&key);
+        }
+        for (tool, at_ms) in shared.take_attempts() {
+            self.session.import_attempt(&tool, at_ms);
+        }
+    }
+
+    /// Shares a counted attempt of a budgeted tool with the session's other proxies.
+    fn share_attempt(&self, tool: &str, now_ms: u64) {
+        let Some(shared) = &self.shared else { return };
+        let definition = self.session.pinned_definition(tool);
+        let resolved = self.engine.contracts().lookup_with(tool, definition);
+        if resolved.contract.max_calls.is_some() || resolved.contract.budget.is_some() {
+            shared.share_attempt(tool, now_ms);
+        }
     }
 
     fn ruling(&self, decision: Decision, tool: &str, arguments: &Value) -> Ruling {
@@ -233,6 +250,7 @@ impl Backend for EngineBackend {
         let decision = self
             .engine
             .decide(&tool_call, &mut self.session, &ctx, now_ms);
+        self.share_attempt(call.tool, now_ms);
         self.ruling(decision, call.tool, call.arguments)
     }
 
@@ -311,6 +329,9 @@ impl Backend for EngineBackend {
             self.session.approve_sinks(call.tool, &decision.sinks, true);
         }
         self.session.approve(&decision.action, Some(call.arguments));
+        if let Some(shared) = &self.shared {
+            shared.share_approvals(self.session.export_approvals());
+        }
     }
 }
 
