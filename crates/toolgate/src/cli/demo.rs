@@ -19,7 +19,10 @@ use crate::demo::{self, Observed, Sandbox, Seen, Style};
     after_help = "Examples:
   toolgate demo
   toolgate demo --keep
-  NO_COLOR=1 toolgate demo"
+  NO_COLOR=1 toolgate demo
+
+A scripted agent calls an embedded demo server through the real proxy with an embedded
+policy. It uses a temporary workspace and home; no network, no API key."
 )]
 pub struct Args {
     /// Keep the temporary directory (policy, audit log, outbox) and print its path.

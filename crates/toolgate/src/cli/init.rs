@@ -16,7 +16,10 @@ use crate::clients::{Action, Selection};
 #[command(after_help = "Examples:
   toolgate init --dry-run
   toolgate init --client claude-code --policy \"$PWD/toolgate.yaml\"
-  toolgate init --config ./.mcp.json --server github --yes")]
+  toolgate init --config ./.mcp.json --server github --yes
+
+It shows a diff and asks before writing (`--yes` to apply without asking). Each wrapped entry
+keeps its original command under `x-toolgate-upstream`, which `toolgate unwrap` restores.")]
 pub struct Args {
     #[command(flatten)]
     selection: Selection,
