@@ -36,6 +36,11 @@ impl World {
     }
 
     fn proxy(&self, name: &str, session: &str) -> Gate {
+        self.gate(name, name, session, "none", DEMO_POLICY)
+    }
+
+    /// A proxy `name` (its own workspace, pins, audit and outbox) of server `server`.
+    fn gate(&self, name: &str, server: &str, session: &str, approval: &str, policy: &str) -> Gate {
         let base = self.base();
         let work = base.join(format!("work-{name}"));
         for d in [
@@ -45,21 +50,21 @@ impl World {
         ] {
             std::fs::create_dir_all(d).unwrap();
         }
-        let policy = base.join("policy.yaml");
-        std::fs::write(&policy, DEMO_POLICY).unwrap();
+        let policy_file = base.join(format!("policy-{name}.yaml"));
+        std::fs::write(&policy_file, policy).unwrap();
         let mut cmd = self.cmd(&[
             "wrap",
             "--server",
-            name,
+            server,
             "--approval",
-            "none",
+            approval,
             "--session",
             session,
         ]);
         cmd.arg("--workspace")
             .arg(&work)
             .arg("--policy")
-            .arg(&policy)
+            .arg(&policy_file)
             .arg("--audit")
             .arg(base.join(format!("audit-{name}.jsonl")))
             .arg("--")
@@ -93,6 +98,19 @@ impl World {
             }
         }
         gate
+    }
+
+    /// Waits until the broker's queue holds a request, and returns its id.
+    fn pending_id(&self) -> u64 {
+        let mut found = None;
+        let queued = wait_until(LIMIT, || {
+            let out = self.cmd(&["approvals", "--json"]).output().unwrap();
+            let queue: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+            found = queue.first().and_then(|r| r["id"].as_u64());
+            found.is_some()
+        });
+        assert!(queued, "no request reached the broker");
+        found.unwrap()
     }
 
     fn status(&self) -> String {
@@ -214,4 +232,205 @@ fn without_a_broker_each_proxy_keeps_its_own_session() {
     let r = send_to_attacker(&mut mail, 3);
     assert_eq!(r["result"]["isError"], true, "{r}");
     assert!(text(&r).contains("not a trusted destination"), "{r}");
+}
+
+fn send_to(gate: &mut Gate, id: i64, to: &str) -> Value {
+    gate.call(
+        id,
+        "send_email",
+        json!({"to": to, "subject": "notes", "body": "see you"}),
+    )
+}
+
+fn outbox_of(w: &World, name: &str) -> String {
+    std::fs::read_to_string(w.base().join(format!("outbox-{name}"))).unwrap_or_default()
+}
+
+fn broker(w: &World) -> toolgate_testkit::Peer {
+    let broker = Peer::spawn(w.cmd(&["broker"]), true);
+    assert!(wait_until(LIMIT, || w
+        .base()
+        .join("b/broker.sock")
+        .exists()));
+    broker
+}
+
+const PARTNER: &str = "bob@partner.example";
+
+#[test]
+fn an_approval_for_the_session_covers_the_sessions_other_proxies_of_that_server() {
+    let w = World {
+        dir: tempfile::tempdir().unwrap(),
+    };
+    let broker = broker(&w);
+    let mut a = w.gate("a", "mail", "agent-1", "broker", DEMO_POLICY);
+    let mut b = w.gate("b", "mail", "agent-1", "none", DEMO_POLICY);
+    let mut c = w.gate("c", "mail", "agent-2", "none", DEMO_POLICY);
+    let mut other_server = w.gate("d", "mail-2", "agent-1", "none", DEMO_POLICY);
+    assert!(
+        wait_until(LIMIT, || w.status().contains("proxies:    4 connected")),
+        "{}",
+        w.status()
+    );
+
+    // Proxy A asks the broker; a human allows the destination for the session.
+    a.send(
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
+        "name":"send_email","arguments":{"to": PARTNER, "subject": "notes", "body": "see you"}}}),
+    );
+    let id = w.pending_id();
+    let out = w
+        .cmd(&[
+            "approvals",
+            "--id",
+            &id.to_string(),
+            "--decision",
+            "allow-session",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = a.response(&json!(1));
+    assert_ne!(r["result"]["isError"], true, "{r}");
+    assert!(outbox_of(&w, "a").contains(PARTNER));
+
+    // Proxy B of the same session and server: allowed without a prompt (B cannot ask at
+    // all). The approval travels asynchronously; a call before it arrives is denied, so
+    // poll with a bound.
+    let mut n = 100;
+    let mut last = Value::Null;
+    let allowed = wait_until(LIMIT, || {
+        n += 1;
+        last = send_to(&mut b, n, PARTNER);
+        last["result"]["isError"] != true
+    });
+    assert!(allowed, "{last}");
+    assert!(outbox_of(&w, "b").contains(PARTNER));
+    // It covers that destination only.
+    let r = send_to(&mut b, 200, "carol@partner.example");
+    assert_eq!(r["result"]["isError"], true, "{r}");
+
+    // Another session still asks (and, unable to ask, denies).
+    let r = send_to(&mut c, 300, PARTNER);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(text(&r).contains("not a trusted destination"), "{r}");
+    assert!(!outbox_of(&w, "c").contains(PARTNER));
+    // Another server of the same session is not covered by the approval. (It also learnt
+    // the address from the untrusted output of A's `send_email`, hence a hard deny.)
+    let r = send_to(&mut other_server, 301, PARTNER);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(!outbox_of(&w, "d").contains(PARTNER));
+
+    // A proxy joining the session later gets the approval too.
+    let mut late = w.gate("e", "mail", "agent-1", "none", DEMO_POLICY);
+    let mut n = 400;
+    let allowed = wait_until(LIMIT, || {
+        n += 1;
+        last = send_to(&mut late, n, PARTNER);
+        last["result"]["isError"] != true
+    });
+    assert!(allowed, "{last}");
+    drop(broker);
+}
+
+fn budget_policy() -> String {
+    let policy = DEMO_POLICY.replace(
+        "  read_inbox:\n    output: untrusted\n",
+        "  read_inbox:\n    output: untrusted\n    max_calls: 2\n",
+    );
+    assert_ne!(
+        policy, DEMO_POLICY,
+        "the demo policy changed: update this test"
+    );
+    policy
+}
+
+fn is_budget_deny(r: &Value) -> bool {
+    r["result"]["isError"] == true && text(r).contains("call budget of 2")
+}
+
+#[test]
+fn a_budget_counts_across_the_proxies_of_a_session_and_server() {
+    let w = World {
+        dir: tempfile::tempdir().unwrap(),
+    };
+    let broker = broker(&w);
+    let policy = budget_policy();
+    let mut a = w.gate("a", "inbox", "agent-1", "none", &policy);
+    let mut b = w.gate("b", "inbox", "agent-1", "none", &policy);
+    let mut other_server = w.gate("c", "inbox-2", "agent-1", "none", &policy);
+    let mut other_session = w.gate("d", "inbox", "agent-2", "none", &policy);
+    assert!(
+        wait_until(LIMIT, || w.status().contains("proxies:    4 connected")),
+        "{}",
+        w.status()
+    );
+
+    let r = a.call(1, "read_inbox", json!({}));
+    assert!(text(&r).contains(ATTACKER), "{r}");
+    // The attempt reached the broker (it is sent before the output's tokens).
+    assert!(
+        wait_until(LIMIT, || w.status().contains("sessions:   1 sharing")),
+        "{}",
+        w.status()
+    );
+    let r = b.call(2, "read_inbox", json!({}));
+    assert!(text(&r).contains(ATTACKER), "{r}");
+    let r = b.call(3, "read_inbox", json!({}));
+    assert!(is_budget_deny(&r), "the third call of the session: {r}");
+    assert!(text(&r).contains("attempt 3"), "{r}");
+
+    // The same tool name on another server, and another session: budgets of their own.
+    for (gate, name) in [(&mut other_server, "c"), (&mut other_session, "d")] {
+        for id in [10, 11] {
+            let r = gate.call(id, "read_inbox", json!({}));
+            assert!(text(&r).contains(ATTACKER), "{name}: {r}");
+        }
+        assert!(
+            is_budget_deny(&gate.call(12, "read_inbox", json!({}))),
+            "{name}"
+        );
+    }
+    drop(broker);
+}
+
+#[test]
+fn with_the_broker_killed_each_proxy_keeps_its_local_session() {
+    let w = World {
+        dir: tempfile::tempdir().unwrap(),
+    };
+    let mut broker = broker(&w);
+    let policy = budget_policy();
+    let mut a = w.gate("a", "inbox", "agent-1", "none", &policy);
+    let mut b = w.gate("b", "inbox", "agent-1", "none", &policy);
+    assert!(
+        wait_until(LIMIT, || w.status().contains("proxies:    2 connected")),
+        "{}",
+        w.status()
+    );
+    let killed = Command::new("kill")
+        .args(["-KILL", &broker.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    broker.wait();
+
+    // Both keep answering, each with its own counter (fail-closed: never more than the
+    // local count allows) and its own taint index.
+    for (gate, name) in [(&mut a, "a"), (&mut b, "b")] {
+        for id in [1, 2] {
+            let r = gate.call(id, "read_inbox", json!({}));
+            assert!(text(&r).contains(ATTACKER), "{name}: {r}");
+        }
+        assert!(
+            is_budget_deny(&gate.call(3, "read_inbox", json!({}))),
+            "{name}"
+        );
+        let r = send_to_attacker(gate, 4);
+        assert!(text(&r).contains("came from untrusted"), "{name}: {r}");
+    }
 }

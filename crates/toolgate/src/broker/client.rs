@@ -266,9 +266,10 @@ impl BrokerChannel {
             // Connecting also receives what the session's other proxies saw so far.
             // Without a broker the batch is dropped: every proxy keeps its local session.
             if let Ok(link) = self.link().await {
-                for chunk in batch.tokens.chunks(proto::MAX_TOKENS_PER_MESSAGE) {
-                    let _ = link.tx.send(ToBroker::Taint {
-                        tokens: chunk.to_vec(),
+                // Attempts first: they are counted before the output they led to is seen.
+                for chunk in batch.attempts.chunks(proto::MAX_ATTEMPTS_PER_MESSAGE) {
+                    let _ = link.tx.send(ToBroker::Attempts {
+                        attempts: chunk.to_vec(),
                     });
                 }
                 for chunk in batch.approvals.chunks(proto::MAX_APPROVALS_PER_MESSAGE) {
@@ -276,9 +277,9 @@ impl BrokerChannel {
                         approvals: chunk.to_vec(),
                     });
                 }
-                for chunk in batch.attempts.chunks(proto::MAX_ATTEMPTS_PER_MESSAGE) {
-                    let _ = link.tx.send(ToBroker::Attempts {
-                        attempts: chunk.to_vec(),
+                for chunk in batch.tokens.chunks(proto::MAX_TOKENS_PER_MESSAGE) {
+                    let _ = link.tx.send(ToBroker::Taint {
+                        tokens: chunk.to_vec(),
                     });
                 }
             }
