@@ -1,5 +1,24 @@
 //! `toolgate`: a local, fail-closed firewall for MCP tool calls.
 
+/// `println!` for command output: a closed stdout (`toolgate audit tail | head`) ends the
+/// command quietly instead of panicking. Never used by `wrap` or `serve`, whose stdout
+/// carries protocol frames and is written by the relay.
+macro_rules! outln {
+    () => {
+        $crate::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` for command output; see [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::write_stdout(format_args!($($arg)*))
+    };
+}
+
 mod approval;
 mod approvals_ui;
 mod broker;
@@ -16,4 +35,17 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     cli::main()
+}
+
+/// Writes command output to stdout; exits quietly (status 0) when the reader went away.
+fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if stdout
+        .write_fmt(args)
+        .and_then(|()| stdout.flush())
+        .is_err()
+    {
+        std::process::exit(0);
+    }
 }

@@ -18,6 +18,11 @@ use crate::broker::{Layout, connect};
 
 /// Approve or deny the calls waiting at the local broker.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  toolgate approvals
+  toolgate approvals --plain
+  toolgate approvals --json
+  toolgate approvals --id 3 --decision allow-once")]
 pub struct Args {
     /// Line mode for screen readers and dumb terminals: events as lines; answer with
     /// `o ID` (allow once), `s ID` (allow for the session) or `d ID` (deny).
@@ -60,7 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             other => anyhow::bail!("the broker did not send its queue (got {other:?})"),
         };
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&pending)?);
+            outln!("{}", serde_json::to_string_pretty(&pending)?);
             return Ok(ExitCode::SUCCESS);
         }
         if let (Some(id), Some(decision)) = (args.id, args.decision) {
@@ -94,7 +99,7 @@ async fn decide_one(
                 accepted,
                 message,
             }))) if got == id => {
-                println!("{}", safe(&message));
+                outln!("{}", safe(&message));
                 return Ok(if accepted {
                     ExitCode::SUCCESS
                 } else {

@@ -116,13 +116,13 @@ fn verify(path: &Path) -> anyhow::Result<ExitCode> {
         Some(last) if last > 0 => format!("seq 1–{last}"),
         _ => "header only".to_owned(),
     };
-    println!(
+    outln!(
         "audit log is intact: {} record{s} ({seqs}), {}",
         v.records,
         range(v.first_time.as_deref(), v.last_time.as_deref())
     );
-    println!("chain: {}", v.chain.as_deref().unwrap_or("-"));
-    println!(
+    outln!("chain: {}", v.chain.as_deref().unwrap_or("-"));
+    outln!(
         "last hash: {} (keep it elsewhere to detect records removed from the end later)",
         v.last_hash.as_deref().unwrap_or("-")
     );
@@ -161,39 +161,39 @@ fn summary(path: &Path, as_json: bool) -> anyhow::Result<ExitCode> {
                 }),
             );
         }
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&doc).context("cannot encode summary")?
         );
     } else {
         let rs = if s.records == 1 { "" } else { "s" };
-        println!(
+        outln!(
             "audit log `{}`: {} record{rs}, {}",
             path.display(),
             s.records,
             range(s.first_time.as_deref(), s.last_time.as_deref())
         );
         match &v.problem {
-            None => println!(
+            None => outln!(
                 "chain:     intact ({}, last seq {})",
                 v.chain.as_deref().unwrap_or("-"),
                 v.last_seq.unwrap_or(0)
             ),
-            Some(p) => println!(
+            Some(p) => outln!(
                 "chain:     BROKEN at line {}: {}",
                 p.line,
                 printable(&p.to_string())
             ),
         }
         if s.unreadable > 0 {
-            println!("unreadable lines: {}", s.unreadable);
+            outln!("unreadable lines: {}", s.unreadable);
         }
-        println!("kinds:     {}", counts(&s.by_kind));
-        println!("effects:   {}", counts(&s.by_effect));
-        println!("servers:   {}", counts(&s.by_server));
-        println!("tools:     {}", counts(&s.by_tool));
-        println!("contracts: {}", counts(&s.by_contract));
-        println!("rules:     {}", counts(&s.by_rule));
+        outln!("kinds:     {}", counts(&s.by_kind));
+        outln!("effects:   {}", counts(&s.by_effect));
+        outln!("servers:   {}", counts(&s.by_server));
+        outln!("tools:     {}", counts(&s.by_tool));
+        outln!("contracts: {}", counts(&s.by_contract));
+        outln!("rules:     {}", counts(&s.by_rule));
     }
     Ok(if v.is_intact() {
         ExitCode::SUCCESS
@@ -277,12 +277,12 @@ fn tail(path: &Path, n: usize, as_json: bool) -> anyhow::Result<ExitCode> {
     for l in lines {
         match l.record {
             Ok(r) if as_json => {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string(&r).context("cannot encode record")?
                 );
             }
-            Ok(r) => println!("{}", human_line(&r)),
+            Ok(r) => outln!("{}", human_line(&r)),
             Err(err) => {
                 eprintln!(
                     "toolgate: line {} is not a readable record: {}",

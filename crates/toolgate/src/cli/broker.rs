@@ -8,6 +8,9 @@ use crate::broker::{Layout, daemon};
 
 /// Run the local approval broker (one per user) until interrupted.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  toolgate broker                 # in a terminal of its own; Ctrl-C stops it
+  nohup toolgate broker >/dev/null 2>&1 &   # in the background; `toolgate status` checks it")]
 pub struct Args {}
 
 /// Runs `toolgate broker`.

@@ -16,6 +16,10 @@ use crate::clients::document::{self, Outcome, WrapSettings};
 /// Check the policy, the approval broker, client configurations and (optionally) that an
 /// upstream server starts.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  toolgate doctor
+  toolgate doctor --policy ./toolgate.yaml
+  toolgate doctor --probe -- npx -y @modelcontextprotocol/server-filesystem \"$PWD\"")]
 pub struct Args {
     /// The policy to check [default: the built-in starter policy].
     #[arg(long, value_name = "PATH")]
@@ -54,7 +58,7 @@ impl Out {
                 "FAIL"
             }
         };
-        println!("{tag}  {}", crate::approvals_ui::safe(text.as_ref()));
+        outln!("{tag}  {}", crate::approvals_ui::safe(text.as_ref()));
     }
 }
 

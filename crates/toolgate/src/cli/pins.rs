@@ -90,17 +90,17 @@ fn list(store: &PinStore, only: Option<&str>, as_json: bool) -> anyhow::Result<E
             })
             .collect();
         let doc = json!({ "dir": store.dir(), "tools": tools });
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&doc).context("cannot encode pins")?
         );
     } else if rows.is_empty() {
         match only {
-            Some(name) => println!(
+            Some(name) => outln!(
                 "no pinned tools for server `{}`",
                 super::audit::printable(name)
             ),
-            None => println!("no pinned tools in `{}`", store.dir().display()),
+            None => outln!("no pinned tools in `{}`", store.dir().display()),
         }
     } else {
         let sw = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
@@ -109,7 +109,7 @@ fn list(store: &PinStore, only: Option<&str>, as_json: bool) -> anyhow::Result<E
             let fp: String = pin.fingerprint.chars().take(16).collect();
             let when = pin.pinned_at.as_deref().unwrap_or("-");
             let line = format!("{server:<sw$}  {tool:<tw$}  {fp}  {when}");
-            println!("{}", super::audit::printable(&line));
+            outln!("{}", super::audit::printable(&line));
         }
     }
     Ok(if failed {
@@ -131,14 +131,14 @@ fn forget(store: &PinStore, server: &str, tool: Option<&str>) -> anyhow::Result<
             Ok(ExitCode::from(1))
         }
         (_, Some(tool)) => {
-            println!(
+            outln!(
                 "forgot the pin of tool `{tool}` of server `{server}`: its current definition will be pinned on next use"
             );
             Ok(ExitCode::SUCCESS)
         }
         (n, None) => {
             let s = if n == 1 { "" } else { "s" };
-            println!(
+            outln!(
                 "forgot {n} pinned tool{s} of server `{server}`: current definitions will be pinned on next use"
             );
             Ok(ExitCode::SUCCESS)

@@ -132,7 +132,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         } => explain_cmd(&policy, workspace, home, server, &tool, &args, json),
         Cmd::Test { policy, cases } => test(&policy, &cases),
         Cmd::Schema => {
-            println!("{}", schema::policy_schema_text());
+            outln!("{}", schema::policy_schema_text());
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -157,8 +157,8 @@ fn init(path: &Path) -> anyhow::Result<ExitCode> {
     };
     file.write_all(STARTER_POLICY.as_bytes())
         .with_context(|| format!("cannot write `{}`", path.display()))?;
-    println!("wrote a starter policy to {}", path.display());
-    println!(
+    outln!("wrote a starter policy to {}", path.display());
+    outln!(
         "review it, then check it with: toolgate policy check --policy {}",
         path.display()
     );
@@ -221,7 +221,7 @@ fn check(path: &Path) -> anyhow::Result<ExitCode> {
         Some(list) => format!("packs {}", list.join(", ")),
     };
     let w = loaded.warnings.warnings();
-    println!(
+    outln!(
         "policy is valid: {} rule{} ({} deny, {} ask, {} allow), {} tool contract{}, {packs}, default {}{}",
         p.rules.len(),
         if p.rules.len() == 1 { "" } else { "s" },
@@ -306,9 +306,9 @@ fn explain_cmd(
     };
     let decision = engine.decide(&call, &mut session, &ctx, 0);
     if json {
-        println!("{}", explain::to_json(&decision));
+        outln!("{}", explain::to_json(&decision));
     } else {
-        print!("{}", explain::to_text(&decision));
+        out!("{}", explain::to_text(&decision));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -364,15 +364,15 @@ fn test(policy_path: &Path, cases_path: &Path) -> anyhow::Result<ExitCode> {
         match run_case(&engine, &ctx, file.server.as_deref(), case) {
             Ok(()) => {
                 passed += 1;
-                println!("PASS {}", case.name);
+                outln!("PASS {}", case.name);
             }
             Err(msg) => {
                 failed += 1;
-                println!("FAIL {}: {msg}", case.name);
+                outln!("FAIL {}: {msg}", case.name);
             }
         }
     }
-    println!("{passed} passed, {failed} failed");
+    outln!("{passed} passed, {failed} failed");
     Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {

@@ -10,6 +10,9 @@ use crate::broker::proto::{FromBroker, Role, VERSION};
 
 /// Show the approval broker's state: reachable, protocol, file modes, who is connected.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  toolgate status
+  toolgate status && toolgate approvals --json")]
 pub struct Args {}
 
 /// What `status` found (also used by `doctor`).
@@ -70,36 +73,38 @@ pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
         .context("cannot start the async runtime")?;
     let report = runtime.block_on(probe(&layout));
     match &report.broker {
-        Ok(b) => println!(
+        Ok(b) => outln!(
             "broker:     reachable (pid {}), protocol {} (this toolgate speaks {VERSION})",
-            b.pid, b.version
+            b.pid,
+            b.version
         ),
-        Err(why) => println!("broker:     not reachable: {why}"),
+        Err(why) => outln!("broker:     not reachable: {why}"),
     }
-    println!("you:        uid {}", paths::my_uid());
-    println!(
+    outln!("you:        uid {}", paths::my_uid());
+    outln!(
         "directory:  {} ({})",
         layout.dir.display(),
         paths::describe(&layout.dir)
     );
-    println!(
+    outln!(
         "socket:     {} ({})",
         layout.socket.display(),
         paths::describe(&layout.socket)
     );
-    println!(
+    outln!(
         "token:      {} ({})",
         layout.token.display(),
         paths::describe(&layout.token)
     );
     match &report.broker {
         Ok(b) => {
-            println!("proxies:    {} connected", b.proxies);
-            println!("approvers:  {} connected", b.approvers);
-            println!("pending:    {}", b.pending);
-            println!(
+            outln!("proxies:    {} connected", b.proxies);
+            outln!("approvers:  {} connected", b.approvers);
+            outln!("pending:    {}", b.pending);
+            outln!(
                 "sessions:   {} sharing {} taint tokens",
-                b.sessions, b.shared_tokens
+                b.sessions,
+                b.shared_tokens
             );
             Ok(ExitCode::SUCCESS)
         }

@@ -117,28 +117,28 @@ fn print_report(plan: &Plan) {
         Some(client) => format!("{}, {}", client.name(), plan.location.scope),
         None => plan.location.scope.to_owned(),
     };
-    println!("{} ({origin}):", plan.location.path.display());
+    outln!("{} ({origin}):", plan.location.path.display());
     if plan.entries.is_empty() {
-        println!("  no servers");
+        outln!("  no servers");
     }
     for entry in &plan.entries {
         let (verb, reason) = describe(&entry.outcome);
         let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
-        println!("  {verb:<8} {} in {}{reason}", entry.name, entry.map);
+        outln!("  {verb:<8} {} in {}{reason}", entry.name, entry.map);
     }
 }
 
 fn print_diff(plan: &Plan) {
     let shown = plan.location.path.display().to_string();
     let diff = similar::TextDiff::from_lines(plan.file.text.as_str(), plan.new_text.as_str());
-    print!(
+    out!(
         "{}",
         diff.unified_diff().context_radius(3).header(&shown, &shown)
     );
 }
 
 fn confirm() -> anyhow::Result<bool> {
-    print!("apply these changes? [y/N] ");
+    out!("apply these changes? [y/N] ");
     std::io::stdout().flush()?;
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
@@ -180,15 +180,15 @@ pub fn run(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode> {
     }
     let changed: Vec<&Plan> = plans.iter().filter(|p| p.changed()).collect();
     if changed.is_empty() {
-        println!("nothing to change");
+        outln!("nothing to change");
         return Ok(ExitCode::SUCCESS);
     }
-    println!();
+    outln!();
     for plan in &changed {
         print_diff(plan);
     }
     if selection.dry_run {
-        println!("dry run: nothing was written");
+        outln!("dry run: nothing was written");
         return Ok(ExitCode::SUCCESS);
     }
     if !selection.yes {
@@ -199,20 +199,20 @@ pub fn run(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
         if !confirm()? {
-            println!("nothing was changed");
+            outln!("nothing was changed");
             return Ok(ExitCode::from(1));
         }
     }
     for plan in &changed {
         write::replace(&plan.file, &plan.new_text)?;
-        println!(
+        outln!(
             "wrote {} (backup: {})",
             plan.location.path.display(),
             write::backup_path(&plan.file.real).display()
         );
     }
     if matches!(action, Action::Init(_)) {
-        println!("restart the client (or reload its MCP servers) to use toolgate");
+        outln!("restart the client (or reload its MCP servers) to use toolgate");
     }
     Ok(ExitCode::SUCCESS)
 }
