@@ -465,6 +465,53 @@ mod tests {
         assert!(q.validate().unwrap_err().contains("why"));
     }
 
+    #[test]
+    fn shared_approvals_and_attempts_are_bounded_and_strict() {
+        let ok = json!({"type":"attempts","attempts":[{"server":"mail","tool":"send","at_ms":5}]});
+        let Ok(ToBroker::Attempts { attempts }) = serde_json::from_value::<ToBroker>(ok) else {
+            panic!("attempts did not parse");
+        };
+        assert!(validate_attempts(&attempts).is_ok());
+        let extra = json!({"type":"attempts","attempts":[{"server":null,"tool":"t","at_ms":1,"arguments":{}}]});
+        assert!(serde_json::from_value::<ToBroker>(extra).is_err());
+        let extra =
+            json!({"type":"approvals","approvals":[{"server":null,"key":"k","arguments":{}}]});
+        assert!(serde_json::from_value::<ToBroker>(extra).is_err());
+
+        let attempt = |tool: &str| SharedAttempt {
+            server: None,
+            tool: tool.into(),
+            at_ms: 0,
+        };
+        assert!(validate_attempts(&[attempt("")]).is_err());
+        assert!(validate_attempts(&[attempt(&"t".repeat(MAX_NAME + 1))]).is_err());
+        assert!(validate_attempts(&vec![attempt("t"); MAX_ATTEMPTS_PER_MESSAGE + 1]).is_err());
+        let approval = |key: &str| SharedApproval {
+            server: Some("mail".into()),
+            key: key.into(),
+        };
+        assert!(validate_approvals(&[approval("k")]).is_ok());
+        assert!(validate_approvals(&[approval("")]).is_err());
+        assert!(validate_approvals(&[approval(&"k".repeat(MAX_FIELD + 1))]).is_err());
+        assert!(validate_approvals(&vec![approval("k"); MAX_APPROVALS_PER_MESSAGE + 1]).is_err());
+        // The largest valid messages fit in a line.
+        let big = ToBroker::Approvals {
+            approvals: vec![approval(&"k".repeat(MAX_FIELD)); MAX_APPROVALS_PER_MESSAGE],
+        };
+        assert!(line(&big).len() <= MAX_LINE);
+        let big = ToBroker::Attempts {
+            attempts: vec![
+                SharedAttempt {
+                    server: Some("s".repeat(MAX_NAME)),
+                    tool: "t".repeat(MAX_NAME),
+                    at_ms: u64::MAX,
+                };
+                MAX_ATTEMPTS_PER_MESSAGE
+            ],
+        };
+        assert!(line(&big).len() <= MAX_LINE);
+    }
+
     #[tokio::test]
     async fn lines_are_bounded() {
         let mut input: &[u8] = b"{\"a\":1}\nrest";
