@@ -204,6 +204,30 @@ fn upstream_crash_mid_request_answers_every_outstanding_request() {
 }
 
 #[test]
+fn a_cancelled_request_gets_no_made_up_reply_when_the_upstream_exits() {
+    // Without toolgate, a client that cancelled a request hears nothing more about it.
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("seen");
+    let mut client = wrap_fake(&record, &[], &[]);
+    client.send(r#"{"jsonrpc":"2.0","id":1,"method":"test/hang"}"#);
+    client.send(r#"{"jsonrpc":"2.0","id":2,"method":"test/hang"}"#);
+    client.send(
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user"}}"#,
+    );
+    client.send(r#"{"jsonrpc":"2.0","id":3,"method":"test/crash","params":{"code":9}}"#);
+    let mut lines: Vec<String> = client
+        .recv_to_end()
+        .into_iter()
+        .map(|l| String::from_utf8(l).unwrap())
+        .collect();
+    lines.sort();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].contains(r#""id":2,"#), "{lines:?}");
+    assert!(lines[1].contains(r#""id":3,"#), "{lines:?}");
+    assert_eq!(client.wait().code(), Some(9));
+}
+
+#[test]
 fn exit_code_is_the_upstreams() {
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("seen");

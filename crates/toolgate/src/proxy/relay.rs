@@ -70,6 +70,9 @@ struct Pending {
     raw_id: Box<str>,
     tag: Option<u64>,
     parked: bool,
+    /// The sender cancelled it (`notifications/cancelled`): it expects no answer any more,
+    /// so none is made up when the other side goes away.
+    cancelled: bool,
 }
 
 #[derive(Debug, Default)]
@@ -498,6 +501,7 @@ fn decide(shared: &Arc<Shared>, from: Direction, env: &Envelope<'_>, raw: &[u8])
                         raw_id: raw_id_text.clone(),
                         tag,
                         parked,
+                        cancelled: false,
                     },
                 );
             };
@@ -535,6 +539,9 @@ fn decide(shared: &Arc<Shared>, from: Direction, env: &Envelope<'_>, raw: &[u8])
             }
         }
         Kind::Notification => {
+            if env.method_str() == "notifications/cancelled" {
+                mark_cancelled(shared, from, env.params);
+            }
             let verdict = shared.interceptor.on_message(
                 &Message {
                     direction: from,
@@ -592,6 +599,22 @@ fn decide(shared: &Arc<Shared>, from: Direction, env: &Envelope<'_>, raw: &[u8])
             );
             simple(from, verdict)
         }
+    }
+}
+
+/// Notes that the sender of a pending request cancelled it. The request stays pending (a
+/// late response is still relayed, as without toolgate), but the proxy will not answer it
+/// itself when the other side exits.
+fn mark_cancelled(shared: &Shared, from: Direction, params: Option<&RawValue>) {
+    let Some(params) = params else { return };
+    let Ok(view) = toolgate_mcp::views::CancelledParams::parse(params) else {
+        return;
+    };
+    let Some(key) = IdKey::from_raw(view.request_id) else {
+        return;
+    };
+    if let Some(p) = shared.lock().pending(from).get_mut(&key) {
+        p.cancelled = true;
     }
 }
 
@@ -762,6 +785,7 @@ impl Relay {
             st.upstream_gone = true;
             st.client_pending
                 .drain()
+                .filter(|(_, p)| !p.cancelled)
                 .map(|(_, p)| {
                     let raw = RawValue::from_string(p.raw_id.into_string()).ok();
                     with_newline(build::error_response(
