@@ -15,7 +15,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use serde_json::{Value, json};
 use toolgate_policy::eval::Engine;
 use toolgate_policy::fsfacts::LexicalFs;
@@ -173,4 +173,19 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+/// `POLICY_LOAD_ONLY=N` loads and compiles the 500-rule policy N times and exits, without
+/// criterion: a small, repeatable workload for `valgrind --tool=callgrind`.
+fn main() {
+    if let Some(n) = std::env::var_os("POLICY_LOAD_ONLY") {
+        let n: usize = n.to_str().and_then(|s| s.parse().ok()).unwrap_or(1);
+        let src = policy_500();
+        for _ in 0..n {
+            let loaded = load(black_box(&src), "bench.yaml").unwrap();
+            black_box(Engine::new(loaded.policy, vars()).unwrap());
+        }
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -13,7 +13,7 @@ use crate::contracts::packs::pack_names;
 use crate::contracts::{Contracts, Issue as ContractIssue};
 use crate::diag::{Diagnostic, Diagnostics, Pos, Severity, SourceMap, did_you_mean, pos_at};
 use crate::model::{POLICY_VERSION, Policy};
-use crate::rules::{PathIssue, Vars, compile_rule_with, covers_rule};
+use crate::rules::{PathIssue, Vars, compile_rule_with, covers_rule, op_bit};
 
 /// The conservative, commented starter policy written by `toolgate policy init`.
 pub const STARTER_POLICY: &str = include_str!("starter.yaml");
@@ -107,13 +107,22 @@ fn check(policy: &Policy, map: &SourceMap, diags: &mut Diagnostics) {
     }
 
     // Rules that can never decide: shadowed by an earlier rule, or by any deny rule.
+    // `covers_rule` needs the later rule's operations to be a subset of the earlier one's:
+    // comparing operation bit masks first skips most of the quadratic pairs cheaply.
+    let masks: Vec<u16> = policy
+        .rules
+        .iter()
+        .map(|r| r.operations.iter().fold(0u16, |m, o| m | op_bit(*o)))
+        .collect();
     for (j, later) in policy.rules.iter().enumerate() {
         if later.effect == crate::decision::Effect::Deny || !ok.get(j).copied().unwrap_or(false) {
             continue;
         }
+        let later_mask = masks.get(j).copied().unwrap_or(0);
         let shadow = policy.rules.iter().enumerate().find(|(i, earlier)| {
             *i != j
                 && ok.get(*i).copied().unwrap_or(false)
+                && later_mask & !masks.get(*i).copied().unwrap_or(0) == 0
                 && (*i < j || earlier.effect == crate::decision::Effect::Deny)
                 && covers_rule(earlier, later)
         });

@@ -132,7 +132,7 @@ fn names_tools_exactly(tools: Option<&[String]>) -> bool {
         .is_some_and(|t| !t.is_empty() && t.iter().all(|n| !n.contains(['*', '?', '[', '{', '\\'])))
 }
 
-fn op_bit(op: Operation) -> u16 {
+pub(crate) fn op_bit(op: Operation) -> u16 {
     let idx = Operation::ALL.iter().position(|o| *o == op).unwrap_or(0);
     1u16 << idx
 }
