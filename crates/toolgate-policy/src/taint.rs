@@ -593,9 +593,17 @@ fn tokenize(text: &str) -> Vec<Token> {
 
     if let Some(re) = URL_RE.as_ref().filter(|_| text.contains("://")) {
         for m in re.find_iter(text) {
-            let raw = m
-                .as_str()
-                .trim_end_matches(['.', ',', ';', ':', '!', '?', ')', '\'', '"', '>', '*']);
+            // Sentence punctuation and control characters after a URL are not part of it
+            // (the URL parser drops trailing controls itself, so trim both together: the
+            // result must be a fixpoint).
+            let raw = m.as_str().trim_end_matches(|c: char| {
+                c.is_control()
+                    || c.is_whitespace()
+                    || matches!(
+                        c,
+                        '.' | ',' | ';' | ':' | '!' | '?' | ')' | '\'' | '"' | '>' | '*'
+                    )
+            });
             let end = m.start() + raw.len();
             url_spans.push((m.start(), end));
             if let Ok(net) = normalize_url(raw, "") {
