@@ -8,12 +8,9 @@
     clippy::indexing_slicing
 )]
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolgate_testkit::{Peer, read_record};
 
 const POLICY: &str = r#"
 version: 1
@@ -36,161 +33,9 @@ tools:
     command_param: command
 "#;
 
-struct Gate {
-    peer: Peer,
-    dir: tempfile::TempDir,
-}
-
-impl Gate {
-    fn start(policy: &str, extra: &[&str]) -> Gate {
-        let dir = tempfile::tempdir().unwrap();
-        let base = dir.path().canonicalize().unwrap();
-        std::fs::create_dir_all(base.join("work")).unwrap();
-        std::fs::create_dir_all(base.join("home/.ssh")).unwrap();
-        std::fs::create_dir_all(base.join("pins")).unwrap();
-        std::fs::write(base.join("home/.ssh/id_rsa"), "FAKE KEY").unwrap();
-        std::fs::write(base.join("work/notes.txt"), "hello").unwrap();
-        let policy_path = base.join("policy.yaml");
-        std::fs::write(&policy_path, policy).unwrap();
-        let exe = env!("CARGO_BIN_EXE_toolgate");
-        let mut cmd = Command::new(exe);
-        cmd.arg("wrap")
-            .arg("--workspace")
-            .arg(base.join("work"))
-            .arg("--policy")
-            .arg(&policy_path);
-        if !extra.contains(&"--audit") {
-            cmd.arg("--audit").arg(base.join("audit.jsonl"));
-        }
-        // The upstream: the demo MCP server (read_file, write_file, read_inbox, send_email,
-        // run_command, fetch), recording every line it receives.
-        cmd.args(extra)
-            .arg("--")
-            .arg(exe)
-            .args(["demo", "--internal-server", "--workspace"])
-            .arg(base.join("work"))
-            .arg("--outbox")
-            .arg(base.join("outbox"))
-            .arg("--record")
-            .arg(base.join("record"))
-            .env("HOME", base.join("home"))
-            .env("TOOLGATE_PINS_DIR", base.join("pins"));
-        Gate {
-            peer: Peer::spawn(cmd, false),
-            dir,
-        }
-    }
-
-    fn base(&self) -> PathBuf {
-        self.dir.path().canonicalize().unwrap()
-    }
-
-    /// Everything the upstream received so far, as text.
-    fn upstream_saw(&self) -> String {
-        read_record(&self.base().join("record"))
-            .iter()
-            .map(|l| String::from_utf8_lossy(l).into_owned())
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    fn send(&mut self, v: Value) {
-        self.peer.send(serde_json::to_vec(&v).unwrap());
-    }
-
-    fn init(&mut self, capabilities: Value) {
-        self.send(
-            json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
-            "protocolVersion":"2025-06-18","capabilities":capabilities,
-            "clientInfo":{"name":"enforce-test","version":"0"}}}),
-        );
-        let r = self.recv_response(&json!("init"));
-        assert!(r.get("result").is_some(), "{r}");
-        self.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
-        self.list_tools();
-    }
-
-    /// Lists every page of tools (pins them), like a real client before its first call.
-    fn list_tools(&mut self) -> Vec<Value> {
-        let mut tools = Vec::new();
-        let mut cursor: Option<String> = None;
-        for n in 0..20 {
-            let id = json!(format!("list-{n}"));
-            let params = match &cursor {
-                Some(c) => json!({"cursor": c}),
-                None => json!({}),
-            };
-            self.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/list","params":params}));
-            let r = self.recv_response(&id);
-            tools.extend(r["result"]["tools"].as_array().unwrap().iter().cloned());
-            cursor = r["result"]["nextCursor"].as_str().map(str::to_owned);
-            if cursor.is_none() {
-                return tools;
-            }
-        }
-        panic!("tools/list did not end");
-    }
-
-    fn call(&mut self, id: i64, tool: &str, args: Value) {
-        self.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
-                         "params":{"name":tool,"arguments":args}}));
-    }
-
-    /// The next message that is a response to `id` (notifications are skipped; a request
-    /// from toolgate fails the test).
-    fn recv_response(&mut self, id: &Value) -> Value {
-        loop {
-            let m = self.peer.recv_json();
-            if m.get("method").is_some() && m.get("id").is_some() {
-                panic!("unexpected request while waiting for {id}: {m}");
-            }
-            if m.get("id") == Some(id) {
-                return m;
-            }
-        }
-    }
-
-    /// The next request toolgate sends to the client (an elicitation).
-    fn recv_request(&mut self) -> Value {
-        loop {
-            let m = self.peer.recv_json();
-            if m.get("method").is_some() && m.get("id").is_some() {
-                return m;
-            }
-            assert!(
-                m.get("id").is_none(),
-                "a response arrived before the prompt: {m}"
-            );
-        }
-    }
-
-    fn answer(&mut self, request: &Value, result: Value) {
-        self.send(json!({"jsonrpc":"2.0","id":request["id"].clone(),"result":result}));
-    }
-
-    fn audit(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.base().join("audit.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-}
-
-fn text(response: &Value) -> String {
-    response["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or("")
-        .to_owned()
-}
-
-fn is_denied(response: &Value) -> bool {
-    response["result"]["isError"] == true && text(response).starts_with("toolgate blocked")
-}
-
-fn accept(choice: &str) -> Value {
-    json!({"action":"accept","content":{"decision":choice}})
-}
+#[path = "support/gate.rs"]
+mod gate;
+use gate::{Gate, accept, is_denied, text};
 
 #[test]
 fn denied_call_never_reaches_the_upstream_and_allowed_call_does() {
