@@ -1,12 +1,11 @@
 //! The policy side of enforcement: one session's engine, contracts and state behind a small
 //! trait, so the interceptor stays about protocol and the policy crate stays pure.
 
-use std::path::Path;
 
 use serde_json::Value;
 use toolgate_policy::decision::{Contract, Effect, SinkVerdict};
 use toolgate_policy::eval::{Decision, Engine, combine};
-use toolgate_policy::fsfacts::{FsFacts, lexical_normalize};
+use toolgate_policy::fsfacts::FsFacts;
 use toolgate_policy::normalize::{NormalizeContext, ToolCall, normalize_url};
 use toolgate_policy::rules::{CallFacts, Vars};
 use toolgate_policy::session::{PinState, Session, SessionLimits};
@@ -90,39 +89,10 @@ pub trait Backend: Send {
     fn pins_to_persist(&self) -> std::collections::BTreeMap<String, Value>;
 }
 
-/// Canonicalises paths against the real filesystem: symlinks of the existing prefix are
-/// resolved, the missing tail is appended.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RealFs;
-
-impl FsFacts for RealFs {
-    fn canonicalize(&self, abs_path: &str) -> Option<String> {
-        if abs_path.contains('\0') {
-            return None;
-        }
-        let lexical = lexical_normalize(abs_path)?;
-        let mut existing = Path::new(&lexical);
-        let mut tail = Vec::new();
-        loop {
-            match std::fs::canonicalize(existing) {
-                Ok(real) => {
-                    let mut out = real;
-                    for piece in tail.iter().rev() {
-                        out.push(piece);
-                    }
-                    let out = out.to_str()?.to_owned();
-                    // The tail may hold `..` only lexically removed above; re-normalise.
-                    return lexical_normalize(&out);
-                }
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                    tail.push(existing.file_name()?.to_owned());
-                    existing = existing.parent()?;
-                }
-                Err(_) => return None,
-            }
-        }
-    }
-}
+/// The real filesystem, the same resolver `toolgate policy explain` uses (symlinks of the
+/// existing prefix resolved, dangling links followed, the missing tail appended), so `wrap`,
+/// `serve` and `explain` always agree on a path.
+pub use crate::fsfacts::SoftFs as RealFs;
 
 /// The real backend: the compiled policy and one session's state.
 #[derive(Debug)]
