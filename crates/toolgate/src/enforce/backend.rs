@@ -1,7 +1,6 @@
 //! The policy side of enforcement: one session's engine, contracts and state behind a small
 //! trait, so the interceptor stays about protocol and the policy crate stays pure.
 
-
 use serde_json::Value;
 use toolgate_policy::decision::{Contract, Effect, SinkVerdict};
 use toolgate_policy::eval::{Decision, Engine, combine};
