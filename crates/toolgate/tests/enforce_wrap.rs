@@ -12,30 +12,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-const POLICY: &str = r#"
-version: 1
-default: ask
-packs: []
-rules:
-  - id: protect-secrets
-    effect: deny
-    operations: [fs.read, fs.write, fs.delete]
-    resources: ["${home}/.ssh/**", "**/.env"]
-  - id: allow-workspace-read
-    effect: allow
-    operations: [fs.read]
-    resources: ["${workspace}/**"]
-tools:
-  read_file:
-    operation: fs.read
-    path_params: [path]
-  run_command:
-    command_param: command
-"#;
-
 #[path = "support/gate.rs"]
 mod gate;
-use gate::{Gate, accept, is_denied, text};
+use gate::{Gate, POLICY, accept, is_denied, text};
 
 #[test]
 fn denied_call_never_reaches_the_upstream_and_allowed_call_does() {

@@ -14,6 +14,28 @@ use std::process::Command;
 use serde_json::{Value, json};
 use toolgate_testkit::{Peer, read_record};
 
+/// The policy most enforce tests run under.
+pub const POLICY: &str = r#"
+version: 1
+default: ask
+packs: []
+rules:
+  - id: protect-secrets
+    effect: deny
+    operations: [fs.read, fs.write, fs.delete]
+    resources: ["${home}/.ssh/**", "**/.env"]
+  - id: allow-workspace-read
+    effect: allow
+    operations: [fs.read]
+    resources: ["${workspace}/**"]
+tools:
+  read_file:
+    operation: fs.read
+    path_params: [path]
+  run_command:
+    command_param: command
+"#;
+
 pub struct Gate {
     pub peer: Peer,
     pub dir: tempfile::TempDir,
