@@ -14,11 +14,14 @@
 //! - [`views`] are borrowed views of the MCP params and results the enforcement
 //!   layer needs (`tools/call`, `initialize`, per-request `_meta`, `tools/list`,
 //!   `notifications/cancelled`).
+//! - [`splice`] removes tools from a `tools/list` response frame, keeping every other
+//!   byte.
 
 pub mod build;
 mod envelope;
 mod id;
 mod recover;
+pub mod splice;
 pub mod views;
 
 pub use envelope::{Envelope, Frame, Invalid, Kind, ParseError, classify, classify_value};
