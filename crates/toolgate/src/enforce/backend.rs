@@ -86,6 +86,11 @@ pub trait Backend: Send {
     fn approve(&mut self, call: &Call<'_>, ruling: &Ruling, scope: Scope);
     /// The accepted tool definitions, to persist for the next run (pending changes excluded).
     fn pins_to_persist(&self) -> std::collections::BTreeMap<String, Value>;
+    /// True when the policy forbids `tool` outright (its resolved contract has
+    /// `max_calls: 0`): `tools/list` hides it from the client.
+    fn forbidden_outright(&self, _tool: &str) -> bool {
+        false
+    }
 }
 
 /// The real filesystem, the same resolver `toolgate policy explain` uses (symlinks of the
@@ -200,6 +205,13 @@ impl EngineBackend {
 impl Backend for EngineBackend {
     fn pins_to_persist(&self) -> std::collections::BTreeMap<String, Value> {
         self.session.pins_to_persist()
+    }
+
+    fn forbidden_outright(&self, tool: &str) -> bool {
+        // The same contract a call is decided under (the pinned definition).
+        let definition = self.session.pinned_definition(tool);
+        let resolved = self.engine.contracts().lookup_with(tool, definition);
+        resolved.contract.max_calls == Some(0)
     }
 
     fn decide(&mut self, call: &Call<'_>, now_ms: u64) -> Ruling {

@@ -771,7 +771,16 @@ impl Enforcer {
                     ev.reason = Some("pinned".to_owned());
                     let _ = self.audit(ev);
                 }
-                Verdict::Forward
+                // Pinned from the full page above; the client sees it without the tools the
+                // policy forbids outright.
+                let hidden: Vec<&str> = {
+                    let backend = lock(&self.inner.backend);
+                    page.iter()
+                        .filter_map(|t| t.get("name").and_then(Value::as_str))
+                        .filter(|name| backend.forbidden_outright(name))
+                        .collect()
+                };
+                hide_tools(message.raw, &hidden)
             }
             Watched::ToolCall {
                 tool,
@@ -897,6 +906,33 @@ impl Enforcer {
                 Verdict::Forward
             }
             _ => Verdict::Forward,
+        }
+    }
+}
+
+/// A `tools/list` response without the tools the policy forbids outright (`max_calls: 0`),
+/// so the agent never tries them; every other byte is kept (`toolgate_mcp::splice`).
+/// Hiding is a courtesy, not the enforcement: a call to a hidden tool is still denied by
+/// its budget, so a frame that cannot be spliced is forwarded as it is (and logged).
+fn hide_tools(frame: &[u8], hidden: &[&str]) -> Verdict {
+    if hidden.is_empty() {
+        return Verdict::Forward;
+    }
+    match toolgate_mcp::splice::splice_tools_list(frame, |name, _| hidden.contains(&name)) {
+        Ok(Some(spliced)) => {
+            tracing::debug!(
+                "tools/list: hid `{}` from the client (`max_calls: 0`)",
+                spliced.removed.join("`, `")
+            );
+            Verdict::Replace(spliced.frame)
+        }
+        Ok(None) => Verdict::Forward,
+        Err(e) => {
+            tracing::warn!(
+                "{e}; forwarded with `{}` listed (calls to it are still denied)",
+                hidden.join("`, `")
+            );
+            Verdict::Forward
         }
     }
 }
