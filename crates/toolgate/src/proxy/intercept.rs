@@ -100,6 +100,12 @@ impl fmt::Debug for Verdict {
 pub trait Interceptor: Send + Sync + 'static {
     /// Decides one message.
     fn on_message(&self, message: &Message<'_>, proxy: &ProxyHandle) -> Verdict;
+
+    /// Called after the outputs of a message have been written (a forwarded response is
+    /// with the client), before the relay reads the next message from the same side: the
+    /// place for work that must happen but need not delay delivery, such as auditing a
+    /// result. Must be quick when there is nothing to do.
+    fn after_delivery(&self) {}
 }
 
 /// Forwards everything untouched: the transparent relay.

@@ -52,15 +52,13 @@ pub async fn run(
         anyhow::bail!("the upstream's stdin/stdout are not piped");
     };
 
-    let (client_tx, client_rx) = mpsc::channel(32);
-    let (out_tx, out_rx) = mpsc::channel(32);
-    relay::spawn_stdin_reader(config.relay.max_message_bytes, client_tx)?;
-    relay::start_stdout_writer(out_rx)?;
+    let client_in = relay::client_input(config.relay.max_message_bytes)?;
+    let client_out = relay::client_sink()?;
     let mut relay = relay::Relay::start(
         &config.relay,
-        interceptor,
-        client_rx,
-        out_tx,
+        Arc::clone(&interceptor),
+        client_in,
+        client_out,
         child_in,
         child_out,
     );
@@ -110,6 +108,7 @@ pub async fn run(
     }
     relay.upstream_gone().await;
     relay.flush_client(Duration::from_secs(2)).await;
+    interceptor.after_delivery();
     Ok(child::exit_code(status))
 }
 

@@ -1,13 +1,20 @@
 //! The relay: one task per direction, one writer per output, pending requests per side.
 //!
 //! ```text
-//!  client stdin ─(thread)─► client task ──► Interceptor ──► upstream writer ─► child stdin
-//!  client stdout ◄─(thread)─ client writer ◄── Interceptor ◄── upstream task ◄─ child stdout
+//!  client stdin ──► client task ──► Interceptor ──► (writer lock) ─► child stdin
+//!  client stdout ◄─ (writer lock) ◄── Interceptor ◄── upstream task ◄─ child stdout
 //! ```
 //!
 //! Each direction is handled by exactly one task, so per-direction order is preserved;
 //! forwarded frames are moved, never copied or re-serialised. Parked decisions run in
 //! their own tasks and never block other traffic.
+//!
+//! The hot path has no thread hand-off: when stdin and stdout are pipes or sockets of
+//! toolgate's own (the case under an MCP client) they are driven by the runtime's epoll
+//! like the child's pipes, and a frame is written by the task that decided it, under a
+//! fair lock that keeps the order of writers. Otherwise (a terminal, a file, a pipe shared
+//! with another stream) a dedicated thread reads stdin or writes stdout, so toolgate never
+//! makes a shared file description non-blocking.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
@@ -58,10 +65,108 @@ pub enum ClientOut {
     Barrier(oneshot::Sender<()>),
 }
 
-#[derive(Debug)]
-enum ServerOut {
-    Frame(Vec<u8>),
-    Close,
+/// The client's input: read on the runtime, or by a thread through a channel.
+pub(crate) enum ClientInput {
+    /// Events from a reader thread (or a test).
+    Queue(mpsc::Receiver<ClientEvent>),
+    /// stdin driven by the runtime: a pipe or socket of toolgate's own.
+    Direct(AsyncLines<BufReader<AsyncIn>>),
+}
+
+impl ClientInput {
+    async fn next(&mut self) -> ClientEvent {
+        match self {
+            ClientInput::Queue(rx) => rx.recv().await.unwrap_or(ClientEvent::Eof),
+            ClientInput::Direct(lines) => match lines.next_line().await {
+                Ok(Some(line)) => ClientEvent::Line(line),
+                Ok(None) => ClientEvent::Eof,
+                Err(err) => {
+                    warn!("reading stdin failed: {err}");
+                    ClientEvent::Eof
+                }
+            },
+        }
+    }
+}
+
+/// Where frames for the client go: written in place, or queued for a writer thread.
+pub(crate) enum ClientSink {
+    /// To a writer thread (or a test).
+    Queue(mpsc::Sender<ClientOut>),
+    /// Written by the sending task; the lock keeps writers in order (it is fair).
+    Direct(tokio::sync::Mutex<DirectOut>),
+}
+
+/// toolgate's stdout, written without blocking.
+pub(crate) struct DirectOut {
+    out: AsyncOut,
+    /// A write failed: the client is gone; later frames are discarded.
+    broken: bool,
+}
+
+impl ClientSink {
+    /// Sends one frame (newline included). `Err` when the client can no longer get it.
+    async fn send(&self, frame: Vec<u8>) -> Result<(), ProxyError> {
+        match self {
+            ClientSink::Queue(tx) => tx
+                .send(ClientOut::Frame(frame))
+                .await
+                .map_err(|_| ProxyError::ClientGone),
+            ClientSink::Direct(out) => {
+                let mut out = out.lock().await;
+                if out.broken {
+                    return Err(ProxyError::ClientGone);
+                }
+                if let Err(err) = out.out.write_all(&frame).await {
+                    debug!("writing to the client failed: {err}");
+                    out.broken = true;
+                    return Err(ProxyError::ClientGone);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Waits until every frame sent before has been written, up to `limit`.
+    async fn flush(&self, limit: Duration) {
+        match self {
+            ClientSink::Queue(tx) => {
+                let (ack, done) = oneshot::channel();
+                let sent = tokio::time::timeout(limit, tx.send(ClientOut::Barrier(ack)));
+                if matches!(sent.await, Ok(Ok(()))) {
+                    let _ = tokio::time::timeout(limit, done).await;
+                }
+            }
+            // The lock is fair: once it is ours, every earlier writer has finished.
+            ClientSink::Direct(out) => {
+                let _ = tokio::time::timeout(limit, out.lock()).await;
+            }
+        }
+    }
+}
+
+/// The upstream's stdin, written by the sending task under a fair lock; `None` once
+/// closed or broken.
+struct ServerSink(tokio::sync::Mutex<Option<ChildStdin>>);
+
+impl ServerSink {
+    async fn send(&self, frame: &[u8]) -> Result<(), ProxyError> {
+        let mut stdin = self.0.lock().await;
+        let Some(pipe) = stdin.as_mut() else {
+            return Err(ProxyError::UpstreamGone);
+        };
+        if let Err(err) = pipe.write_all(frame).await {
+            debug!("writing to the upstream failed: {err}");
+            *stdin = None;
+            return Err(ProxyError::UpstreamGone);
+        }
+        Ok(())
+    }
+
+    /// Closes the upstream's stdin (after any write in progress).
+    async fn close(&self) {
+        self.0.lock().await.take();
+    }
 }
 
 /// A request waiting for its response.
@@ -99,8 +204,8 @@ impl State {
 struct Shared {
     interceptor: Arc<dyn Interceptor>,
     state: Mutex<State>,
-    to_client: mpsc::Sender<ClientOut>,
-    to_server: mpsc::Sender<ServerOut>,
+    to_client: ClientSink,
+    to_server: ServerSink,
     origin_prefix: String,
     next_origin: AtomicU64,
 }
@@ -176,13 +281,7 @@ impl ProxyHandle {
             st.origin.insert(id.clone().into_boxed_str(), tx);
         }
         let frame = with_newline(build::request(&id, method, params));
-        if self
-            .shared
-            .to_client
-            .send(ClientOut::Frame(frame))
-            .await
-            .is_err()
-        {
+        if self.shared.to_client.send(frame).await.is_err() {
             self.shared.lock().origin.remove(id.as_str());
             return Err(ProxyError::ClientGone);
         }
@@ -207,11 +306,7 @@ impl ProxyHandle {
 
     /// Sends one message (no trailing newline) to the client.
     pub async fn send_to_client(&self, message: Vec<u8>) -> Result<(), ProxyError> {
-        self.shared
-            .to_client
-            .send(ClientOut::Frame(with_newline(message)))
-            .await
-            .map_err(|_| ProxyError::ClientGone)
+        self.shared.to_client.send(with_newline(message)).await
     }
 
     /// Sends one message (no trailing newline) to the upstream server.
@@ -219,11 +314,7 @@ impl ProxyHandle {
         if self.shared.lock().upstream_gone {
             return Err(ProxyError::UpstreamGone);
         }
-        self.shared
-            .to_server
-            .send(ServerOut::Frame(with_newline(message)))
-            .await
-            .map_err(|_| ProxyError::UpstreamGone)
+        self.shared.to_server.send(&with_newline(message)).await
     }
 
     /// The reserved id prefix of this relay's own requests.
@@ -283,15 +374,10 @@ async fn dispatch(shared: &Shared, out: Out) {
     match out {
         Out::Client(frame) => {
             // A closed client writer means stdout is gone; nothing left to tell.
-            let _ = shared.to_client.send(ClientOut::Frame(frame)).await;
+            let _ = shared.to_client.send(frame).await;
         }
         Out::Server(frame) => {
-            if shared
-                .to_server
-                .send(ServerOut::Frame(frame))
-                .await
-                .is_err()
-            {
+            if shared.to_server.send(&frame).await.is_err() {
                 debug!("upstream writer is gone; frame dropped");
             }
         }
@@ -352,6 +438,9 @@ async fn on_frame(shared: &Arc<Shared>, from: Direction, frame: Vec<u8>) {
             }
         }
     }
+    // Work the interceptor kept off the latency path (e.g. auditing a result the client
+    // now has) runs before the next frame is read.
+    shared.interceptor.after_delivery();
 }
 
 /// Batches from the client are rejected: every request in it gets a `-32600` error (in
@@ -739,21 +828,19 @@ impl Relay {
     pub(crate) fn start(
         config: &RelayConfig,
         interceptor: Arc<dyn Interceptor>,
-        client_in: mpsc::Receiver<ClientEvent>,
-        to_client: mpsc::Sender<ClientOut>,
+        client_in: ClientInput,
+        to_client: ClientSink,
         upstream_in: ChildStdin,
         upstream_out: ChildStdout,
     ) -> Relay {
-        let (to_server, server_rx) = mpsc::channel(QUEUE);
         let shared = Arc::new(Shared {
             interceptor,
             state: Mutex::new(State::default()),
             to_client,
-            to_server,
+            to_server: ServerSink(tokio::sync::Mutex::new(Some(upstream_in))),
             origin_prefix: format!("{ORIGIN_ID_PREFIX}{:016x}-", random_u64()),
             next_origin: AtomicU64::new(1),
         });
-        tokio::spawn(upstream_writer(upstream_in, server_rx));
         let upstream_task = tokio::spawn(upstream_reader(
             Arc::clone(&shared),
             upstream_out,
@@ -799,22 +886,18 @@ impl Relay {
         for reply in replies {
             dispatch(&self.shared, Out::Client(reply)).await;
         }
-        let _ = self.shared.to_server.send(ServerOut::Close).await;
+        self.shared.to_server.close().await;
     }
 
     /// Waits until everything queued for the client has been written, up to `limit`.
     pub(crate) async fn flush_client(&self, limit: Duration) {
-        let (tx, rx) = oneshot::channel();
-        let sent = tokio::time::timeout(limit, self.shared.to_client.send(ClientOut::Barrier(tx)));
-        if matches!(sent.await, Ok(Ok(()))) {
-            let _ = tokio::time::timeout(limit, rx).await;
-        }
+        self.shared.to_client.flush(limit).await;
     }
 }
 
-async fn client_reader(shared: Arc<Shared>, mut rx: mpsc::Receiver<ClientEvent>) {
-    while let Some(event) = rx.recv().await {
-        match event {
+async fn client_reader(shared: Arc<Shared>, mut input: ClientInput) {
+    loop {
+        match input.next().await {
             ClientEvent::Line(Line::Frame(frame)) => {
                 on_frame(&shared, Direction::ClientToServer, frame).await;
             }
@@ -841,7 +924,7 @@ async fn client_reader(shared: Arc<Shared>, mut rx: mpsc::Receiver<ClientEvent>)
     debug!("client input closed; closing the upstream's stdin");
     shared.lock().client_gone = true;
     shared.lock().origin.clear();
-    let _ = shared.to_server.send(ServerOut::Close).await;
+    shared.to_server.close().await;
 }
 
 async fn upstream_reader(shared: Arc<Shared>, stdout: ChildStdout, max: usize) {
@@ -877,91 +960,106 @@ async fn upstream_reader(shared: Arc<Shared>, stdout: ChildStdout, max: usize) {
     debug!("upstream stdout closed");
 }
 
-async fn upstream_writer(stdin: ChildStdin, mut rx: mpsc::Receiver<ServerOut>) {
-    let mut stdin = Some(stdin);
-    while let Some(msg) = rx.recv().await {
-        match msg {
-            ServerOut::Frame(frame) => {
-                if let Some(pipe) = &mut stdin
-                    && let Err(err) = pipe.write_all(&frame).await
-                {
-                    debug!("writing to the upstream failed: {err}");
-                    stdin = None;
-                }
-            }
-            ServerOut::Close => stdin = None,
-        }
-    }
-}
-
-/// Starts the client's stdout writer.
-///
-/// When stdout is a pipe or a socket of its own (the case under an MCP client), it is
-/// written from the runtime without blocking (`O_NONBLOCK` on toolgate's end, driven by
-/// epoll): no thread hand-off per frame. Otherwise (a terminal, a file, or the same pipe
-/// or socket as stdin or stderr) a dedicated thread writes it, so that toolgate never
-/// makes a file description non-blocking under another reader or writer.
-pub(crate) fn start_stdout_writer(rx: mpsc::Receiver<ClientOut>) -> std::io::Result<()> {
-    match nonblocking_stdout() {
-        Some(fd) => {
-            tokio::spawn(async_stdout_writer(fd, rx));
-            Ok(())
-        }
-        None => spawn_stdout_writer(rx).map(drop),
-    }
-}
-
-type AsyncOut = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
-
-fn nonblocking_stdout() -> Option<AsyncOut> {
-    use rustix::fs::{FileType, fstat};
+/// The client's stdout: written in place when it is a pipe or a socket of toolgate's own
+/// (the case under an MCP client: `O_NONBLOCK` on toolgate's end, driven by epoll, no
+/// thread hand-off per frame); otherwise (a terminal, a file, or the same pipe or socket
+/// as stdin or stderr) a dedicated thread writes it, so that toolgate never makes a file
+/// description non-blocking under another reader or writer.
+pub(crate) fn client_sink() -> std::io::Result<ClientSink> {
     use std::os::fd::AsFd;
     let stdout = std::io::stdout();
-    let fd = stdout.as_fd();
-    let st = fstat(fd).ok()?;
-    // O_NONBLOCK applies to the open file description: never set it when stdin or stderr
-    // (which the upstream inherits) is the same pipe or socket.
-    let same = |other: Option<rustix::fs::Stat>| {
-        other.is_some_and(|o| o.st_dev == st.st_dev && o.st_ino == st.st_ino)
-    };
-    if same(fstat(std::io::stdin().as_fd()).ok()) || same(fstat(std::io::stderr().as_fd()).ok()) {
-        return None;
-    }
-    let kind = FileType::from_raw_mode(st.st_mode);
-    let owned = rustix::io::dup(fd).ok()?;
-    match kind {
-        // Both set O_NONBLOCK on the (shared) file description of toolgate's stdout.
-        FileType::Fifo => tokio::net::unix::pipe::Sender::from_owned_fd(owned)
-            .ok()
-            .map(|w| Box::pin(w) as AsyncOut),
-        FileType::Socket => {
-            let std = std::os::unix::net::UnixStream::from(owned);
-            std.set_nonblocking(true).ok()?;
-            tokio::net::UnixStream::from_std(std)
-                .ok()
-                .map(|w| Box::pin(w) as AsyncOut)
+    match own_stream(
+        stdout.as_fd(),
+        [std::io::stdin().as_fd(), std::io::stderr().as_fd()],
+    )
+    .and_then(writer_of)
+    {
+        Some(out) => Ok(ClientSink::Direct(tokio::sync::Mutex::new(DirectOut {
+            out,
+            broken: false,
+        }))),
+        None => {
+            let (tx, rx) = mpsc::channel(QUEUE);
+            spawn_stdout_writer(rx)?;
+            Ok(ClientSink::Queue(tx))
         }
-        _ => None,
     }
 }
 
-async fn async_stdout_writer(mut out: AsyncOut, mut rx: mpsc::Receiver<ClientOut>) {
-    let mut broken = false;
-    while let Some(msg) = rx.recv().await {
-        match msg {
-            ClientOut::Frame(frame) => {
-                if broken {
-                    continue;
-                }
-                if let Err(err) = out.write_all(&frame).await {
-                    debug!("writing to the client failed: {err}");
-                    broken = true;
-                }
-            }
-            ClientOut::Barrier(ack) => {
-                let _ = ack.send(());
-            }
+/// The client's stdin: read on the runtime when it is a pipe or a socket of toolgate's
+/// own, else by a dedicated thread (a blocking read that shutdown never waits for).
+pub(crate) fn client_input(max: usize) -> std::io::Result<ClientInput> {
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin();
+    match own_stream(
+        stdin.as_fd(),
+        [std::io::stdout().as_fd(), std::io::stderr().as_fd()],
+    )
+    .and_then(reader_of)
+    {
+        Some(input) => Ok(ClientInput::Direct(AsyncLines::new(
+            BufReader::with_capacity(64 * 1024, input),
+            max,
+        ))),
+        None => {
+            let (tx, rx) = mpsc::channel(QUEUE);
+            spawn_stdin_reader(max, tx)?;
+            Ok(ClientInput::Queue(rx))
         }
+    }
+}
+
+type AsyncOut = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send + Sync>>;
+type AsyncIn = std::pin::Pin<Box<dyn tokio::io::AsyncRead + Send + Sync>>;
+
+/// A stream toolgate may make non-blocking: a pipe or socket that is not also one of
+/// `others` (O_NONBLOCK applies to the open file description, which the upstream inherits
+/// for stderr). Returns a duplicate of the descriptor and whether it is a socket.
+fn own_stream<const N: usize>(
+    fd: std::os::fd::BorrowedFd<'_>,
+    others: [std::os::fd::BorrowedFd<'_>; N],
+) -> Option<(std::os::fd::OwnedFd, bool)> {
+    use rustix::fs::{FileType, fstat};
+    let st = fstat(fd).ok()?;
+    let same = |other: std::os::fd::BorrowedFd<'_>| {
+        fstat(other).is_ok_and(|o| o.st_dev == st.st_dev && o.st_ino == st.st_ino)
+    };
+    if others.into_iter().any(same) {
+        return None;
+    }
+    let socket = match FileType::from_raw_mode(st.st_mode) {
+        FileType::Fifo => false,
+        FileType::Socket => true,
+        _ => return None,
+    };
+    Some((rustix::io::dup(fd).ok()?, socket))
+}
+
+fn writer_of((fd, socket): (std::os::fd::OwnedFd, bool)) -> Option<AsyncOut> {
+    if socket {
+        let std = std::os::unix::net::UnixStream::from(fd);
+        std.set_nonblocking(true).ok()?;
+        tokio::net::UnixStream::from_std(std)
+            .ok()
+            .map(|w| Box::pin(w) as AsyncOut)
+    } else {
+        tokio::net::unix::pipe::Sender::from_owned_fd(fd)
+            .ok()
+            .map(|w| Box::pin(w) as AsyncOut)
+    }
+}
+
+fn reader_of((fd, socket): (std::os::fd::OwnedFd, bool)) -> Option<AsyncIn> {
+    if socket {
+        let std = std::os::unix::net::UnixStream::from(fd);
+        std.set_nonblocking(true).ok()?;
+        tokio::net::UnixStream::from_std(std)
+            .ok()
+            .map(|r| Box::pin(r) as AsyncIn)
+    } else {
+        tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
+            .ok()
+            .map(|r| Box::pin(r) as AsyncIn)
     }
 }
 

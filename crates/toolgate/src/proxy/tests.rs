@@ -9,7 +9,9 @@ use toolgate_mcp::{RawValue, build, views::ToolsCallParams};
 
 use super::intercept::{Direction, Interceptor, Message, Verdict};
 use super::lines::Line;
-use super::relay::{ClientEvent, ClientOut, ProxyHandle, Relay, RelayConfig};
+use super::relay::{
+    ClientEvent, ClientInput, ClientOut, ClientSink, ProxyHandle, Relay, RelayConfig,
+};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -98,8 +100,8 @@ impl Harness {
                 max_message_bytes: 1 << 20,
             },
             interceptor,
-            client_rx,
-            out_tx,
+            ClientInput::Queue(client_rx),
+            ClientSink::Queue(out_tx),
             child.stdin.take().unwrap(),
             child.stdout.take().unwrap(),
         );
