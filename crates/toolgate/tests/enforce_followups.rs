@@ -42,7 +42,7 @@ fn the_servers_own_request_state_is_decided_like_any_call_and_forwarded_untouche
     );
     // Its result is audited like any other.
     assert!(
-        g.audit()
+        g.synced_audit()
             .iter()
             .any(|a| a["kind"] == "result" && a["request_id"] == "1"),
         "{:?}",
@@ -201,7 +201,7 @@ tools:
     let r = g.recv_response(&json!(2));
     assert!(text(&r).contains("payments@evil.example"), "{r}");
     // Audited: the approval and the result.
-    let audit = g.audit();
+    let audit = g.synced_audit();
     assert!(
         audit.iter().any(|a| a["kind"] == "result"
             && a["request_id"] == "2"
@@ -245,7 +245,7 @@ fn resources_read_that_asks_is_asked_through_the_client() {
     let r = g.recv_response(&json!(2));
     assert!(r.get("result").is_some(), "{r}");
     assert!(g.upstream_saw().contains("outside.txt"));
-    let audit = g.audit();
+    let audit = g.synced_audit();
     assert!(
         audit
             .iter()

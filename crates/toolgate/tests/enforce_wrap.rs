@@ -43,7 +43,7 @@ fn denied_call_never_reaches_the_upstream_and_allowed_call_does() {
     );
 
     // Both decisions and the allowed call's result are audited, and the chain verifies.
-    let audit = g.audit();
+    let audit = g.synced_audit();
     let decisions: Vec<&Value> = audit.iter().filter(|r| r["kind"] == "decision").collect();
     assert_eq!(decisions.len(), 2, "{audit:?}");
     assert_eq!(decisions[0]["effect"], "deny");
@@ -106,7 +106,7 @@ fn elicitation_accept_once_forwards_and_decline_denies() {
     assert!(is_denied(&r), "{r}");
     assert!(text(&r).contains("declined"), "{}", text(&r));
     assert!(!g.upstream_saw().contains("npm run build"));
-    let audit = g.audit();
+    let audit = g.synced_audit();
     assert!(
         audit
             .iter()

@@ -6,8 +6,11 @@
 //! - `tools/list` results (every page) pin tool definitions; a changed definition asks.
 //! - Results of `tools/call`, `resources/read` and `prompts/get` feed the taint index.
 //! - `resources/read` is policed as fs.read (file://) or net.request (http(s)://).
-//! - Every decision and result is audited; when the audit cannot be written, the call is
-//!   denied (and a result is withheld). Any error on the decision path denies.
+//! - Every decision and result is audited; when the decision cannot be written, the call
+//!   is denied. A result's record is written right after the result is delivered (off the
+//!   latency path, before the next message is read); if that write fails it is logged, and
+//!   the next decision, which must be written too, is denied. Any error on the decision
+//!   path denies.
 
 pub mod backend;
 pub mod reply;
@@ -128,6 +131,69 @@ struct Inner {
     state: Mutex<State>,
     settings: Settings,
     sealer: Sealer,
+    /// Result records waiting for [`Interceptor::after_delivery`].
+    deferred: Mutex<Vec<Deferred>>,
+}
+
+/// A result record kept off the latency path; the hash of the result is computed when
+/// it is written.
+struct Deferred {
+    event: Event,
+    result: Option<Value>,
+}
+
+impl Inner {
+    /// Writes one audit record; `Err` means the call must be denied.
+    fn write_event(&self, mut event: Event) -> Result<(), String> {
+        if let Some(why) = &self.settings.audit_error {
+            return Err(why.clone());
+        }
+        let Some(writer) = &self.settings.audit else {
+            return Ok(());
+        };
+        event.session = Some(self.settings.session_id.clone());
+        if event.server.is_none() {
+            event.server = self.settings.server.clone();
+        }
+        writer.append(&event).map(|_| ()).map_err(|e| {
+            format!("the audit log cannot be written ({e}); toolgate denies calls it cannot record")
+        })
+    }
+
+    /// Writes the deferred result records, oldest first.
+    fn write_deferred(&self) {
+        let pending = std::mem::take(&mut *lock(&self.deferred));
+        for Deferred { mut event, result } in pending {
+            if self.settings.audit.is_none() {
+                continue;
+            }
+            if let Some(result) = result {
+                event.result_sha256 = Some(canonical_sha256(&result));
+                if self.settings.audit_raw {
+                    event.raw = Some(toolgate_audit::Raw {
+                        arguments: None,
+                        result: Some(result),
+                    });
+                }
+            }
+            let what = format!(
+                "`{}` (request {})",
+                event.tool.as_deref().unwrap_or("?"),
+                event.request_id.as_deref().unwrap_or("?")
+            );
+            if let Err(why) = self.write_event(event) {
+                tracing::warn!(
+                    "the result of {what} reached the client but was not audited: {why}"
+                );
+            }
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.write_deferred();
+    }
 }
 
 /// The enforcing interceptor.
@@ -186,6 +252,7 @@ impl Enforcer {
                 state: Mutex::new(State::default()),
                 settings,
                 sealer,
+                deferred: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -205,21 +272,16 @@ impl Enforcer {
         self.inner.settings.server.as_deref()
     }
 
-    /// Writes one audit record; `Err` means the call must be denied.
-    fn audit(&self, mut event: Event) -> Result<(), String> {
-        if let Some(why) = &self.inner.settings.audit_error {
-            return Err(why.clone());
-        }
-        let Some(writer) = &self.inner.settings.audit else {
-            return Ok(());
-        };
-        event.session = Some(self.inner.settings.session_id.clone());
-        if event.server.is_none() {
-            event.server = self.inner.settings.server.clone();
-        }
-        writer.append(&event).map(|_| ()).map_err(|e| {
-            format!("the audit log cannot be written ({e}); toolgate denies calls it cannot record")
-        })
+    /// Writes one audit record (after any deferred ones, so the log keeps the order of
+    /// events); `Err` means the call must be denied.
+    fn audit(&self, event: Event) -> Result<(), String> {
+        self.inner.write_deferred();
+        self.inner.write_event(event)
+    }
+
+    /// Queues a result record; written by [`Interceptor::after_delivery`].
+    fn defer(&self, event: Event, result: Option<Value>) {
+        lock(&self.inner.deferred).push(Deferred { event, result });
     }
 
     fn decision_event(
@@ -723,7 +785,7 @@ impl Enforcer {
                 ev.fingerprint = fingerprint;
                 ev.is_error = Some(true);
                 ev.latency_us = Some(micros(started));
-                let _ = self.audit(ev);
+                self.defer(ev, None);
             }
             return Verdict::Forward;
         };
@@ -788,35 +850,19 @@ impl Enforcer {
                 fingerprint,
                 started,
             } => {
+                // Taint first: the next call may be decided as soon as the client has this.
                 lock(&self.inner.backend).record_output(self.server(), &tool, &result);
                 let mut ev = Event::new(AuditKind::Result);
                 ev.request_id = Some(request_id);
-                ev.tool = Some(tool.clone());
+                ev.tool = Some(tool);
                 ev.fingerprint = fingerprint;
-                ev.result_sha256 = Some(canonical_sha256(&result));
                 ev.is_error = result
                     .get("isError")
                     .and_then(Value::as_bool)
                     .or(Some(false));
                 ev.latency_us = Some(micros(started));
-                if self.inner.settings.audit_raw {
-                    ev.raw = Some(toolgate_audit::Raw {
-                        arguments: None,
-                        result: Some(result.clone()),
-                    });
-                }
-                match (self.audit(ev), message.envelope.id) {
-                    (Ok(()), _) | (Err(_), None) => Verdict::Forward,
-                    (Err(why), Some(id)) => {
-                        let blocked = Blocked {
-                            tool: &tool,
-                            reason: &format!("the result was withheld: {why}"),
-                            contract: "audit",
-                            rule: None,
-                        };
-                        Verdict::Replace(result_bytes(id, &blocked.tool_result()))
-                    }
-                }
+                self.defer(ev, Some(result));
+                Verdict::Forward
             }
             Watched::Resource {
                 uri,
@@ -832,16 +878,9 @@ impl Enforcer {
                 ev.request_id = Some(request_id);
                 ev.tool = Some("resources/read".to_owned());
                 ev.resources = vec![uri];
-                ev.result_sha256 = Some(canonical_sha256(&result));
                 ev.latency_us = Some(micros(started));
-                match (self.audit(ev), message.envelope.id) {
-                    (Ok(()), _) | (Err(_), None) => Verdict::Forward,
-                    (Err(why), Some(id)) => Verdict::Replace(build::error_response(
-                        Some(id),
-                        toolgate_mcp::INTERNAL_ERROR,
-                        &format!("toolgate withheld the resource: {why}"),
-                    )),
-                }
+                self.defer(ev, Some(result));
+                Verdict::Forward
             }
             Watched::Prompt { name } => {
                 lock(&self.inner.backend).record_output(
@@ -1006,6 +1045,10 @@ async fn ask_client(
 }
 
 impl Interceptor for Enforcer {
+    fn after_delivery(&self) {
+        self.inner.write_deferred();
+    }
+
     fn on_message(&self, message: &Message<'_>, proxy: &ProxyHandle) -> Verdict {
         match message.direction {
             Direction::ClientToServer => self.on_client_message(message, proxy),

@@ -39,6 +39,7 @@ tools:
 pub struct Gate {
     pub peer: Peer,
     pub dir: tempfile::TempDir,
+    sync_n: u64,
 }
 
 impl Gate {
@@ -81,6 +82,7 @@ impl Gate {
         Gate {
             peer: Peer::spawn(cmd, capture_stderr),
             dir,
+            sync_n: 0,
         }
     }
 
@@ -185,6 +187,24 @@ impl Gate {
         self.send(json!({"jsonrpc":"2.0","id":request["id"].clone(),"result":result}));
     }
 
+    /// A round trip through toolgate that nothing records: an invalid request it answers
+    /// itself. toolgate handles one message at a time, so when the answer arrives, the
+    /// result records it writes just after delivering a result are written.
+    pub fn sync(&mut self) {
+        self.sync_n += 1;
+        let id = json!(format!("gate-sync-{}", self.sync_n));
+        self.send(json!({"jsonrpc": "2.0", "id": id.clone(), "method": 0}));
+        let r = self.recv_response(&id);
+        assert_eq!(r["error"]["code"], -32600, "{r}");
+    }
+
+    /// The audit records once every result delivered so far is recorded.
+    pub fn synced_audit(&mut self) -> Vec<Value> {
+        self.sync();
+        self.audit()
+    }
+
+    /// The audit records written so far.
     pub fn audit(&self) -> Vec<Value> {
         std::fs::read_to_string(self.base().join("audit.jsonl"))
             .unwrap_or_default()
