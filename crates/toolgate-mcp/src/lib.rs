@@ -1,21 +1,4 @@
-//! Zero-copy JSON-RPC and MCP views over raw bytes.
-//!
-//! Everything here is pure: it looks at the bytes of one newline-delimited frame and
-//! tells the proxy what it is, without re-serialising anything the proxy forwards.
-//!
-//! - [`classify`] turns one line (without its newline) into a [`Frame`]: a parse
-//!   error, a batch of raw elements, or a single [`Envelope`] borrowed from the
-//!   bytes and classified as a request, notification, response, error response or
-//!   invalid message. Classification is total and never panics.
-//! - [`IdKey`] is a hashable key for a JSON-RPC id, used to match responses to
-//!   requests.
-//! - [`build`] writes the few frames the proxy originates itself (error replies,
-//!   tool-error results, requests), echoing raw ids byte for byte.
-//! - [`views`] are borrowed views of the MCP params and results the enforcement
-//!   layer needs (`tools/call`, `initialize`, per-request `_meta`, `tools/list`,
-//!   `notifications/cancelled`).
-//! - [`splice`] removes tools from a `tools/list` response frame, keeping every other
-//!   byte.
+#![doc = include_str!("../README.md")]
 
 pub mod build;
 mod envelope;

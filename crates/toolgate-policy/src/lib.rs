@@ -1,5 +1,4 @@
-//! The toolgate policy language: strict loading, normalisation of MCP tool calls into
-//! actions, evaluation and explain. Pure: filesystem facts come in through a trait.
+#![doc = include_str!("../README.md")]
 
 pub mod action;
 pub mod cases;
