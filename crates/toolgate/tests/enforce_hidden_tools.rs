@@ -180,3 +180,27 @@ fn a_tool_with_a_budget_above_zero_stays_listed() {
     let direct = upstream_pages(&gate);
     assert_eq!(seen, direct);
 }
+
+#[test]
+fn a_page_whose_tools_are_all_forbidden_keeps_its_cursor() {
+    let policy =
+        format!("{POLICY}  send_email:\n    max_calls: 0\n  read_inbox:\n    max_calls: 0\n");
+    let mut gate = Gate::start(&policy, &[]);
+    let seen = raw_pages(&mut gate.peer);
+    let direct = upstream_pages(&gate);
+    assert_eq!(seen[0], direct[0]);
+    assert_eq!(seen[2], direct[2]);
+    // The second page is empty but still points to the third, byte for byte.
+    let original = String::from_utf8(direct[1].clone()).unwrap();
+    let (before, rest) = original.split_once(r#""tools":["#).unwrap();
+    let (_, after) = rest.split_once("}]").unwrap();
+    assert!(after.contains(r#""nextCursor":"page-4""#), "{original}");
+    assert_eq!(
+        String::from_utf8(seen[1].clone()).unwrap(),
+        format!(r#"{before}"tools":[]{after}"#)
+    );
+    gate.call(3, "read_inbox", json!({}));
+    let r = gate.recv_response(&json!(3));
+    assert!(gate::is_denied(&r), "{r}");
+    assert!(!gate.upstream_saw().contains("read_inbox"));
+}
