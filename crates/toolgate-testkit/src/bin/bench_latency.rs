@@ -1,62 +1,168 @@
-//! `bench_latency`: end-to-end latency of the `toolgate wrap` relay against a direct call.
+//! `bench_latency`: end-to-end cost of `toolgate wrap` against calling the same server directly.
 //!
-//! In one run it drives `bench_upstream` directly and through `toolgate wrap -- bench_upstream`
-//! with N sequential `tools/call` requests each (one in flight at a time, as an agent does),
-//! alternating the two in rounds so that noise on a shared machine hits both alike. It reports
-//! p50/p99 latency of each, the added p50/p99, sequential calls/s, the peak RSS of the toolgate
-//! process (`VmHWM` from `/proc/<pid>/status`), and the start-up time to the first response
-//! (`initialize`) with and without toolgate.
+//! Every suite drives `bench_upstream` directly and through `toolgate wrap -- bench_upstream`
+//! on two long-lived sessions, one request in flight at a time (as an agent works), and
+//! alternates the two sides in rounds so that noise on a shared machine hits both alike. A
+//! round trip is timed from writing the request line to reading the reply line; the reply is
+//! checked (id, result or denial) after the clock stops. The suites (`--suite a,b,…` or
+//! `--suite all`):
 //!
-//! toolgate runs with a policy that allows every call (`default: allow`, no packs; override
-//! with `--policy`), `--approval none`, and a private audit log and pin store in a temp dir,
-//! so the figures include the real decision path (policy evaluation, pinning, audit record)
-//! of an allowed call. Each session lists its tools once after `initialize`, as clients do
-//! (toolgate pins tool definitions from `tools/list`).
+//! - `relay`: `ping`, a request toolgate does not intercept and passes through byte for byte:
+//!   p50/p99 round trip, calls/s, peak RSS (issue 2's relay targets);
+//! - `allowed`: `tools/call` of a tool the policy allows: decision, pinning check, audit and
+//!   taint indexing of the result (issue 4: added p50 ≤ 25 µs, p99 ≤ 150 µs);
+//! - `denied`: `tools/call` of `blocked`, which the policy denies, so toolgate answers itself;
+//!   its round trip against the direct allowed call for reference (issue 4: p50 ≤ 20 µs);
+//! - `large`: calls returning 1 MiB of text (added p50 ≤ 2 ms including taint indexing) and
+//!   toolgate's VmRSS after the warm-up and after 1,000 such results (bounded);
+//! - `list`: a `tools/list` of 1,000 tools with realistic schemas (added ≤ 3 ms); toolgate pins
+//!   every definition, the first listing of a session (pins written) is reported apart;
+//! - `rest`: VmHWM and VmRSS of toolgate after `initialize` + `tools/list`, before any call
+//!   (issue 4: ≤ 10 MB);
+//! - `startup`: time from spawn to the `initialize` reply, median of fresh spawns (issue 2:
+//!   ≤ +10 ms).
+//!
+//! Without `--suite` it runs `allowed,startup` (the figures of the first version of this tool).
+//!
+//! toolgate runs with a policy that allows every call except tool `blocked` (`default: allow`,
+//! no packs, one deny rule; override with `--policy`), `--approval none`, and a private audit
+//! log and pin store per suite in a temp dir, so the figures include the real decision path.
+//! Each session lists its tools once after `initialize`, as clients do.
+//!
+//! Every read is bounded: a watchdog kills a peer that does not answer within `--timeout-ms`,
+//! which ends the blocked read with an error instead of hanging; a suite that fails is
+//! reported and the others still run (exit code 1).
 //!
 //! A plain binary rather than a criterion bench: what matters here is the latency
 //! *distribution* (p99) of a long-lived pipe pair, the RSS and the start-up of a child process;
 //! criterion's per-iteration sampling model measures means of a closure and would hide the tail.
 //!
 //! Build and run (release):
-//! `cargo build --release -p toolgate -p toolgate-testkit --bins && target/release/bench_latency`
+//! `cargo build --release -p toolgate -p toolgate-testkit --bins && target/release/bench_latency --suite all`
 
 #![allow(clippy::print_stdout)]
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use serde_json::Value;
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench_latency","version":"0"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-const TOOLS_LIST: &str = r#"{"jsonrpc":"2.0","id":"list","method":"tools/list"}"#;
-const ALLOW_ALL_POLICY: &str = "version: 1\ndefault: allow\npacks: []\n";
+const BENCH_POLICY: &str = "version: 1\ndefault: allow\npacks: []\nrules:\n  - id: bench-deny-blocked\n    description: The benchmark's denied call.\n    effect: deny\n    operations: [unknown]\n    tools: [\"blocked\"]\n";
+/// The `_meta` key of toolgate's verdict on a call it answered itself.
+const META_DECISION: &str = "dev.toolgate/decision";
 
-/// Relay targets from issue 2.
-const TARGET_ADDED_P50_US: f64 = 15.0;
-const TARGET_ADDED_P99_US: f64 = 100.0;
-const TARGET_CALLS_PER_S: f64 = 50_000.0;
-const TARGET_RSS_KB: u64 = 8 * 1024;
-const TARGET_ADDED_STARTUP_MS: f64 = 10.0;
+const MB: u64 = 1024; // kB per MB, as /proc reports kB
+
+const USAGE: &str =
+    "usage: bench_latency [--suite all|relay,allowed,denied,large,list,rest,startup]
+  [--calls N] [--warmup N] [--rounds N] [--startup-runs N] [--result-bytes N]
+  [--large-calls N] [--large-bytes N] [--list-tools N] [--lists N] [--timeout-ms N]
+  [--toolgate PATH] [--upstream PATH] [--policy PATH]
+
+  --suite         what to measure (default `allowed,startup`; `all` = every suite)
+  --calls         timed requests per side in relay/allowed/denied (default 20000)
+  --warmup        untimed requests per side before them (default 2000)
+  --rounds        the timed requests alternate between the sides in this many rounds (5)
+  --startup-runs  fresh spawns per side for start-up (default 21)
+  --result-bytes  text bytes of the result of an allowed call (default 0: `ok`)
+  --large-calls   timed 1 MiB calls per side in `large` (default 1000)
+  --large-bytes   result size in `large` (default 1048576)
+  --list-tools    tools in the `list` suite's listing (default 1000)
+  --lists         timed tools/list per side in `list` (default 200)
+  --timeout-ms    longest wait for one reply before the peer is killed (default 10000)
+  --policy        toolgate policy (default: allow all, deny tool `blocked`)";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Suite {
+    Relay,
+    Allowed,
+    Denied,
+    Large,
+    List,
+    Rest,
+    Startup,
+}
+
+impl Suite {
+    const ALL: [Suite; 7] = [
+        Suite::Relay,
+        Suite::Allowed,
+        Suite::Denied,
+        Suite::Large,
+        Suite::List,
+        Suite::Rest,
+        Suite::Startup,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Suite::Relay => "relay",
+            Suite::Allowed => "allowed",
+            Suite::Denied => "denied",
+            Suite::Large => "large",
+            Suite::List => "list",
+            Suite::Rest => "rest",
+            Suite::Startup => "startup",
+        }
+    }
+
+    fn parse_list(text: &str) -> anyhow::Result<Vec<Suite>> {
+        if text == "all" {
+            return Ok(Suite::ALL.to_vec());
+        }
+        let mut suites = Vec::new();
+        for name in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let suite = Suite::ALL
+                .into_iter()
+                .find(|s| s.name() == name)
+                .with_context(|| {
+                    format!(
+                        "unknown suite `{name}`\nhelp: one of all, relay, allowed, denied, large, list, rest, startup"
+                    )
+                })?;
+            if !suites.contains(&suite) {
+                suites.push(suite);
+            }
+        }
+        if suites.is_empty() {
+            bail!("`--suite` needs at least one suite\nhelp: {USAGE}");
+        }
+        Ok(suites)
+    }
+}
 
 #[derive(Debug)]
 struct Options {
     toolgate: PathBuf,
     upstream: PathBuf,
+    suites: Vec<Suite>,
     calls: usize,
     warmup: usize,
     rounds: usize,
     startup_runs: usize,
     result_bytes: usize,
+    large_calls: usize,
+    large_bytes: usize,
+    list_tools: usize,
+    lists: usize,
+    timeout: Duration,
     policy: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
     match run() {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
         Err(err) => {
             eprintln!("bench_latency: {err:#}");
             ExitCode::from(1)
@@ -64,20 +170,23 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: bench_latency [--calls N] [--warmup N] [--rounds N] [--startup-runs N] \
-[--result-bytes N] [--toolgate PATH] [--upstream PATH] [--policy PATH]";
-
-fn parse_options() -> anyhow::Result<Options> {
+fn parse_options() -> anyhow::Result<Option<Options>> {
     let exe = std::env::current_exe().context("cannot locate the bench_latency executable")?;
     let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut options = Options {
         toolgate: dir.join("toolgate"),
         upstream: dir.join("bench_upstream"),
+        suites: vec![Suite::Allowed, Suite::Startup],
         calls: 20_000,
         warmup: 2_000,
         rounds: 5,
         startup_runs: 21,
         result_bytes: 0,
+        large_calls: 1_000,
+        large_bytes: 1 << 20,
+        list_tools: 1_000,
+        lists: 200,
+        timeout: Duration::from_secs(10),
         policy: None,
     };
     let mut args = std::env::args_os().skip(1);
@@ -85,7 +194,7 @@ fn parse_options() -> anyhow::Result<Options> {
         let arg = arg.to_string_lossy().into_owned();
         if arg == "--help" || arg == "-h" {
             println!("{USAGE}");
-            std::process::exit(0);
+            return Ok(None);
         }
         let value = args
             .next()
@@ -96,11 +205,19 @@ fn parse_options() -> anyhow::Result<Options> {
                 .with_context(|| format!("invalid value `{text}` for `{arg}`"))
         };
         match arg.as_str() {
-            "--calls" => options.calls = number()?,
+            "--suite" => options.suites = Suite::parse_list(&value.to_string_lossy())?,
+            "--calls" => options.calls = number()?.max(1),
             "--warmup" => options.warmup = number()?,
             "--rounds" => options.rounds = number()?.max(1),
             "--startup-runs" => options.startup_runs = number()?.max(1),
             "--result-bytes" => options.result_bytes = number()?,
+            "--large-calls" => options.large_calls = number()?.max(1),
+            "--large-bytes" => options.large_bytes = number()?,
+            "--list-tools" => options.list_tools = number()?.max(2),
+            "--lists" => options.lists = number()?.max(1),
+            "--timeout-ms" => {
+                options.timeout = Duration::from_millis(u64::try_from(number()?.max(1))?);
+            }
             "--toolgate" => options.toolgate = PathBuf::from(&value),
             "--upstream" => options.upstream = PathBuf::from(&value),
             "--policy" => options.policy = Some(PathBuf::from(&value)),
@@ -115,19 +232,126 @@ fn parse_options() -> anyhow::Result<Options> {
             );
         }
     }
-    Ok(options)
+    Ok(Some(options))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Peers
+
+/// Kills a peer whose reply is overdue, so a blocked read or write ends instead of hanging.
+///
+/// The timed path only stores a timestamp before and a zero after each round trip; the check
+/// runs on its own thread every 100 ms.
+struct Watchdog {
+    shared: Arc<WatchShared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+struct WatchShared {
+    base: Instant,
+    /// Nanoseconds since `base` when the pending round trip started; 0 when none is pending.
+    armed_ns: AtomicU64,
+    stop: AtomicBool,
+    fired: AtomicBool,
+}
+
+impl Watchdog {
+    fn start(child: Arc<Mutex<Child>>, timeout: Duration) -> anyhow::Result<Watchdog> {
+        let shared = Arc::new(WatchShared {
+            base: Instant::now(),
+            armed_ns: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            fired: AtomicBool::new(false),
+        });
+        let watched = Arc::clone(&shared);
+        let limit = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+        let thread = std::thread::Builder::new()
+            .name("bench-watchdog".into())
+            .spawn(move || {
+                while !watched.stop.load(Ordering::Acquire) {
+                    let armed = watched.armed_ns.load(Ordering::Acquire);
+                    if armed != 0 && watched.now_ns().saturating_sub(armed) > limit {
+                        watched.fired.store(true, Ordering::Release);
+                        if let Ok(mut child) = child.lock() {
+                            let _ = child.kill();
+                        }
+                        return;
+                    }
+                    std::thread::park_timeout(Duration::from_millis(100));
+                }
+            })
+            .context("cannot start a watchdog thread")?;
+        Ok(Watchdog {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    fn arm(&self) {
+        self.shared
+            .armed_ns
+            .store(self.shared.now_ns().max(1), Ordering::Release);
+    }
+
+    fn disarm(&self) {
+        self.shared.armed_ns.store(0, Ordering::Release);
+    }
+
+    fn fired(&self) -> bool {
+        self.shared.fired.load(Ordering::Acquire)
+    }
+}
+
+impl WatchShared {
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A command line and its extra environment.
+#[derive(Clone)]
+struct Cmd {
+    label: &'static str,
+    argv: Vec<OsString>,
+    envs: Vec<(OsString, OsString)>,
+}
+
+/// What a reply must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// A result that is not an error result.
+    Result,
+    /// toolgate's own denial: an `isError` result with a deny verdict in `_meta`.
+    Denied,
+    /// A `tools/list` result with this many tools.
+    Tools(usize),
 }
 
 /// One MCP peer process on a pipe pair.
 struct Peer {
-    child: Child,
-    stdin: ChildStdin,
+    label: &'static str,
+    pid: u32,
+    child: Arc<Mutex<Child>>,
+    stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
-    line: String,
+    line: Vec<u8>,
+    frame: Vec<u8>,
+    watchdog: Watchdog,
+    timeout: Duration,
 }
 
 impl Peer {
-    fn spawn(cmd: &Cmd) -> anyhow::Result<Peer> {
+    fn spawn(cmd: &Cmd, timeout: Duration) -> anyhow::Result<Peer> {
         let (program, args) = cmd.argv.split_first().context("empty command")?;
         let mut child = Command::new(program)
             .args(args)
@@ -139,133 +363,871 @@ impl Peer {
             .with_context(|| format!("cannot start `{}`", program.to_string_lossy()))?;
         let stdin = child.stdin.take().context("child has no stdin")?;
         let stdout = child.stdout.take().context("child has no stdout")?;
+        let pid = child.id();
+        let child = Arc::new(Mutex::new(child));
+        let watchdog = Watchdog::start(Arc::clone(&child), timeout)?;
         Ok(Peer {
+            label: cmd.label,
+            pid,
             child,
-            stdin,
+            stdin: Some(stdin),
             stdout: BufReader::with_capacity(256 * 1024, stdout),
-            line: String::with_capacity(4096),
+            line: Vec::with_capacity(4096),
+            frame: Vec::with_capacity(256),
+            watchdog,
+            timeout,
         })
     }
 
-    /// Writes one frame and reads one reply line.
-    fn round_trip(&mut self, frame: &[u8]) -> anyhow::Result<()> {
-        self.send(frame)?;
+    /// Writes `frame` (without newline) and reads one reply line; returns the time between.
+    /// The reply stays in `self.line` for [`Peer::check`].
+    fn round_trip(&mut self, frame: &[u8]) -> anyhow::Result<Duration> {
+        self.frame.clear();
+        self.frame.extend_from_slice(frame);
+        self.frame.push(b'\n');
         self.line.clear();
-        if self.stdout.read_line(&mut self.line)? == 0 {
-            bail!("the peer closed its stdout");
+        let stdin = self.stdin.as_mut().context("stdin already closed")?;
+        self.watchdog.arm();
+        let t0 = Instant::now();
+        let outcome = stdin
+            .write_all(&self.frame)
+            .and_then(|()| stdin.flush())
+            .and_then(|()| self.stdout.read_until(b'\n', &mut self.line));
+        let elapsed = t0.elapsed();
+        self.watchdog.disarm();
+        let read = match outcome {
+            Ok(read) => read,
+            Err(err) => return Err(self.lost(Some(err))),
+        };
+        if read == 0 || self.line.last() != Some(&b'\n') {
+            return Err(self.lost(None));
         }
-        if self.line.contains("\"error\"") || self.line.contains("\"isError\":true") {
-            bail!("the peer answered with an error: {}", self.line.trim_end());
+        Ok(elapsed)
+    }
+
+    fn lost(&self, err: Option<std::io::Error>) -> anyhow::Error {
+        if self.watchdog.fired() {
+            anyhow::anyhow!(
+                "`{}` gave no reply within {} ms; killed it\nhelp: a slow machine? raise `--timeout-ms`",
+                self.label,
+                self.timeout.as_millis()
+            )
+        } else if let Some(err) = err {
+            anyhow::anyhow!("talking to `{}` failed: {err}", self.label)
+        } else {
+            anyhow::anyhow!("`{}` closed its stdout", self.label)
         }
-        Ok(())
+    }
+
+    /// Checks the last reply: it answers request `id` as `expect` says.
+    fn check(&self, id: &Value, expect: Expect) -> anyhow::Result<()> {
+        let reply: Value = serde_json::from_slice(&self.line).with_context(|| {
+            format!(
+                "`{}` answered with a line that is not JSON: {}",
+                self.label,
+                excerpt(&self.line)
+            )
+        })?;
+        let complain = |what: &str| {
+            anyhow::anyhow!(
+                "`{}` answered request {id} with {what}: {}",
+                self.label,
+                excerpt(&self.line)
+            )
+        };
+        if reply.get("id") != Some(id) {
+            return Err(complain("another id"));
+        }
+        let Some(result) = reply.get("result") else {
+            return Err(complain("no result"));
+        };
+        let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+        match expect {
+            Expect::Result if is_error => Err(complain("an error result")),
+            Expect::Result => Ok(()),
+            Expect::Denied => {
+                let effect = result
+                    .pointer(&format!(
+                        "/_meta/{}/effect",
+                        META_DECISION.replace('/', "~1")
+                    ))
+                    .and_then(Value::as_str);
+                if is_error && effect == Some("deny") {
+                    Ok(())
+                } else {
+                    Err(complain("something else than toolgate's denial")
+                        .context("the policy must deny tool `blocked` (see `--policy`)"))
+                }
+            }
+            Expect::Tools(n) => {
+                let listed = result.get("tools").and_then(Value::as_array).map(Vec::len);
+                if listed == Some(n) {
+                    Ok(())
+                } else {
+                    Err(complain(&format!("{listed:?} tools instead of {n}")))
+                }
+            }
+        }
     }
 
     fn send(&mut self, frame: &[u8]) -> anyhow::Result<()> {
-        self.stdin.write_all(frame)?;
-        self.stdin.write_all(b"\n")?;
-        self.stdin.flush()?;
+        let stdin = self.stdin.as_mut().context("stdin already closed")?;
+        stdin.write_all(frame)?;
+        stdin.write_all(b"\n")?;
+        stdin.flush()?;
         Ok(())
     }
 
-    fn initialize(&mut self) -> anyhow::Result<()> {
+    /// `initialize`, `notifications/initialized`, one `tools/list` of `tools` tools. Returns
+    /// the time of that first `tools/list` round trip.
+    fn initialize(&mut self, tools: usize) -> anyhow::Result<Duration> {
         self.round_trip(INITIALIZE.as_bytes())?;
+        self.check(&Value::from(0), Expect::Result)?;
         self.send(INITIALIZED.as_bytes())?;
-        self.round_trip(TOOLS_LIST.as_bytes())
+        let first = self.round_trip(&Request::List.frame(0))?;
+        self.check(&Value::from(0), Expect::Tools(tools))?;
+        Ok(first)
     }
 
-    fn peak_rss_kb(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
-        status.lines().find_map(|line| {
-            let rest = line.strip_prefix("VmHWM:")?;
-            rest.trim().trim_end_matches("kB").trim().parse().ok()
-        })
+    /// `VmHWM` and `VmRSS` in kB from `/proc/<pid>/status`.
+    fn memory_kb(&self) -> (Option<u64>, Option<u64>) {
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", self.pid)) else {
+            return (None, None);
+        };
+        let field = |name: &str| {
+            status.lines().find_map(|line| {
+                let rest = line.strip_prefix(name)?.strip_prefix(':')?;
+                rest.trim().trim_end_matches("kB").trim().parse().ok()
+            })
+        };
+        (field("VmHWM"), field("VmRSS"))
     }
 
     /// Closes stdin and waits (bounded) for the process to exit; kills it after 5 s.
-    fn finish(self) -> anyhow::Result<()> {
-        let Peer {
-            mut child, stdin, ..
-        } = self;
-        drop(stdin);
+    fn finish(&mut self) -> anyhow::Result<()> {
+        drop(self.stdin.take());
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
+            let mut child = self
+                .child
+                .lock()
+                .map_err(|_| anyhow::anyhow!("the watchdog of `{}` failed", self.label))?;
             if child.try_wait()?.is_some() {
                 return Ok(());
             }
             if Instant::now() >= deadline {
                 child.kill()?;
                 child.wait()?;
-                bail!("the peer did not exit within 5 s of stdin EOF; killed it");
+                bail!(
+                    "`{}` did not exit within 5 s of stdin EOF; killed it",
+                    self.label
+                );
             }
-            std::thread::sleep(Duration::from_millis(5));
+            drop(child);
+            std::thread::sleep(Duration::from_millis(2));
         }
     }
 }
 
+impl Drop for Peer {
+    /// A peer left behind by an error is killed, never leaked.
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let Ok(mut child) = self.child.lock() else {
+            return;
+        };
+        if matches!(child.try_wait(), Ok(None)) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn excerpt(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim_end();
+    match text.char_indices().nth(200) {
+        Some((cut, _)) => format!(
+            "{}… ({} bytes)",
+            text.get(..cut).unwrap_or(text),
+            line.len()
+        ),
+        None => text.to_owned(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requests and series
+
+#[derive(Debug, Clone, Copy)]
+enum Request {
+    Ping,
+    Call(&'static str),
+    List,
+}
+
+impl Request {
+    fn frame(self, id: usize) -> Vec<u8> {
+        match self {
+            Request::Ping => format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#),
+            Request::Call(tool) => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{}}}}}}"#
+            ),
+            Request::List => format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#),
+        }
+        .into_bytes()
+    }
+}
+
+/// One side of a suite: a session, what it sends and what it must get back.
+struct Side<'a> {
+    peer: &'a mut Peer,
+    request: Request,
+    expect: Expect,
+}
+
+#[derive(Default)]
 struct Series {
     samples_ns: Vec<u64>,
-    busy: Duration,
 }
 
 impl Series {
-    fn new(capacity: usize) -> Series {
-        Series {
-            samples_ns: Vec::with_capacity(capacity),
-            busy: Duration::ZERO,
-        }
-    }
-
-    fn percentile_us(&self, sorted: &[u64], p: f64) -> f64 {
-        if sorted.is_empty() {
-            return f64::NAN;
-        }
-        let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-        sorted.get(rank - 1).copied().unwrap_or_default() as f64 / 1000.0
-    }
-
-    fn summary(&self) -> (f64, f64, f64) {
+    fn sorted(&self) -> Vec<u64> {
         let mut sorted = self.samples_ns.clone();
         sorted.sort_unstable();
-        let calls_per_s = self.samples_ns.len() as f64 / self.busy.as_secs_f64();
-        (
-            self.percentile_us(&sorted, 0.50),
-            self.percentile_us(&sorted, 0.99),
-            calls_per_s,
-        )
+        sorted
+    }
+
+    /// p50, p99 (µs) and requests per second (= requests ÷ the sum of their round trips, so
+    /// the harness's own checking between requests is not counted).
+    fn summary(&self) -> Summary {
+        let sorted = self.sorted();
+        let percentile = |p: f64| {
+            if sorted.is_empty() {
+                return f64::NAN;
+            }
+            let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+            sorted.get(rank - 1).copied().unwrap_or_default() as f64 / 1000.0
+        };
+        let total_s = self.samples_ns.iter().sum::<u64>() as f64 / 1e9;
+        Summary {
+            p50_us: percentile(0.50),
+            p99_us: percentile(0.99),
+            per_s: self.samples_ns.len() as f64 / total_s,
+        }
     }
 }
 
-fn call_frame(id: usize) -> String {
-    format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"bench","arguments":{{}}}}}}"#
-    )
+struct Summary {
+    p50_us: f64,
+    p99_us: f64,
+    per_s: f64,
 }
 
+/// `n` requests on one side, ids from `first_id`, each timed and checked.
 fn drive(
-    peer: &mut Peer,
+    side: &mut Side<'_>,
     first_id: usize,
-    calls: usize,
+    n: usize,
     series: &mut Series,
 ) -> anyhow::Result<()> {
-    let started = Instant::now();
-    for id in first_id..first_id + calls {
-        let frame = call_frame(id);
-        let t0 = Instant::now();
-        peer.round_trip(frame.as_bytes())?;
-        let elapsed = t0.elapsed();
+    for id in first_id..first_id + n {
+        let frame = side.request.frame(id);
+        let elapsed = side.peer.round_trip(&frame)?;
+        side.peer.check(&Value::from(id), side.expect)?;
         series
             .samples_ns
             .push(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
     }
-    series.busy += started.elapsed();
     Ok(())
 }
 
-fn startup_ms(cmd: &Cmd) -> anyhow::Result<f64> {
+/// `warmup` untimed then `calls` timed requests per side, the sides alternating in `rounds`.
+/// `between` runs after the warm-up (e.g. to sample memory).
+fn alternate(
+    direct: &mut Side<'_>,
+    via: &mut Side<'_>,
+    warmup: usize,
+    calls: usize,
+    rounds: usize,
+    mut between: impl FnMut(&Peer),
+) -> anyhow::Result<(Series, Series)> {
+    let mut sink = Series::default();
+    drive(direct, 1, warmup, &mut sink)?;
+    drive(via, 1, warmup, &mut sink)?;
+    between(via.peer);
+    let mut direct_series = Series::default();
+    let mut via_series = Series::default();
+    let per_round = calls.div_ceil(rounds.max(1)).max(1);
+    let mut next_id = warmup + 1;
+    let mut remaining = calls;
+    while remaining > 0 {
+        let n = per_round.min(remaining);
+        drive(direct, next_id, n, &mut direct_series)?;
+        drive(via, next_id, n, &mut via_series)?;
+        next_id += n;
+        remaining -= n;
+    }
+    Ok((direct_series, via_series))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tables
+
+struct Row {
+    metric: String,
+    direct: String,
+    via: String,
+    added: String,
+    target: String,
+    /// `None`: no target for this row.
+    ok: Option<bool>,
+}
+
+impl Row {
+    fn new(metric: impl Into<String>, direct: String, via: String, added: String) -> Row {
+        Row {
+            metric: metric.into(),
+            direct,
+            via,
+            added,
+            target: String::new(),
+            ok: None,
+        }
+    }
+
+    fn target(mut self, target: impl Into<String>, ok: bool) -> Row {
+        self.target = target.into();
+        self.ok = Some(ok);
+        self
+    }
+}
+
+struct Table {
+    title: String,
+    rows: Vec<Row>,
+    notes: Vec<String>,
+}
+
+impl Table {
+    fn new(title: impl Into<String>) -> Table {
+        Table {
+            title: title.into(),
+            rows: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    fn print(&self) {
+        let headers = ["metric", "direct", "via toolgate", "added/ratio", "target"];
+        let cells = |row: &Row| {
+            [
+                row.metric.clone(),
+                row.direct.clone(),
+                row.via.clone(),
+                row.added.clone(),
+                row.target.clone(),
+            ]
+        };
+        let mut widths = headers.map(|h| h.chars().count());
+        for row in &self.rows {
+            for (width, cell) in widths.iter_mut().zip(cells(row)) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+        let line = |cells: [String; 5], verdict: &str| {
+            let mut out = String::new();
+            for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
+                let pad = " ".repeat(width.saturating_sub(cell.chars().count()));
+                if i == 0 {
+                    out.push_str(&format!("{cell}{pad}"));
+                } else {
+                    out.push_str(&format!("  {pad}{cell}"));
+                }
+            }
+            format!("{out}  {verdict}")
+        };
+        println!("== {}", self.title);
+        println!("{}", line(headers.map(str::to_owned), "verdict"));
+        for row in &self.rows {
+            let verdict = match row.ok {
+                None => "",
+                Some(true) => "ok",
+                Some(false) => "MISSED",
+            };
+            println!("{}", line(cells(row), verdict));
+        }
+        for note in &self.notes {
+            println!("   {note}");
+        }
+        println!();
+    }
+}
+
+fn us(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+fn ms(v: f64) -> String {
+    format!("{v:.2}")
+}
+
+fn plus(v: f64, digits: usize) -> String {
+    format!("{v:+.digits$}")
+}
+
+fn mb(kb: Option<u64>) -> String {
+    kb.map_or_else(
+        || "n/a".to_owned(),
+        |kb| format!("{:.1} MB", kb as f64 / MB as f64),
+    )
+}
+
+fn p50_p99_rows(
+    d: &Summary,
+    v: &Summary,
+    p50_target: f64,
+    p99_target: f64,
+    issue: &str,
+) -> [Row; 2] {
+    let added50 = v.p50_us - d.p50_us;
+    let added99 = v.p99_us - d.p99_us;
+    [
+        Row::new(
+            "p50 round trip (µs)",
+            us(d.p50_us),
+            us(v.p50_us),
+            plus(added50, 1),
+        )
+        .target(format!("+≤{p50_target} ({issue})"), added50 <= p50_target),
+        Row::new(
+            "p99 round trip (µs)",
+            us(d.p99_us),
+            us(v.p99_us),
+            plus(added99, 1),
+        )
+        .target(format!("+≤{p99_target} ({issue})"), added99 <= p99_target),
+    ]
+}
+
+fn per_s_row(d: &Summary, v: &Summary) -> Row {
+    Row::new(
+        "sequential requests/s",
+        format!("{:.0}", d.per_s),
+        format!("{:.0}", v.per_s),
+        format!("×{:.2}", v.per_s / d.per_s),
+    )
+    .target("≥50000 (#2)", v.per_s >= 50_000.0)
+}
+
+fn peak_row(direct: &Peer, via: &Peer, limit_mb: u64, issue: &str) -> Row {
+    let (direct_hwm, _) = direct.memory_kb();
+    let (via_hwm, _) = via.memory_kb();
+    Row::new(
+        "peak RSS (VmHWM)",
+        mb(direct_hwm),
+        mb(via_hwm),
+        String::new(),
+    )
+    .target(
+        format!("≤{limit_mb} MB ({issue})"),
+        via_hwm.is_some_and(|kb| kb <= limit_mb * MB),
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Suites
+
+/// Everything a suite needs to start its two sides.
+struct Setup<'a> {
+    options: &'a Options,
+    policy: PathBuf,
+    state: &'a Path,
+}
+
+impl Setup<'_> {
+    /// The direct and the wrapped command for `bench_upstream` with `upstream_args`; the
+    /// wrapped one gets its own audit log and pin store under `<state>/<name>/`.
+    fn commands(&self, name: &str, upstream_args: &[String]) -> anyhow::Result<(Cmd, Cmd)> {
+        let dir = self.state.join(name);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir.join("pins"))
+            .with_context(|| format!("cannot create `{}`", dir.display()))?;
+        let mut upstream_argv: Vec<OsString> = vec![self.options.upstream.clone().into_os_string()];
+        upstream_argv.extend(upstream_args.iter().map(OsString::from));
+        let mut wrapped_argv: Vec<OsString> = vec![
+            self.options.toolgate.clone().into_os_string(),
+            "wrap".into(),
+            "--policy".into(),
+            self.policy.clone().into_os_string(),
+            "--audit".into(),
+            dir.join("audit.jsonl").into_os_string(),
+            "--approval".into(),
+            "none".into(),
+            "--".into(),
+        ];
+        wrapped_argv.extend(upstream_argv.iter().cloned());
+        Ok((
+            Cmd {
+                label: "bench_upstream",
+                argv: upstream_argv,
+                envs: Vec::new(),
+            },
+            Cmd {
+                label: "toolgate wrap",
+                argv: wrapped_argv,
+                envs: vec![(
+                    OsString::from("TOOLGATE_PINS_DIR"),
+                    dir.join("pins").into_os_string(),
+                )],
+            },
+        ))
+    }
+
+    fn sessions(
+        &self,
+        name: &str,
+        upstream_args: &[String],
+        tools: usize,
+    ) -> anyhow::Result<(Peer, Peer)> {
+        let (direct_cmd, via_cmd) = self.commands(name, upstream_args)?;
+        let mut direct = Peer::spawn(&direct_cmd, self.options.timeout)?;
+        let mut via = Peer::spawn(&via_cmd, self.options.timeout)?;
+        direct.initialize(tools)?;
+        via.initialize(tools)?;
+        Ok((direct, via))
+    }
+}
+
+fn finish_both(mut direct: Peer, mut via: Peer) -> anyhow::Result<()> {
+    let a = direct.finish();
+    let b = via.finish();
+    a.and(b)
+}
+
+fn suite_relay(setup: &Setup<'_>) -> anyhow::Result<Table> {
+    let o = setup.options;
+    let (mut direct, mut via) = setup.sessions("relay", &[], 2)?;
+    let (ds, vs) = alternate(
+        &mut Side {
+            peer: &mut direct,
+            request: Request::Ping,
+            expect: Expect::Result,
+        },
+        &mut Side {
+            peer: &mut via,
+            request: Request::Ping,
+            expect: Expect::Result,
+        },
+        o.warmup,
+        o.calls,
+        o.rounds,
+        |_| {},
+    )?;
+    let (d, v) = (ds.summary(), vs.summary());
+    let mut table = Table::new(format!(
+        "relay: frames toolgate does not intercept (`ping`, passed through byte for byte); {} per side (+{} warm-up), {} rounds",
+        o.calls, o.warmup, o.rounds
+    ));
+    table.rows.extend(p50_p99_rows(&d, &v, 15.0, 100.0, "#2"));
+    table.rows.push(per_s_row(&d, &v));
+    table.rows.push(peak_row(&direct, &via, 8, "#2"));
+    // Both sides' last request had the same id: a pass-through reply is the same bytes.
+    if direct.line == via.line {
+        table
+            .notes
+            .push("the last reply through toolgate was byte for byte the direct one".to_owned());
+    } else {
+        table.notes.push(format!(
+            "the last reply through toolgate differs from the direct one: {} vs {}",
+            excerpt(&via.line),
+            excerpt(&direct.line)
+        ));
+    }
+    finish_both(direct, via)?;
+    Ok(table)
+}
+
+fn suite_allowed(setup: &Setup<'_>) -> anyhow::Result<Table> {
+    let o = setup.options;
+    let args = if o.result_bytes > 0 {
+        vec!["--result-bytes".to_owned(), o.result_bytes.to_string()]
+    } else {
+        Vec::new()
+    };
+    let (mut direct, mut via) = setup.sessions("allowed", &args, 2)?;
+    let call = Request::Call("bench");
+    let (ds, vs) = alternate(
+        &mut Side {
+            peer: &mut direct,
+            request: call,
+            expect: Expect::Result,
+        },
+        &mut Side {
+            peer: &mut via,
+            request: call,
+            expect: Expect::Result,
+        },
+        o.warmup,
+        o.calls,
+        o.rounds,
+        |_| {},
+    )?;
+    let (d, v) = (ds.summary(), vs.summary());
+    let mut table = Table::new(format!(
+        "allowed call: `tools/call` decided, audited, result taint-indexed; {} per side (+{} warm-up), {} rounds, result {}",
+        o.calls,
+        o.warmup,
+        o.rounds,
+        if o.result_bytes == 0 {
+            "`ok`".to_owned()
+        } else {
+            format!("{} bytes", o.result_bytes)
+        }
+    ));
+    table.rows.extend(p50_p99_rows(&d, &v, 25.0, 150.0, "#4"));
+    table.rows.push(per_s_row(&d, &v));
+    table.rows.push(peak_row(&direct, &via, 8, "#2"));
+    finish_both(direct, via)?;
+    Ok(table)
+}
+
+fn suite_denied(setup: &Setup<'_>) -> anyhow::Result<Table> {
+    let o = setup.options;
+    let (mut direct, mut via) = setup.sessions("denied", &[], 2)?;
+    let (ds, vs) = alternate(
+        &mut Side {
+            peer: &mut direct,
+            request: Request::Call("bench"),
+            expect: Expect::Result,
+        },
+        &mut Side {
+            peer: &mut via,
+            request: Request::Call("blocked"),
+            expect: Expect::Denied,
+        },
+        o.warmup,
+        o.calls,
+        o.rounds,
+        |_| {},
+    )?;
+    let (d, v) = (ds.summary(), vs.summary());
+    let mut table = Table::new(format!(
+        "denied call: `tools/call` of `blocked`, answered by toolgate itself; {} per side (+{} warm-up), {} rounds",
+        o.calls, o.warmup, o.rounds
+    ));
+    table.rows.push(
+        Row::new(
+            "p50 round trip (µs)",
+            us(d.p50_us),
+            us(v.p50_us),
+            plus(v.p50_us - d.p50_us, 1),
+        )
+        .target("≤20 (#4, absolute)", v.p50_us <= 20.0),
+    );
+    table.rows.push(Row::new(
+        "p99 round trip (µs)",
+        us(d.p99_us),
+        us(v.p99_us),
+        plus(v.p99_us - d.p99_us, 1),
+    ));
+    table.rows.push(Row::new(
+        "sequential requests/s",
+        format!("{:.0}", d.per_s),
+        format!("{:.0}", v.per_s),
+        format!("×{:.2}", v.per_s / d.per_s),
+    ));
+    table
+        .notes
+        .push("direct: the allowed call `bench` straight to the server, for reference; every denial was checked (isError, deny verdict)".to_owned());
+    finish_both(direct, via)?;
+    Ok(table)
+}
+
+fn suite_large(setup: &Setup<'_>) -> anyhow::Result<Table> {
+    let o = setup.options;
+    let args = ["--result-bytes".to_owned(), o.large_bytes.to_string()];
+    let (mut direct, mut via) = setup.sessions("large", &args, 2)?;
+    let warmup = (o.large_calls / 100).clamp(1, 20);
+    let mut after_warmup = None;
+    let call = Request::Call("bench");
+    let (ds, vs) = alternate(
+        &mut Side {
+            peer: &mut direct,
+            request: call,
+            expect: Expect::Result,
+        },
+        &mut Side {
+            peer: &mut via,
+            request: call,
+            expect: Expect::Result,
+        },
+        warmup,
+        o.large_calls,
+        o.rounds,
+        |peer| after_warmup = peer.memory_kb().1,
+    )?;
+    let (d, v) = (ds.summary(), vs.summary());
+    let (hwm, rss_end) = via.memory_kb();
+    let (direct_hwm, direct_rss) = direct.memory_kb();
+    let mut table = Table::new(format!(
+        "large results: `tools/call` returning {} bytes of prose (new tokens each call); {} per side (+{} warm-up), {} rounds",
+        o.large_bytes, o.large_calls, warmup, o.rounds
+    ));
+    let added50_ms = (v.p50_us - d.p50_us) / 1000.0;
+    table.rows.push(
+        Row::new(
+            "p50 round trip (ms)",
+            ms(d.p50_us / 1000.0),
+            ms(v.p50_us / 1000.0),
+            plus(added50_ms, 2),
+        )
+        .target("+≤2 (#4)", added50_ms <= 2.0),
+    );
+    table.rows.push(Row::new(
+        "p99 round trip (ms)",
+        ms(d.p99_us / 1000.0),
+        ms(v.p99_us / 1000.0),
+        plus((v.p99_us - d.p99_us) / 1000.0, 2),
+    ));
+    table.rows.push(Row::new(
+        format!("VmRSS after {warmup} warm-up results"),
+        String::new(),
+        mb(after_warmup),
+        String::new(),
+    ));
+    let growth = rss_end
+        .zip(after_warmup)
+        .map(|(end, start)| end as f64 - start as f64);
+    table.rows.push(
+        Row::new(
+            format!("VmRSS after {} more results", o.large_calls),
+            mb(direct_rss),
+            mb(rss_end),
+            growth.map_or_else(
+                || "n/a".to_owned(),
+                |kb| format!("{:+.1} MB", kb / MB as f64),
+            ),
+        )
+        .target(
+            "growth ≤16 MB (#4 bounded)",
+            growth.is_some_and(|kb| kb <= 16.0 * MB as f64),
+        ),
+    );
+    table.rows.push(Row::new(
+        "peak RSS (VmHWM)",
+        mb(direct_hwm),
+        mb(hwm),
+        String::new(),
+    ));
+    finish_both(direct, via)?;
+    Ok(table)
+}
+
+fn suite_list(setup: &Setup<'_>) -> anyhow::Result<Table> {
+    let o = setup.options;
+    let args = ["--tools".to_owned(), o.list_tools.to_string()];
+    let (direct_cmd, via_cmd) = setup.commands("list", &args)?;
+    let mut direct = Peer::spawn(&direct_cmd, o.timeout)?;
+    let mut via = Peer::spawn(&via_cmd, o.timeout)?;
+    let direct_first = direct.initialize(o.list_tools)?;
+    let via_first = via.initialize(o.list_tools)?;
+    let direct_bytes = direct.line.len();
+    let via_bytes = via.line.len();
+    let expect = Expect::Tools(o.list_tools);
+    let warmup = (o.lists / 20).clamp(1, 10);
+    let (ds, vs) = alternate(
+        &mut Side {
+            peer: &mut direct,
+            request: Request::List,
+            expect,
+        },
+        &mut Side {
+            peer: &mut via,
+            request: Request::List,
+            expect,
+        },
+        warmup,
+        o.lists,
+        o.rounds,
+        |_| {},
+    )?;
+    let (d, v) = (ds.summary(), vs.summary());
+    let mut table = Table::new(format!(
+        "tools/list of {} tools with realistic schemas ({} bytes); {} per side (+{} warm-up), {} rounds",
+        o.list_tools, direct_bytes, o.lists, warmup, o.rounds
+    ));
+    let first_d = direct_first.as_secs_f64() * 1000.0;
+    let first_v = via_first.as_secs_f64() * 1000.0;
+    table.rows.push(Row::new(
+        "first list, pins written (ms)",
+        ms(first_d),
+        ms(first_v),
+        plus(first_v - first_d, 2),
+    ));
+    let added50_ms = (v.p50_us - d.p50_us) / 1000.0;
+    table.rows.push(
+        Row::new(
+            "p50 round trip (ms)",
+            ms(d.p50_us / 1000.0),
+            ms(v.p50_us / 1000.0),
+            plus(added50_ms, 2),
+        )
+        .target("+≤3 (#4)", added50_ms <= 3.0),
+    );
+    table.rows.push(Row::new(
+        "p99 round trip (ms)",
+        ms(d.p99_us / 1000.0),
+        ms(v.p99_us / 1000.0),
+        plus((v.p99_us - d.p99_us) / 1000.0, 2),
+    ));
+    let (direct_hwm, _) = direct.memory_kb();
+    let (via_hwm, _) = via.memory_kb();
+    table.rows.push(Row::new(
+        "peak RSS (VmHWM)",
+        mb(direct_hwm),
+        mb(via_hwm),
+        String::new(),
+    ));
+    if via_bytes != direct_bytes {
+        table.notes.push(format!(
+            "the listing through toolgate has {via_bytes} bytes, the direct one {direct_bytes}"
+        ));
+    }
+    finish_both(direct, via)?;
+    Ok(table)
+}
+
+fn suite_rest(setup: &Setup<'_>) -> anyhow::Result<Table> {
+    let (direct, via) = setup.sessions("rest", &[], 2)?;
+    let (direct_hwm, direct_rss) = direct.memory_kb();
+    let (hwm, rss) = via.memory_kb();
+    let mut table =
+        Table::new("memory at rest: after `initialize` + `tools/list`, before any call");
+    table.rows.push(
+        Row::new("peak RSS (VmHWM)", mb(direct_hwm), mb(hwm), String::new())
+            .target("≤10 MB (#4)", hwm.is_some_and(|kb| kb <= 10 * MB)),
+    );
+    table.rows.push(
+        Row::new("RSS (VmRSS)", mb(direct_rss), mb(rss), String::new())
+            .target("≤10 MB (#4)", rss.is_some_and(|kb| kb <= 10 * MB)),
+    );
+    table.notes.push(
+        "\"direct\" is bench_upstream's own; \"via toolgate\" is the toolgate process alone"
+            .to_owned(),
+    );
+    finish_both(direct, via)?;
+    Ok(table)
+}
+
+fn startup_ms(cmd: &Cmd, timeout: Duration) -> anyhow::Result<f64> {
     let t0 = Instant::now();
-    let mut peer = Peer::spawn(cmd)?;
+    let mut peer = Peer::spawn(cmd, timeout)?;
     peer.round_trip(INITIALIZE.as_bytes())?;
     let elapsed = t0.elapsed();
+    peer.check(&Value::from(0), Expect::Result)?;
     peer.finish()?;
     Ok(elapsed.as_secs_f64() * 1000.0)
 }
@@ -275,175 +1237,87 @@ fn median(values: &mut [f64]) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-fn verdict(ok: bool) -> &'static str {
-    if ok { "ok" } else { "MISSED" }
-}
-
-/// A command line and its extra environment.
-struct Cmd {
-    argv: Vec<OsString>,
-    envs: Vec<(OsString, OsString)>,
-}
-
-/// A private directory for toolgate's policy, audit log and pins; removed on drop.
-struct StateDir(PathBuf);
-
-impl StateDir {
-    fn create() -> anyhow::Result<StateDir> {
-        let dir = std::env::temp_dir().join(format!("toolgate-bench-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("pins"))
-            .with_context(|| format!("cannot create `{}`", dir.display()))?;
-        Ok(StateDir(dir))
+fn suite_startup(setup: &Setup<'_>) -> anyhow::Result<Table> {
+    let o = setup.options;
+    let (direct_cmd, via_cmd) = setup.commands("startup", &[])?;
+    let mut direct = Vec::with_capacity(o.startup_runs);
+    let mut via = Vec::with_capacity(o.startup_runs);
+    for _ in 0..o.startup_runs {
+        direct.push(startup_ms(&direct_cmd, o.timeout)?);
+        via.push(startup_ms(&via_cmd, o.timeout)?);
     }
+    let (d, v) = (median(&mut direct), median(&mut via));
+    let mut table = Table::new(format!(
+        "start-up: spawn to the `initialize` reply, median of {} fresh spawns per side (alternating)",
+        o.startup_runs
+    ));
+    table.rows.push(
+        Row::new("start-up (ms)", ms(d), ms(v), plus(v - d, 2)).target("+≤10 (#2)", v - d <= 10.0),
+    );
+    Ok(table)
 }
 
-impl Drop for StateDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn run() -> anyhow::Result<()> {
-    let options = parse_options()?;
-    let state = StateDir::create()?;
+/// Runs the chosen suites; `Ok(false)` when one of them failed (the others still ran).
+fn run() -> anyhow::Result<bool> {
+    let Some(options) = parse_options()? else {
+        return Ok(true);
+    };
+    // Private (0700) and removed at the end; toolgate warns about an audit log others can read.
+    let state = tempfile::Builder::new()
+        .prefix("toolgate-bench-")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
     let policy = match &options.policy {
         Some(path) => path.clone(),
         None => {
-            let path = state.0.join("policy.yaml");
-            std::fs::write(&path, ALLOW_ALL_POLICY)?;
+            let path = state.path().join("policy.yaml");
+            std::fs::write(&path, BENCH_POLICY)
+                .with_context(|| format!("cannot write `{}`", path.display()))?;
             path
         }
     };
-    let mut upstream_argv: Vec<OsString> = vec![options.upstream.clone().into_os_string()];
-    if options.result_bytes > 0 {
-        upstream_argv.push("--result-bytes".into());
-        upstream_argv.push(options.result_bytes.to_string().into());
-    }
-    let mut wrapped_argv: Vec<OsString> = vec![
-        options.toolgate.clone().into_os_string(),
-        "wrap".into(),
-        "--policy".into(),
-        policy.into_os_string(),
-        "--audit".into(),
-        state.0.join("audit.jsonl").into_os_string(),
-        "--approval".into(),
-        "none".into(),
-        "--".into(),
-    ];
-    wrapped_argv.extend(upstream_argv.iter().cloned());
-    let upstream = Cmd {
-        argv: upstream_argv,
-        envs: Vec::new(),
+    let setup = Setup {
+        options: &options,
+        policy,
+        state: state.path(),
     };
-    let wrapped = Cmd {
-        argv: wrapped_argv,
-        envs: vec![(
-            OsString::from("TOOLGATE_PINS_DIR"),
-            state.0.join("pins").into_os_string(),
-        )],
-    };
-
-    // Start-up to the first response, alternating so both see the same machine load.
-    let mut direct_startup = Vec::with_capacity(options.startup_runs);
-    let mut wrapped_startup = Vec::with_capacity(options.startup_runs);
-    for _ in 0..options.startup_runs {
-        direct_startup.push(startup_ms(&upstream)?);
-        wrapped_startup.push(startup_ms(&wrapped)?);
-    }
-
-    // Sequential calls on two long-lived sessions, alternating in rounds.
-    let mut direct = Peer::spawn(&upstream)?;
-    let mut relay = Peer::spawn(&wrapped)?;
-    direct.initialize()?;
-    relay.initialize()?;
-    let mut sink = Series::new(options.warmup);
-    drive(&mut direct, 1, options.warmup, &mut sink)?;
-    drive(&mut relay, 1, options.warmup, &mut sink)?;
-    let mut direct_series = Series::new(options.calls);
-    let mut relay_series = Series::new(options.calls);
-    let per_round = options.calls.div_ceil(options.rounds);
-    let mut next_id = options.warmup + 1;
-    let mut remaining = options.calls;
-    while remaining > 0 {
-        let n = per_round.min(remaining);
-        drive(&mut direct, next_id, n, &mut direct_series)?;
-        drive(&mut relay, next_id, n, &mut relay_series)?;
-        next_id += n;
-        remaining -= n;
-    }
-    let relay_rss = relay.peak_rss_kb();
-    let upstream_rss = direct.peak_rss_kb();
-    direct.finish()?;
-    relay.finish()?;
-
-    let (d50, d99, dcps) = direct_series.summary();
-    let (r50, r99, rcps) = relay_series.summary();
-    let ds = median(&mut direct_startup);
-    let rs = median(&mut wrapped_startup);
-
     println!(
-        "toolgate relay benchmark: {} sequential tools/call per side (+{} warm-up), {} rounds, result {} bytes",
-        options.calls, options.warmup, options.rounds, options.result_bytes
+        "toolgate benchmark: `{}` vs `{}` directly; suites: {}",
+        options.toolgate.display(),
+        options.upstream.display(),
+        options
+            .suites
+            .iter()
+            .map(|s| s.name())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     println!();
-    println!(
-        "{:<28} {:>12} {:>14} {:>12} {:>14}  verdict",
-        "metric", "direct", "via toolgate", "added", "target"
-    );
-    println!(
-        "{:<28} {:>12.1} {:>14.1} {:>12.1} {:>14}  {}",
-        "p50 latency (µs)",
-        d50,
-        r50,
-        r50 - d50,
-        format!("+≤{TARGET_ADDED_P50_US}"),
-        verdict(r50 - d50 <= TARGET_ADDED_P50_US)
-    );
-    println!(
-        "{:<28} {:>12.1} {:>14.1} {:>12.1} {:>14}  {}",
-        "p99 latency (µs)",
-        d99,
-        r99,
-        r99 - d99,
-        format!("+≤{TARGET_ADDED_P99_US}"),
-        verdict(r99 - d99 <= TARGET_ADDED_P99_US)
-    );
-    println!(
-        "{:<28} {:>12.0} {:>14.0} {:>12} {:>14}  {}",
-        "sequential calls/s",
-        dcps,
-        rcps,
-        format!("×{:.2}", rcps / dcps),
-        format!("≥{TARGET_CALLS_PER_S}"),
-        verdict(rcps >= TARGET_CALLS_PER_S)
-    );
-    println!(
-        "{:<28} {:>12.2} {:>14.2} {:>12.2} {:>14}  {}",
-        format!("start-up (ms, median of {})", options.startup_runs),
-        ds,
-        rs,
-        rs - ds,
-        format!("+≤{TARGET_ADDED_STARTUP_MS}"),
-        verdict(rs - ds <= TARGET_ADDED_STARTUP_MS)
-    );
-    let rss = |kb: Option<u64>| {
-        kb.map_or_else(
-            || "n/a".to_owned(),
-            |kb| format!("{:.1} MB", kb as f64 / 1024.0),
-        )
-    };
-    println!(
-        "{:<28} {:>12} {:>14} {:>12} {:>14}  {}",
-        "peak RSS (VmHWM)",
-        rss(upstream_rss),
-        rss(relay_rss),
-        "",
-        "≤8 MB",
-        verdict(relay_rss.is_some_and(|kb| kb <= TARGET_RSS_KB))
-    );
-    println!();
-    println!(
-        "(\"direct\" RSS is bench_upstream's own; \"via toolgate\" RSS is the toolgate process alone.)"
-    );
-    Ok(())
+    let mut all_ok = true;
+    for suite in &options.suites {
+        let started = Instant::now();
+        let table = match suite {
+            Suite::Relay => suite_relay(&setup),
+            Suite::Allowed => suite_allowed(&setup),
+            Suite::Denied => suite_denied(&setup),
+            Suite::Large => suite_large(&setup),
+            Suite::List => suite_list(&setup),
+            Suite::Rest => suite_rest(&setup),
+            Suite::Startup => suite_startup(&setup),
+        };
+        match table {
+            Ok(mut table) => {
+                table
+                    .notes
+                    .push(format!("({:.1} s)", started.elapsed().as_secs_f64()));
+                table.print();
+            }
+            Err(err) => {
+                all_ok = false;
+                println!("== {}: failed: {err:#}", suite.name());
+                println!();
+            }
+        }
+    }
+    Ok(all_ok)
 }

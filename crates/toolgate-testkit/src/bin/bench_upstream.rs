@@ -1,17 +1,28 @@
 //! `bench_upstream`: a tiny, fast MCP server for latency benchmarks.
 //!
 //! Speaks newline-delimited JSON-RPC on stdio and answers, as cheaply as it can:
-//! `initialize` (echoing the client's protocol version), `ping`, `tools/list` (one tool,
-//! `bench`), and `tools/call` (a small fixed text result, or `--result-bytes N` bytes of
-//! text for large-result runs). Notifications are ignored; any other request gets
+//! `initialize` (echoing the client's protocol version), `ping` (an empty result),
+//! `tools/list` and `tools/call`. Notifications are ignored; any other request gets
 //! `-32601`. It exits on stdin EOF.
 //!
-//! Usage: `bench_upstream [--result-bytes N]`
+//! - `tools/list` lists `bench`, `blocked` and, with `--tools N`, generated tools with
+//!   realistic definitions (a description, an input schema with several typed, documented
+//!   properties, annotations) up to N tools in all. The reply is serialised once at start.
+//! - `tools/call` of any tool but `blocked` returns a small fixed text (`ok`), or with
+//!   `--result-bytes N` about N bytes of prose whose first line (an address and a URL) is
+//!   unique to the call, so a taint index sees new tokens every time. The prose is serialised
+//!   once; each call only splices in its id and first line.
+//! - `tools/call` of `blocked` returns the text `blocked ran`: a benchmark that expects
+//!   toolgate to deny that tool can tell when the call got through instead.
+//!
+//! Usage: `bench_upstream [--result-bytes N] [--tools N]`
 
 use std::io::{BufRead, BufWriter, Write};
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
+
+const USAGE: &str = "bench_upstream [--result-bytes N] [--tools N]";
 
 fn main() -> ExitCode {
     match run() {
@@ -23,56 +34,172 @@ fn main() -> ExitCode {
     }
 }
 
-fn parse_result_bytes() -> anyhow::Result<usize> {
+struct Options {
+    result_bytes: usize,
+    tools: usize,
+}
+
+fn parse_options() -> anyhow::Result<Options> {
     let mut args = std::env::args().skip(1);
-    let mut result_bytes = 0;
+    let mut options = Options {
+        result_bytes: 0,
+        tools: 2,
+    };
     while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--result-bytes" => {
-                let value = args
-                    .next()
-                    .ok_or_else(|| anyhow::anyhow!("`--result-bytes` needs a value"))?;
-                result_bytes = value.parse().map_err(|err| {
-                    anyhow::anyhow!("invalid `--result-bytes` value `{value}`: {err}")
-                })?;
+        let slot = match arg.as_str() {
+            "--result-bytes" => &mut options.result_bytes,
+            "--tools" => &mut options.tools,
+            other => anyhow::bail!("unknown argument `{other}`\nhelp: {USAGE}"),
+        };
+        let value = args
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("`{arg}` needs a value\nhelp: {USAGE}"))?;
+        *slot = value
+            .parse()
+            .map_err(|err| anyhow::anyhow!("invalid `{arg}` value `{value}`: {err}"))?;
+    }
+    Ok(options)
+}
+
+/// A tools/call result: pre-serialised around a per-call first line for large results.
+enum CallResult {
+    /// The whole result, the same for every call.
+    Fixed(String),
+    /// `head` + the call's first line (JSON-escaped) + `tail`.
+    Page { head: &'static str, tail: String },
+}
+
+impl CallResult {
+    fn new(result_bytes: usize) -> anyhow::Result<CallResult> {
+        if result_bytes == 0 {
+            return Ok(CallResult::Fixed(serde_json::to_string(&json!({
+                "content": [{ "type": "text", "text": "ok" }],
+                "isError": false
+            }))?));
+        }
+        const LINE: &str = "The quarterly report covers revenue, churn and the hiring plan for the next two quarters; see /srv/reports/q3/summary.md for the tables.\n";
+        // The first line takes about 100 bytes; prose fills the rest.
+        let mut body = String::with_capacity(result_bytes + LINE.len());
+        while body.len() + LINE.len() + 100 <= result_bytes {
+            body.push_str(LINE);
+        }
+        let quoted = serde_json::to_string(&body)?;
+        let escaped = quoted
+            .strip_prefix('"')
+            .and_then(|s| s.strip_suffix('"'))
+            .unwrap_or_default();
+        Ok(CallResult::Page {
+            head: r#"{"content":[{"type":"text","text":""#,
+            tail: format!(r#"{escaped}"}}],"isError":false}}"#),
+        })
+    }
+
+    fn write(&self, out: &mut impl Write, id: &str, n: u64) -> std::io::Result<()> {
+        match self {
+            CallResult::Fixed(result) => {
+                write!(
+                    out,
+                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}"
+                )
             }
-            other => {
-                anyhow::bail!("unknown argument `{other}`\nhelp: bench_upstream [--result-bytes N]")
-            }
+            CallResult::Page { head, tail } => write!(
+                out,
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{head}Report {n}: questions to \
+                 analyst{n}@reports.example.org, details at https://reports.example.org/r/{n}\\n{tail}}}"
+            ),
         }
     }
-    Ok(result_bytes)
 }
 
-/// Pre-serialises the `tools/call` result so that each call only splices in the id.
-fn call_result(result_bytes: usize) -> anyhow::Result<String> {
-    let text = if result_bytes == 0 {
-        "ok".to_owned()
-    } else {
-        "x".repeat(result_bytes)
-    };
-    Ok(serde_json::to_string(&json!({
-        "content": [{ "type": "text", "text": text }],
-        "isError": false
-    }))?)
+/// The definition of generated tool number `i` (0-based), realistic in shape and size.
+fn generated_tool(i: usize) -> Value {
+    const VERBS: [&str; 8] = [
+        "search", "read", "list", "create", "update", "delete", "export", "sync",
+    ];
+    const NOUNS: [&str; 10] = [
+        "issues", "files", "notes", "tickets", "users", "projects", "events", "records",
+        "invoices", "reports",
+    ];
+    let verb = VERBS.get(i % VERBS.len()).copied().unwrap_or("get");
+    let noun = NOUNS
+        .get(i / VERBS.len() % NOUNS.len())
+        .copied()
+        .unwrap_or("items");
+    let read_only = matches!(verb, "search" | "read" | "list" | "export");
+    json!({
+        "name": format!("{verb}_{noun}_{i}"),
+        "title": format!("{verb} {noun} (service {i})"),
+        "description": format!(
+            "{verb} {noun} in workspace service {i}. Returns at most `limit` entries, newest \
+             first; `path` narrows the scope to one folder of the service."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": format!("Free-text filter on the {noun}' titles and bodies."),
+                    "minLength": 1,
+                    "maxLength": 512
+                },
+                "path": {
+                    "type": "string",
+                    "description": "A folder of the service, relative to its root."
+                },
+                "limit": {
+                    "type": "integer",
+                    "description": "How many entries to return.",
+                    "minimum": 1,
+                    "maximum": 100,
+                    "default": 20
+                },
+                "include_archived": { "type": "boolean", "default": false },
+                "sort": { "type": "string", "enum": ["newest", "oldest", "relevance"] },
+                "tags": {
+                    "type": "array",
+                    "items": { "type": "string" },
+                    "maxItems": 10
+                }
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        },
+        "annotations": {
+            "readOnlyHint": read_only,
+            "destructiveHint": verb == "delete",
+            "openWorldHint": false
+        }
+    })
 }
 
-fn run() -> anyhow::Result<()> {
-    let result_bytes = parse_result_bytes()?;
-    let call_result = call_result(result_bytes)?;
-    let tools_result = serde_json::to_string(&json!({
-        "tools": [{
+fn tools_list(tools: usize) -> anyhow::Result<String> {
+    let mut list = vec![
+        json!({
             "name": "bench",
             "description": "Returns a small fixed result.",
             "inputSchema": { "type": "object", "properties": {} }
-        }]
-    }))?;
+        }),
+        json!({
+            "name": "blocked",
+            "description": "A tool the benchmark policy denies.",
+            "inputSchema": { "type": "object", "properties": {} }
+        }),
+    ];
+    list.extend((0..tools.saturating_sub(2)).map(generated_tool));
+    Ok(serde_json::to_string(&json!({ "tools": list }))?)
+}
+
+fn run() -> anyhow::Result<()> {
+    let options = parse_options()?;
+    let call_result = CallResult::new(options.result_bytes)?;
+    let tools_result = tools_list(options.tools)?;
 
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(64 * 1024, stdout.lock());
     let mut line = String::new();
+    let mut calls: u64 = 0;
     loop {
         line.clear();
         if input.read_line(&mut line)? == 0 {
@@ -96,10 +223,16 @@ fn run() -> anyhow::Result<()> {
         let method = message.get("method").and_then(Value::as_str).unwrap_or("");
         match method {
             "tools/call" => {
-                write!(
-                    out,
-                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{call_result}}}"
-                )?;
+                calls += 1;
+                let tool = message.pointer("/params/name").and_then(Value::as_str);
+                if tool == Some("blocked") {
+                    write!(
+                        out,
+                        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"blocked ran\"}}],\"isError\":false}}}}"
+                    )?;
+                } else {
+                    call_result.write(&mut out, &id, calls)?;
+                }
             }
             "tools/list" => {
                 write!(
