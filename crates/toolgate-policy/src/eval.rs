@@ -6,6 +6,8 @@
 //! the contracts' results and the rules' result; every contributing result is recorded.
 //! Deterministic: the same inputs give the same decision.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use crate::action::{Action, Operation, Part};
@@ -15,7 +17,9 @@ use crate::decision::{Contract, ContractResult, Effect, SinkFinding};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::model::Policy;
 use crate::normalize::{NormalizeContext, ToolCall, normalize};
-use crate::rules::{CallFacts, CompiledRule, Vars, compile_rule_with};
+use crate::rules::{
+    CallFacts, CompiledRule, Vars, compile_rule_with, component_literal, dir_components,
+};
 use crate::session::Session;
 
 /// The verdict on one tool call and how it was reached.
@@ -78,6 +82,9 @@ pub struct Engine {
     /// Every rule's resource globs in one set; `owners[i]` is the rule of glob `i`.
     resource_index: globset::GlobSet,
     owners: Vec<usize>,
+    /// Resource globs `**/NAME/**` kept out of the set: NAME → the rules that have one
+    /// (see [`component_literal`]).
+    components: HashMap<String, Vec<usize>>,
     contracts: Contracts,
 }
 
@@ -138,10 +145,15 @@ impl Engine {
         };
         let mut builder = globset::GlobSetBuilder::new();
         let mut owners = Vec::new();
+        let mut components: HashMap<String, Vec<usize>> = HashMap::new();
         for (pos, rule) in rules.iter().enumerate() {
             for g in rule.resource_globs().unwrap_or_default() {
-                builder.add(g.clone());
-                owners.push(pos);
+                if let Some(name) = component_literal(g.glob()) {
+                    components.entry(name.to_owned()).or_default().push(pos);
+                } else {
+                    builder.add(g.clone());
+                    owners.push(pos);
+                }
             }
         }
         let resource_index = match builder.build() {
@@ -162,6 +174,7 @@ impl Engine {
             rules,
             resource_index,
             owners,
+            components,
             contracts,
         })
     }
@@ -302,20 +315,34 @@ impl Engine {
         // How many of the part's resources each rule's globs match (each resource counted
         // once per rule), from one pass of the combined index per resource.
         let mut hits = vec![0usize; self.rules.len()];
-        if !part.resources.is_empty() && !self.owners.is_empty() {
+        let indexed = !self.owners.is_empty() || !self.components.is_empty();
+        if indexed && !part.resources.is_empty() {
             let mut seen = vec![usize::MAX; self.rules.len()];
             let mut buf = Vec::new();
+            let mut hit = |owner: usize, n: usize| {
+                if let Some(mark) = seen.get_mut(owner)
+                    && *mark != n
+                {
+                    *mark = n;
+                    if let Some(h) = hits.get_mut(owner) {
+                        *h += 1;
+                    }
+                }
+            };
             for (n, resource) in part.resources.iter().enumerate() {
-                self.resource_index
-                    .matches_into(resource.as_str(), &mut buf);
-                for g in &buf {
-                    if let Some(&owner) = self.owners.get(*g)
-                        && let Some(mark) = seen.get_mut(owner)
-                        && *mark != n
-                    {
-                        *mark = n;
-                        if let Some(h) = hits.get_mut(owner) {
-                            *h += 1;
+                if !self.owners.is_empty() {
+                    self.resource_index
+                        .matches_into(resource.as_str(), &mut buf);
+                    for g in &buf {
+                        if let Some(&owner) = self.owners.get(*g) {
+                            hit(owner, n);
+                        }
+                    }
+                }
+                if !self.components.is_empty() {
+                    for name in dir_components(resource) {
+                        for &owner in self.components.get(name).into_iter().flatten() {
+                            hit(owner, n);
                         }
                     }
                 }

@@ -2,6 +2,7 @@
 //! (pinning, budget, constraints, sink gate).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
 
 use globset::GlobMatcher;
 use regex::Regex;
@@ -11,7 +12,7 @@ use super::heuristics::{
     DEFAULT_DESTRUCTIVE_BUDGET_MAX, DEFAULT_DESTRUCTIVE_BUDGET_PER, is_destructive_name,
     is_exfiltrating_name, is_recipient_param,
 };
-use super::packs::load_pack;
+use super::packs::{PACKS, parsed_pack};
 use super::{
     BudgetSpec, DestinationPattern, Issue, OutputLabel, OutputSpec, Severity, ToolContract,
     compile_destination, compile_pattern, has_glob_meta, parse_window,
@@ -182,23 +183,82 @@ fn show_value(v: &Value) -> String {
     }
 }
 
+/// One embedded pack compiled on its own, shared by every policy that names it.
+#[derive(Debug)]
+struct PackLayer {
+    /// [`ToolContract::validate`] issues of its entries, in key order.
+    validate_issues: Vec<Issue>,
+    /// Empty names and bad globs, in key order.
+    key_issues: Vec<Issue>,
+    /// Its entries and compiled parts (globs unsorted, in key order).
+    compiled: Contracts,
+}
+
+/// The compiled embedded pack `name` (parsed, validated and compiled once per process).
+fn pack_layer(name: &str) -> Result<&'static PackLayer, String> {
+    static LAYERS: OnceLock<Vec<Result<PackLayer, String>>> = OnceLock::new();
+    let layers = LAYERS.get_or_init(|| {
+        PACKS
+            .iter()
+            .map(|(name, _)| {
+                let pack = parsed_pack(name)?;
+                let mut layer = PackLayer {
+                    validate_issues: Vec::new(),
+                    key_issues: Vec::new(),
+                    compiled: Contracts::default(),
+                };
+                for (key, c) in &pack.tools {
+                    layer.validate_issues.extend(c.validate(&[
+                        "packs".to_owned(),
+                        (*name).to_owned(),
+                        key.clone(),
+                    ]));
+                }
+                for (key, c) in &pack.tools {
+                    layer.compiled.add_entry(
+                        Some(name),
+                        key.clone(),
+                        c.clone(),
+                        &mut layer.key_issues,
+                    );
+                }
+                Ok(layer)
+            })
+            .collect()
+    });
+    match PACKS
+        .iter()
+        .position(|(n, _)| *n == name)
+        .and_then(|i| layers.get(i))
+    {
+        Some(Ok(layer)) => Ok(layer),
+        Some(Err(e)) => Err(e.clone()),
+        None => Err(format!("unknown pack `{name}`")),
+    }
+}
+
 impl Contracts {
     /// Compile the user's `tools:` entries over the named packs (in order). Errors (not
     /// warnings) fail the compilation; [`ToolContract::validate`] gives both.
+    ///
+    /// Each embedded pack is parsed, validated and compiled once per process
+    /// ([`pack_layer`]); a compilation copies the compiled packs it names and compiles only
+    /// the user's entries.
     pub fn compile(
         user: &BTreeMap<String, ToolContract>,
         packs: &[String],
     ) -> Result<Contracts, Vec<Issue>> {
+        // Issue order: every entry's `validate` issues (packs in order, then the user's),
+        // then the key issues (empty names, bad globs) in the same order.
         let mut issues = Vec::new();
+        let mut key_issues = Vec::new();
         let mut out = Contracts::default();
-        let mut layers: Vec<(Option<String>, String, ToolContract)> = Vec::new();
         for name in packs {
-            match load_pack(name) {
-                Ok(pack) => {
-                    for (key, c) in pack.tools {
-                        issues.extend(c.validate(&["packs".to_owned(), name.clone(), key.clone()]));
-                        layers.push((Some(name.clone()), key, c));
-                    }
+            match pack_layer(name) {
+                Ok(layer) => {
+                    issues.extend(layer.validate_issues.iter().cloned());
+                    key_issues.extend(layer.key_issues.iter().cloned());
+                    out.absorb(&layer.compiled);
                 }
                 Err(e) => issues.push(Issue {
                     severity: Severity::Error,
@@ -213,51 +273,11 @@ impl Contracts {
         }
         for (key, c) in user {
             issues.extend(c.validate(&["tools".to_owned(), key.clone()]));
-            layers.push((None, key.clone(), c.clone()));
         }
-        for (pack, key, c) in layers {
-            let path = match &pack {
-                Some(p) => vec!["packs".to_owned(), p.clone(), key.clone()],
-                None => vec!["tools".to_owned(), key.clone()],
-            };
-            out.compile_parts(&c);
-            if key.trim().is_empty() {
-                issues.push(Issue {
-                    severity: Severity::Error,
-                    path,
-                    message: "empty tool name".to_owned(),
-                    help: None,
-                });
-                continue;
-            }
-            if has_glob_meta(&key) {
-                match compile_tool_glob(&key) {
-                    Ok(matcher) => out.globs.push(GlobEntry {
-                        user: pack.is_none(),
-                        specificity: specificity(&key),
-                        key,
-                        pack,
-                        matcher,
-                        contract: c,
-                    }),
-                    Err(e) => issues.push(Issue {
-                        severity: Severity::Error,
-                        path,
-                        message: format!("invalid tool name glob `{key}`: {e}"),
-                        help: Some("use `*` and `?` wildcards, e.g. `slack_*`".to_owned()),
-                    }),
-                }
-            } else {
-                let source = match pack {
-                    Some(p) => EntrySource::Pack {
-                        pack: p,
-                        key: key.clone(),
-                    },
-                    None => EntrySource::User { key: key.clone() },
-                };
-                out.exact.entry(key).or_default().push((source, c));
-            }
+        for (key, c) in user {
+            out.add_entry(None, key.clone(), c.clone(), &mut key_issues);
         }
+        issues.append(&mut key_issues);
         // Stable: packs before user, less specific first, then key order.
         out.globs
             .sort_by(|a, b| (a.user, a.specificity, &a.key).cmp(&(b.user, b.specificity, &b.key)));
@@ -265,6 +285,78 @@ impl Contracts {
             return Err(issues);
         }
         Ok(out)
+    }
+
+    /// Adds one entry (a pack's when `pack` is set, else the user's): its regexes,
+    /// destination patterns and windows, and the entry itself by exact name or glob.
+    fn add_entry(
+        &mut self,
+        pack: Option<&str>,
+        key: String,
+        c: ToolContract,
+        issues: &mut Vec<Issue>,
+    ) {
+        let path = match pack {
+            Some(p) => vec!["packs".to_owned(), p.to_owned(), key.clone()],
+            None => vec!["tools".to_owned(), key.clone()],
+        };
+        self.compile_parts(&c);
+        if key.trim().is_empty() {
+            issues.push(Issue {
+                severity: Severity::Error,
+                path,
+                message: "empty tool name".to_owned(),
+                help: None,
+            });
+            return;
+        }
+        if has_glob_meta(&key) {
+            match compile_tool_glob(&key) {
+                Ok(matcher) => self.globs.push(GlobEntry {
+                    user: pack.is_none(),
+                    specificity: specificity(&key),
+                    key,
+                    pack: pack.map(str::to_owned),
+                    matcher,
+                    contract: c,
+                }),
+                Err(e) => issues.push(Issue {
+                    severity: Severity::Error,
+                    path,
+                    message: format!("invalid tool name glob `{key}`: {e}"),
+                    help: Some("use `*` and `?` wildcards, e.g. `slack_*`".to_owned()),
+                }),
+            }
+        } else {
+            let source = match pack {
+                Some(p) => EntrySource::Pack {
+                    pack: p.to_owned(),
+                    key: key.clone(),
+                },
+                None => EntrySource::User { key: key.clone() },
+            };
+            self.exact.entry(key).or_default().push((source, c));
+        }
+    }
+
+    /// Appends a compiled pack's entries and compiled parts (globs unsorted).
+    fn absorb(&mut self, layer: &Contracts) {
+        for (key, layers) in &layer.exact {
+            self.exact
+                .entry(key.clone())
+                .or_default()
+                .extend(layers.iter().cloned());
+        }
+        self.globs.extend(layer.globs.iter().cloned());
+        for (k, v) in &layer.regexes {
+            self.regexes.insert(k.clone(), v.clone());
+        }
+        for (k, v) in &layer.destinations {
+            self.destinations.insert(k.clone(), v.clone());
+        }
+        for (k, v) in &layer.windows {
+            self.windows.insert(k.clone(), *v);
+        }
     }
 
     fn compile_parts(&mut self, c: &ToolContract) {

@@ -6,6 +6,7 @@
 //! heuristics and rules.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use serde::Deserialize;
 
@@ -47,8 +48,30 @@ pub fn pack_source(name: &str) -> Option<&'static str> {
     PACKS.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
 }
 
-/// Parse an embedded pack.
+/// Parse an embedded pack (a copy of the once-parsed pack, see [`parsed_pack`]).
 pub fn load_pack(name: &str) -> Result<Pack, String> {
-    let src = pack_source(name).ok_or_else(|| format!("unknown pack `{name}`"))?;
-    serde_saphyr::from_str::<Pack>(src).map_err(|e| format!("pack `{name}` does not parse: {e}"))
+    parsed_pack(name).cloned()
+}
+
+/// An embedded pack, parsed on first use and kept for the life of the process: the packs
+/// are compiled into the binary, so every policy load would parse the same YAML again.
+pub fn parsed_pack(name: &str) -> Result<&'static Pack, String> {
+    static PARSED: OnceLock<Vec<Result<Pack, String>>> = OnceLock::new();
+    let parsed = PARSED.get_or_init(|| {
+        PACKS
+            .iter()
+            .map(|(name, src)| {
+                serde_saphyr::from_str_with_options::<Pack>(src, crate::load::yaml_options())
+                    .map_err(|e| format!("pack `{name}` does not parse: {e}"))
+            })
+            .collect()
+    });
+    match PACKS.iter().position(|(n, _)| *n == name) {
+        Some(i) => match parsed.get(i) {
+            Some(Ok(pack)) => Ok(pack),
+            Some(Err(e)) => Err(e.clone()),
+            None => Err(format!("unknown pack `{name}`")),
+        },
+        None => Err(format!("unknown pack `{name}`")),
+    }
 }
