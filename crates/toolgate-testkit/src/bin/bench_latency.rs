@@ -421,53 +421,7 @@ impl Peer {
 
     /// Checks the last reply: it answers request `id` as `expect` says.
     fn check(&self, id: &Value, expect: Expect) -> anyhow::Result<()> {
-        let reply: Value = serde_json::from_slice(&self.line).with_context(|| {
-            format!(
-                "`{}` answered with a line that is not JSON: {}",
-                self.label,
-                excerpt(&self.line)
-            )
-        })?;
-        let complain = |what: &str| {
-            anyhow::anyhow!(
-                "`{}` answered request {id} with {what}: {}",
-                self.label,
-                excerpt(&self.line)
-            )
-        };
-        if reply.get("id") != Some(id) {
-            return Err(complain("another id"));
-        }
-        let Some(result) = reply.get("result") else {
-            return Err(complain("no result"));
-        };
-        let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
-        match expect {
-            Expect::Result if is_error => Err(complain("an error result")),
-            Expect::Result => Ok(()),
-            Expect::Denied => {
-                let effect = result
-                    .pointer(&format!(
-                        "/_meta/{}/effect",
-                        META_DECISION.replace('/', "~1")
-                    ))
-                    .and_then(Value::as_str);
-                if is_error && effect == Some("deny") {
-                    Ok(())
-                } else {
-                    Err(complain("something else than toolgate's denial")
-                        .context("the policy must deny tool `blocked` (see `--policy`)"))
-                }
-            }
-            Expect::Tools(n) => {
-                let listed = result.get("tools").and_then(Value::as_array).map(Vec::len);
-                if listed == Some(n) {
-                    Ok(())
-                } else {
-                    Err(complain(&format!("{listed:?} tools instead of {n}")))
-                }
-            }
-        }
+        check_reply(self.label, &self.line, id, expect)
     }
 
     fn send(&mut self, frame: &[u8]) -> anyhow::Result<()> {
@@ -539,6 +493,56 @@ impl Drop for Peer {
         if matches!(child.try_wait(), Ok(None)) {
             let _ = child.kill();
             let _ = child.wait();
+        }
+    }
+}
+
+/// Checks that `line` answers request `id` as `expect` says; `label` names the peer.
+fn check_reply(label: &str, line: &[u8], id: &Value, expect: Expect) -> anyhow::Result<()> {
+    let reply: Value = serde_json::from_slice(line).with_context(|| {
+        format!(
+            "`{label}` answered with a line that is not JSON: {}",
+            excerpt(line)
+        )
+    })?;
+    let complain = |what: &str| {
+        anyhow::anyhow!(
+            "`{label}` answered request {id} with {what}: {}",
+            excerpt(line)
+        )
+    };
+    if reply.get("id") != Some(id) {
+        return Err(complain("another id"));
+    }
+    let Some(result) = reply.get("result") else {
+        return Err(complain("no result"));
+    };
+    let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+    match expect {
+        Expect::Result if is_error => Err(complain("an error result")),
+        Expect::Result => Ok(()),
+        Expect::Denied => {
+            let effect = result
+                .pointer(&format!(
+                    "/_meta/{}/effect",
+                    META_DECISION.replace('/', "~1")
+                ))
+                .and_then(Value::as_str);
+            if is_error && effect == Some("deny") {
+                Ok(())
+            } else {
+                Err(complain(
+                    "something else than toolgate's denial\nhelp: the policy must deny tool `blocked` (see `--policy`)",
+                ))
+            }
+        }
+        Expect::Tools(n) => {
+            let listed = result.get("tools").and_then(Value::as_array).map(Vec::len);
+            if listed == Some(n) {
+                Ok(())
+            } else {
+                Err(complain(&format!("{listed:?} tools instead of {n}")))
+            }
         }
     }
 }
@@ -871,7 +875,7 @@ impl Setup<'_> {
         wrapped_argv.extend(upstream_argv.iter().cloned());
         Ok((
             Cmd {
-                label: "bench_upstream",
+                label: "upstream (direct)",
                 argv: upstream_argv,
                 envs: Vec::new(),
             },
@@ -1320,4 +1324,91 @@ fn run() -> anyhow::Result<bool> {
         }
     }
     Ok(all_ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(line: &str, id: u64, expect: Expect) -> Result<(), String> {
+        check_reply("peer", line.as_bytes(), &Value::from(id), expect).map_err(|e| format!("{e:#}"))
+    }
+
+    const DENIAL: &str = r#"{"jsonrpc":"2.0","id":7,"result":{"_meta":{"dev.toolgate/decision":{"contract":"rule","effect":"deny","rule":"bench-deny-blocked"}},"content":[{"type":"text","text":"toolgate blocked blocked"}],"isError":true}}"#;
+    const ALLOWED: &str = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"ok"}],"isError":false}}"#;
+
+    #[test]
+    fn a_denial_is_recognised_and_only_a_denial() {
+        assert_eq!(check(DENIAL, 7, Expect::Denied), Ok(()));
+        // The call got through to the server: not a denial.
+        let err = check(ALLOWED, 7, Expect::Denied).unwrap_err();
+        assert!(
+            err.contains("something else than toolgate's denial"),
+            "{err}"
+        );
+        // An error result without toolgate's verdict is not a denial either.
+        let plain_error = ALLOWED.replace(r#""isError":false"#, r#""isError":true"#);
+        assert!(check(&plain_error, 7, Expect::Denied).is_err());
+        // A denial where a result was expected is an error.
+        assert!(
+            check(DENIAL, 7, Expect::Result)
+                .unwrap_err()
+                .contains("an error result")
+        );
+    }
+
+    #[test]
+    fn replies_must_answer_the_request_sent() {
+        assert_eq!(check(ALLOWED, 7, Expect::Result), Ok(()));
+        assert!(
+            check(ALLOWED, 8, Expect::Result)
+                .unwrap_err()
+                .contains("another id")
+        );
+        let error = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}"#;
+        assert!(
+            check(error, 7, Expect::Result)
+                .unwrap_err()
+                .contains("no result")
+        );
+        assert!(
+            check("{\"id\":7", 7, Expect::Result)
+                .unwrap_err()
+                .contains("not JSON")
+        );
+    }
+
+    #[test]
+    fn a_listing_must_have_the_expected_number_of_tools() {
+        let list = r#"{"jsonrpc":"2.0","id":0,"result":{"tools":[{"name":"a"},{"name":"b"}]}}"#;
+        assert_eq!(check(list, 0, Expect::Tools(2)), Ok(()));
+        assert!(
+            check(list, 0, Expect::Tools(1000))
+                .unwrap_err()
+                .contains("instead of 1000")
+        );
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let series = Series {
+            samples_ns: (1..=100).rev().map(|us| us * 1000).collect(),
+        };
+        let summary = series.summary();
+        assert_eq!(summary.p50_us, 50.0);
+        assert_eq!(summary.p99_us, 99.0);
+        // 100 requests in 5,050 µs of round trips.
+        assert!((summary.per_s - 100.0 / 0.00505).abs() < 1e-6);
+    }
+
+    #[test]
+    fn suites_parse_by_name_and_all() {
+        assert_eq!(Suite::parse_list("all").unwrap(), Suite::ALL.to_vec());
+        assert_eq!(
+            Suite::parse_list("denied, relay,denied").unwrap(),
+            vec![Suite::Denied, Suite::Relay]
+        );
+        assert!(Suite::parse_list("relay,fast").is_err());
+        assert!(Suite::parse_list(",").is_err());
+    }
 }
