@@ -495,29 +495,80 @@ fn value_token_step(value: &str) -> String {
         .to_owned()
 }
 
-macro_rules! lazy_regex {
-    ($name:ident, $re:expr) => {
-        static $name: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new($re).ok());
+/// A token pattern in two equivalent forms, each compiled on first use.
+///
+/// Most tool output is ASCII, and on ASCII text every Unicode class and assertion of the
+/// patterns below means its ASCII part: `\p{L}\p{N}` is `A-Za-z0-9`, `\d` is `[0-9]`, `\s`
+/// and `\b` are their ASCII forms, and `(?i)` folds no letter to a non-ASCII one that ASCII
+/// text could contain. The ASCII forms compile to a fraction of the automaton (the Unicode
+/// letter classes are most of the cost of building these regexes), so text that is ASCII
+/// after decoding uses them and the Unicode forms are only built when non-ASCII text
+/// arrives. A property test checks that both forms find the same matches on ASCII text.
+struct TokenRegex {
+    ascii: LazyLock<Option<Regex>>,
+    unicode: LazyLock<Option<Regex>>,
+}
+
+impl TokenRegex {
+    /// The ASCII form when the text to search is ASCII, else the Unicode form.
+    fn get(&self, ascii: bool) -> Option<&Regex> {
+        if ascii {
+            self.ascii.as_ref()
+        } else {
+            self.unicode.as_ref()
+        }
+    }
+}
+
+macro_rules! token_regex {
+    ($name:ident, ascii: $ascii:expr, unicode: $unicode:expr $(,)?) => {
+        static $name: TokenRegex = TokenRegex {
+            ascii: LazyLock::new(|| Regex::new($ascii).ok()),
+            unicode: LazyLock::new(|| Regex::new($unicode).ok()),
+        };
     };
 }
 
-lazy_regex!(
+token_regex!(
     URL_RE,
-    r#"(?i)\b(?:https?|wss?|ftp)://[^\s<>"'`{}|\\^\[\]]+"#
+    ascii: r#"(?-u:\b)(?i-u:https?|wss?|ftp)://[\x00-\x7F&&[^\s<>"'`{}|\\^\[\]]]+"#,
+    unicode: r#"(?i)\b(?:https?|wss?|ftp)://[^\s<>"'`{}|\\^\[\]]+"#,
 );
-lazy_regex!(
+token_regex!(
     EMAIL_RE,
-    r"[\p{L}\p{N}._%+\-]+@[\p{L}\p{N}](?:[\p{L}\p{N}\-]*[\p{L}\p{N}])?(?:\.[\p{L}\p{N}](?:[\p{L}\p{N}\-]*[\p{L}\p{N}])?)+"
+    ascii: r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)+",
+    unicode: r"[\p{L}\p{N}._%+\-]+@[\p{L}\p{N}](?:[\p{L}\p{N}\-]*[\p{L}\p{N}])?(?:\.[\p{L}\p{N}](?:[\p{L}\p{N}\-]*[\p{L}\p{N}])?)+",
 );
-lazy_regex!(DOMAIN_RE, r"[\p{L}\p{N}\-]+(?:\.[\p{L}\p{N}\-]+)+");
-lazy_regex!(PHONE_RE, r"(?i)(?:\+|\btel:\s*\+?)\d[\d \t().\-]{4,24}\d");
-lazy_regex!(
+token_regex!(
+    DOMAIN_RE,
+    ascii: r"[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+",
+    unicode: r"[\p{L}\p{N}\-]+(?:\.[\p{L}\p{N}\-]+)+",
+);
+token_regex!(
+    PHONE_RE,
+    ascii: r"(?:\+|(?-u:\b)(?i-u:tel):(?-u:\s)*\+?)[0-9][0-9 \t().\-]{4,24}[0-9]",
+    unicode: r"(?i)(?:\+|\btel:\s*\+?)\d[\d \t().\-]{4,24}\d",
+);
+token_regex!(
     IBAN_RE,
-    r"(?i)\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,4})?\b"
+    ascii: r"(?-u:\b)[A-Za-z]{2}[0-9]{2}(?: ?[A-Za-z0-9]{4}){2,7}(?: ?[A-Za-z0-9]{1,4})?(?-u:\b)",
+    unicode: r"(?i)\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,4})?\b",
 );
-lazy_regex!(CHANNEL_RE, r"#([\p{L}\p{N}][\p{L}\p{N}._\-]*)");
-lazy_regex!(SLACK_ID_RE, r"\b[CDGUW][A-Z0-9]{8,11}\b");
-lazy_regex!(HANDLE_RE, r"@([\p{L}\p{N}][\p{L}\p{N}._\-]*)");
+token_regex!(
+    CHANNEL_RE,
+    ascii: r"#([A-Za-z0-9][A-Za-z0-9._\-]*)",
+    unicode: r"#([\p{L}\p{N}][\p{L}\p{N}._\-]*)",
+);
+token_regex!(
+    SLACK_ID_RE,
+    ascii: r"(?-u:\b)[CDGUW][A-Z0-9]{8,11}(?-u:\b)",
+    unicode: r"\b[CDGUW][A-Z0-9]{8,11}\b",
+);
+token_regex!(
+    HANDLE_RE,
+    ascii: r"@([A-Za-z0-9][A-Za-z0-9._\-]*)",
+    unicode: r"@([\p{L}\p{N}][\p{L}\p{N}._\-]*)",
+);
 
 /// Common file extensions that are also TLDs: `notes.md` is a file name, not a host.
 const FILE_EXTENSIONS: &[&str] = &[
@@ -582,6 +633,7 @@ fn iban_valid(compact: &str) -> bool {
 fn tokenize(text: &str) -> Vec<Token> {
     let decoded = decode(text);
     let text = decoded.as_str();
+    let ascii = text.is_ascii();
     let mut out: Vec<Token> = Vec::new();
     let mut url_spans: Vec<(usize, usize)> = Vec::new();
     let mut seen: HashSet<(String, bool)> = HashSet::new();
@@ -591,7 +643,7 @@ fn tokenize(text: &str) -> Vec<Token> {
         }
     };
 
-    if let Some(re) = URL_RE.as_ref().filter(|_| text.contains("://")) {
+    if let Some(re) = URL_RE.get(ascii).filter(|_| text.contains("://")) {
         for m in re.find_iter(text) {
             // Sentence punctuation and control characters after a URL are not part of it
             // (the URL parser drops trailing controls itself, so trim both together: the
@@ -634,7 +686,7 @@ fn tokenize(text: &str) -> Vec<Token> {
             .is_some_and(|(_, e)| end <= *e)
     };
 
-    if let Some(re) = EMAIL_RE.as_ref().filter(|_| text.contains('@')) {
+    if let Some(re) = EMAIL_RE.get(ascii).filter(|_| text.contains('@')) {
         for m in re.find_iter(text) {
             let raw = m.as_str().trim_start_matches('.');
             let Some((local, domain)) = raw.rsplit_once('@') else {
@@ -658,7 +710,7 @@ fn tokenize(text: &str) -> Vec<Token> {
             );
         }
     }
-    if let Some(re) = DOMAIN_RE.as_ref().filter(|_| text.contains('.')) {
+    if let Some(re) = DOMAIN_RE.get(ascii).filter(|_| text.contains('.')) {
         for m in re.find_iter(text) {
             let before = text.get(..m.start()).and_then(|s| s.chars().next_back());
             let after = text.get(m.end()..).and_then(|s| s.chars().next());
@@ -697,7 +749,7 @@ fn tokenize(text: &str) -> Vec<Token> {
     }
     let lower_has_tel = || text.to_ascii_lowercase().contains("tel:");
     if let Some(re) = PHONE_RE
-        .as_ref()
+        .get(ascii)
         .filter(|_| text.contains('+') || lower_has_tel())
     {
         for m in re.find_iter(text) {
@@ -714,7 +766,7 @@ fn tokenize(text: &str) -> Vec<Token> {
             }
         }
     }
-    if let Some(re) = IBAN_RE.as_ref() {
+    if let Some(re) = IBAN_RE.get(ascii) {
         for m in re.find_iter(text) {
             let compact: String = m
                 .as_str()
@@ -736,7 +788,8 @@ fn tokenize(text: &str) -> Vec<Token> {
             }
         }
     }
-    for (re, sigil) in [(CHANNEL_RE.as_ref(), '#'), (HANDLE_RE.as_ref(), '@')] {
+    for (re, sigil) in [(&CHANNEL_RE, '#'), (&HANDLE_RE, '@')] {
+        let re = re.get(ascii);
         let Some(re) = re.filter(|_| text.contains(sigil)) else {
             continue;
         };
@@ -773,7 +826,7 @@ fn tokenize(text: &str) -> Vec<Token> {
             );
         }
     }
-    if let Some(re) = SLACK_ID_RE.as_ref() {
+    if let Some(re) = SLACK_ID_RE.get(ascii) {
         for m in re.find_iter(text) {
             if m.as_str().chars().any(|c| c.is_ascii_digit()) {
                 push(
@@ -799,6 +852,103 @@ mod tests {
             server: None,
             tool: tool.to_owned(),
             seq: 1,
+        }
+    }
+
+    const ALL: [(&str, &TokenRegex); 8] = [
+        ("url", &URL_RE),
+        ("email", &EMAIL_RE),
+        ("domain", &DOMAIN_RE),
+        ("phone", &PHONE_RE),
+        ("iban", &IBAN_RE),
+        ("channel", &CHANNEL_RE),
+        ("slack id", &SLACK_ID_RE),
+        ("handle", &HANDLE_RE),
+    ];
+
+    /// Every (start, end) of every group of every match, in order.
+    fn spans(re: &Regex, text: &str) -> Vec<Option<(usize, usize)>> {
+        re.captures_iter(text)
+            .flat_map(|c| {
+                c.iter()
+                    .map(|m| m.map(|m| (m.start(), m.end())))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    fn ascii_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let piece = prop_oneof![
+            Just("http".to_owned()),
+            Just("HTTPS".to_owned()),
+            Just("wss".to_owned()),
+            Just("fTp".to_owned()),
+            Just("://".to_owned()),
+            Just("mailto:".to_owned()),
+            Just("tel:".to_owned()),
+            Just("TEL: ".to_owned()),
+            Just("@".to_owned()),
+            Just(".".to_owned()),
+            Just("#".to_owned()),
+            Just("+".to_owned()),
+            Just("-".to_owned()),
+            Just("_".to_owned()),
+            Just("%".to_owned()),
+            Just("(".to_owned()),
+            Just(")".to_owned()),
+            Just(" ".to_owned()),
+            Just("\t".to_owned()),
+            Just("\n".to_owned()),
+            Just("\u{b}".to_owned()),
+            Just("\u{1}".to_owned()),
+            Just("<".to_owned()),
+            Just("\"".to_owned()),
+            Just("`".to_owned()),
+            Just("[".to_owned()),
+            Just("/".to_owned()),
+            Just("?".to_owned()),
+            Just("=".to_owned()),
+            Just("com".to_owned()),
+            Just("Corp".to_owned()),
+            Just("bob".to_owned()),
+            Just("k".to_owned()),
+            Just("S".to_owned()),
+            Just("DE89".to_owned()),
+            Just("3704".to_owned()),
+            Just("0044".to_owned()),
+            Just("C0123ABCD9".to_owned()),
+            Just("U012".to_owned()),
+            Just("4155550100".to_owned()),
+            Just("7".to_owned()),
+            Just("x".to_owned()),
+            "[ -~]",
+            "[\\x00-\\x7f]",
+        ];
+        proptest::collection::vec(piece, 0..24).prop_map(|v| v.concat())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+
+        /// On ASCII text the ASCII form of each token regex finds exactly what the Unicode
+        /// form finds: the same matches and groups at the same offsets.
+        #[test]
+        fn ascii_forms_match_like_unicode_forms(text in ascii_text()) {
+            proptest::prop_assume!(text.is_ascii());
+            for (name, re) in ALL {
+                let a = re.get(true).unwrap();
+                let u = re.get(false).unwrap();
+                proptest::prop_assert_eq!(spans(a, &text), spans(u, &text), "{} on {:?}", name, text);
+            }
+        }
+    }
+
+    #[test]
+    fn every_token_regex_compiles_in_both_forms() {
+        for (name, re) in ALL {
+            assert!(re.get(true).is_some(), "{name} (ascii)");
+            assert!(re.get(false).is_some(), "{name} (unicode)");
         }
     }
 
