@@ -531,8 +531,9 @@ fn check_reply(label: &str, line: &[u8], id: &Value, expect: Expect) -> anyhow::
             if is_error && effect == Some("deny") {
                 Ok(())
             } else {
-                Err(complain(
-                    "something else than toolgate's denial\nhelp: the policy must deny tool `blocked` (see `--policy`)",
+                Err(anyhow::anyhow!(
+                    "`{label}` answered request {id} with something else than toolgate's denial: {}\nhelp: the policy must deny tool `blocked` (see `--policy`)",
+                    excerpt(line)
                 ))
             }
         }
