@@ -174,9 +174,42 @@ fn bench(c: &mut Criterion) {
 
 criterion_group!(benches, bench);
 
+/// The per-call work of `toolgate wrap` for an allowed call under
+/// `{version: 1, default: allow, packs: []}` with pinning on: `Engine::decide` of a
+/// pinned `read_file`, then `record_output` of its 2-byte result "ok", `n` times.
+fn calls_only(n: usize) {
+    let engine = engine("version: 1\ndefault: allow\npacks: []\n");
+    let mut s = Session::new(SessionLimits::new(TaintLimits::default()));
+    let definition = json!({
+        "name": "read_file",
+        "description": "Read a file",
+        "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
+        "annotations": {"readOnlyHint": true}
+    });
+    s.pin_tools(std::slice::from_ref(&definition));
+    s.listing_complete();
+    let args = json!({"path": "src/main.rs"});
+    let result = json!({"content": [{"type": "text", "text": "ok"}]});
+    for _ in 0..n {
+        let effect = decide_once(&engine, &mut s, "read_file", black_box(&args));
+        assert_eq!(effect, toolgate_policy::Effect::Allow as u8);
+        engine.contracts().record_output(
+            &mut s,
+            Some("filesystem"),
+            "read_file",
+            black_box(&result),
+        );
+    }
+}
+
 /// `POLICY_LOAD_ONLY=N` loads and compiles the 500-rule policy N times and exits, without
 /// criterion: a small, repeatable workload for `valgrind --tool=callgrind`.
+/// `POLICY_CALLS_ONLY=N` runs [`calls_only`] instead.
 fn main() {
+    if let Some(n) = std::env::var_os("POLICY_CALLS_ONLY") {
+        calls_only(n.to_str().and_then(|s| s.parse().ok()).unwrap_or(1));
+        return;
+    }
     if let Some(n) = std::env::var_os("POLICY_LOAD_ONLY") {
         let n: usize = n.to_str().and_then(|s| s.parse().ok()).unwrap_or(1);
         let src = policy_500();

@@ -196,22 +196,25 @@ impl Engine {
         ctx: &NormalizeContext<'_>,
         now_ms: u64,
     ) -> Decision {
-        let pinned = session.pinned_definition(call.tool).cloned();
-        let definition = pinned.as_ref().or(call.definition);
-        let call = ToolCall {
-            server: call.server,
-            tool: call.tool,
-            arguments: call.arguments,
-            definition,
+        // The pinned definition is borrowed, not copied: normalisation reads it before the
+        // contracts take the session mutably (they look it up themselves, pinned first, so
+        // they get the caller's `call`), and the rules read it again afterwards (the
+        // contracts record an attempt; they never change pins).
+        let action = {
+            let definition = session.pinned_definition(call.tool).or(call.definition);
+            let call = ToolCall {
+                definition,
+                ..*call
+            };
+            let resolved = self.contracts.lookup_with(call.tool, definition);
+            let mapping = resolved.mapping(definition);
+            normalize(&call, mapping.as_ref(), ctx)
         };
-        let resolved = self.contracts.lookup_with(call.tool, definition);
-        let mapping = resolved.mapping(definition);
-        let action = normalize(&call, mapping.as_ref(), ctx);
         let results = self
             .contracts
-            .check_in(&call, &action, session, Some(ctx), now_ms);
-        let annotations = pinned
-            .as_ref()
+            .check_in(call, &action, session, Some(ctx), now_ms);
+        let annotations = session
+            .pinned_definition(call.tool)
             .and_then(|d| d.get("annotations"))
             .and_then(serde_json::Value::as_object);
         let facts = CallFacts {

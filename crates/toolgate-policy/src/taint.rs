@@ -439,6 +439,11 @@ fn is_invisible(c: char) -> bool {
 
 /// HTML entities, percent-encoding, NFKC; repeated until stable (at most a few rounds).
 fn decode(text: &str) -> String {
+    // ASCII without `&` or `%` is its own decoding (NFKC leaves ASCII alone): the common
+    // case needs one copy, not four.
+    if text.is_ascii() && !text.contains(['&', '%']) {
+        return text.to_owned();
+    }
     let mut current = nfkc_visible(text);
     for _ in 0..4 {
         let mut next = current.clone();
@@ -766,7 +771,9 @@ fn tokenize(text: &str) -> Vec<Token> {
             }
         }
     }
-    if let Some(re) = IBAN_RE.get(ascii) {
+    // An IBAN match is at least 12 characters long, a Slack id at least 9: shorter text
+    // (a one-word result) skips both searches.
+    if let Some(re) = IBAN_RE.get(ascii).filter(|_| text.len() >= 12) {
         for m in re.find_iter(text) {
             let compact: String = m
                 .as_str()
@@ -826,7 +833,7 @@ fn tokenize(text: &str) -> Vec<Token> {
             );
         }
     }
-    if let Some(re) = SLACK_ID_RE.get(ascii) {
+    if let Some(re) = SLACK_ID_RE.get(ascii).filter(|_| text.len() >= 9) {
         for m in re.find_iter(text) {
             if m.as_str().chars().any(|c| c.is_ascii_digit()) {
                 push(

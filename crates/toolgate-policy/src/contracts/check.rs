@@ -9,8 +9,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::heuristics::{
-    DEFAULT_DESTRUCTIVE_BUDGET_MAX, DEFAULT_DESTRUCTIVE_BUDGET_PER, is_destructive_name,
-    is_exfiltrating_name, is_recipient_param,
+    DEFAULT_DESTRUCTIVE_BUDGET_MAX, DEFAULT_DESTRUCTIVE_BUDGET_PER, is_recipient_param, name_marks,
 };
 use super::packs::{PACKS, parsed_pack};
 use super::{
@@ -138,10 +137,11 @@ fn heuristic_contract(tool: &str, definition: Option<&Value>) -> ToolContract {
         .and_then(|s| s.get("properties"))
         .and_then(Value::as_object)
         .is_some_and(|p| p.keys().any(|k| is_recipient_param(k)));
-    if is_exfiltrating_name(tool) || schema_recipient {
+    let (exfiltrating, destructive) = name_marks(tool);
+    if exfiltrating || schema_recipient {
         c.exfiltrating = Some(true);
     }
-    if is_destructive_name(tool) {
+    if destructive {
         c.budget = Some(BudgetSpec {
             max: DEFAULT_DESTRUCTIVE_BUDGET_MAX,
             per: DEFAULT_DESTRUCTIVE_BUDGET_PER.to_owned(),
@@ -440,9 +440,10 @@ impl Contracts {
         tool: &str,
         result: &Value,
     ) -> u64 {
-        let definition = session.pinned_definition(tool).cloned();
-        let resolved = self.lookup_with(tool, definition.as_ref());
-        match resolved.trusted_output() {
+        let trusted = self
+            .lookup_with(tool, session.pinned_definition(tool))
+            .trusted_output();
+        match trusted {
             Some(fields) if fields.is_empty() => {
                 session.record_output(server, tool, result, OutputTrust::Trusted)
             }

@@ -199,17 +199,32 @@ pub const CONTENT_WORDS: &[&str] = &[
 /// acronyms, digits).
 pub fn words(name: &str) -> Vec<String> {
     let mut out = Vec::new();
+    each_word(name, |w| {
+        out.push(w.to_owned());
+        true
+    });
+    out
+}
+
+/// Calls `f` with each word of `name` as [`words`] splits it, in order, until `f` returns
+/// false. One reused buffer instead of a `String` per word: the heuristics run on every
+/// call (tool name, argument and schema property names).
+fn each_word(name: &str, mut f: impl FnMut(&str) -> bool) {
     let mut cur = String::new();
-    let chars: Vec<char> = name.chars().collect();
-    for (i, &c) in chars.iter().enumerate() {
+    let mut prev: Option<char> = None;
+    let mut chars = name.chars().peekable();
+    while let Some(c) = chars.next() {
+        let next = chars.peek().copied();
         if !c.is_alphanumeric() {
             if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
+                if !f(&cur) {
+                    return;
+                }
+                cur.clear();
             }
+            prev = Some(c);
             continue;
         }
-        let prev = i.checked_sub(1).and_then(|j| chars.get(j)).copied();
-        let next = chars.get(i + 1).copied();
         let boundary = match prev {
             Some(p) if p.is_alphanumeric() => {
                 (p.is_lowercase() && c.is_uppercase())
@@ -221,51 +236,59 @@ pub fn words(name: &str) -> Vec<String> {
             _ => false,
         };
         if boundary && !cur.is_empty() {
-            out.push(std::mem::take(&mut cur));
+            if !f(&cur) {
+                return;
+            }
+            cur.clear();
         }
         cur.extend(c.to_lowercase());
+        prev = Some(c);
     }
     if !cur.is_empty() {
-        out.push(cur);
+        f(&cur);
     }
-    out
 }
 
 /// True when the tool name marks an exfiltrating tool (see the module docs).
 pub fn is_exfiltrating_name(tool: &str) -> bool {
-    let ws = words(tool);
+    name_marks(tool).0
+}
+
+/// `(exfiltrating, destructive)`: [`is_exfiltrating_name`] and [`is_destructive_name`] in
+/// one pass over the words.
+pub fn name_marks(tool: &str) -> (bool, bool) {
     let mut read_seen = false;
-    for w in &ws {
-        let w = w.as_str();
-        if READ_VERBS.contains(&w) {
-            read_seen = true;
-            continue;
-        }
-        if EXFIL_AMBIGUOUS.contains(&w) {
-            if !read_seen {
-                return true;
+    let mut exfiltrating = false;
+    let mut destructive = false;
+    each_word(tool, |w| {
+        destructive |= DESTRUCTIVE_VERBS.contains(&w);
+        if !exfiltrating {
+            if READ_VERBS.contains(&w) {
+                read_seen = true;
+            } else if EXFIL_AMBIGUOUS.contains(&w) {
+                exfiltrating = !read_seen;
+            } else if EXFIL_VERBS.contains(&w) {
+                exfiltrating = true;
             }
-            continue;
         }
-        if EXFIL_VERBS.contains(&w) {
-            return true;
-        }
-    }
-    false
+        true
+    });
+    (exfiltrating, destructive)
 }
 
 /// True when the tool name marks a destructive tool.
 pub fn is_destructive_name(tool: &str) -> bool {
-    words(tool)
-        .iter()
-        .any(|w| DESTRUCTIVE_VERBS.contains(&w.as_str()))
+    name_marks(tool).1
 }
 
 /// True when an argument name names a destination (see the module docs).
 pub fn is_destination_param(arg: &str) -> bool {
-    let ws = words(arg);
-    let destination = ws.iter().any(|w| DESTINATION_WORDS.contains(&w.as_str()));
-    let content = ws.iter().any(|w| CONTENT_WORDS.contains(&w.as_str()));
+    let (mut destination, mut content) = (false, false);
+    each_word(arg, |w| {
+        destination |= DESTINATION_WORDS.contains(&w);
+        content |= CONTENT_WORDS.contains(&w);
+        !content
+    });
     destination && !content
 }
 
@@ -287,9 +310,13 @@ pub const RECIPIENT_WORDS: &[&str] = &[
 
 /// True when an argument name is a strong recipient name (`to`, `cc`, `recipients`, …).
 pub fn is_recipient_param(arg: &str) -> bool {
-    let ws = words(arg);
-    ws.iter().any(|w| RECIPIENT_WORDS.contains(&w.as_str()))
-        && !ws.iter().any(|w| CONTENT_WORDS.contains(&w.as_str()))
+    let (mut recipient, mut content) = (false, false);
+    each_word(arg, |w| {
+        recipient |= RECIPIENT_WORDS.contains(&w);
+        content |= CONTENT_WORDS.contains(&w);
+        !content
+    });
+    recipient && !content
 }
 
 #[cfg(test)]
