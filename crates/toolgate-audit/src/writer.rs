@@ -212,29 +212,29 @@ impl AuditWriter {
     /// Appends one record: stamps `seq`, `prev` and `time`, writes the line, returns what
     /// was written. An error means nothing usable was written: deny the call.
     pub fn append(&self, event: &Event) -> Result<Appended, AuditError> {
-        if matches!(event.kind, Kind::Header | Kind::Other) {
-            return Err(AuditError::ReservedKind {
-                kind: event.kind.as_str(),
-            });
-        }
-        // Never let a path or query string in through the host field.
-        let sanitized;
-        let event = match &event.net {
-            Some(net) if sanitize_host(&net.host) != net.host => {
-                let mut copy = event.clone();
-                if let Some(n) = copy.net.as_mut() {
-                    n.host = sanitize_host(&n.host);
-                }
-                sanitized = copy;
-                &sanitized
+        let mut appended = self.append_all(std::slice::from_ref(event))?;
+        appended.pop().ok_or(AuditError::Poisoned)
+    }
+
+    /// Appends several records in one `write` under one lock (e.g. the pins of a long
+    /// `tools/list`), chained in order. All or nothing: on an error none of them is in the
+    /// log.
+    pub fn append_all(&self, events: &[Event]) -> Result<Vec<Appended>, AuditError> {
+        for event in events {
+            if matches!(event.kind, Kind::Header | Kind::Other) {
+                return Err(AuditError::ReservedKind {
+                    kind: event.kind.as_str(),
+                });
             }
-            _ => event,
-        };
+        }
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut state = self.state.lock().map_err(|_| AuditError::Poisoned)?;
         let state = &mut *state;
         let _lock = FileLock::exclusive(&state.file, &self.path)?;
         self.sync_with_file(&state.file, &mut state.chain)?;
-        self.write_line(&state.file, &mut state.chain, event)
+        self.write_lines(&state.file, &mut state.chain, events)
     }
 
     /// Brings `state` up to date with the file (which another process may have appended
@@ -328,21 +328,63 @@ impl AuditWriter {
 
     fn write_line(
         &self,
-        mut file: &File,
+        file: &File,
         state: &mut Chain,
         event: &Event,
     ) -> Result<Appended, AuditError> {
+        let mut appended = self.write_lines(file, state, std::slice::from_ref(event))?;
+        appended.pop().ok_or(AuditError::Poisoned)
+    }
+
+    /// Writes `events` as consecutive lines with one `write`; `state` advances only when
+    /// all of them were written.
+    fn write_lines(
+        &self,
+        mut file: &File,
+        state: &mut Chain,
+        events: &[Event],
+    ) -> Result<Vec<Appended>, AuditError> {
         let time = now_rfc3339();
-        let mut bytes = serde_json::to_vec(&Line {
-            seq: state.next_seq,
-            prev: &state.prev,
-            time: &time,
-            event,
-        })?;
-        let hash = sha256_hex(&bytes);
-        bytes.push(b'\n');
+        let mut bytes = Vec::with_capacity(512 * events.len());
+        let mut appended = Vec::with_capacity(events.len());
+        let mut seq = state.next_seq;
+        let mut prev = state.prev.clone();
+        for event in events {
+            // Never let a path or query string in through the host field.
+            let sanitized;
+            let event = match &event.net {
+                Some(net) if sanitize_host(&net.host) != net.host => {
+                    let mut copy = event.clone();
+                    if let Some(n) = copy.net.as_mut() {
+                        n.host = sanitize_host(&n.host);
+                    }
+                    sanitized = copy;
+                    &sanitized
+                }
+                _ => event,
+            };
+            let start = bytes.len();
+            serde_json::to_writer(
+                &mut bytes,
+                &Line {
+                    seq,
+                    prev: &prev,
+                    time: &time,
+                    event,
+                },
+            )?;
+            let hash = sha256_hex(bytes.get(start..).unwrap_or_default());
+            bytes.push(b'\n');
+            appended.push(Appended {
+                seq,
+                hash: hash.clone(),
+                time: time.clone(),
+            });
+            seq = seq.saturating_add(1);
+            prev = hash;
+        }
         if let Err(source) = file.write_all(&bytes) {
-            // Cut off whatever part of the line made it, so the chain stays intact.
+            // Cut off whatever part of the lines made it, so the chain stays intact.
             let _ = file.set_len(state.len);
             return Err(AuditError::Io {
                 action: "cannot write audit record to",
@@ -357,11 +399,10 @@ impl AuditWriter {
                 source,
             })?;
         }
-        let seq = state.next_seq;
         state.len = state.len.saturating_add(bytes.len() as u64);
-        state.next_seq = seq.saturating_add(1);
-        state.prev.clone_from(&hash);
-        Ok(Appended { seq, hash, time })
+        state.next_seq = seq;
+        state.prev = prev;
+        Ok(appended)
     }
 
     /// Flushes the log to disk (`fdatasync`).

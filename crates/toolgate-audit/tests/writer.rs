@@ -418,3 +418,46 @@ fn log_truncated_while_in_use_is_an_error() {
     assert!(matches!(err, AuditError::DamagedTail { .. }), "{err}");
     assert!(err.to_string().contains("shrank"), "{err}");
 }
+
+#[test]
+fn append_all_writes_chained_records_in_one_go_and_interleaves_with_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let w = AuditWriter::open(&path).unwrap();
+    w.append(&decision("first")).unwrap();
+    let batch: Vec<Event> = (0..50).map(|i| decision(&format!("t{i}"))).collect();
+    let appended = w.append_all(&batch).unwrap();
+    assert_eq!(appended.len(), 50);
+    // seq 0 is the header, 1 the first record: the batch follows without a gap.
+    let seqs: Vec<u64> = appended.iter().map(|a| a.seq).collect();
+    assert_eq!(seqs, (2..52).collect::<Vec<_>>());
+    w.append(&decision("last")).unwrap();
+    assert!(w.append_all(&[]).unwrap().is_empty());
+    let text = std::fs::read_to_string(&path).unwrap();
+    let tools: Vec<String> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            serde_json::from_str::<Record>(l)
+                .unwrap()
+                .event
+                .tool
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(tools.len(), 52);
+    assert_eq!(tools[0], "first");
+    assert_eq!(tools[1], "t0");
+    assert_eq!(tools[50], "t49");
+    assert_eq!(tools[51], "last");
+    let v = verify_path(&path).unwrap();
+    assert!(v.is_intact(), "{:?}", v.problem);
+    // A reserved kind anywhere in the batch writes nothing.
+    let mut bad = batch.clone();
+    bad.push(Event::new(Kind::Header));
+    assert!(matches!(
+        w.append_all(&bad),
+        Err(AuditError::ReservedKind { .. })
+    ));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+}
