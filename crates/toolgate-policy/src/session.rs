@@ -245,7 +245,14 @@ impl Session {
                 continue;
             };
             seen.insert(name.to_owned());
-            let fp = fingerprint(def);
+            // A definition equal to the accepted one has its fingerprint (a repeated listing
+            // costs a comparison per tool, not a canonicalisation).
+            let fp = match self.pins.get(name) {
+                Some(pin) if !pin.accepted.is_null() && pin.accepted == *def => {
+                    pin.accepted_fp.clone()
+                }
+                _ => fingerprint(def),
+            };
             if let Some(pin) = self.pins.get_mut(name) {
                 pin.removed = false;
                 if fp == pin.accepted_fp {
