@@ -160,6 +160,25 @@ impl Inner {
         })
     }
 
+    /// Writes several records in one append; `Err` means none of them was written.
+    fn write_events(&self, mut events: Vec<Event>) -> Result<(), String> {
+        if let Some(why) = &self.settings.audit_error {
+            return Err(why.clone());
+        }
+        let Some(writer) = &self.settings.audit else {
+            return Ok(());
+        };
+        for event in &mut events {
+            event.session = Some(self.settings.session_id.clone());
+            if event.server.is_none() {
+                event.server = self.settings.server.clone();
+            }
+        }
+        writer.append_all(&events).map(|_| ()).map_err(|e| {
+            format!("the audit log cannot be written ({e}); toolgate denies calls it cannot record")
+        })
+    }
+
     /// Writes the deferred result records, oldest first.
     fn write_deferred(&self) {
         let pending = std::mem::take(&mut *lock(&self.deferred));
@@ -277,6 +296,15 @@ impl Enforcer {
     fn audit(&self, event: Event) -> Result<(), String> {
         self.inner.write_deferred();
         self.inner.write_event(event)
+    }
+
+    /// Writes several records at once (one lock, one write): e.g. the pins of a listing.
+    fn audit_all(&self, events: Vec<Event>) -> Result<(), String> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.inner.write_deferred();
+        self.inner.write_events(events)
     }
 
     /// Queues a result record; written by [`Interceptor::after_delivery`].
@@ -766,6 +794,86 @@ impl Enforcer {
         }
     }
 
+    /// A `tools/list` page: pins every tool (the full page), then hides the tools the
+    /// policy forbids outright from the client.
+    fn on_tools_list(&self, first: bool, result: &RawValue, frame: &[u8]) -> Verdict {
+        /// The part of a `tools/list` result pinning reads; other fields are skipped.
+        #[derive(serde::Deserialize)]
+        struct Page {
+            #[serde(default)]
+            tools: Vec<Value>,
+            #[serde(default, rename = "nextCursor")]
+            next_cursor: Option<Value>,
+        }
+        let Ok(page) = serde_json::from_str::<Page>(result.get()) else {
+            // Nothing is pinned: calls to these tools ask (or are denied) as unlisted.
+            tracing::warn!("tools/list result not understood: nothing pinned from it");
+            return Verdict::Forward;
+        };
+        let complete = page.next_cursor.as_ref().is_none_or(Value::is_null);
+        let names: Vec<String> = page
+            .tools
+            .iter()
+            .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
+            .collect();
+        let listing = {
+            let mut st = lock(&self.inner.state);
+            if first {
+                st.listing.clear();
+            }
+            if complete && st.listing.is_empty() {
+                // A listing of one page (the common case): pinned as it is, no copy.
+                st.tools_stale = false;
+                page.tools
+            } else {
+                // Bounded: a listing longer than this is pinned page by page.
+                if st.listing.len() < 100_000 {
+                    st.listing.extend(page.tools);
+                }
+                if complete {
+                    st.tools_stale = false;
+                    std::mem::take(&mut st.listing)
+                } else {
+                    st.listing.clone()
+                }
+            }
+        };
+        let changes = lock(&self.inner.backend).pin_tools(&listing, complete);
+        drop(listing);
+        // Only new or changed accepted definitions need saving (a repeated listing
+        // changes nothing on disk).
+        if complete && !(changes.added.is_empty() && changes.changed.is_empty()) {
+            self.persist_pins();
+        }
+        let mut events = Vec::with_capacity(changes.changed.len() + changes.added.len());
+        for (tool, what) in &changes.changed {
+            let mut ev = Event::new(AuditKind::Pin);
+            ev.tool = Some(tool.clone());
+            ev.reason = Some(format!("definition changed: {}", what.join(", ")));
+            events.push(ev);
+        }
+        for tool in &changes.added {
+            let mut ev = Event::new(AuditKind::Pin);
+            ev.tool = Some(tool.clone());
+            ev.reason = Some("pinned".to_owned());
+            events.push(ev);
+        }
+        if let Err(why) = self.audit_all(events) {
+            tracing::warn!("pins not audited: {why}");
+        }
+        // Pinned from the full page above; the client sees it without the tools the
+        // policy forbids outright.
+        let hidden: Vec<&str> = {
+            let mut backend = lock(&self.inner.backend);
+            names
+                .iter()
+                .map(String::as_str)
+                .filter(|name| backend.forbidden_outright(name))
+                .collect()
+        };
+        hide_tools(frame, &hidden)
+    }
+
     fn on_response(&self, tag: u64, message: &Message<'_>) -> Verdict {
         let Some(watched) = lock(&self.inner.state).watched.remove(&tag) else {
             return Verdict::Forward;
@@ -789,61 +897,16 @@ impl Enforcer {
             }
             return Verdict::Forward;
         };
+        if let Watched::ToolsList { first } = watched {
+            return self.on_tools_list(first, result_raw, message.raw);
+        }
         let result: Value = match serde_json::from_str(result_raw.get()) {
             Ok(v) => v,
             Err(_) => return Verdict::Forward,
         };
         match watched {
-            Watched::ToolsList { first } => {
-                let page = result
-                    .get("tools")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                let complete = result.get("nextCursor").is_none_or(Value::is_null);
-                let listing = {
-                    let mut st = lock(&self.inner.state);
-                    if first {
-                        st.listing.clear();
-                    }
-                    // Bounded: a listing longer than this is pinned page by page.
-                    if st.listing.len() < 100_000 {
-                        st.listing.extend(page.iter().cloned());
-                    }
-                    if complete {
-                        st.tools_stale = false;
-                        std::mem::take(&mut st.listing)
-                    } else {
-                        st.listing.clone()
-                    }
-                };
-                let changes = lock(&self.inner.backend).pin_tools(&listing, complete);
-                if complete {
-                    self.persist_pins();
-                }
-                for (tool, what) in &changes.changed {
-                    let mut ev = Event::new(AuditKind::Pin);
-                    ev.tool = Some(tool.clone());
-                    ev.reason = Some(format!("definition changed: {}", what.join(", ")));
-                    let _ = self.audit(ev);
-                }
-                for tool in &changes.added {
-                    let mut ev = Event::new(AuditKind::Pin);
-                    ev.tool = Some(tool.clone());
-                    ev.reason = Some("pinned".to_owned());
-                    let _ = self.audit(ev);
-                }
-                // Pinned from the full page above; the client sees it without the tools the
-                // policy forbids outright.
-                let hidden: Vec<&str> = {
-                    let backend = lock(&self.inner.backend);
-                    page.iter()
-                        .filter_map(|t| t.get("name").and_then(Value::as_str))
-                        .filter(|name| backend.forbidden_outright(name))
-                        .collect()
-                };
-                hide_tools(message.raw, &hidden)
-            }
+            // Handled above, without a value tree of the whole result.
+            Watched::ToolsList { .. } => Verdict::Forward,
             Watched::ToolCall {
                 tool,
                 request_id,
