@@ -509,6 +509,9 @@ fn value_token_step(value: &str) -> String {
 /// letter classes are most of the cost of building these regexes), so text that is ASCII
 /// after decoding uses them and the Unicode forms are only built when non-ASCII text
 /// arrives. A property test checks that both forms find the same matches on ASCII text.
+///
+/// `tokenize` checks its cheap precondition (a `://`, an `@`, a minimum length, …) before
+/// asking for a regex, so a pattern is only compiled once text could contain its token.
 struct TokenRegex {
     ascii: LazyLock<Option<Regex>>,
     unicode: LazyLock<Option<Regex>>,
@@ -648,7 +651,9 @@ fn tokenize(text: &str) -> Vec<Token> {
         }
     };
 
-    if let Some(re) = URL_RE.get(ascii).filter(|_| text.contains("://")) {
+    if text.contains("://")
+        && let Some(re) = URL_RE.get(ascii)
+    {
         for m in re.find_iter(text) {
             // Sentence punctuation and control characters after a URL are not part of it
             // (the URL parser drops trailing controls itself, so trim both together: the
@@ -691,7 +696,9 @@ fn tokenize(text: &str) -> Vec<Token> {
             .is_some_and(|(_, e)| end <= *e)
     };
 
-    if let Some(re) = EMAIL_RE.get(ascii).filter(|_| text.contains('@')) {
+    if text.contains('@')
+        && let Some(re) = EMAIL_RE.get(ascii)
+    {
         for m in re.find_iter(text) {
             let raw = m.as_str().trim_start_matches('.');
             let Some((local, domain)) = raw.rsplit_once('@') else {
@@ -715,7 +722,9 @@ fn tokenize(text: &str) -> Vec<Token> {
             );
         }
     }
-    if let Some(re) = DOMAIN_RE.get(ascii).filter(|_| text.contains('.')) {
+    if text.contains('.')
+        && let Some(re) = DOMAIN_RE.get(ascii)
+    {
         for m in re.find_iter(text) {
             let before = text.get(..m.start()).and_then(|s| s.chars().next_back());
             let after = text.get(m.end()..).and_then(|s| s.chars().next());
@@ -752,10 +761,13 @@ fn tokenize(text: &str) -> Vec<Token> {
             );
         }
     }
-    let lower_has_tel = || text.to_ascii_lowercase().contains("tel:");
-    if let Some(re) = PHONE_RE
-        .get(ascii)
-        .filter(|_| text.contains('+') || lower_has_tel())
+    let lower_has_tel = || {
+        text.as_bytes()
+            .windows(4)
+            .any(|w| w.eq_ignore_ascii_case(b"tel:"))
+    };
+    if (text.contains('+') || lower_has_tel())
+        && let Some(re) = PHONE_RE.get(ascii)
     {
         for m in re.find_iter(text) {
             let digits: String = m.as_str().chars().filter(char::is_ascii_digit).collect();
@@ -773,7 +785,9 @@ fn tokenize(text: &str) -> Vec<Token> {
     }
     // An IBAN match is at least 12 characters long, a Slack id at least 9: shorter text
     // (a one-word result) skips both searches.
-    if let Some(re) = IBAN_RE.get(ascii).filter(|_| text.len() >= 12) {
+    if text.len() >= 12
+        && let Some(re) = IBAN_RE.get(ascii)
+    {
         for m in re.find_iter(text) {
             let compact: String = m
                 .as_str()
@@ -796,8 +810,10 @@ fn tokenize(text: &str) -> Vec<Token> {
         }
     }
     for (re, sigil) in [(&CHANNEL_RE, '#'), (&HANDLE_RE, '@')] {
-        let re = re.get(ascii);
-        let Some(re) = re.filter(|_| text.contains(sigil)) else {
+        if !text.contains(sigil) {
+            continue;
+        }
+        let Some(re) = re.get(ascii) else {
             continue;
         };
         for c in re.captures_iter(text) {
@@ -833,7 +849,9 @@ fn tokenize(text: &str) -> Vec<Token> {
             );
         }
     }
-    if let Some(re) = SLACK_ID_RE.get(ascii).filter(|_| text.len() >= 9) {
+    if text.len() >= 9
+        && let Some(re) = SLACK_ID_RE.get(ascii)
+    {
         for m in re.find_iter(text) {
             if m.as_str().chars().any(|c| c.is_ascii_digit()) {
                 push(
