@@ -21,7 +21,8 @@
 //! - `test/ask` (`method`, `id`, `params`): send a request to the client with that raw id,
 //!   wait for the client's response and reply with it as `{"clientResponse": <response>}`;
 //! - `test/exit` (`code`): reply, then exit with `code`;
-//! - `tools/list`: two tools, `x` and `t`, taking any object.
+//! - `tools/list` (`testDescription`): two tools, `x` and `t`, taking any object, in one
+//!   page; `testDescription` replaces the description of `x` (a rug pull on demand).
 //!
 //! Notifications and unsolicited responses are only recorded.
 #![allow(
@@ -140,7 +141,11 @@ fn main() {
             }
             "test/hang" => continue,
             "tools/list" => {
-                let tools = r#"{"tools":[{"name":"x","description":"test tool x","inputSchema":{"type":"object"}},{"name":"t","description":"test tool t","inputSchema":{"type":"object"}}]}"#;
+                let x = params["testDescription"].as_str().unwrap_or("test tool x");
+                let x = serde_json::to_string(x).unwrap();
+                let tools = format!(
+                    r#"{{"tools":[{{"name":"x","description":{x},"inputSchema":{{"type":"object"}}}},{{"name":"t","description":"test tool t","inputSchema":{{"type":"object"}}}}]}}"#
+                );
                 writeln!(out, r#"{{"jsonrpc":"2.0","id":{id},"result":{tools}}}"#).unwrap();
                 out.flush().unwrap();
                 continue;

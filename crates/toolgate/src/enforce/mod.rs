@@ -133,6 +133,10 @@ struct Inner {
     sealer: Sealer,
     /// Result records waiting for [`Interceptor::after_delivery`].
     deferred: Mutex<Vec<Deferred>>,
+    /// The last complete one-page `tools/list` result (SHA-256 of its bytes) and the
+    /// tools it hid: a byte-identical repeat pins nothing new, so it is not pinned again.
+    /// Cleared when an approval may have changed a pin.
+    last_listing: Mutex<Option<([u8; 32], Vec<String>)>>,
 }
 
 /// A result record kept off the latency path; the hash of the result is computed when
@@ -272,6 +276,7 @@ impl Enforcer {
                 settings,
                 sealer,
                 deferred: Mutex::new(Vec::new()),
+                last_listing: Mutex::new(None),
             }),
         })
     }
@@ -591,6 +596,7 @@ impl Enforcer {
             Answer::Deny(why) => return Err(why.clone()),
         };
         lock(&self.inner.backend).approve(call, ruling, scope);
+        *lock(&self.inner.last_listing) = None;
         if scope == Scope::Session && ruling.contract == "pinning" {
             self.persist_pins();
         }
@@ -805,6 +811,21 @@ impl Enforcer {
             #[serde(default, rename = "nextCursor")]
             next_cursor: Option<Value>,
         }
+        let digest: [u8; 32] = Sha256::digest(result.get().as_bytes()).into();
+        if first {
+            let repeat = lock(&self.inner.last_listing)
+                .as_ref()
+                .filter(|(last, _)| *last == digest)
+                .map(|(_, hidden)| hidden.clone());
+            if let Some(hidden) = repeat {
+                // The same bytes as the last complete listing: every definition equals the
+                // one pinned from it (or its pending change), so pinning would change
+                // nothing; only the announcement of a change is answered.
+                lock(&self.inner.state).tools_stale = false;
+                let hidden: Vec<&str> = hidden.iter().map(String::as_str).collect();
+                return hide_tools(frame, &hidden);
+            }
+        }
         let Ok(page) = serde_json::from_str::<Page>(result.get()) else {
             // Nothing is pinned: calls to these tools ask (or are denied) as unlisted.
             tracing::warn!("tools/list result not understood: nothing pinned from it");
@@ -816,6 +837,7 @@ impl Enforcer {
             .iter()
             .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
             .collect();
+        let one_page = first && complete;
         let listing = {
             let mut st = lock(&self.inner.state);
             if first {
@@ -871,6 +893,8 @@ impl Enforcer {
                 .filter(|name| backend.forbidden_outright(name))
                 .collect()
         };
+        *lock(&self.inner.last_listing) =
+            one_page.then(|| (digest, hidden.iter().map(|&h| h.to_owned()).collect()));
         hide_tools(frame, &hidden)
     }
 
