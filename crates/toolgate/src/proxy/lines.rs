@@ -43,7 +43,7 @@ impl Assembler {
 
     /// Feeds available bytes; returns how many were used and a line if one was completed.
     fn feed(&mut self, avail: &[u8]) -> (usize, Option<Line>) {
-        let (chunk, used, done) = match avail.iter().position(|&b| b == b'\n') {
+        let (chunk, used, done) = match memchr::memchr(b'\n', avail) {
             Some(i) => (avail.get(..i).unwrap_or_default(), i + 1, true),
             None => (avail, avail.len(), false),
         };
