@@ -26,8 +26,7 @@ pub fn line_hash(line: &[u8]) -> String {
 /// `{"a":1,"b":2}` and `{ "b": 2, "a": 1.0 }`. Used for `args_sha256`, `result_sha256`
 /// and tool fingerprints.
 pub fn canonical_sha256(value: &Value) -> Result<String, serde_json::Error> {
-    let bytes = serde_json_canonicalizer::to_vec(value)?;
-    Ok(sha256_hex(&bytes))
+    crate::canonical::sha256_hex(value)
 }
 
 /// [`canonical_sha256`] of raw JSON text (e.g. the `arguments` bytes of a request).

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod canonical;
 mod chain;
 mod error;
 mod read;

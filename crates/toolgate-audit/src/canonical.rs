@@ -1,0 +1,191 @@
+//! SHA-256 of the RFC 8785 (JCS) canonical form of a JSON value, streamed into the hasher.
+//!
+//! Every tool call hashes its arguments and its result, so this is on the hot path of the
+//! proxy. `serde_json_canonicalizer` builds the canonical text in memory, with a sort key
+//! per object member; this writes the same bytes straight into SHA-256. It covers the
+//! values a call carries: strings, booleans, null, integers up to 2^53 in magnitude,
+//! arrays and objects. A value holding any other number (a float, or an integer that
+//! ECMAScript would print in exponent form) is handed whole to `serde_json_canonicalizer`,
+//! which formats numbers as RFC 8785 requires. A property test checks that both agree
+//! byte for byte.
+
+use std::io::{self, Write};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Integers up to this magnitude print the same in ECMAScript and in Rust.
+const SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// Hex SHA-256 of the canonical form of `value`; see the module docs.
+pub(crate) fn sha256_hex(value: &Value) -> Result<String, serde_json::Error> {
+    if !simple_numbers(value, 0) {
+        let bytes = serde_json_canonicalizer::to_vec(value)?;
+        return Ok(hex::encode(Sha256::digest(&bytes)));
+    }
+    let mut out = HashWriter(Sha256::new());
+    write(&mut out, value).map_err(serde_json::Error::io)?;
+    Ok(hex::encode(out.0.finalize()))
+}
+
+/// The canonical bytes, for tests.
+#[cfg(test)]
+fn to_vec(value: &Value) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    (simple_numbers(value, 0) && write(&mut out, value).is_ok()).then_some(out)
+}
+
+struct HashWriter(Sha256);
+
+impl Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// True when every number in `value` is an integer of at most 2^53 - 1 in magnitude (and
+/// the nesting is not absurdly deep; the fallback handles the rest).
+fn simple_numbers(value: &Value, depth: usize) -> bool {
+    if depth > 128 {
+        return false;
+    }
+    match value {
+        Value::Null | Value::Bool(_) | Value::String(_) => true,
+        Value::Number(n) => n
+            .as_u64()
+            .map(|u| u <= SAFE_INTEGER)
+            .or_else(|| n.as_i64().map(|i| i.unsigned_abs() <= SAFE_INTEGER))
+            .unwrap_or(false),
+        Value::Array(items) => items.iter().all(|v| simple_numbers(v, depth + 1)),
+        Value::Object(map) => map.values().all(|v| simple_numbers(v, depth + 1)),
+    }
+}
+
+fn write<W: Write>(out: &mut W, value: &Value) -> io::Result<()> {
+    match value {
+        Value::Object(map) => {
+            // Members sorted by the UTF-16 code units of their names (RFC 8785 §3.2.3).
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            members.sort_unstable_by(|(a, _), (b, _)| a.encode_utf16().cmp(b.encode_utf16()));
+            out.write_all(b"{")?;
+            for (i, (name, member)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                // serde_json escapes exactly as RFC 8785 asks: `"`, `\` and control
+                // characters, short forms where they exist, else `\u00xx` in lower case.
+                serde_json::to_writer(&mut *out, name).map_err(io::Error::other)?;
+                out.write_all(b":")?;
+                write(out, member)?;
+            }
+            out.write_all(b"}")
+        }
+        Value::Array(items) => {
+            out.write_all(b"[")?;
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                write(out, item)?;
+            }
+            out.write_all(b"]")
+        }
+        // Strings, booleans, null and safe integers print as RFC 8785 prints them.
+        other => serde_json::to_writer(&mut *out, other).map_err(io::Error::other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn reference(value: &Value) -> Vec<u8> {
+        serde_json_canonicalizer::to_vec(value).unwrap()
+    }
+
+    #[test]
+    fn rfc8785_examples() {
+        let v: Value = serde_json::from_str(
+            r#"{"peach":"This sorting order","péché":"is wrong according to French","pêche":"but canonicalization MUST","sin":"ignore locale","\u20ac":"Euro Sign","\r":"Carriage Return","\ufb33":"Hebrew Letter Dalet With Dagesh","1":"One","\ud83d\ude00":"Emoji: Grinning Face","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis"}"#,
+        )
+        .unwrap();
+        assert_eq!(to_vec(&v).unwrap(), reference(&v));
+        let v = json!({"literals": [null, true, false], "s": "\u{7f}\u{1f}\t\"\\/\u{2028}", "n": [0, -1, 9007199254740991_i64, -9007199254740991_i64]});
+        assert_eq!(to_vec(&v).unwrap(), reference(&v));
+    }
+
+    #[test]
+    fn other_numbers_use_the_reference_implementation() {
+        for v in [
+            json!({"a": 1.5}),
+            json!([9007199254740992_u64]),
+            json!(-9007199254740992_i64),
+            json!({"deep": [[[1e21]]]}),
+        ] {
+            assert_eq!(to_vec(&v), None, "{v}");
+            assert_eq!(
+                sha256_hex(&v).unwrap(),
+                hex::encode(Sha256::digest(reference(&v)))
+            );
+        }
+    }
+
+    fn key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z]{0,4}",
+            any::<String>(),
+            proptest::collection::vec(
+                prop_oneof![
+                    Just('\u{10000}'),
+                    Just('\u{1f600}'),
+                    Just('\u{e000}'),
+                    Just('\u{ffff}'),
+                    Just('a'),
+                    Just('\u{80}')
+                ],
+                0..4
+            )
+            .prop_map(|c| c.into_iter().collect()),
+        ]
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            (-(1_i64 << 53) + 1..(1_i64 << 53)).prop_map(|n| json!(n)),
+            any::<u64>().prop_map(|n| json!(n)),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(|f| json!(f)),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::vec((key(), inner), 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn same_hash_as_the_reference_implementation(v in json_value()) {
+            let expected = hex::encode(Sha256::digest(reference(&v)));
+            prop_assert_eq!(sha256_hex(&v).unwrap(), expected);
+            if let Some(bytes) = to_vec(&v) {
+                prop_assert_eq!(bytes, reference(&v));
+            }
+        }
+    }
+}
