@@ -210,7 +210,7 @@ fn repeated_listings_keep_every_pinning_decision() {
         next: 0,
     };
     let no_prompt = &mut |p: &Value| -> Value { panic!("unexpected prompt: {p}") };
-    let mut list = |c: &mut Client, description: Option<&str>| {
+    let list = |c: &mut Client, description: Option<&str>| {
         let params = description.map_or(json!({}), |d| json!({"testDescription": d}));
         let r = c.request("tools/list", params, &mut |_| panic!("no prompt"));
         assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 2, "{r}");

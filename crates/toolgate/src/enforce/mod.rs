@@ -244,10 +244,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Hex SHA-256 of the RFC 8785 canonical JSON of a value.
+/// Hex SHA-256 of the RFC 8785 canonical JSON of a value (a parsed value always has a
+/// canonical form; the empty-input hash stands in should that ever fail).
 pub fn canonical_sha256(value: &Value) -> String {
-    let bytes = serde_json_canonicalizer::to_vec(value).unwrap_or_default();
-    hex::encode(Sha256::digest(&bytes))
+    toolgate_audit::canonical_sha256(value).unwrap_or_else(|_| hex::encode(Sha256::digest(b"")))
 }
 
 fn micros(since: Instant) -> u64 {
