@@ -128,7 +128,12 @@ pub struct TaintIndex {
     order: VecDeque<(Box<str>, u64)>,
     clock: u64,
     evicted: u64,
+    /// Tokens given a source since the last [`TaintIndex::take_recorded`] (bounded).
+    recorded: Vec<Box<str>>,
 }
+
+/// At most this many tokens wait in [`TaintIndex::take_recorded`]'s list.
+const MAX_RECORDED: usize = 4096;
 
 impl TaintIndex {
     pub fn new(limits: TaintLimits) -> Self {
@@ -138,6 +143,21 @@ impl TaintIndex {
             order: VecDeque::new(),
             clock: 0,
             evicted: 0,
+            recorded: Vec::new(),
+        }
+    }
+
+    /// The tokens that were given a source (seen for the first time, or seen for the first
+    /// time in trusted or untrusted output) since the last call, in order, at most 4096:
+    /// what a proxy shares with the other proxies of its session without tokenizing the
+    /// output a second time.
+    pub fn take_recorded(&mut self) -> Vec<Box<str>> {
+        std::mem::take(&mut self.recorded)
+    }
+
+    fn note_recorded(&mut self, token: &str) {
+        if self.recorded.len() < MAX_RECORDED {
+            self.recorded.push(token.into());
         }
     }
 
@@ -202,13 +222,14 @@ impl TaintIndex {
         let stamp = self.clock;
         if let Some(entry) = self.entries.get_mut(token) {
             entry.stamp = stamp;
-            match trust {
-                OutputTrust::Trusted => {
-                    entry.vouched.get_or_insert_with(|| source.clone());
-                }
-                OutputTrust::Untrusted => {
-                    entry.tainted.get_or_insert_with(|| source.clone());
-                }
+            let first = match trust {
+                OutputTrust::Trusted => &mut entry.vouched,
+                OutputTrust::Untrusted => &mut entry.tainted,
+            };
+            let fresh = first.is_none();
+            first.get_or_insert_with(|| source.clone());
+            if fresh {
+                self.note_recorded(token);
             }
             self.order.push_back((token.into(), stamp));
             self.compact();
@@ -231,6 +252,7 @@ impl TaintIndex {
                 stamp,
             },
         );
+        self.note_recorded(token);
         self.order.push_back((token.into(), stamp));
         self.compact();
     }
@@ -982,6 +1004,32 @@ mod tests {
         assert!(iban_valid("DE89370400440532013000"));
         assert!(iban_valid("GB82WEST12345698765432"));
         assert!(!iban_valid("DE89370400440532013001"));
+    }
+
+    #[test]
+    fn take_recorded_lists_each_token_once_per_new_source() {
+        let mut index = TaintIndex::new(TaintLimits::default());
+        let text = "write to bob@evil.example or https://hooks.evil.example/x";
+        index.record_text(text, OutputTrust::Untrusted, src("a"));
+        let first: Vec<String> = index
+            .take_recorded()
+            .into_iter()
+            .map(String::from)
+            .collect();
+        assert!(first.contains(&"bob@evil.example".to_owned()), "{first:?}");
+        assert_eq!(first, tokenize_destinations(text));
+        assert!(index.take_recorded().is_empty());
+        // Seen again in untrusted output: no new source, nothing to share.
+        index.record_text(text, OutputTrust::Untrusted, src("b"));
+        assert!(index.take_recorded().is_empty());
+        // Seen in trusted output for the first time: a new (vouching) source.
+        index.record_text("bob@evil.example", OutputTrust::Trusted, src("c"));
+        let again: Vec<String> = index
+            .take_recorded()
+            .into_iter()
+            .map(String::from)
+            .collect();
+        assert_eq!(again, vec!["bob@evil.example".to_owned()]);
     }
 
     #[test]
