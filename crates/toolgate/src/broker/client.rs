@@ -568,55 +568,36 @@ pub fn default_session() -> String {
     )
 }
 
-/// The destination tokens output `seq` added to `index`, with their trust and source: what
+/// The destination tokens output `seq` added to `index` (`recorded`, from
+/// [`toolgate_policy::taint::TaintIndex::take_recorded`]), with their trust and source: what
 /// the session's other proxies need, and nothing of the output itself.
 pub fn tokens_recorded(
     index: &toolgate_policy::taint::TaintIndex,
-    result: &serde_json::Value,
+    recorded: Vec<Box<str>>,
     seq: u64,
 ) -> Vec<TaintToken> {
-    use toolgate_policy::taint::{Provenance, tokenize_destinations};
-    fn strings<'v>(v: &'v serde_json::Value, out: &mut Vec<&'v str>, depth: usize) {
-        if depth > 64 {
-            return;
-        }
-        match v {
-            serde_json::Value::String(s) => out.push(s),
-            serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out, depth + 1)),
-            serde_json::Value::Object(m) => m.values().for_each(|x| strings(x, out, depth + 1)),
-            _ => {}
-        }
-    }
-    let mut texts = Vec::new();
-    strings(result, &mut texts, 0);
+    use toolgate_policy::taint::Provenance;
     let mut out: Vec<TaintToken> = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    let mut budget: usize = 4 * 1024 * 1024;
-    for text in texts {
-        if budget == 0 {
-            break;
+    for token in recorded {
+        if token.len() > proto::MAX_TOKEN_LEN || !seen.insert(token.clone()) {
+            continue;
         }
-        budget = budget.saturating_sub(text.len());
-        for token in tokenize_destinations(text) {
-            if token.len() > proto::MAX_TOKEN_LEN || !seen.insert(token.clone()) {
-                continue;
-            }
-            let (untrusted, source) = match index.classify(&token) {
-                Provenance::Tainted(s) => (true, s),
-                Provenance::Vouched(s) => (false, s),
-                Provenance::Unproven => continue,
-            };
-            if source.seq == seq {
-                out.push(TaintToken {
-                    token,
-                    untrusted,
-                    server: source.server,
-                    tool: source.tool,
-                });
-            }
-            if out.len() >= 10 * proto::MAX_TOKENS_PER_MESSAGE {
-                return out;
-            }
+        let (untrusted, source) = match index.classify(&token) {
+            Provenance::Tainted(s) => (true, s),
+            Provenance::Vouched(s) => (false, s),
+            Provenance::Unproven => continue,
+        };
+        if source.seq == seq {
+            out.push(TaintToken {
+                token: token.into_string(),
+                untrusted,
+                server: source.server,
+                tool: source.tool,
+            });
+        }
+        if out.len() >= 10 * proto::MAX_TOKENS_PER_MESSAGE {
+            return out;
         }
     }
     out

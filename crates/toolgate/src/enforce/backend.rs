@@ -172,6 +172,8 @@ impl EngineBackend {
                 .taint_mut()
                 .record_text(&t.token, trust, source);
         }
+        // Received, not recorded here: never shared back.
+        drop(self.session.taint_mut().take_recorded());
         // Session approvals and budget attempts of the same server (see `broker::client`).
         for key in shared.take_approvals() {
             self.session.import_approval(&key);
@@ -305,10 +307,13 @@ impl Backend for EngineBackend {
             .engine
             .contracts()
             .record_output(&mut self.session, server, tool, result);
+        // What this output added, for the session's other proxies: taken from the index
+        // (the output is not tokenized a second time), and always taken so it never piles up.
+        let recorded = self.session.taint_mut().take_recorded();
         if let Some(shared) = &self.shared {
             shared.share(crate::broker::client::tokens_recorded(
                 self.session.taint(),
-                result,
+                recorded,
                 seq,
             ));
         }
