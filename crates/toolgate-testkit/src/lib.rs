@@ -162,6 +162,21 @@ impl Peer {
         self.send_raw(&bytes);
     }
 
+    /// Writes one line (a newline is added) if the child still reads: `false` when it has
+    /// closed its end already (a peer that may have exited).
+    pub fn try_send(&mut self, line: impl AsRef<[u8]>) -> bool {
+        let Some(stdin) = self.stdin.as_mut() else {
+            return false;
+        };
+        let mut bytes = line.as_ref().to_vec();
+        bytes.push(b'\n');
+        match stdin.write_all(&bytes).and_then(|()| stdin.flush()) {
+            Ok(()) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => false,
+            Err(e) => panic!("write to peer: {e}"),
+        }
+    }
+
     /// Closes the child's stdin.
     pub fn close_stdin(&mut self) {
         self.stdin = None;
