@@ -202,12 +202,31 @@ fn calls_only(n: usize) {
     }
 }
 
+/// `n` decisions with the 500-rule policy: `read_file` of a workspace file (allowed by the
+/// second-last fs rule) and of a `.env` (denied), alternating.
+fn decide_500_only(n: usize) {
+    let big = engine(&policy_500());
+    let mut s = session();
+    let read = json!({"path": "src/main.rs"});
+    let env = json!({"path": "config/.env"});
+    for i in 0..n {
+        let args = if i % 2 == 0 { &read } else { &env };
+        black_box(decide_once(&big, &mut s, "read_file", black_box(args)));
+    }
+}
+
 /// `POLICY_LOAD_ONLY=N` loads and compiles the 500-rule policy N times and exits, without
 /// criterion: a small, repeatable workload for `valgrind --tool=callgrind`.
-/// `POLICY_CALLS_ONLY=N` runs [`calls_only`] instead.
+/// `POLICY_CALLS_ONLY=N` runs [`calls_only`] instead, `POLICY_DECIDE_500_ONLY=N`
+/// [`decide_500_only`].
 fn main() {
+    let count = |v: std::ffi::OsString| v.to_str().and_then(|s| s.parse().ok()).unwrap_or(1);
     if let Some(n) = std::env::var_os("POLICY_CALLS_ONLY") {
-        calls_only(n.to_str().and_then(|s| s.parse().ok()).unwrap_or(1));
+        calls_only(count(n));
+        return;
+    }
+    if let Some(n) = std::env::var_os("POLICY_DECIDE_500_ONLY") {
+        decide_500_only(count(n));
         return;
     }
     if let Some(n) = std::env::var_os("POLICY_LOAD_ONLY") {

@@ -85,6 +85,10 @@ pub struct Engine {
     /// Resource globs `**/NAME/**` kept out of the set: NAME → the rules that have one
     /// (see [`component_literal`]).
     components: HashMap<String, Vec<usize>>,
+    /// For each operation (by position in [`Operation::ALL`]), the rules that cover it, in
+    /// file order: a part is only compared with those (a rule never matches a part whose
+    /// operation it does not cover).
+    by_operation: Vec<Vec<usize>>,
     contracts: Contracts,
 }
 
@@ -171,6 +175,14 @@ impl Engine {
         Ok(Engine {
             policy,
             vars,
+            by_operation: Operation::ALL
+                .iter()
+                .map(|op| {
+                    (0..rules.len())
+                        .filter(|i| rules.get(*i).is_some_and(|r| r.covers(*op)))
+                        .collect()
+                })
+                .collect(),
             rules,
             resource_index,
             owners,
@@ -352,7 +364,23 @@ impl Engine {
             }
         }
         let total = part.resources.len();
-        for (i, rule) in self.rules.iter().enumerate() {
+        let every: Vec<usize>;
+        let candidates: &[usize] = match Operation::ALL
+            .iter()
+            .position(|o| *o == part.operation)
+            .and_then(|k| self.by_operation.get(k))
+        {
+            Some(list) => list,
+            // Not reached (`ALL` lists every operation); fail safe by trying every rule.
+            None => {
+                every = (0..self.rules.len()).collect();
+                &every
+            }
+        };
+        for &i in candidates {
+            let Some(rule) = self.rules.get(i) else {
+                continue;
+            };
             let h = hits.get(i).copied().unwrap_or(0);
             let resources_ok = if rule.effect == Effect::Deny {
                 h > 0

@@ -293,29 +293,37 @@ const COMPONENT_PATHS: &[&str] = &[
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
-    /// The engine's combined index (regex set + component lookup) decides like each rule
-    /// matched on its own with a per-rule globset (`compile_rule`).
+    /// The engine's combined index (regex set + component lookup, rules listed per
+    /// operation) decides like each rule matched on its own with a per-rule globset
+    /// (`compile_rule`).
     #[test]
     fn engine_index_matches_standalone_rules(
         specs in prop::collection::vec(
-            (effect_strategy(), prop::collection::btree_set(0..COMPONENT_PATTERNS.len(), 1..=3)),
+            (
+                effect_strategy(),
+                prop::collection::btree_set(0..OPS.len(), 1..=OPS.len()),
+                prop::collection::btree_set(0..COMPONENT_PATTERNS.len(), 1..=3),
+            ),
             1..6,
         ),
+        op in 0..OPS.len(),
         paths in prop::collection::vec(0..COMPONENT_PATHS.len(), 1..4),
     ) {
         let mut yaml = String::from("version: 1\ndefault: ask\nrules:\n");
-        for (i, (effect, pats)) in specs.iter().enumerate() {
+        for (i, (effect, ops, pats)) in specs.iter().enumerate() {
+            let ops: Vec<&str> = ops.iter().map(|o| OPS[*o].as_str()).collect();
             let pats: Vec<String> =
                 pats.iter().map(|p| format!("'{}'", COMPONENT_PATTERNS[*p])).collect();
             yaml.push_str(&format!(
-                "  - {{id: r{i}, effect: {effect}, operations: [fs.read], resources: [{}]}}\n",
+                "  - {{id: r{i}, effect: {effect}, operations: [{}], resources: [{}]}}\n",
+                ops.join(", "),
                 pats.join(", ")
             ));
         }
         let vars = Vars { workspace: "/w".into(), home: "/home/u".into() };
         let policy = load(&yaml, "p.yaml").unwrap().policy;
         let engine = Engine::new(policy.clone(), vars.clone()).unwrap();
-        let mut part = Part::new(Operation::FsRead);
+        let mut part = Part::new(OPS[op]);
         part.resources = paths.iter().map(|p| COMPONENT_PATHS[*p].to_owned()).collect();
         let a = Action { server: None, tool: "t".into(), parts: vec![part.clone()] };
         let got = engine.decide_rules(&a, &FACTS).matched_rules;
