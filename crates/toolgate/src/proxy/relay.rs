@@ -1037,11 +1037,7 @@ fn own_stream<const N: usize>(
 
 fn writer_of((fd, socket): (std::os::fd::OwnedFd, bool)) -> Option<AsyncOut> {
     if socket {
-        let std = std::os::unix::net::UnixStream::from(fd);
-        std.set_nonblocking(true).ok()?;
-        tokio::net::UnixStream::from_std(std)
-            .ok()
-            .map(|w| Box::pin(w) as AsyncOut)
+        unix_stream(fd).map(|w| Box::pin(w) as AsyncOut)
     } else {
         tokio::net::unix::pipe::Sender::from_owned_fd(fd)
             .ok()
@@ -1051,16 +1047,19 @@ fn writer_of((fd, socket): (std::os::fd::OwnedFd, bool)) -> Option<AsyncOut> {
 
 fn reader_of((fd, socket): (std::os::fd::OwnedFd, bool)) -> Option<AsyncIn> {
     if socket {
-        let std = std::os::unix::net::UnixStream::from(fd);
-        std.set_nonblocking(true).ok()?;
-        tokio::net::UnixStream::from_std(std)
-            .ok()
-            .map(|r| Box::pin(r) as AsyncIn)
+        unix_stream(fd).map(|r| Box::pin(r) as AsyncIn)
     } else {
         tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
             .ok()
             .map(|r| Box::pin(r) as AsyncIn)
     }
+}
+
+/// A socket of toolgate's own, non-blocking, on the runtime.
+fn unix_stream(fd: std::os::fd::OwnedFd) -> Option<tokio::net::UnixStream> {
+    let std = std::os::unix::net::UnixStream::from(fd);
+    std.set_nonblocking(true).ok()?;
+    tokio::net::UnixStream::from_std(std).ok()
 }
 
 /// Writes frames to the client's stdout on a dedicated thread (a blocking write must
