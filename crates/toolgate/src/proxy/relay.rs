@@ -94,14 +94,62 @@ pub(crate) enum ClientSink {
     /// To a writer thread (or a test).
     Queue(mpsc::Sender<ClientOut>),
     /// Written by the sending task; the lock keeps writers in order (it is fair).
-    Direct(tokio::sync::Mutex<DirectOut>),
+    Direct(tokio::sync::Mutex<FrameWriter<AsyncOut>>),
 }
 
-/// toolgate's stdout, written without blocking.
-pub(crate) struct DirectOut {
-    out: AsyncOut,
-    /// A write failed: the client is gone; later frames are discarded.
+/// Writes whole frames to a non-blocking stream, even when a writer is cancelled halfway
+/// (a task aborted while the peer was slow to read): the rest of its frame is written
+/// before the next one, so the peer never sees two frames run together.
+pub(crate) struct FrameWriter<W> {
+    out: W,
+    /// The frame being written and how much of it is out.
+    pending: Vec<u8>,
+    done: usize,
+    /// A write failed: the peer is gone; later frames are discarded.
     broken: bool,
+}
+
+impl<W: tokio::io::AsyncWrite + Unpin> FrameWriter<W> {
+    fn new(out: W) -> Self {
+        FrameWriter {
+            out,
+            pending: Vec::new(),
+            done: 0,
+            broken: false,
+        }
+    }
+
+    /// Writes one frame (newline included) after the rest of any interrupted one.
+    async fn write_frame(&mut self, frame: Vec<u8>) -> std::io::Result<()> {
+        self.finish().await?;
+        self.pending = frame;
+        self.done = 0;
+        self.finish().await
+    }
+
+    /// Completes the frame in progress. Cancel-safe: `done` only counts bytes written.
+    async fn finish(&mut self) -> std::io::Result<()> {
+        if self.broken {
+            return Err(std::io::ErrorKind::BrokenPipe.into());
+        }
+        while let Some(rest) = self.pending.get(self.done..).filter(|r| !r.is_empty()) {
+            match self.out.write(rest).await {
+                Ok(0) => {
+                    self.broken = true;
+                    return Err(std::io::ErrorKind::WriteZero.into());
+                }
+                Ok(n) => self.done += n,
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(err) => {
+                    self.broken = true;
+                    return Err(err);
+                }
+            }
+        }
+        self.pending.clear();
+        self.done = 0;
+        Ok(())
+    }
 }
 
 impl ClientSink {
@@ -112,18 +160,10 @@ impl ClientSink {
                 .send(ClientOut::Frame(frame))
                 .await
                 .map_err(|_| ProxyError::ClientGone),
-            ClientSink::Direct(out) => {
-                let mut out = out.lock().await;
-                if out.broken {
-                    return Err(ProxyError::ClientGone);
-                }
-                if let Err(err) = out.out.write_all(&frame).await {
-                    debug!("writing to the client failed: {err}");
-                    out.broken = true;
-                    return Err(ProxyError::ClientGone);
-                }
-                Ok(())
-            }
+            ClientSink::Direct(out) => out.lock().await.write_frame(frame).await.map_err(|err| {
+                debug!("writing to the client failed: {err}");
+                ProxyError::ClientGone
+            }),
         }
     }
 
@@ -137,25 +177,27 @@ impl ClientSink {
                     let _ = tokio::time::timeout(limit, done).await;
                 }
             }
-            // The lock is fair: once it is ours, every earlier writer has finished.
+            // The lock is fair: once it is ours, every earlier writer has finished (or was
+            // cancelled, and its frame is completed here).
             ClientSink::Direct(out) => {
-                let _ = tokio::time::timeout(limit, out.lock()).await;
+                let _ =
+                    tokio::time::timeout(limit, async { out.lock().await.finish().await }).await;
             }
         }
     }
 }
 
 /// The upstream's stdin, written by the sending task under a fair lock; `None` once
-/// closed or broken.
-struct ServerSink(tokio::sync::Mutex<Option<ChildStdin>>);
+/// closed.
+struct ServerSink(tokio::sync::Mutex<Option<FrameWriter<ChildStdin>>>);
 
 impl ServerSink {
-    async fn send(&self, frame: &[u8]) -> Result<(), ProxyError> {
+    async fn send(&self, frame: Vec<u8>) -> Result<(), ProxyError> {
         let mut stdin = self.0.lock().await;
         let Some(pipe) = stdin.as_mut() else {
             return Err(ProxyError::UpstreamGone);
         };
-        if let Err(err) = pipe.write_all(frame).await {
+        if let Err(err) = pipe.write_frame(frame).await {
             debug!("writing to the upstream failed: {err}");
             *stdin = None;
             return Err(ProxyError::UpstreamGone);
@@ -314,7 +356,7 @@ impl ProxyHandle {
         if self.shared.lock().upstream_gone {
             return Err(ProxyError::UpstreamGone);
         }
-        self.shared.to_server.send(&with_newline(message)).await
+        self.shared.to_server.send(with_newline(message)).await
     }
 
     /// The reserved id prefix of this relay's own requests.
@@ -377,7 +419,7 @@ async fn dispatch(shared: &Shared, out: Out) {
             let _ = shared.to_client.send(frame).await;
         }
         Out::Server(frame) => {
-            if shared.to_server.send(&frame).await.is_err() {
+            if shared.to_server.send(frame).await.is_err() {
                 debug!("upstream writer is gone; frame dropped");
             }
         }
@@ -837,7 +879,7 @@ impl Relay {
             interceptor,
             state: Mutex::new(State::default()),
             to_client,
-            to_server: ServerSink(tokio::sync::Mutex::new(Some(upstream_in))),
+            to_server: ServerSink(tokio::sync::Mutex::new(Some(FrameWriter::new(upstream_in)))),
             origin_prefix: format!("{ORIGIN_ID_PREFIX}{:016x}-", random_u64()),
             next_origin: AtomicU64::new(1),
         });
@@ -974,10 +1016,9 @@ pub(crate) fn client_sink() -> std::io::Result<ClientSink> {
     )
     .and_then(writer_of)
     {
-        Some(out) => Ok(ClientSink::Direct(tokio::sync::Mutex::new(DirectOut {
-            out,
-            broken: false,
-        }))),
+        Some(out) => Ok(ClientSink::Direct(tokio::sync::Mutex::new(
+            FrameWriter::new(out),
+        ))),
         None => {
             let (tx, rx) = mpsc::channel(QUEUE);
             spawn_stdout_writer(rx)?;
@@ -1126,4 +1167,47 @@ fn random_u64() -> u64 {
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u64(u64::from(std::process::id()));
     hasher.finish()
+}
+
+#[cfg(test)]
+mod frame_writer_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::FrameWriter;
+    use std::time::Duration;
+    use tokio::io::AsyncReadExt;
+
+    /// A writer cancelled halfway through a frame (the peer reads slowly) leaves the rest
+    /// to the next writer: frames never run together.
+    #[tokio::test]
+    async fn a_cancelled_frame_is_completed_before_the_next() {
+        let (tx, mut rx) = tokio::io::duplex(16);
+        let mut w = FrameWriter::new(tx);
+        let first = format!("{{\"n\":1,\"pad\":\"{}\"}}\n", "x".repeat(100)).into_bytes();
+        let second = b"{\"n\":2}\n".to_vec();
+        // Nobody reads yet: the write stalls after 16 bytes and is cancelled.
+        let cancelled =
+            tokio::time::timeout(Duration::from_millis(50), w.write_frame(first.clone())).await;
+        assert!(cancelled.is_err(), "the write should have stalled");
+        let reader = tokio::spawn(async move {
+            let mut all = Vec::new();
+            rx.read_to_end(&mut all).await.unwrap();
+            all
+        });
+        w.write_frame(second.clone()).await.unwrap();
+        drop(w);
+        let all = tokio::time::timeout(Duration::from_secs(10), reader)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(all, [first, second].concat());
+    }
+
+    #[tokio::test]
+    async fn a_closed_peer_makes_later_frames_fail_fast() {
+        let (tx, rx) = tokio::io::duplex(16);
+        drop(rx);
+        let mut w = FrameWriter::new(tx);
+        assert!(w.write_frame(b"{}\n".to_vec()).await.is_err());
+        assert!(w.write_frame(b"{}\n".to_vec()).await.is_err());
+    }
 }
