@@ -245,7 +245,7 @@ fn assert_matches_fixture(fixture_name: &str, server_info: &Value, tools: &[Valu
 }
 
 #[test]
-fn git_pack_matches_live_mcp_server_git() {
+fn packs_live_git_matches_mcp_server_git() {
     let version = "2026.10.19";
     let Some(exe) = venv_server("mcp-server-git", version) else {
         return;
@@ -267,7 +267,7 @@ fn git_pack_matches_live_mcp_server_git() {
 }
 
 #[test]
-fn fetch_pack_matches_live_mcp_server_fetch() {
+fn packs_live_fetch_matches_mcp_server_fetch() {
     let version = "2026.10.24";
     let Some(exe) = venv_server("mcp-server-fetch", version) else {
         return;
@@ -280,7 +280,7 @@ fn fetch_pack_matches_live_mcp_server_fetch() {
 }
 
 #[test]
-fn slack_pack_matches_live_server_slack() {
+fn packs_live_slack_matches_server_slack() {
     let version = "2025.4.25";
     let Some((node, entry)) = npm_server("server-slack", version) else {
         return;
@@ -306,7 +306,7 @@ fn slack_pack_matches_live_server_slack() {
 }
 
 #[test]
-fn github_pack_matches_live_server_github() {
+fn packs_live_github_matches_server_github() {
     let version = "2025.4.8";
     let Some((node, entry)) = npm_server("server-github", version) else {
         return;
@@ -319,7 +319,7 @@ fn github_pack_matches_live_server_github() {
 }
 
 #[test]
-fn gdrive_pack_matches_live_server_gdrive() {
+fn packs_live_gdrive_matches_server_gdrive() {
     let version = "2025.1.14";
     let Some((node, entry)) = npm_server("server-gdrive", version) else {
         return;

@@ -1,6 +1,8 @@
 //! The git and fetch packs against the real tools/list of the PyPI servers they describe,
-//! recorded as fixtures (running Python servers in CI is impractical; see
-//! `tests/packs_fixtures/capture_tools.py` for the exact command and versions).
+//! recorded as fixtures (see `tests/packs_fixtures/capture_tools.py` for the exact command and
+//! versions). These run without Python; `packs_live.rs` runs the same servers, pinned in
+//! `tests/requirements.txt` and installed into `tests/.venv` by `scripts/test`, and asserts
+//! that their live tools/list still equals these fixtures.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

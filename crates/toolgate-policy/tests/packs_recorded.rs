@@ -1,6 +1,8 @@
 //! The slack, github and gdrive packs against the tools/list of the npm reference servers,
-//! recorded as fixtures (those servers are not in `tests/package.json`; they were run with
-//! dummy credentials, which tools/list does not use). Command:
+//! recorded as fixtures (run with dummy credentials, which tools/list does not use). These run
+//! without node; the servers are also pinned in `tests/package.json`, and `packs_live.rs` runs
+//! them and asserts that their live tools/list still equals these fixtures. Command used to
+//! record them:
 //!
 //! ```text
 //! npm install @modelcontextprotocol/server-slack@2025.4.25 \
