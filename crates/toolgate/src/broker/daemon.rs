@@ -153,22 +153,9 @@ impl State {
 
     /// Stores new tokens of a session and relays them to its other proxies.
     fn share(&mut self, from: u64, tokens: Vec<TaintToken>) {
-        let Some(session) = self.conns.get(&from).and_then(|c| c.session.clone()) else {
+        let Some((session, shared)) = self.session_of(from) else {
             return;
         };
-        self.clock = self.clock.wrapping_add(1);
-        if !self.sessions.contains_key(&session) && self.sessions.len() >= MAX_SESSIONS {
-            let oldest = self
-                .sessions
-                .iter()
-                .min_by_key(|(_, s)| s.touched)
-                .map(|(k, _)| k.clone());
-            if let Some(k) = oldest {
-                self.sessions.remove(&k);
-            }
-        }
-        let shared = self.sessions.entry(session.clone()).or_default();
-        shared.touched = self.clock;
         let mut fresh = Vec::new();
         for t in tokens {
             if shared.seen.insert(t.clone()) {
