@@ -46,8 +46,13 @@
 //! vouched. Text beyond [`TaintLimits::max_text_bytes`] per record is not scanned (its tokens
 //! are unproven). Lookups are hash lookups, independent of how much output was recorded.
 
+mod scan;
+
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::LazyLock;
+
+use memchr::{memchr, memchr_iter, memchr2, memmem};
 
 use percent_encoding::percent_decode_str;
 use regex::Regex;
@@ -56,6 +61,7 @@ use serde_json::Value;
 use unicode_normalization::UnicodeNormalization;
 
 use crate::normalize::normalize_url;
+use scan::Span;
 
 /// Bounds of a [`TaintIndex`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -460,11 +466,11 @@ fn is_invisible(c: char) -> bool {
 }
 
 /// HTML entities, percent-encoding, NFKC; repeated until stable (at most a few rounds).
-fn decode(text: &str) -> String {
+fn decode(text: &str) -> Cow<'_, str> {
     // ASCII without `&` or `%` is its own decoding (NFKC leaves ASCII alone): the common
-    // case needs one copy, not four.
-    if text.is_ascii() && !text.contains(['&', '%']) {
-        return text.to_owned();
+    // case needs no copy.
+    if text.is_ascii() && memchr2(b'&', b'%', text.as_bytes()).is_none() {
+        return Cow::Borrowed(text);
     }
     let mut current = nfkc_visible(text);
     for _ in 0..4 {
@@ -481,7 +487,7 @@ fn decode(text: &str) -> String {
         }
         current = next;
     }
-    current
+    Cow::Owned(current)
 }
 
 /// NFKC without invisible format characters; ASCII needs neither.
@@ -660,9 +666,30 @@ fn iban_valid(compact: &str) -> bool {
     remainder == 1
 }
 
+/// Whether the text has a `tel:` in any ASCII case.
+fn has_tel(bytes: &[u8]) -> bool {
+    memchr_iter(b':', bytes).any(|colon| {
+        colon
+            .checked_sub(3)
+            .and_then(|start| bytes.get(start..colon))
+            .is_some_and(|w| w.eq_ignore_ascii_case(b"tel"))
+    })
+}
+
+/// The spans of a token regex's matches (for the kinds `scan` has no scanner for, and for
+/// non-ASCII text).
+fn regex_spans(re: &TokenRegex, ascii: bool, text: &str) -> Vec<Span> {
+    re.get(ascii)
+        .map(|re| re.find_iter(text).map(|m| (m.start(), m.end())).collect())
+        .unwrap_or_default()
+}
+
 fn tokenize(text: &str) -> Vec<Token> {
     let decoded = decode(text);
-    let text = decoded.as_str();
+    let text: &str = &decoded;
+    let bytes = text.as_bytes();
+    // ASCII text (most tool output) is scanned by `scan` where a regex would cost a pass
+    // over the whole text; the regexes' Unicode forms handle everything else.
     let ascii = text.is_ascii();
     let mut out: Vec<Token> = Vec::new();
     let mut url_spans: Vec<(usize, usize)> = Vec::new();
@@ -672,57 +699,59 @@ fn tokenize(text: &str) -> Vec<Token> {
             out.push(t);
         }
     };
+    let slice = |(start, end): Span| text.get(start..end).unwrap_or_default();
 
-    if text.contains("://")
-        && let Some(re) = URL_RE.get(ascii)
-    {
-        for m in re.find_iter(text) {
-            // Sentence punctuation and control characters after a URL are not part of it
-            // (the URL parser drops trailing controls itself, so trim both together: the
-            // result must be a fixpoint).
-            let raw = m.as_str().trim_end_matches(|c: char| {
-                c.is_control()
-                    || c.is_whitespace()
-                    || matches!(
-                        c,
-                        '.' | ',' | ';' | ':' | '!' | '?' | ')' | '\'' | '"' | '>' | '*'
-                    )
-            });
-            let end = m.start() + raw.len();
-            url_spans.push((m.start(), end));
-            if let Ok(net) = normalize_url(raw, "") {
-                push(
-                    &mut out,
-                    Token {
-                        text: net.url,
-                        host: Some(net.host.clone()),
-                        inside_url: false,
-                    },
-                );
-                push(
-                    &mut out,
-                    Token {
-                        text: net.host,
-                        host: None,
-                        inside_url: true,
-                    },
-                );
-            }
+    let urls = if memmem::find(bytes, b"://").is_none() {
+        Vec::new()
+    } else if ascii {
+        scan::urls(text)
+    } else {
+        regex_spans(&URL_RE, false, text)
+    };
+    for span in urls {
+        // Sentence punctuation and control characters after a URL are not part of it
+        // (the URL parser drops trailing controls itself, so trim both together: the
+        // result must be a fixpoint).
+        let raw = slice(span).trim_end_matches(|c: char| {
+            c.is_control()
+                || c.is_whitespace()
+                || matches!(
+                    c,
+                    '.' | ',' | ';' | ':' | '!' | '?' | ')' | '\'' | '"' | '>' | '*'
+                )
+        });
+        let end = span.0 + raw.len();
+        url_spans.push((span.0, end));
+        if let Ok(net) = normalize_url(raw, "") {
+            push(
+                &mut out,
+                Token {
+                    text: net.url,
+                    host: Some(net.host.clone()),
+                    inside_url: false,
+                },
+            );
+            push(
+                &mut out,
+                Token {
+                    text: net.host,
+                    host: None,
+                    inside_url: true,
+                },
+            );
         }
     }
     // Spans are in order and do not overlap: binary search.
-    let inside = |start: usize, end: usize| {
+    let inside = |(start, end): Span| {
         let idx = url_spans.partition_point(|(s, _)| *s <= start);
         idx.checked_sub(1)
             .and_then(|i| url_spans.get(i))
             .is_some_and(|(_, e)| end <= *e)
     };
 
-    if text.contains('@')
-        && let Some(re) = EMAIL_RE.get(ascii)
-    {
-        for m in re.find_iter(text) {
-            let raw = m.as_str().trim_start_matches('.');
+    if memchr(b'@', bytes).is_some() {
+        for span in regex_spans(&EMAIL_RE, ascii, text) {
+            let raw = slice(span).trim_start_matches('.');
             let Some((local, domain)) = raw.rsplit_once('@') else {
                 continue;
             };
@@ -739,17 +768,21 @@ fn tokenize(text: &str) -> Vec<Token> {
                 Token {
                     text: format!("{local}@{domain}"),
                     host: None,
-                    inside_url: inside(m.start(), m.end()),
+                    inside_url: inside(span),
                 },
             );
         }
     }
-    if text.contains('.')
-        && let Some(re) = DOMAIN_RE.get(ascii)
-    {
-        for m in re.find_iter(text) {
-            let before = text.get(..m.start()).and_then(|s| s.chars().next_back());
-            let after = text.get(m.end()..).and_then(|s| s.chars().next());
+    if memchr(b'.', bytes).is_some() {
+        let domains = if ascii {
+            scan::domains(text)
+        } else {
+            regex_spans(&DOMAIN_RE, false, text)
+        };
+        for span in domains {
+            let (start, end) = span;
+            let before = text.get(..start).and_then(|s| s.chars().next_back());
+            let after = text.get(end..).and_then(|s| s.chars().next());
             // Part of an email, a longer word, or a path: not a bare domain.
             if matches!(
                 before,
@@ -761,16 +794,20 @@ fn tokenize(text: &str) -> Vec<Token> {
             if matches!(after, Some('@' | '-' | '_')) || after.is_some_and(char::is_alphanumeric) {
                 continue;
             }
-            let tld = m
-                .as_str()
-                .rsplit('.')
-                .next()
-                .unwrap_or_default()
-                .to_lowercase();
-            if FILE_EXTENSIONS.contains(&tld.as_str()) || !is_domain_shape(m.as_str()) {
+            let domain = slice(span);
+            let tld = domain.rsplit('.').next().unwrap_or_default();
+            let file_extension = if tld.is_ascii() {
+                FILE_EXTENSIONS
+                    .iter()
+                    .any(|ext| ext.eq_ignore_ascii_case(tld))
+            } else {
+                FILE_EXTENSIONS.contains(&tld.to_lowercase().as_str())
+            };
+            if file_extension || !is_domain_shape(domain)
+            {
                 continue;
             }
-            let Some(domain) = canonical_domain(m.as_str()) else {
+            let Some(domain) = canonical_domain(domain) else {
                 continue;
             };
             push(
@@ -778,66 +815,74 @@ fn tokenize(text: &str) -> Vec<Token> {
                 Token {
                     text: domain,
                     host: None,
-                    inside_url: inside(m.start(), m.end()),
+                    inside_url: inside(span),
                 },
             );
         }
     }
-    let lower_has_tel = || {
-        text.as_bytes()
-            .windows(4)
-            .any(|w| w.eq_ignore_ascii_case(b"tel:"))
+    let phones = if ascii {
+        PHONE_RE
+            .get(true)
+            .filter(|_| memchr2(b'+', b':', bytes).is_some())
+            .map(|re| scan::phones(text, re))
+            .unwrap_or_default()
+    } else if memchr(b'+', bytes).is_some() || has_tel(bytes) {
+        regex_spans(&PHONE_RE, false, text)
+    } else {
+        Vec::new()
     };
-    if (text.contains('+') || lower_has_tel())
-        && let Some(re) = PHONE_RE.get(ascii)
-    {
-        for m in re.find_iter(text) {
-            let digits: String = m.as_str().chars().filter(char::is_ascii_digit).collect();
-            if (7..=15).contains(&digits.len()) {
-                push(
-                    &mut out,
-                    Token {
-                        text: format!("+{digits}"),
-                        host: None,
-                        inside_url: inside(m.start(), m.end()),
-                    },
-                );
-            }
+    for span in phones {
+        let digits: String = slice(span).chars().filter(char::is_ascii_digit).collect();
+        if (7..=15).contains(&digits.len()) {
+            push(
+                &mut out,
+                Token {
+                    text: format!("+{digits}"),
+                    host: None,
+                    inside_url: inside(span),
+                },
+            );
         }
     }
     // An IBAN match is at least 12 characters long, a Slack id at least 9: shorter text
     // (a one-word result) skips both searches.
-    if text.len() >= 12
-        && let Some(re) = IBAN_RE.get(ascii)
-    {
-        for m in re.find_iter(text) {
-            let compact: String = m
-                .as_str()
+    if text.len() >= 12 {
+        let ibans = if ascii {
+            IBAN_RE
+                .get(true)
+                .map(|re| scan::ibans(text, re))
+                .unwrap_or_default()
+        } else {
+            regex_spans(&IBAN_RE, false, text)
+        };
+        for span in ibans {
+            let compact: String = slice(span)
                 .chars()
                 .filter(|c| !c.is_whitespace())
                 .collect::<String>()
                 .to_ascii_uppercase();
             // `#ab12…`, `@ab12…`, `/ab12…` are a channel, handle or path, not an IBAN.
-            let before = text.get(..m.start()).and_then(|s| s.chars().next_back());
+            let before = text.get(..span.0).and_then(|s| s.chars().next_back());
             if iban_valid(&compact) && !matches!(before, Some('#' | '@' | '/' | '_' | '-' | '.')) {
                 push(
                     &mut out,
                     Token {
                         text: compact.to_ascii_lowercase(),
                         host: None,
-                        inside_url: inside(m.start(), m.end()),
+                        inside_url: inside(span),
                     },
                 );
             }
         }
     }
-    for (re, sigil) in [(&CHANNEL_RE, '#'), (&HANDLE_RE, '@')] {
-        if !text.contains(sigil) {
+    for (re, sigil) in [(&CHANNEL_RE, b'#'), (&HANDLE_RE, b'@')] {
+        if memchr(sigil, bytes).is_none() {
             continue;
         }
         let Some(re) = re.get(ascii) else {
             continue;
         };
+        let sigil = char::from(sigil);
         for c in re.captures_iter(text) {
             let Some(name) = c.get(1) else { continue };
             let n = name
@@ -866,22 +911,21 @@ fn tokenize(text: &str) -> Vec<Token> {
                 Token {
                     text: format!("{sigil}{n}"),
                     host: None,
-                    inside_url: inside(name.start(), name.end()),
+                    inside_url: inside((name.start(), name.end())),
                 },
             );
         }
     }
-    if text.len() >= 9
-        && let Some(re) = SLACK_ID_RE.get(ascii)
-    {
-        for m in re.find_iter(text) {
-            if m.as_str().chars().any(|c| c.is_ascii_digit()) {
+    if text.len() >= 9 {
+        for span in regex_spans(&SLACK_ID_RE, ascii, text) {
+            let id = slice(span);
+            if id.chars().any(|c| c.is_ascii_digit()) {
                 push(
                     &mut out,
                     Token {
-                        text: m.as_str().to_lowercase(),
+                        text: id.to_lowercase(),
                         host: None,
-                        inside_url: inside(m.start(), m.end()),
+                        inside_url: inside(span),
                     },
                 );
             }
@@ -989,6 +1033,85 @@ mod tests {
                 proptest::prop_assert_eq!(spans(a, &text), spans(u, &text), "{} on {:?}", name, text);
             }
         }
+    }
+
+    fn find_spans(re: &Regex, text: &str) -> Vec<Span> {
+        re.find_iter(text).map(|m| (m.start(), m.end())).collect()
+    }
+
+    /// The scanners against the ASCII regexes they stand in for.
+    fn check_scanners(text: &str) -> Result<(), proptest::test_runner::TestCaseError> {
+        fn re(r: &'static TokenRegex) -> &'static Regex {
+            r.get(true).unwrap()
+        }
+        proptest::prop_assert_eq!(scan::urls(text), find_spans(re(&URL_RE), text), "urls in {:?}", text);
+        proptest::prop_assert_eq!(scan::domains(text), find_spans(re(&DOMAIN_RE), text), "domains in {:?}", text);
+        proptest::prop_assert_eq!(
+            scan::phones(text, re(&PHONE_RE)),
+            find_spans(re(&PHONE_RE), text),
+            "phones in {:?}",
+            text
+        );
+        proptest::prop_assert_eq!(
+            scan::ibans(text, re(&IBAN_RE)),
+            find_spans(re(&IBAN_RE), text),
+            "ibans in {:?}",
+            text
+        );
+        Ok(())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+
+        /// On ASCII text each scanner finds exactly the matches of the regex it replaces.
+        #[test]
+        fn scanners_match_like_the_regexes(text in ascii_text()) {
+            proptest::prop_assume!(text.is_ascii());
+            check_scanners(&text)?;
+        }
+
+        /// The same on text built from the pieces that make long and adjacent matches.
+        #[test]
+        fn scanners_match_like_the_regexes_on_dense_text(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::strategy::Just("DE89 3704 0044 0532 0130 00"),
+                    proptest::strategy::Just("GB82WEST12345698765432"),
+                    proptest::strategy::Just("ab12"),
+                    proptest::strategy::Just("CDEF"),
+                    proptest::strategy::Just("1"),
+                    proptest::strategy::Just("tel:"),
+                    proptest::strategy::Just("TeL:\n\t "),
+                    proptest::strategy::Just("+"),
+                    proptest::strategy::Just("+1 (415) 555-0100"),
+                    proptest::strategy::Just("0123456789"),
+                    proptest::strategy::Just(" "),
+                    proptest::strategy::Just("."),
+                    proptest::strategy::Just(".."),
+                    proptest::strategy::Just("a-b"),
+                    proptest::strategy::Just("https://"),
+                    proptest::strategy::Just("ws://"),
+                    proptest::strategy::Just("://"),
+                    proptest::strategy::Just("x"),
+                    proptest::strategy::Just("_"),
+                    proptest::strategy::Just("\""),
+                ],
+                0..40,
+            )
+        ) {
+            check_scanners(&pieces.concat())?;
+        }
+    }
+
+    #[test]
+    fn scanners_on_the_benchmark_prose() {
+        let line = "The quarterly report covers revenue, churn and the hiring plan for the next two quarters; see /srv/reports/q3/summary.md for the tables.\n";
+        let mut text = "Reply to alice@example.com, https://example.org/x?y=1 +44 20 7946 0958 DE89370400440532013000\n".to_owned();
+        for _ in 0..50 {
+            text.push_str(line);
+        }
+        check_scanners(&text).unwrap();
     }
 
     #[test]
