@@ -803,8 +803,7 @@ fn tokenize(text: &str) -> Vec<Token> {
             } else {
                 FILE_EXTENSIONS.contains(&tld.to_lowercase().as_str())
             };
-            if file_extension || !is_domain_shape(domain)
-            {
+            if file_extension || !is_domain_shape(domain) {
                 continue;
             }
             let Some(domain) = canonical_domain(domain) else {
@@ -1044,8 +1043,18 @@ mod tests {
         fn re(r: &'static TokenRegex) -> &'static Regex {
             r.get(true).unwrap()
         }
-        proptest::prop_assert_eq!(scan::urls(text), find_spans(re(&URL_RE), text), "urls in {:?}", text);
-        proptest::prop_assert_eq!(scan::domains(text), find_spans(re(&DOMAIN_RE), text), "domains in {:?}", text);
+        proptest::prop_assert_eq!(
+            scan::urls(text),
+            find_spans(re(&URL_RE), text),
+            "urls in {:?}",
+            text
+        );
+        proptest::prop_assert_eq!(
+            scan::domains(text),
+            find_spans(re(&DOMAIN_RE), text),
+            "domains in {:?}",
+            text
+        );
         proptest::prop_assert_eq!(
             scan::phones(text, re(&PHONE_RE)),
             find_spans(re(&PHONE_RE), text),

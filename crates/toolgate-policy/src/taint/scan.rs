@@ -168,7 +168,10 @@ fn windowed(re: &Regex, text: &str, starts: impl IntoIterator<Item = (usize, usi
         if start < pos {
             continue;
         }
-        let end = start.saturating_add(longest).saturating_add(1).min(text.len());
+        let end = start
+            .saturating_add(longest)
+            .saturating_add(1)
+            .min(text.len());
         let Some(window) = text.get(..end) else {
             continue;
         };
@@ -182,29 +185,42 @@ fn windowed(re: &Regex, text: &str, starts: impl IntoIterator<Item = (usize, usi
     out
 }
 
-/// Positions `i` with ASCII digits at `i` and `i + 1`, ascending. Eight bytes are tested
-/// at once, so text with few digits is skipped in a few instructions per word.
+/// Positions `i` with ASCII digits at `i` and `i + 1`, ascending. Blocks of 32 bytes are
+/// tested eight bytes at a time without branches ([`digit_bits`]), so text with few digits
+/// is skipped quickly.
 fn digit_pairs(b: &[u8]) -> Vec<usize> {
-    const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    const BLOCK: usize = 32;
     let digit_at = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
     let mut out = Vec::new();
-    let mut base = 0;
-    for chunk in b.chunks(8) {
-        let mut word = [0xFF_u8; 8];
-        for (w, c) in word.iter_mut().zip(chunk) {
-            *w = *c;
+    let mut pairs_in = |from: usize, to: usize| {
+        out.extend((from..to).filter(|&i| digit_at(i) && digit_at(i + 1)));
+    };
+    let blocks = b.chunks_exact(BLOCK);
+    let tail = blocks.remainder().len();
+    for (k, block) in blocks.enumerate() {
+        if block
+            .chunks_exact(8)
+            .fold(0, |bits, eight| bits | digit_bits(eight))
+            != 0
+        {
+            pairs_in(k * BLOCK, (k + 1) * BLOCK);
         }
-        // A byte is a digit when `byte ^ b'0'` is below 10; the sum trick finds whether any
-        // byte is (bytes at or above 0x80 never count).
-        let x = u64::from_ne_bytes(word) ^ (ONES * u64::from(b'0'));
-        let any_digit = x.wrapping_sub(ONES * 10) & !x & HIGH != 0;
-        if any_digit {
-            out.extend((base..base + chunk.len()).filter(|&i| digit_at(i) && digit_at(i + 1)));
-        }
-        base += chunk.len();
     }
+    pairs_in(b.len() - tail, b.len());
     out
+}
+
+/// Non-zero when eight bytes hold an ASCII digit: a byte is one when `byte ^ b'0'` is below
+/// 10, and `(x - 0x0A…) & !x & 0x80…` is non-zero exactly when some byte of `x` is below 10
+/// (bytes at or above 0x80 never count).
+fn digit_bits(eight: &[u8]) -> u64 {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let Ok(word) = <[u8; 8]>::try_from(eight) else {
+        return u64::from(eight.iter().any(u8::is_ascii_digit));
+    };
+    let x = u64::from_ne_bytes(word) ^ (ONES * u64::from(b'0'));
+    x.wrapping_sub(ONES * 10) & !x & HIGH
 }
 
 #[cfg(test)]
@@ -219,11 +235,26 @@ mod tests {
         assert_eq!(digit_pairs(b"9"), Vec::<usize>::new());
         assert_eq!(digit_pairs(b"99"), vec![0]);
         assert_eq!(digit_pairs(b"/:0a9:"), Vec::<usize>::new());
+        let mut long = vec![b'x'; 130];
+        for at in [0, 15, 31, 63, 98, 126] {
+            long[at] = b'4';
+            long[at + 1] = b'2';
+        }
+        assert_eq!(digit_pairs(&long), vec![0, 15, 31, 63, 98, 126]);
+        for byte in 0..=255_u8 {
+            assert_eq!(digit_bits(&[byte; 8]) != 0, byte.is_ascii_digit(), "{byte}");
+            let mut one = [b'x'; 8];
+            one[5] = byte;
+            assert_eq!(digit_bits(&one) != 0, byte.is_ascii_digit(), "{byte}");
+        }
     }
 
     #[test]
     fn spans_of_literal_runs() {
-        assert_eq!(urls("see https://a.b/c, or ftp://x"), vec![(4, 18), (22, 29)]);
+        assert_eq!(
+            urls("see https://a.b/c, or ftp://x"),
+            vec![(4, 18), (22, 29)]
+        );
         assert_eq!(urls("xhttp://a http:// "), Vec::<Span>::new());
         assert_eq!(domains("a.b.c..d.e /x.y"), vec![(0, 5), (7, 10), (12, 15)]);
     }
