@@ -23,9 +23,14 @@ pub(crate) fn sha256_hex(value: &Value) -> Result<String, serde_json::Error> {
         let bytes = serde_json_canonicalizer::to_vec(value)?;
         return Ok(hex::encode(Sha256::digest(&bytes)));
     }
-    let mut out = HashWriter(Sha256::new());
+    // Escapes and punctuation are written a few bytes at a time: buffer them, so SHA-256
+    // sees large updates (runs of plain text longer than the buffer go straight through).
+    let mut out = io::BufWriter::with_capacity(8 * 1024, HashWriter(Sha256::new()));
     write(&mut out, value).map_err(serde_json::Error::io)?;
-    Ok(hex::encode(out.0.finalize()))
+    let hasher = out
+        .into_inner()
+        .map_err(|e| serde_json::Error::io(e.into_error()))?;
+    Ok(hex::encode(hasher.0.finalize()))
 }
 
 /// The canonical bytes, for tests.
@@ -77,9 +82,7 @@ fn write<W: Write>(out: &mut W, value: &Value) -> io::Result<()> {
                 if i > 0 {
                     out.write_all(b",")?;
                 }
-                // serde_json escapes exactly as RFC 8785 asks: `"`, `\` and control
-                // characters, short forms where they exist, else `\u00xx` in lower case.
-                serde_json::to_writer(&mut *out, name).map_err(io::Error::other)?;
+                write_string(out, name)?;
                 out.write_all(b":")?;
                 write(out, member)?;
             }
@@ -95,9 +98,68 @@ fn write<W: Write>(out: &mut W, value: &Value) -> io::Result<()> {
             }
             out.write_all(b"]")
         }
-        // Strings, booleans, null and safe integers print as RFC 8785 prints them.
+        Value::String(text) => write_string(out, text),
+        // Booleans, null and safe integers print as RFC 8785 prints them.
         other => serde_json::to_writer(&mut *out, other).map_err(io::Error::other),
     }
+}
+
+/// A string as RFC 8785 (ECMAScript's `JSON.stringify`) writes it: `"` and `\\` escaped,
+/// control characters as `\b \f \n \r \t` where those exist and `\u00xx` (lower case)
+/// otherwise, everything else as it is. Text is skipped eight bytes at a time up to the next
+/// byte that needs escaping, and written in runs.
+fn write_string<W: Write>(out: &mut W, text: &str) -> io::Result<()> {
+    let bytes = text.as_bytes();
+    out.write_all(b"\"")?;
+    let mut run = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if let Some(eight) = bytes.get(i..i + 8)
+            && !any_needs_escape(eight)
+        {
+            i += 8;
+            continue;
+        }
+        let byte = bytes.get(i).copied().unwrap_or_default();
+        i += 1;
+        let short: &[u8] = match byte {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0C => b"\\f",
+            0x00..=0x1F => b"",
+            _ => continue,
+        };
+        out.write_all(bytes.get(run..i - 1).unwrap_or_default())?;
+        run = i;
+        if short.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            let hex = |n: u8| HEX.get(usize::from(n & 0xF)).copied().unwrap_or(b'0');
+            out.write_all(&[b'\\', b'u', b'0', b'0', hex(byte >> 4), hex(byte)])?;
+        } else {
+            out.write_all(short)?;
+        }
+    }
+    out.write_all(bytes.get(run..).unwrap_or_default())?;
+    out.write_all(b"\"")
+}
+
+/// Whether any of eight bytes is `"`, `\\` or below 0x20 (the zero-byte and less-than word
+/// tricks; they never miss such a byte, and a false alarm only costs a byte-wise look).
+fn any_needs_escape(eight: &[u8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let Ok(word) = <[u8; 8]>::try_from(eight) else {
+        return true;
+    };
+    let x = u64::from_ne_bytes(word);
+    let below = |v: u64, n: u64| v.wrapping_sub(ONES * n) & !v & HIGH;
+    let quote = x ^ (ONES * u64::from(b'"'));
+    let backslash = x ^ (ONES * u64::from(b'\\'));
+    below(x, 0x20) | below(quote, 1) | below(backslash, 1) != 0
 }
 
 #[cfg(test)]
@@ -120,6 +182,20 @@ mod tests {
         assert_eq!(to_vec(&v).unwrap(), reference(&v));
         let v = json!({"literals": [null, true, false], "s": "\u{7f}\u{1f}\t\"\\/\u{2028}", "n": [0, -1, 9007199254740991_i64, -9007199254740991_i64]});
         assert_eq!(to_vec(&v).unwrap(), reference(&v));
+    }
+
+    #[test]
+    fn every_byte_is_escaped_like_the_reference() {
+        for c in (0..=0x7F_u8).map(char::from).chain(['é', '\u{2028}', '😀']) {
+            for text in [
+                c.to_string(),
+                format!("abcdefgh{c}"),
+                format!("{c}abcdefghijklmnop{c}"),
+            ] {
+                let v = json!(text);
+                assert_eq!(to_vec(&v).unwrap(), reference(&v), "{text:?}");
+            }
+        }
     }
 
     #[test]
@@ -168,6 +244,9 @@ mod tests {
                 .prop_filter("finite", |f| f.is_finite())
                 .prop_map(|f| json!(f)),
             any::<String>().prop_map(Value::String),
+            // Escapes next to runs of plain text of every length.
+            "[\\x00-\\x7f\"\\\\é😀]{0,40}".prop_map(Value::String),
+            "(a{0,17}[\"\\\\\\x00-\\x1f\\x7f])*a{0,9}".prop_map(Value::String),
         ];
         leaf.prop_recursive(4, 48, 6, |inner| {
             prop_oneof![
