@@ -185,42 +185,65 @@ fn windowed(re: &Regex, text: &str, starts: impl IntoIterator<Item = (usize, usi
     out
 }
 
-/// Positions `i` with ASCII digits at `i` and `i + 1`, ascending. Blocks of 32 bytes are
-/// tested eight bytes at a time without branches ([`digit_bits`]), so text with few digits
-/// is skipped quickly.
+/// Positions `i` with ASCII digits at `i` and `i + 1`, ascending. Eight bytes at a time:
+/// [`digit_mask`] marks the digits of a word, a shift pairs each with its neighbour; blocks
+/// of four words without a digit are passed over after one combined test.
 fn digit_pairs(b: &[u8]) -> Vec<usize> {
     const BLOCK: usize = 32;
-    let digit_at = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
     let mut out = Vec::new();
-    let mut pairs_in = |from: usize, to: usize| {
-        out.extend((from..to).filter(|&i| digit_at(i) && digit_at(i + 1)));
+    // Whether the byte before the current word is a digit.
+    let mut digit_before = false;
+    let mut word_pairs = |base: usize, word: &[u8], digit_before: &mut bool| {
+        let Ok(word) = <[u8; 8]>::try_from(word) else {
+            return;
+        };
+        let digits = digit_mask(u64::from_le_bytes(word));
+        if *digit_before && digits & 0x80 != 0 {
+            out.push(base - 1);
+        }
+        // Byte j's mark is bit 8j + 7; byte j + 1's, shifted down by 8, lands on it.
+        let mut pairs = digits & (digits >> 8);
+        while pairs != 0 {
+            out.push(base + pairs.trailing_zeros() as usize / 8);
+            pairs &= pairs - 1;
+        }
+        *digit_before = digits >> 63 != 0;
     };
     let blocks = b.chunks_exact(BLOCK);
-    let tail = blocks.remainder().len();
+    let tail = blocks.remainder();
     for (k, block) in blocks.enumerate() {
-        if block
-            .chunks_exact(8)
-            .fold(0, |bits, eight| bits | digit_bits(eight))
-            != 0
-        {
-            pairs_in(k * BLOCK, (k + 1) * BLOCK);
+        let words = block.chunks_exact(8);
+        let any = words.clone().fold(0, |any, word| {
+            any | <[u8; 8]>::try_from(word).map_or(0, |w| digit_mask(u64::from_le_bytes(w)))
+        });
+        if any == 0 {
+            digit_before = false;
+            continue;
+        }
+        for (j, word) in words.enumerate() {
+            word_pairs(k * BLOCK + j * 8, word, &mut digit_before);
         }
     }
-    pairs_in(b.len() - tail, b.len());
+    let base = b.len() - tail.len();
+    for (j, c) in tail.iter().enumerate() {
+        let digit = c.is_ascii_digit();
+        if digit && digit_before {
+            out.push(base + j - 1);
+        }
+        digit_before = digit;
+    }
     out
 }
 
-/// Non-zero when eight bytes hold an ASCII digit: a byte is one when `byte ^ b'0'` is below
-/// 10, and `(x - 0x0A…) & !x & 0x80…` is non-zero exactly when some byte of `x` is below 10
-/// (bytes at or above 0x80 never count).
-fn digit_bits(eight: &[u8]) -> u64 {
-    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+/// The high bit of each byte of `x` that is an ASCII digit (exact: with the high bits
+/// cleared first, the additions cannot carry from one byte into the next).
+fn digit_mask(x: u64) -> u64 {
     const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    let Ok(word) = <[u8; 8]>::try_from(eight) else {
-        return u64::from(eight.iter().any(u8::is_ascii_digit));
-    };
-    let x = u64::from_ne_bytes(word) ^ (ONES * u64::from(b'0'));
-    x.wrapping_sub(ONES * 10) & !x & HIGH
+    const LOW7: u64 = u64::from_ne_bytes([0x7F; 8]);
+    let seven = x & LOW7;
+    let at_least_0 = seven.wrapping_add(u64::from_ne_bytes([0x80 - b'0'; 8]));
+    let above_9 = seven.wrapping_add(u64::from_ne_bytes([0x80 - b'9' - 1; 8]));
+    at_least_0 & !above_9 & !x & HIGH
 }
 
 #[cfg(test)]
@@ -242,11 +265,21 @@ mod tests {
         }
         assert_eq!(digit_pairs(&long), vec![0, 15, 31, 63, 98, 126]);
         for byte in 0..=255_u8 {
-            assert_eq!(digit_bits(&[byte; 8]) != 0, byte.is_ascii_digit(), "{byte}");
-            let mut one = [b'x'; 8];
-            one[5] = byte;
-            assert_eq!(digit_bits(&one) != 0, byte.is_ascii_digit(), "{byte}");
+            for at in 0..8 {
+                let mut word = [b'5'; 8];
+                word[at] = byte;
+                let expected: u64 = (0..8)
+                    .filter(|&j| word[j].is_ascii_digit())
+                    .map(|j| 0x80 << (8 * j))
+                    .sum();
+                assert_eq!(digit_mask(u64::from_le_bytes(word)), expected, "{word:?}");
+            }
         }
+        let mixed = b"1a22b333c4444d5\xff66\x8077 9";
+        let expected: Vec<usize> = (0..mixed.len() - 1)
+            .filter(|&i| mixed[i].is_ascii_digit() && mixed[i + 1].is_ascii_digit())
+            .collect();
+        assert_eq!(digit_pairs(mixed), expected);
     }
 
     #[test]
