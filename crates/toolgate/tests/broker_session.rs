@@ -209,10 +209,26 @@ fn poisoned_read_through_one_server_blocks_sending_through_another() {
     assert!(why.contains("not a trusted destination"), "{why}");
     assert!(!why.contains("came from untrusted"), "{why}");
 
-    // A proxy joining the session later learns what it saw so far.
+    // A proxy joining the session later learns what it saw so far. Sharing is
+    // asynchronous (a slow broker never stalls a call), so its first calls may be decided
+    // before the session's tokens arrive: unproven, and denied here like any unproven
+    // destination without a way to ask; once they arrive the destination is tainted.
     let mut late = w.proxy("late-mail", "agent-1");
-    let r = send_to_attacker(&mut late, 4);
-    assert!(text(&r).contains("came from untrusted"), "{r}");
+    let mut id = 3;
+    let mut last = Value::Null;
+    let learned = wait_until(LIMIT, || {
+        id += 1;
+        last = send_to_attacker(&mut late, id);
+        assert_eq!(last["result"]["isError"], true, "{last}");
+        text(&last).contains("came from untrusted")
+    });
+    assert!(learned, "{last}");
+    assert!(
+        !std::fs::read_to_string(w.base().join("outbox-late-mail"))
+            .unwrap_or_default()
+            .contains(ATTACKER),
+        "the e-mail must not be sent"
+    );
     drop(broker);
 }
 

@@ -373,3 +373,41 @@ fn approval_channel_failure_denies_with_the_reason() {
     assert!(text(&r).contains("no UI available"), "{}", text(&r));
     assert!(!g.upstream_saw().contains("npm install"));
 }
+
+/// Large results are hashed and recorded on the recorder thread: the record may come after
+/// later ones, but every one is in the log when toolgate exits, with the canonical hash of
+/// the result the client received, and the chain verifies.
+#[test]
+fn large_results_are_recorded_with_their_hash_by_the_time_toolgate_exits() {
+    let mut g = Gate::start(POLICY, &["--approval", "none"]);
+    let line = "a line of a large file, 64 bytes long with its newline......\n";
+    let sizes = [3_000, 3_000, 3_000, 20_000];
+    for (i, n) in sizes.iter().enumerate() {
+        std::fs::write(g.base().join(format!("work/big{i}.txt")), line.repeat(*n)).unwrap();
+    }
+    g.init(json!({}));
+    let mut hashes = Vec::new();
+    for (id, n) in (1..).zip(sizes) {
+        g.call(id, "read_file", json!({"path": format!("big{}.txt", id - 1)}));
+        if id == 4 {
+            // toolgate exits as soon as this result is delivered.
+            g.peer.close_stdin();
+        }
+        let r = g.recv_response(&json!(id));
+        assert!(!is_denied(&r), "{r}");
+        assert_eq!(text(&r).len(), line.len() * n);
+        hashes.push(toolgate_audit::canonical_sha256(&r["result"]).unwrap());
+    }
+    assert!(g.peer.wait_within(Duration::from_secs(10)).success());
+    let audit = g.audit();
+    for (id, hash) in (1..=4).zip(&hashes) {
+        let record = audit
+            .iter()
+            .find(|r| r["kind"] == "result" && r["request_id"] == id.to_string())
+            .unwrap_or_else(|| panic!("no result record for request {id}: {audit:?}"));
+        assert_eq!(record["result_sha256"], hash.as_str(), "{record}");
+        assert_eq!(record["tool"], "read_file");
+    }
+    let v = toolgate_audit::verify_path(&g.base().join("audit.jsonl")).unwrap();
+    assert!(v.is_intact(), "{:?}", v.problem);
+}

@@ -13,6 +13,8 @@
 //!   path denies.
 
 pub mod backend;
+mod recorder;
+use recorder::Recorder;
 pub mod reply;
 pub mod setup;
 
@@ -133,20 +135,52 @@ struct Inner {
     sealer: Sealer,
     /// Result records waiting for [`Interceptor::after_delivery`].
     deferred: Mutex<Vec<Deferred>>,
+    /// Hashes and records large results while they are indexed and delivered.
+    recorder: Recorder,
     /// The last complete one-page `tools/list` result (SHA-256 of its bytes) and the
     /// tools it hid: a byte-identical repeat pins nothing new, so it is not pinned again.
     /// Cleared when an approval may have changed a pin.
     last_listing: Mutex<Option<([u8; 32], Vec<String>)>>,
 }
 
-/// A result record kept off the latency path; the hash of the result is computed when
-/// it is written.
+/// A result record kept off the latency path; the hash of the result is computed when it
+/// is written. (Large results go to the [`recorder`] thread instead.)
 struct Deferred {
     event: Event,
     result: Option<Value>,
 }
 
+/// A result on its way to its record (see [`Enforcer::record_result`]).
+enum Recorded {
+    /// Recorded after delivery.
+    Later(Box<Event>, Value),
+    /// The recorder thread has it.
+    Started(Arc<Value>),
+    /// Recorded after delivery after all (the recorder thread could not be started).
+    Inline(Box<recorder::Job>),
+}
+
+impl std::ops::Deref for Recorded {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        match self {
+            Recorded::Later(_, result) => result,
+            Recorded::Started(result) => result,
+            Recorded::Inline(job) => &job.result,
+        }
+    }
+}
+
 impl Inner {
+    /// Fills in what every record of this proxy carries: the session and the server.
+    fn stamp(&self, event: &mut Event) {
+        event.session = Some(self.settings.session_id.clone());
+        if event.server.is_none() {
+            event.server = self.settings.server.clone();
+        }
+    }
+
     /// Writes one audit record; `Err` means the call must be denied.
     fn write_event(&self, mut event: Event) -> Result<(), String> {
         if let Some(why) = &self.settings.audit_error {
@@ -155,10 +189,7 @@ impl Inner {
         let Some(writer) = &self.settings.audit else {
             return Ok(());
         };
-        event.session = Some(self.settings.session_id.clone());
-        if event.server.is_none() {
-            event.server = self.settings.server.clone();
-        }
+        self.stamp(&mut event);
         writer.append(&event).map(|_| ()).map_err(|e| {
             format!("the audit log cannot be written ({e}); toolgate denies calls it cannot record")
         })
@@ -173,10 +204,7 @@ impl Inner {
             return Ok(());
         };
         for event in &mut events {
-            event.session = Some(self.settings.session_id.clone());
-            if event.server.is_none() {
-                event.server = self.settings.server.clone();
-            }
+            self.stamp(event);
         }
         writer.append_all(&events).map(|_| ()).map_err(|e| {
             format!("the audit log cannot be written ({e}); toolgate denies calls it cannot record")
@@ -216,6 +244,7 @@ impl Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         self.write_deferred();
+        self.recorder.finish();
     }
 }
 
@@ -276,6 +305,7 @@ impl Enforcer {
                 settings,
                 sealer,
                 deferred: Mutex::new(Vec::new()),
+                recorder: Recorder::default(),
                 last_listing: Mutex::new(None),
             }),
         })
@@ -315,6 +345,41 @@ impl Enforcer {
     /// Queues a result record; written by [`Interceptor::after_delivery`].
     fn defer(&self, event: Event, result: Option<Value>) {
         lock(&self.inner.deferred).push(Deferred { event, result });
+    }
+
+    /// Starts the record of a result: a large one goes to the recorder thread at once (it
+    /// hashes while the caller indexes the result), a small one is written after delivery.
+    fn record_result(&self, mut event: Event, result: Value, large: bool) -> Recorded {
+        let settings = &self.inner.settings;
+        let writer = match &settings.audit {
+            Some(writer) if large && settings.audit_error.is_none() => Arc::clone(writer),
+            _ => return Recorded::Later(Box::new(event), result),
+        };
+        self.inner.stamp(&mut event);
+        let result = Arc::new(result);
+        let job = Box::new(recorder::Job {
+            event,
+            result: Arc::clone(&result),
+            raw: settings.audit_raw,
+            writer,
+        });
+        match self.inner.recorder.submit(job) {
+            Ok(()) => Recorded::Started(result),
+            // No thread: written inline, after delivery like any other.
+            Err(job) => Recorded::Inline(job),
+        }
+    }
+
+    /// Queues what [`Self::record_result`] left for after delivery.
+    fn after_recording(&self, recorded: Recorded) {
+        match recorded {
+            Recorded::Later(event, result) => self.defer(*event, Some(result)),
+            Recorded::Started(_) => {}
+            Recorded::Inline(job) => {
+                let recorder::Job { event, result, .. } = *job;
+                self.defer(event, Some(Arc::unwrap_or_clone(result)));
+            }
+        }
     }
 
     fn decision_event(
@@ -928,6 +993,7 @@ impl Enforcer {
             Ok(v) => v,
             Err(_) => return Verdict::Forward,
         };
+        let large = result_raw.get().len() >= recorder::LARGE_RESULT;
         match watched {
             // Handled above, without a value tree of the whole result.
             Watched::ToolsList { .. } => Verdict::Forward,
@@ -938,17 +1004,20 @@ impl Enforcer {
                 started,
             } => {
                 // Taint first: the next call may be decided as soon as the client has this.
-                lock(&self.inner.backend).record_output(self.server(), &tool, &result);
                 let mut ev = Event::new(AuditKind::Result);
                 ev.request_id = Some(request_id);
-                ev.tool = Some(tool);
+                ev.tool = Some(tool.clone());
                 ev.fingerprint = fingerprint;
                 ev.is_error = result
                     .get("isError")
                     .and_then(Value::as_bool)
                     .or(Some(false));
                 ev.latency_us = Some(micros(started));
-                self.defer(ev, Some(result));
+                // A large result's record is hashed while the result is indexed and
+                // delivered; the taint index is fed before delivery either way.
+                let result = self.record_result(ev, result, large);
+                lock(&self.inner.backend).record_output(self.server(), &tool, &result);
+                self.after_recording(result);
                 Verdict::Forward
             }
             Watched::Resource {
@@ -956,17 +1025,18 @@ impl Enforcer {
                 request_id,
                 started,
             } => {
-                lock(&self.inner.backend).record_output(
-                    self.server(),
-                    "resources/read",
-                    &resource_as_tool_result(&result),
-                );
                 let mut ev = Event::new(AuditKind::Result);
                 ev.request_id = Some(request_id);
                 ev.tool = Some("resources/read".to_owned());
                 ev.resources = vec![uri];
                 ev.latency_us = Some(micros(started));
-                self.defer(ev, Some(result));
+                let result = self.record_result(ev, result, large);
+                lock(&self.inner.backend).record_output(
+                    self.server(),
+                    "resources/read",
+                    &resource_as_tool_result(&result),
+                );
+                self.after_recording(result);
                 Verdict::Forward
             }
             Watched::Prompt { name } => {

@@ -1,0 +1,182 @@
+//! The audit records of large results, hashed and written on a thread of their own.
+//!
+//! Every result record carries the SHA-256 of the result's canonical JSON. For a large
+//! result that is most of toolgate's work (about 1 ms per MiB), and nothing waits for it:
+//! the taint index is fed before the result is delivered, and the record only has to reach
+//! the log. So the record of a result of [`LARGE_RESULT`] bytes or more is handed to the
+//! recorder thread as soon as the result is parsed; it hashes the result while the result
+//! is taint-indexed and delivered, and appends the record itself. Records of small results
+//! are written right after delivery, as before: a hand-off would cost them more than it
+//! saves.
+//!
+//! Consequences, all bounded: a large result's record can land in the log after records of
+//! later messages (each record says which request it belongs to); at most [`QUEUE`]
+//! records wait (the proxy waits when the queue is full, which only an upstream sending
+//! results faster than they can be hashed would notice); and [`Recorder::finish`] writes
+//! every queued record before toolgate exits.
+
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use serde_json::Value;
+use toolgate_audit::{AuditWriter, Event};
+
+use super::{canonical_sha256, lock};
+
+/// Results whose JSON text is at least this long get their record written by the thread.
+pub(super) const LARGE_RESULT: usize = 64 * 1024;
+
+/// Records waiting for the thread at most.
+const QUEUE: usize = 8;
+
+/// One result record: the event (session and server filled in) and the result to hash.
+pub(super) struct Job {
+    pub event: Event,
+    pub result: Arc<Value>,
+    /// Keep the raw result in the record (`--audit-raw`).
+    pub raw: bool,
+    pub writer: Arc<AuditWriter>,
+}
+
+/// The queue into the recorder thread, and the thread.
+type Thread = (SyncSender<Box<Job>>, JoinHandle<()>);
+
+/// The recorder thread, started on first use.
+#[derive(Default)]
+pub(super) struct Recorder {
+    thread: Mutex<Option<Thread>>,
+    /// The thread could not be started: records are written inline.
+    unavailable: std::sync::atomic::AtomicBool,
+}
+
+impl Recorder {
+    /// Hands a job to the thread; gives it back if there is no thread.
+    pub(super) fn submit(&self, job: Box<Job>) -> Result<(), Box<Job>> {
+        use std::sync::atomic::Ordering;
+        if self.unavailable.load(Ordering::Relaxed) {
+            return Err(job);
+        }
+        let mut thread = lock(&self.thread);
+        if thread.is_none() {
+            match spawn() {
+                Some(started) => *thread = Some(started),
+                None => {
+                    self.unavailable.store(true, Ordering::Relaxed);
+                    return Err(job);
+                }
+            }
+        }
+        let Some((jobs, _)) = thread.as_ref() else {
+            return Err(job);
+        };
+        jobs.send(job).map_err(|e| e.0)
+    }
+
+    /// Writes every queued record and stops the thread.
+    pub(super) fn finish(&self) {
+        let started = lock(&self.thread).take();
+        if let Some((jobs, handle)) = started {
+            drop(jobs);
+            if handle.join().is_err() {
+                tracing::warn!("the result recorder thread panicked; queued records may be lost");
+            }
+        }
+    }
+}
+
+/// Writes one job's record.
+fn write(job: Box<Job>) {
+    let Job {
+        mut event,
+        result,
+        raw,
+        writer,
+    } = *job;
+    event.result_sha256 = Some(canonical_sha256(&result));
+    if raw {
+        event.raw = Some(toolgate_audit::Raw {
+            arguments: None,
+            result: Some(Arc::unwrap_or_clone(result)),
+        });
+    } else {
+        drop(result);
+    }
+    if let Err(e) = writer.append(&event) {
+        tracing::warn!(
+            "the result of `{}` (request {}) was not audited: the audit log cannot be written ({e})",
+            event.tool.as_deref().unwrap_or("?"),
+            event.request_id.as_deref().unwrap_or("?")
+        );
+    }
+}
+
+fn spawn() -> Option<Thread> {
+    let (jobs, queue): (SyncSender<Box<Job>>, Receiver<Box<Job>>) = sync_channel(QUEUE);
+    let spawned = std::thread::Builder::new()
+        .name("toolgate-audit".to_owned())
+        .spawn(move || queue.into_iter().for_each(write));
+    match spawned {
+        Ok(handle) => Some((jobs, handle)),
+        Err(e) => {
+            tracing::warn!(
+                "cannot start the result recorder thread ({e}); results are recorded inline"
+            );
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use toolgate_audit::Kind as AuditKind;
+
+    fn job(writer: &Arc<AuditWriter>, n: u64, raw: bool) -> Box<Job> {
+        let mut event = Event::new(AuditKind::Result);
+        event.request_id = Some(n.to_string());
+        Box::new(Job {
+            event,
+            result: Arc::new(
+                json!({"content": [{"type": "text", "text": "x".repeat(LARGE_RESULT)}], "n": n}),
+            ),
+            raw,
+            writer: Arc::clone(writer),
+        })
+    }
+
+    #[test]
+    fn every_queued_record_is_written_in_order_with_its_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let writer = Arc::new(AuditWriter::open(&path).unwrap());
+        let recorder = Recorder::default();
+        let jobs: Vec<Box<Job>> = (0..3 * QUEUE as u64)
+            .map(|n| job(&writer, n, n == 0))
+            .collect();
+        let expected: Vec<String> = jobs.iter().map(|j| canonical_sha256(&j.result)).collect();
+        for j in jobs {
+            assert!(recorder.submit(j).is_ok());
+        }
+        recorder.finish();
+        let records: Vec<Value> = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .skip(1) // the chain's header
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(records.len(), 3 * QUEUE);
+        for (n, (record, hash)) in records.iter().zip(&expected).enumerate() {
+            assert_eq!(record["request_id"], n.to_string(), "{record}");
+            assert_eq!(record["result_sha256"], hash.as_str(), "{record}");
+            assert_eq!(record.get("raw").is_some(), n == 0, "{record}");
+        }
+        assert!(
+            toolgate_audit::verify_path(&path)
+                .unwrap()
+                .problem
+                .is_none()
+        );
+    }
+}
