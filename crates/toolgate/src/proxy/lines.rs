@@ -30,6 +30,12 @@ struct Assembler {
     max: usize,
     buf: Vec<u8>,
     oversize_len: Option<u64>,
+    /// The length of the last line that spanned several reads: the next such line starts
+    /// with that much room, so a run of large messages is not copied again each time its
+    /// buffer doubles. (Untouched room costs address space, not memory.)
+    spanning: usize,
+    /// The line being assembled spans several reads.
+    spans: bool,
 }
 
 impl Assembler {
@@ -38,6 +44,8 @@ impl Assembler {
             max,
             buf: Vec::new(),
             oversize_len: None,
+            spanning: 0,
+            spans: false,
         }
     }
 
@@ -47,6 +55,14 @@ impl Assembler {
             Some(i) => (avail.get(..i).unwrap_or_default(), i + 1, true),
             None => (avail, avail.len(), false),
         };
+        if !done && !self.spans {
+            self.spans = true;
+            if self.buf.is_empty() && self.oversize_len.is_none() {
+                // The start of a line that goes on in the next read (+1 for its newline).
+                let room = self.spanning.min(self.max).max(chunk.len()) + 1;
+                self.buf.reserve_exact(room);
+            }
+        }
         self.push(chunk);
         if done {
             (used, Some(self.finish()))
@@ -77,6 +93,9 @@ impl Assembler {
 
     fn finish(&mut self) -> Line {
         let buf = std::mem::take(&mut self.buf);
+        if std::mem::take(&mut self.spans) && self.oversize_len.is_none() {
+            self.spanning = buf.len();
+        }
         match self.oversize_len.take() {
             Some(len) => Line::Oversize { prefix: buf, len },
             None => {
@@ -200,6 +219,41 @@ mod tests {
                 "cap {cap}"
             );
         }
+    }
+
+    #[test]
+    fn a_line_spanning_reads_starts_with_the_room_the_last_one_needed() {
+        let mut asm = Assembler::new(1 << 20);
+        let big = vec![b'x'; 10_000];
+        for _ in 0..3 {
+            let mut fed = 0;
+            let mut line = None;
+            while line.is_none() {
+                let end = (fed + 4096).min(big.len());
+                let chunk = if end == big.len() {
+                    [&big[fed..end], b"\n"].concat()
+                } else {
+                    big[fed..end].to_vec()
+                };
+                let (used, done) = asm.feed(&chunk);
+                assert_eq!(used, chunk.len());
+                fed = end;
+                line = done;
+            }
+            match line {
+                Some(Line::Frame(f)) => assert_eq!(f.len(), 10_001),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(asm.spanning, 10_000);
+        // The next spanning line is reserved that much at once.
+        let (_, line) = asm.feed(&big[..4096]);
+        assert!(line.is_none());
+        assert!(asm.buf.capacity() >= 10_001, "{}", asm.buf.capacity());
+        // A line within one read changes nothing.
+        let mut asm = Assembler::new(100);
+        asm.feed(b"short\n");
+        assert_eq!(asm.spanning, 0);
     }
 
     #[test]
