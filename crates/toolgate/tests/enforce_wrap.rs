@@ -388,7 +388,11 @@ fn large_results_are_recorded_with_their_hash_by_the_time_toolgate_exits() {
     g.init(json!({}));
     let mut hashes = Vec::new();
     for (id, n) in (1..).zip(sizes) {
-        g.call(id, "read_file", json!({"path": format!("big{}.txt", id - 1)}));
+        g.call(
+            id,
+            "read_file",
+            json!({"path": format!("big{}.txt", id - 1)}),
+        );
         if id == 4 {
             // toolgate exits as soon as this result is delivered.
             g.peer.close_stdin();
@@ -401,9 +405,10 @@ fn large_results_are_recorded_with_their_hash_by_the_time_toolgate_exits() {
     assert!(g.peer.wait_within(Duration::from_secs(10)).success());
     let audit = g.audit();
     for (id, hash) in (1..=4).zip(&hashes) {
+        let request_id = id.to_string();
         let record = audit
             .iter()
-            .find(|r| r["kind"] == "result" && r["request_id"] == id.to_string())
+            .find(|r| r["kind"] == "result" && r["request_id"] == request_id.as_str())
             .unwrap_or_else(|| panic!("no result record for request {id}: {audit:?}"));
         assert_eq!(record["result_sha256"], hash.as_str(), "{record}");
         assert_eq!(record["tool"], "read_file");
