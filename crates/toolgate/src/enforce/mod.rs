@@ -457,7 +457,7 @@ impl Enforcer {
             contract,
             rule,
         };
-        Verdict::Reply(result_bytes(id, &blocked.tool_result()))
+        Verdict::Reply(blocked.response(id))
     }
 
     fn on_tools_call(
