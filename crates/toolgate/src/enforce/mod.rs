@@ -137,6 +137,8 @@ struct Inner {
     deferred: Mutex<Vec<Deferred>>,
     /// Hashes and records large results while they are indexed and delivered.
     recorder: Recorder,
+    /// Results received but not yet in the taint index.
+    pending_taint: Mutex<Vec<TaintLater>>,
     /// The last complete one-page `tools/list` result (SHA-256 of its bytes) and the
     /// tools it hid: a byte-identical repeat pins nothing new, so it is not pinned again.
     /// Cleared when an approval may have changed a pin.
@@ -147,17 +149,43 @@ struct Inner {
 /// is written. (Large results go to the [`recorder`] thread instead.)
 struct Deferred {
     event: Event,
-    result: Option<Value>,
+    result: Option<Arc<Value>>,
+}
+
+/// How a result feeds the taint index.
+#[derive(Debug, Clone, Copy)]
+enum TaintAs {
+    ToolResult,
+    Resource,
+    Prompt,
+}
+
+/// A result whose tokens go into the taint index before anything else is decided (see
+/// [`Inner::feed_taint`]).
+struct TaintLater {
+    tool: String,
+    kind: TaintAs,
+    result: Arc<Value>,
 }
 
 /// A result on its way to its record (see [`Enforcer::record_result`]).
 enum Recorded {
     /// Recorded after delivery.
-    Later(Box<Event>, Value),
+    Later(Box<Event>, Arc<Value>),
     /// The recorder thread has it.
     Started(Arc<Value>),
     /// Recorded after delivery after all (the recorder thread could not be started).
     Inline(Box<recorder::Job>),
+}
+
+impl Recorded {
+    /// The result, shared.
+    fn shared(&self) -> Arc<Value> {
+        match self {
+            Recorded::Later(_, result) | Recorded::Started(result) => Arc::clone(result),
+            Recorded::Inline(job) => Arc::clone(&job.result),
+        }
+    }
 }
 
 impl std::ops::Deref for Recorded {
@@ -211,6 +239,32 @@ impl Inner {
         })
     }
 
+    /// Feeds the results received so far into the taint index, oldest first.
+    ///
+    /// A result is indexed right after it is delivered, off its own latency path, and in
+    /// any case before toolgate decides anything the client sends after it: the relay runs
+    /// on one thread and calls [`Interceptor::after_delivery`] before it reads the next
+    /// frame, and [`Enforcer::on_client_message`] feeds whatever is still pending first.
+    fn feed_taint(&self) {
+        let pending = std::mem::take(&mut *lock(&self.pending_taint));
+        if pending.is_empty() {
+            return;
+        }
+        let server = self.settings.server.as_deref();
+        let mut backend = lock(&self.backend);
+        for TaintLater { tool, kind, result } in pending {
+            match kind {
+                TaintAs::ToolResult => backend.record_output(server, &tool, &result),
+                TaintAs::Resource => {
+                    backend.record_output(server, &tool, &resource_as_tool_result(&result));
+                }
+                TaintAs::Prompt => {
+                    backend.record_output(server, &tool, &prompt_as_tool_result(&result));
+                }
+            }
+        }
+    }
+
     /// Writes the deferred result records, oldest first.
     fn write_deferred(&self) {
         let pending = std::mem::take(&mut *lock(&self.deferred));
@@ -223,7 +277,7 @@ impl Inner {
                 if self.settings.audit_raw {
                     event.raw = Some(toolgate_audit::Raw {
                         arguments: None,
-                        result: Some(result),
+                        result: Some(Arc::unwrap_or_clone(result)),
                     });
                 }
             }
@@ -306,6 +360,7 @@ impl Enforcer {
                 sealer,
                 deferred: Mutex::new(Vec::new()),
                 recorder: Recorder::default(),
+                pending_taint: Mutex::new(Vec::new()),
                 last_listing: Mutex::new(None),
             }),
         })
@@ -343,7 +398,7 @@ impl Enforcer {
     }
 
     /// Queues a result record; written by [`Interceptor::after_delivery`].
-    fn defer(&self, event: Event, result: Option<Value>) {
+    fn defer(&self, event: Event, result: Option<Arc<Value>>) {
         lock(&self.inner.deferred).push(Deferred { event, result });
     }
 
@@ -353,7 +408,7 @@ impl Enforcer {
         let settings = &self.inner.settings;
         let writer = match &settings.audit {
             Some(writer) if large && settings.audit_error.is_none() => Arc::clone(writer),
-            _ => return Recorded::Later(Box::new(event), result),
+            _ => return Recorded::Later(Box::new(event), Arc::new(result)),
         };
         self.inner.stamp(&mut event);
         let result = Arc::new(result);
@@ -370,6 +425,11 @@ impl Enforcer {
         }
     }
 
+    /// Queues a result for the taint index (see [`Inner::feed_taint`]).
+    fn taint_later(&self, tool: String, kind: TaintAs, result: Arc<Value>) {
+        lock(&self.inner.pending_taint).push(TaintLater { tool, kind, result });
+    }
+
     /// Queues what [`Self::record_result`] left for after delivery.
     fn after_recording(&self, recorded: Recorded) {
         match recorded {
@@ -377,7 +437,7 @@ impl Enforcer {
             Recorded::Started(_) => {}
             Recorded::Inline(job) => {
                 let recorder::Job { event, result, .. } = *job;
-                self.defer(event, Some(Arc::unwrap_or_clone(result)));
+                self.defer(event, Some(result));
             }
         }
     }
@@ -1003,7 +1063,6 @@ impl Enforcer {
                 fingerprint,
                 started,
             } => {
-                // Taint first: the next call may be decided as soon as the client has this.
                 let mut ev = Event::new(AuditKind::Result);
                 ev.request_id = Some(request_id);
                 ev.tool = Some(tool.clone());
@@ -1013,10 +1072,10 @@ impl Enforcer {
                     .and_then(Value::as_bool)
                     .or(Some(false));
                 ev.latency_us = Some(micros(started));
-                // A large result's record is hashed while the result is indexed and
-                // delivered; the taint index is fed before delivery either way.
+                // A large result's record is hashed while the result is delivered and
+                // taint-indexed.
                 let result = self.record_result(ev, result, large);
-                lock(&self.inner.backend).record_output(self.server(), &tool, &result);
+                self.taint_later(tool, TaintAs::ToolResult, result.shared());
                 self.after_recording(result);
                 Verdict::Forward
             }
@@ -1031,19 +1090,19 @@ impl Enforcer {
                 ev.resources = vec![uri];
                 ev.latency_us = Some(micros(started));
                 let result = self.record_result(ev, result, large);
-                lock(&self.inner.backend).record_output(
-                    self.server(),
-                    "resources/read",
-                    &resource_as_tool_result(&result),
+                self.taint_later(
+                    "resources/read".to_owned(),
+                    TaintAs::Resource,
+                    result.shared(),
                 );
                 self.after_recording(result);
                 Verdict::Forward
             }
             Watched::Prompt { name } => {
-                lock(&self.inner.backend).record_output(
-                    self.server(),
-                    &format!("prompts/get:{name}"),
-                    &prompt_as_tool_result(&result),
+                self.taint_later(
+                    format!("prompts/get:{name}"),
+                    TaintAs::Prompt,
+                    Arc::new(result),
                 );
                 Verdict::Forward
             }
@@ -1051,6 +1110,8 @@ impl Enforcer {
     }
 
     fn on_client_message(&self, message: &Message<'_>, proxy: &ProxyHandle) -> Verdict {
+        // Whatever the client sends next is decided knowing every result received so far.
+        self.inner.feed_taint();
         let env = message.envelope;
         match env.kind {
             Kind::Request => {
@@ -1203,6 +1264,7 @@ async fn ask_client(
 
 impl Interceptor for Enforcer {
     fn after_delivery(&self) {
+        self.inner.feed_taint();
         self.inner.write_deferred();
     }
 
