@@ -851,7 +851,9 @@ fn http_parts(call: &ToolCall, m: &ToolMapping) -> Vec<Part> {
 
 const MAX_JSON_DEPTH: usize = 64;
 
-fn collect_strings<'v>(value: &'v Value, out: &mut Vec<&'v str>, depth: usize) {
+/// Every string in a JSON value (object keys excluded), in document order, down to a depth
+/// of 64.
+pub(crate) fn collect_strings<'v>(value: &'v Value, out: &mut Vec<&'v str>, depth: usize) {
     if depth > MAX_JSON_DEPTH {
         return;
     }

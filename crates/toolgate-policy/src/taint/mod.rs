@@ -60,7 +60,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use unicode_normalization::UnicodeNormalization;
 
-use crate::normalize::normalize_url;
+use crate::normalize::{collect_strings, normalize_url};
 use scan::Span;
 
 /// Bounds of a [`TaintIndex`].
@@ -435,24 +435,6 @@ fn truncate(text: &str, max: usize) -> &str {
         end -= 1;
     }
     text.get(..end).unwrap_or_default()
-}
-
-const MAX_JSON_DEPTH: usize = 64;
-
-fn collect_strings<'v>(value: &'v Value, out: &mut Vec<&'v str>, depth: usize) {
-    if depth > MAX_JSON_DEPTH {
-        return;
-    }
-    match value {
-        Value::String(s) => out.push(s),
-        Value::Array(items) => items
-            .iter()
-            .for_each(|i| collect_strings(i, out, depth + 1)),
-        Value::Object(map) => map
-            .values()
-            .for_each(|v| collect_strings(v, out, depth + 1)),
-        _ => {}
-    }
 }
 
 /// Characters that render as nothing and only serve to split tokens.
