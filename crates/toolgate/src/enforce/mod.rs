@@ -168,38 +168,6 @@ struct TaintLater {
     result: Arc<Value>,
 }
 
-/// A result on its way to its record (see [`Enforcer::record_result`]).
-enum Recorded {
-    /// Recorded after delivery.
-    Later(Box<Event>, Arc<Value>),
-    /// The recorder thread has it.
-    Started(Arc<Value>),
-    /// Recorded after delivery after all (the recorder thread could not be started).
-    Inline(Box<recorder::Job>),
-}
-
-impl Recorded {
-    /// The result, shared.
-    fn shared(&self) -> Arc<Value> {
-        match self {
-            Recorded::Later(_, result) | Recorded::Started(result) => Arc::clone(result),
-            Recorded::Inline(job) => Arc::clone(&job.result),
-        }
-    }
-}
-
-impl std::ops::Deref for Recorded {
-    type Target = Value;
-
-    fn deref(&self) -> &Value {
-        match self {
-            Recorded::Later(_, result) => result,
-            Recorded::Started(result) => result,
-            Recorded::Inline(job) => &job.result,
-        }
-    }
-}
-
 impl Inner {
     /// Fills in what every record of this proxy carries: the session and the server.
     fn stamp(&self, event: &mut Event) {
@@ -403,43 +371,35 @@ impl Enforcer {
     }
 
     /// Starts the record of a result: a large one goes to the recorder thread at once (it
-    /// hashes while the caller indexes the result), a small one is written after delivery.
-    fn record_result(&self, mut event: Event, result: Value, large: bool) -> Recorded {
-        let settings = &self.inner.settings;
-        let writer = match &settings.audit {
-            Some(writer) if large && settings.audit_error.is_none() => Arc::clone(writer),
-            _ => return Recorded::Later(Box::new(event), Arc::new(result)),
-        };
-        self.inner.stamp(&mut event);
+    /// hashes while the result is delivered and indexed), a small one is written after
+    /// delivery. Returns the result, shared with the record.
+    fn record_result(&self, mut event: Event, result: Value, large: bool) -> Arc<Value> {
         let result = Arc::new(result);
-        let job = Box::new(recorder::Job {
-            event,
-            result: Arc::clone(&result),
-            raw: settings.audit_raw,
-            writer,
-        });
-        match self.inner.recorder.submit(job) {
-            Ok(()) => Recorded::Started(result),
-            // No thread: written inline, after delivery like any other.
-            Err(job) => Recorded::Inline(job),
+        let settings = &self.inner.settings;
+        if let Some(writer) = &settings.audit
+            && large
+            && settings.audit_error.is_none()
+        {
+            self.inner.stamp(&mut event);
+            let job = Box::new(recorder::Job {
+                event,
+                result: Arc::clone(&result),
+                raw: settings.audit_raw,
+                writer: Arc::clone(writer),
+            });
+            match self.inner.recorder.submit(job) {
+                Ok(()) => return result,
+                // No thread: written after delivery like any other.
+                Err(job) => event = job.event,
+            }
         }
+        self.defer(event, Some(Arc::clone(&result)));
+        result
     }
 
     /// Queues a result for the taint index (see [`Inner::feed_taint`]).
     fn taint_later(&self, tool: String, kind: TaintAs, result: Arc<Value>) {
         lock(&self.inner.pending_taint).push(TaintLater { tool, kind, result });
-    }
-
-    /// Queues what [`Self::record_result`] left for after delivery.
-    fn after_recording(&self, recorded: Recorded) {
-        match recorded {
-            Recorded::Later(event, result) => self.defer(*event, Some(result)),
-            Recorded::Started(_) => {}
-            Recorded::Inline(job) => {
-                let recorder::Job { event, result, .. } = *job;
-                self.defer(event, Some(result));
-            }
-        }
     }
 
     fn decision_event(
@@ -1075,8 +1035,7 @@ impl Enforcer {
                 // A large result's record is hashed while the result is delivered and
                 // taint-indexed.
                 let result = self.record_result(ev, result, large);
-                self.taint_later(tool, TaintAs::ToolResult, result.shared());
-                self.after_recording(result);
+                self.taint_later(tool, TaintAs::ToolResult, result);
                 Verdict::Forward
             }
             Watched::Resource {
@@ -1090,12 +1049,7 @@ impl Enforcer {
                 ev.resources = vec![uri];
                 ev.latency_us = Some(micros(started));
                 let result = self.record_result(ev, result, large);
-                self.taint_later(
-                    "resources/read".to_owned(),
-                    TaintAs::Resource,
-                    result.shared(),
-                );
-                self.after_recording(result);
+                self.taint_later("resources/read".to_owned(), TaintAs::Resource, result);
                 Verdict::Forward
             }
             Watched::Prompt { name } => {
