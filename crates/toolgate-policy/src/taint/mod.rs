@@ -730,6 +730,12 @@ fn tokenize(text: &str) -> Vec<Token> {
             .and_then(|i| url_spans.get(i))
             .is_some_and(|(_, e)| end <= *e)
     };
+    // A token other than a URL, found at `span`.
+    let plain = |text: String, span: Span| Token {
+        text,
+        host: None,
+        inside_url: inside(span),
+    };
 
     if memchr(b'@', bytes).is_some() {
         for span in regex_spans(&EMAIL_RE, ascii, text) {
@@ -745,14 +751,7 @@ fn tokenize(text: &str) -> Vec<Token> {
             let Some(domain) = canonical_domain(domain) else {
                 continue;
             };
-            push(
-                &mut out,
-                Token {
-                    text: format!("{local}@{domain}"),
-                    host: None,
-                    inside_url: inside(span),
-                },
-            );
+            push(&mut out, plain(format!("{local}@{domain}"), span));
         }
     }
     if memchr(b'.', bytes).is_some() {
@@ -791,14 +790,7 @@ fn tokenize(text: &str) -> Vec<Token> {
             let Some(domain) = canonical_domain(domain) else {
                 continue;
             };
-            push(
-                &mut out,
-                Token {
-                    text: domain,
-                    host: None,
-                    inside_url: inside(span),
-                },
-            );
+            push(&mut out, plain(domain, span));
         }
     }
     let phones = if ascii {
@@ -815,14 +807,7 @@ fn tokenize(text: &str) -> Vec<Token> {
     for span in phones {
         let digits: String = slice(span).chars().filter(char::is_ascii_digit).collect();
         if (7..=15).contains(&digits.len()) {
-            push(
-                &mut out,
-                Token {
-                    text: format!("+{digits}"),
-                    host: None,
-                    inside_url: inside(span),
-                },
-            );
+            push(&mut out, plain(format!("+{digits}"), span));
         }
     }
     // An IBAN match is at least 12 characters long, a Slack id at least 9: shorter text
@@ -845,14 +830,7 @@ fn tokenize(text: &str) -> Vec<Token> {
             // `#ab12…`, `@ab12…`, `/ab12…` are a channel, handle or path, not an IBAN.
             let before = text.get(..span.0).and_then(|s| s.chars().next_back());
             if iban_valid(&compact) && !matches!(before, Some('#' | '@' | '/' | '_' | '-' | '.')) {
-                push(
-                    &mut out,
-                    Token {
-                        text: compact.to_ascii_lowercase(),
-                        host: None,
-                        inside_url: inside(span),
-                    },
-                );
+                push(&mut out, plain(compact.to_ascii_lowercase(), span));
             }
         }
     }
@@ -889,11 +867,7 @@ fn tokenize(text: &str) -> Vec<Token> {
             }
             push(
                 &mut out,
-                Token {
-                    text: format!("{sigil}{n}"),
-                    host: None,
-                    inside_url: inside((name.start(), name.end())),
-                },
+                plain(format!("{sigil}{n}"), (name.start(), name.end())),
             );
         }
     }
@@ -901,14 +875,7 @@ fn tokenize(text: &str) -> Vec<Token> {
         for span in regex_spans(&SLACK_ID_RE, ascii, text) {
             let id = slice(span);
             if id.chars().any(|c| c.is_ascii_digit()) {
-                push(
-                    &mut out,
-                    Token {
-                        text: id.to_lowercase(),
-                        host: None,
-                        inside_url: inside(span),
-                    },
-                );
+                push(&mut out, plain(id.to_lowercase(), span));
             }
         }
     }
