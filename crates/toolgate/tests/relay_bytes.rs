@@ -209,3 +209,62 @@ fn raw_member_opt(frame: &str, name: &str) -> Option<String> {
 fn raw_member(frame: &str, name: &str) -> String {
     raw_member_opt(frame, name).unwrap()
 }
+
+/// A message larger than a pipe's buffer makes toolgate grow the pipes it carries it on
+/// (fewer wake-ups per message; see `proxy/pipes.rs`), and still passes byte for byte.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_large_message_grows_the_pipes_it_crosses() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+
+    use rustix::pipe::fcntl_getpipe_size;
+
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("seen");
+    let mut cmd = wrap_in(dir.path());
+    cmd.args(["--grace-ms", "500", "--"])
+        .arg(fake_upstream())
+        .arg("--record")
+        .arg(&record)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (stdin_before, stdout_before) = (
+        fcntl_getpipe_size(&stdin).unwrap(),
+        fcntl_getpipe_size(&stdout).unwrap(),
+    );
+    let big = "x".repeat(300_000);
+    assert!(stdin_before < big.len() && stdout_before < big.len());
+    let frame =
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"test/echo","params":{{"big":"{big}"}}}}"#);
+    // Written from a thread: until toolgate grows its stdin, the write blocks while the
+    // reply below is not yet being read.
+    let writer = std::thread::spawn(move || {
+        stdin.write_all(frame.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin
+    });
+    let mut reader = BufReader::new(stdout);
+    let mut reply = String::new();
+    reader.read_line(&mut reply).unwrap();
+    let stdin = writer.join().unwrap();
+    assert!(
+        reply.starts_with(r#"{"jsonrpc":"2.0","id":1,"result":"#)
+            && reply.ends_with(&format!(r#""params":{{"big":"{big}"}}}}}}"#) + "\n"),
+        "{} bytes: {}…",
+        reply.len(),
+        &reply[..200.min(reply.len())]
+    );
+    let want = big.len().next_power_of_two();
+    assert!(fcntl_getpipe_size(&stdin).unwrap() >= want, "stdin");
+    assert!(
+        fcntl_getpipe_size(reader.get_ref()).unwrap() >= want,
+        "stdout"
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(read_record(&record).len(), 1);
+}

@@ -7,6 +7,8 @@ use std::io::{self, BufRead};
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
+use super::pipes::PipeGrowth;
+
 /// How many bytes of an oversize line are kept to recover its id.
 pub const OVERSIZE_PREFIX: usize = 4096;
 
@@ -157,6 +159,8 @@ impl<R: BufRead> SyncLines<R> {
 pub struct AsyncLines<R> {
     reader: R,
     asm: Assembler,
+    /// The pipe read from, grown to the lines it carries.
+    growth: PipeGrowth,
 }
 
 impl<R: AsyncBufRead + Unpin> AsyncLines<R> {
@@ -165,7 +169,15 @@ impl<R: AsyncBufRead + Unpin> AsyncLines<R> {
         AsyncLines {
             reader,
             asm: Assembler::new(max),
+            growth: PipeGrowth::none(),
         }
+    }
+
+    /// Grows the pipe behind `reader` when a line does not fit its buffer (see
+    /// [`super::pipes`]).
+    pub(crate) fn growing(mut self, growth: PipeGrowth) -> Self {
+        self.growth = growth;
+        self
     }
 
     /// The next line, or `None` at end of stream.
@@ -181,8 +193,11 @@ impl<R: AsyncBufRead + Unpin> AsyncLines<R> {
             }
             let (used, line) = self.asm.feed(avail);
             self.reader.consume(used);
-            if line.is_some() {
-                return Ok(line);
+            if let Some(line) = line {
+                if let Line::Frame(frame) = &line {
+                    self.growth.fit(frame.len());
+                }
+                return Ok(Some(line));
             }
         }
     }

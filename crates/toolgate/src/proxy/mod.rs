@@ -11,6 +11,7 @@
 
 pub mod intercept;
 pub mod lines;
+mod pipes;
 pub mod relay;
 
 #[cfg(test)]

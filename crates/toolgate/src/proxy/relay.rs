@@ -18,6 +18,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -33,6 +34,7 @@ use tracing::{debug, warn};
 
 use super::intercept::{Direction, Interceptor, Message, Parked, Verdict};
 use super::lines::{AsyncLines, Line};
+use super::pipes::PipeGrowth;
 
 /// The prefix of every id toolgate uses for requests it originates itself.
 ///
@@ -102,6 +104,8 @@ pub(crate) enum ClientSink {
 /// before the next one, so the peer never sees two frames run together.
 pub(crate) struct FrameWriter<W> {
     out: W,
+    /// The pipe written to, grown to the frames it carries.
+    growth: PipeGrowth,
     /// The frame being written and how much of it is out.
     pending: Vec<u8>,
     done: usize,
@@ -110,9 +114,10 @@ pub(crate) struct FrameWriter<W> {
 }
 
 impl<W: tokio::io::AsyncWrite + Unpin> FrameWriter<W> {
-    fn new(out: W) -> Self {
+    fn new(out: W, growth: PipeGrowth) -> Self {
         FrameWriter {
             out,
+            growth,
             pending: Vec::new(),
             done: 0,
             broken: false,
@@ -122,6 +127,7 @@ impl<W: tokio::io::AsyncWrite + Unpin> FrameWriter<W> {
     /// Writes one frame (newline included) after the rest of any interrupted one.
     async fn write_frame(&mut self, frame: Vec<u8>) -> std::io::Result<()> {
         self.finish().await?;
+        self.growth.fit(frame.len());
         self.pending = frame;
         self.done = 0;
         self.finish().await
@@ -875,11 +881,13 @@ impl Relay {
         upstream_in: ChildStdin,
         upstream_out: ChildStdout,
     ) -> Relay {
+        let growth = PipeGrowth::of(upstream_in.as_fd());
+        let to_upstream = FrameWriter::new(upstream_in, growth);
         let shared = Arc::new(Shared {
             interceptor,
             state: Mutex::new(State::default()),
             to_client,
-            to_server: ServerSink(tokio::sync::Mutex::new(Some(FrameWriter::new(upstream_in)))),
+            to_server: ServerSink(tokio::sync::Mutex::new(Some(to_upstream))),
             origin_prefix: format!("{ORIGIN_ID_PREFIX}{:016x}-", random_u64()),
             next_origin: AtomicU64::new(1),
         });
@@ -970,7 +978,9 @@ async fn client_reader(shared: Arc<Shared>, mut input: ClientInput) {
 }
 
 async fn upstream_reader(shared: Arc<Shared>, stdout: ChildStdout, max: usize) {
-    let mut lines = AsyncLines::new(BufReader::with_capacity(64 * 1024, stdout), max);
+    let growth = PipeGrowth::of(stdout.as_fd());
+    let mut lines =
+        AsyncLines::new(BufReader::with_capacity(64 * 1024, stdout), max).growing(growth);
     loop {
         match lines.next_line().await {
             Ok(Some(Line::Frame(frame))) => {
@@ -1008,7 +1018,6 @@ async fn upstream_reader(shared: Arc<Shared>, stdout: ChildStdout, max: usize) {
 /// as stdin or stderr) a dedicated thread writes it, so that toolgate never makes a file
 /// description non-blocking under another reader or writer.
 pub(crate) fn client_sink() -> std::io::Result<ClientSink> {
-    use std::os::fd::AsFd;
     let stdout = std::io::stdout();
     match own_stream(
         stdout.as_fd(),
@@ -1017,7 +1026,7 @@ pub(crate) fn client_sink() -> std::io::Result<ClientSink> {
     .and_then(writer_of)
     {
         Some(out) => Ok(ClientSink::Direct(tokio::sync::Mutex::new(
-            FrameWriter::new(out),
+            FrameWriter::new(out, PipeGrowth::of(stdout.as_fd())),
         ))),
         None => {
             let (tx, rx) = mpsc::channel(QUEUE);
@@ -1030,7 +1039,6 @@ pub(crate) fn client_sink() -> std::io::Result<ClientSink> {
 /// The client's stdin: read on the runtime when it is a pipe or a socket of toolgate's
 /// own, else by a dedicated thread (a blocking read that shutdown never waits for).
 pub(crate) fn client_input(max: usize) -> std::io::Result<ClientInput> {
-    use std::os::fd::AsFd;
     let stdin = std::io::stdin();
     match own_stream(
         stdin.as_fd(),
@@ -1038,10 +1046,10 @@ pub(crate) fn client_input(max: usize) -> std::io::Result<ClientInput> {
     )
     .and_then(reader_of)
     {
-        Some(input) => Ok(ClientInput::Direct(AsyncLines::new(
-            BufReader::with_capacity(64 * 1024, input),
-            max,
-        ))),
+        Some(input) => Ok(ClientInput::Direct(
+            AsyncLines::new(BufReader::with_capacity(64 * 1024, input), max)
+                .growing(PipeGrowth::of(stdin.as_fd())),
+        )),
         None => {
             let (tx, rx) = mpsc::channel(QUEUE);
             spawn_stdin_reader(max, tx)?;
@@ -1172,7 +1180,7 @@ fn random_u64() -> u64 {
 #[cfg(test)]
 mod frame_writer_tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-    use super::FrameWriter;
+    use super::{FrameWriter, PipeGrowth};
     use std::time::Duration;
     use tokio::io::AsyncReadExt;
 
@@ -1181,7 +1189,7 @@ mod frame_writer_tests {
     #[tokio::test]
     async fn a_cancelled_frame_is_completed_before_the_next() {
         let (tx, mut rx) = tokio::io::duplex(16);
-        let mut w = FrameWriter::new(tx);
+        let mut w = FrameWriter::new(tx, PipeGrowth::none());
         let first = format!("{{\"n\":1,\"pad\":\"{}\"}}\n", "x".repeat(100)).into_bytes();
         let second = b"{\"n\":2}\n".to_vec();
         // Nobody reads yet: the write stalls after 16 bytes and is cancelled.
@@ -1206,7 +1214,7 @@ mod frame_writer_tests {
     async fn a_closed_peer_makes_later_frames_fail_fast() {
         let (tx, rx) = tokio::io::duplex(16);
         drop(rx);
-        let mut w = FrameWriter::new(tx);
+        let mut w = FrameWriter::new(tx, PipeGrowth::none());
         assert!(w.write_frame(b"{}\n".to_vec()).await.is_err());
         assert!(w.write_frame(b"{}\n".to_vec()).await.is_err());
     }
