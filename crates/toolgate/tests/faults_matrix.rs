@@ -305,7 +305,7 @@ fn client_leaving_during_an_approval_never_forwards_the_call() {
 /// Calls allowed while the log had room reach the upstream and their results reach the
 /// client (a result record is written after delivery; one that no longer fits is logged
 /// on stderr); from the first decision that cannot be recorded on, every call is denied
-/// and none is forwarded.
+/// and none is forwarded. A policy denial (recorded after its answer) stays a denial.
 #[test]
 fn audit_log_running_out_of_room_mid_session_denies_from_then_on() {
     let s = Setup::new(DENY_T);
@@ -348,6 +348,16 @@ fn audit_log_running_out_of_room_mid_session_denies_from_then_on() {
         .collect();
     let decided = i64::try_from(allowed).unwrap();
     assert_eq!(forwarded, (1..=decided).collect::<Vec<_>>());
+    // A call the policy denies is answered before its record is written; with the log
+    // full it is still denied, for the policy's reason, and never forwarded.
+    for i in 201..=203 {
+        call(&mut client, i, "t", json!({"n": i}));
+        let r = response(&mut client, &json!(i));
+        assert!(is_denied(&r), "{r}");
+        let text = r["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("no-t"), "{text}");
+    }
+    assert!(!s.calls_seen().iter().any(|c| c["params"]["name"] == "t"));
     assert!(std::fs::metadata(s.audit()).unwrap().len() <= 16 * 1024);
     client.close_stdin();
     assert!(client.wait().success());

@@ -145,8 +145,8 @@ struct Inner {
     last_listing: Mutex<Option<([u8; 32], Vec<String>)>>,
 }
 
-/// A result record kept off the latency path; the hash of the result is computed when it
-/// is written. (Large results go to the [`recorder`] thread instead.)
+/// A record kept off the latency path: a result's (its hash is computed when it is
+/// written; large results go to the [`recorder`] thread instead) or a denial's.
 struct Deferred {
     event: Event,
     result: Option<Arc<Value>>,
@@ -192,17 +192,17 @@ impl Inner {
     }
 
     /// Writes several records in one append; `Err` means none of them was written.
-    fn write_events(&self, mut events: Vec<Event>) -> Result<(), String> {
+    fn write_events(&self, events: &mut [Event]) -> Result<(), String> {
         if let Some(why) = &self.settings.audit_error {
             return Err(why.clone());
         }
         let Some(writer) = &self.settings.audit else {
             return Ok(());
         };
-        for event in &mut events {
+        for event in events.iter_mut() {
             self.stamp(event);
         }
-        writer.append_all(&events).map(|_| ()).map_err(|e| {
+        writer.append_all(events).map(|_| ()).map_err(|e| {
             format!("the audit log cannot be written ({e}); toolgate denies calls it cannot record")
         })
     }
@@ -233,30 +233,37 @@ impl Inner {
         }
     }
 
-    /// Writes the deferred result records, oldest first.
+    /// Writes the deferred records, oldest first, in one append.
     fn write_deferred(&self) {
         let pending = std::mem::take(&mut *lock(&self.deferred));
-        for Deferred { mut event, result } in pending {
-            if self.settings.audit.is_none() {
-                continue;
-            }
-            if let Some(result) = result {
-                event.result_sha256 = Some(canonical_sha256(&result));
-                if self.settings.audit_raw {
-                    event.raw = Some(toolgate_audit::Raw {
-                        arguments: None,
-                        result: Some(Arc::unwrap_or_clone(result)),
-                    });
+        if pending.is_empty() || self.settings.audit.is_none() {
+            return;
+        }
+        let mut events: Vec<Event> = pending
+            .into_iter()
+            .map(|Deferred { mut event, result }| {
+                if let Some(result) = result {
+                    event.result_sha256 = Some(canonical_sha256(&result));
+                    if self.settings.audit_raw {
+                        event.raw = Some(toolgate_audit::Raw {
+                            arguments: None,
+                            result: Some(Arc::unwrap_or_clone(result)),
+                        });
+                    }
                 }
-            }
-            let what = format!(
-                "`{}` (request {})",
-                event.tool.as_deref().unwrap_or("?"),
-                event.request_id.as_deref().unwrap_or("?")
-            );
-            if let Err(why) = self.write_event(event) {
+                event
+            })
+            .collect();
+        if let Err(why) = self.write_events(&mut events) {
+            for event in &events {
                 tracing::warn!(
-                    "the result of {what} reached the client but was not audited: {why}"
+                    "{} `{}` (request {}) reached the client but was not audited: {why}",
+                    match event.kind {
+                        AuditKind::Decision => "the denial of",
+                        _ => "the result of",
+                    },
+                    event.tool.as_deref().unwrap_or("?"),
+                    event.request_id.as_deref().unwrap_or("?")
                 );
             }
         }
@@ -357,15 +364,16 @@ impl Enforcer {
     }
 
     /// Writes several records at once (one lock, one write): e.g. the pins of a listing.
-    fn audit_all(&self, events: Vec<Event>) -> Result<(), String> {
+    fn audit_all(&self, mut events: Vec<Event>) -> Result<(), String> {
         if events.is_empty() {
             return Ok(());
         }
         self.inner.write_deferred();
-        self.inner.write_events(events)
+        self.inner.write_events(&mut events)
     }
 
-    /// Queues a result record; written by [`Interceptor::after_delivery`].
+    /// Queues a record; written by [`Interceptor::after_delivery`] (or before any later
+    /// record, whichever comes first).
     fn defer(&self, event: Event, result: Option<Arc<Value>>) {
         lock(&self.inner.deferred).push(Deferred { event, result });
     }
@@ -539,7 +547,7 @@ impl Enforcer {
             started,
         };
         match (ruling.effect, retry) {
-            (Effect::Deny, _) => self.finish_deny(id, &request_id, &call, &ruling, None),
+            (Effect::Deny, _) => self.deny_as_it_arrives(id, &request_id, &call, &ruling),
             (Effect::Allow, retry) => {
                 if let Err(why) =
                     self.audit(self.decision_event(&request_id, &call, &ruling, Effect::Allow))
@@ -587,6 +595,33 @@ impl Enforcer {
         // The id is echoed byte for byte (an id such as 18446744073709551615 stays exact).
         let frame = build::request_raw_id(id, method, Some(&params));
         Verdict::ReplaceWatch(frame, self.watch(on_allow))
+    }
+
+    /// A call the policy denies as it arrives: answered at once, its record written right
+    /// after the answer is delivered ([`Interceptor::after_delivery`], before anything else
+    /// is decided). Nothing waits for that record, because an audit failure cannot make a
+    /// deny less of a deny: it is logged, and the next call that must be recorded is denied
+    /// for it. A log that could not be opened at all is named in the answer, as always.
+    fn deny_as_it_arrives(
+        &self,
+        id: &RawValue,
+        request_id: &str,
+        call: &Call<'_>,
+        ruling: &Ruling,
+    ) -> Verdict {
+        if self.inner.settings.audit_error.is_some() {
+            return self.finish_deny(id, request_id, call, ruling, None);
+        }
+        let mut ev = self.decision_event(request_id, call, ruling, Effect::Deny);
+        ev.reason = Some(ruling.reason.clone());
+        self.defer(ev, None);
+        self.deny_reply(
+            id,
+            call.tool,
+            &ruling.reason,
+            &ruling.contract,
+            ruling.rule.as_deref(),
+        )
     }
 
     fn finish_deny(
@@ -855,7 +890,7 @@ impl Enforcer {
         };
         let retry = approval::retry_of(&params);
         match (ruling.effect, retry) {
-            (Effect::Deny, _) => self.finish_deny(id, &request_id, &call, &ruling, None),
+            (Effect::Deny, _) => self.deny_as_it_arrives(id, &request_id, &call, &ruling),
             (Effect::Allow, retry) => {
                 if let Err(why) =
                     self.audit(self.decision_event(&request_id, &call, &ruling, Effect::Allow))
