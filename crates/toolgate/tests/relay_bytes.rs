@@ -253,7 +253,7 @@ fn a_large_message_grows_the_pipes_it_crosses() {
     let stdin = writer.join().unwrap();
     assert!(
         reply.starts_with(r#"{"jsonrpc":"2.0","id":1,"result":"#)
-            && reply.ends_with(&format!(r#""params":{{"big":"{big}"}}}}}}"#) + "\n"),
+            && reply.ends_with(&format!("\"params\":{{\"big\":\"{big}\"}}}}}}\n")),
         "{} bytes: {}…",
         reply.len(),
         &reply[..200.min(reply.len())]
