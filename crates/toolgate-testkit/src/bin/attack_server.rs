@@ -630,13 +630,17 @@ fn main() {
             Err(e) => vec![json!({"jsonrpc": "2.0", "id": null,
                                   "error": {"code": -32700, "message": format!("parse error: {e}")}})],
         };
+        // The frames answering one message go out in one write: a result and the
+        // `list_changed` that follows it reach toolgate together, as a server announcing
+        // a change with its answer would send them, so toolgate reads the notification
+        // before the client can react to the result (flushing each frame raced with that).
         for frame in frames {
-            if serde_json::to_writer(&mut out, &frame).is_err()
-                || out.write_all(b"\n").is_err()
-                || out.flush().is_err()
-            {
+            if serde_json::to_writer(&mut out, &frame).is_err() || out.write_all(b"\n").is_err() {
                 return;
             }
+        }
+        if out.flush().is_err() {
+            return;
         }
     }
 }
