@@ -95,20 +95,26 @@ fn small_arguments() -> Vec<u8> {
         .to_vec()
 }
 
-/// Median time of `f` over `n` runs (after a few to warm up).
-fn median(n: usize, mut f: impl FnMut()) -> Duration {
-    for _ in 0..n.div_ceil(10) {
-        f();
+fn timed(f: &mut impl FnMut()) -> Duration {
+    let start = Instant::now();
+    f();
+    start.elapsed()
+}
+
+/// Median times of `f` and `g` over `n` runs each, taken in turns (after a few to warm up),
+/// so both see the allocator in the same state.
+fn medians(n: usize, mut f: impl FnMut(), mut g: impl FnMut()) -> (Duration, Duration) {
+    let (mut fs, mut gs) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n + n.div_ceil(10) {
+        let (tf, tg) = (timed(&mut f), timed(&mut g));
+        if i >= n.div_ceil(10) {
+            fs.push(tf);
+            gs.push(tg);
+        }
     }
-    let mut times: Vec<Duration> = (0..n)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[times.len() / 2]
+    fs.sort();
+    gs.sort();
+    (fs[n / 2], gs[n / 2])
 }
 
 fn canonical(name: &str, json: &[u8], n: usize) {
@@ -117,15 +123,22 @@ fn canonical(name: &str, json: &[u8], n: usize) {
         canonical_sha256(&value).unwrap()
     };
     assert_eq!(canonical_sha256_of_json(json).unwrap(), value_path());
-    let raw = median(n, || {
-        std::hint::black_box(canonical_sha256_of_json(std::hint::black_box(json)).unwrap());
-    });
-    let value = median(n, || {
-        std::hint::black_box(value_path());
-    });
-    let sha = median(n, || {
-        std::hint::black_box(Sha256::digest(std::hint::black_box(json)));
-    });
+    let (raw, value) = medians(
+        n,
+        || {
+            std::hint::black_box(canonical_sha256_of_json(std::hint::black_box(json)).unwrap());
+        },
+        || {
+            std::hint::black_box(value_path());
+        },
+    );
+    let (sha, _) = medians(
+        n,
+        || {
+            std::hint::black_box(Sha256::digest(std::hint::black_box(json)));
+        },
+        || {},
+    );
     println!(
         "canonical ({name}, {} bytes): canonical_sha256_of_json p50={raw:?}  parse + canonical_sha256 p50={value:?}  plain SHA-256 of the bytes p50={sha:?}",
         json.len()
