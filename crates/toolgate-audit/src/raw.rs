@@ -9,11 +9,14 @@
 //!   a sign on zero, a fraction or an exponent) are hashed as they are written;
 //! - a string that already uses only the escapes RFC 8785 writes (`\"`, `\\`, `\b \f \n
 //!   \r \t`, `\u00xx` in lower case for the other control characters; every other
-//!   character literal) is hashed from its raw bytes, quotes included, in one piece: the
-//!   bytes of a large string are looked at once by the scanner and once by SHA-256;
+//!   character literal) is hashed from its raw bytes, quotes included, in one piece
+//!   (through no buffer when it is long): the scanner finds its end with `memchr`, then
+//!   checks it for control characters and anything but ASCII in one vectorised pass (and
+//!   for UTF-8 if it is not ASCII), and SHA-256 reads it once;
 //! - any other string (`\/`, `\u0041`, upper-case hex, surrogate pairs, ...) is decoded by
 //!   `serde_json` and written by the same escaper as the value path;
-//! - object members are sorted by the UTF-16 code units of their decoded names.
+//! - object members are sorted by the UTF-16 code units of their decoded names (compared
+//!   as UTF-8, see [`utf16_cmp`]); a name written canonically is hashed as written.
 //!
 //! Whatever this does not reproduce exactly is left to the value path (`None`): invalid
 //! JSON or UTF-8, trailing data, duplicate member names (a `Value` keeps the last),
@@ -37,7 +40,7 @@ pub(crate) fn sha256_hex(json: &[u8]) -> Option<String> {
     let mut scanner = Scanner {
         json,
         pos: 0,
-        tape: Vec::with_capacity(16),
+        tape: Vec::with_capacity((json.len() / 8).clamp(4, 1024)),
     };
     scanner.skip_whitespace();
     scanner.value(0)?;
@@ -308,28 +311,30 @@ impl Emitter<'_> {
                 Some(end)
             }
             Token::Object { end } => {
-                let mut members: Vec<(Cow<'_, str>, usize)> = Vec::new();
+                let mut members = Vec::new();
                 let mut i = at + 1;
                 while i < end {
-                    members.push((self.name(i)?, i + 1));
+                    members.push(self.member(i)?);
                     i = self.skip(i + 1);
                 }
-                // Members sorted by the UTF-16 code units of their names (RFC 8785 §3.2.3).
-                members.sort_unstable_by(|(a, _), (b, _)| a.encode_utf16().cmp(b.encode_utf16()));
+                members.sort_unstable_by(|a, b| utf16_cmp(&a.name, &b.name));
                 if members.windows(2).any(|pair| match pair {
-                    [(a, _), (b, _)] => a == b,
+                    [a, b] => a.name == b.name,
                     _ => false,
                 }) {
                     return None;
                 }
                 out.write_all(b"{").ok()?;
-                for (k, (name, value)) in members.iter().enumerate() {
+                for (k, member) in members.iter().enumerate() {
                     if k > 0 {
                         out.write_all(b",").ok()?;
                     }
-                    write_string(out, name).ok()?;
+                    match member.raw {
+                        Some(quoted) => out.write_all(quoted).ok()?,
+                        None => write_string(out, std::str::from_utf8(&member.name).ok()?).ok()?,
+                    }
                     out.write_all(b":").ok()?;
-                    self.emit(out, *value)?;
+                    self.emit(out, member.value)?;
                 }
                 out.write_all(b"}").ok()?;
                 Some(end)
@@ -337,18 +342,26 @@ impl Emitter<'_> {
         }
     }
 
-    /// The decoded name of the member whose name is the token at `at`.
-    fn name(&self, at: usize) -> Option<Cow<'_, str>> {
+    /// The member whose name is the token at `at`.
+    fn member(&self, at: usize) -> Option<Member<'_>> {
         let (Token::Raw { start, end } | Token::Decode { start, end }) = *self.tape.get(at)? else {
             return None;
         };
         let quoted = self.json.get(start..end)?;
         let inner = quoted.get(1..quoted.len().checked_sub(1)?)?;
-        if inner.contains(&b'\\') {
-            serde_json::from_slice(quoted).ok().map(Cow::Owned)
+        let name = if inner.contains(&b'\\') {
+            let decoded: String = serde_json::from_slice(quoted).ok()?;
+            Cow::Owned(decoded.into_bytes())
         } else {
-            std::str::from_utf8(inner).ok().map(Cow::Borrowed)
-        }
+            // Checked to be UTF-8 by the scanner.
+            Cow::Borrowed(inner)
+        };
+        let raw = matches!(self.tape.get(at), Some(Token::Raw { .. })).then_some(quoted);
+        Some(Member {
+            name,
+            raw,
+            value: at + 1,
+        })
     }
 
     /// The index of the token after the value at `at`.
@@ -357,6 +370,30 @@ impl Emitter<'_> {
             Some(Token::Array { end } | Token::Object { end }) => *end,
             _ => at + 1,
         }
+    }
+}
+
+/// A member of an object: its decoded name (UTF-8), the name as written when that is
+/// canonical, and the index of its value.
+struct Member<'a> {
+    name: Cow<'a, [u8]>,
+    raw: Option<&'a [u8]>,
+    value: usize,
+}
+
+/// The order of two UTF-8 strings by their UTF-16 code units (RFC 8785 §3.2.3), without
+/// converting them. UTF-8 bytes sort as code points do, and so does UTF-16 except that
+/// U+E000..U+FFFF (lead byte 0xEE or 0xEF) come after the surrogate pairs of U+10000 and
+/// above (lead bytes from 0xF0). Where two strings first differ in such a pair of lead
+/// bytes, the order turns; anywhere else (continuation bytes of characters with the same
+/// lead byte, or any other pair of lead bytes) it is the byte order.
+fn utf16_cmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let differ = a.iter().zip(b).find(|(x, y)| x != y);
+    match differ {
+        None => a.len().cmp(&b.len()),
+        Some((&x, &y)) if x >= 0xF0 && matches!(y, 0xEE | 0xEF) => std::cmp::Ordering::Less,
+        Some((&x, &y)) if y >= 0xF0 && matches!(x, 0xEE | 0xEF) => std::cmp::Ordering::Greater,
+        Some((x, y)) => x.cmp(y),
     }
 }
 
@@ -781,6 +818,17 @@ mod tests {
                     prop_assert!(raw.is_some(), "{}", text);
                 }
             }
+        }
+
+        #[test]
+        fn names_sort_by_utf16_code_units(
+            a in "[a\u{7f}\u{80}\u{7ff}\u{800}\u{d7ff}\u{e000}\u{fffd}\u{ffff}\u{10000}\u{1f600}\u{10ffff}]{0,4}",
+            b in "[a\u{7f}\u{80}\u{7ff}\u{800}\u{d7ff}\u{e000}\u{fffd}\u{ffff}\u{10000}\u{1f600}\u{10ffff}]{0,4}",
+        ) {
+            prop_assert_eq!(
+                utf16_cmp(a.as_bytes(), b.as_bytes()),
+                a.encode_utf16().cmp(b.encode_utf16())
+            );
         }
 
         #[test]
