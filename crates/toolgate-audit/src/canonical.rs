@@ -8,6 +8,10 @@
 //! ECMAScript would print in exponent form) is handed whole to `serde_json_canonicalizer`,
 //! which formats numbers as RFC 8785 requires. A property test checks that both agree
 //! byte for byte.
+//!
+//! JSON text (`canonical_sha256_of_json`) is hashed from its bytes by `raw`, which uses
+//! [`write_string`] for the strings it decodes and leaves what it cannot reproduce exactly
+//! to this path.
 
 use std::io::{self, Write};
 
@@ -15,7 +19,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// Integers up to this magnitude print the same in ECMAScript and in Rust.
-const SAFE_INTEGER: u64 = (1 << 53) - 1;
+pub(crate) const SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// Hex SHA-256 of the canonical form of `value`; see the module docs.
 pub(crate) fn sha256_hex(value: &Value) -> Result<String, serde_json::Error> {
@@ -40,7 +44,8 @@ fn to_vec(value: &Value) -> Option<Vec<u8>> {
     (simple_numbers(value, 0) && write(&mut out, value).is_ok()).then_some(out)
 }
 
-struct HashWriter(Sha256);
+/// A `Write` that feeds SHA-256 (and never fails).
+pub(crate) struct HashWriter(pub(crate) Sha256);
 
 impl Write for HashWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -108,7 +113,7 @@ fn write<W: Write>(out: &mut W, value: &Value) -> io::Result<()> {
 /// control characters as `\b \f \n \r \t` where those exist and `\u00xx` (lower case)
 /// otherwise, everything else as it is. Text is skipped eight bytes at a time up to the next
 /// byte that needs escaping, and written in runs.
-fn write_string<W: Write>(out: &mut W, text: &str) -> io::Result<()> {
+pub(crate) fn write_string<W: Write>(out: &mut W, text: &str) -> io::Result<()> {
     let bytes = text.as_bytes();
     out.write_all(b"\"")?;
     let mut run = 0;
@@ -163,7 +168,7 @@ fn any_needs_escape(eight: &[u8]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use proptest::prelude::*;
@@ -214,6 +219,11 @@ mod tests {
         }
     }
 
+    /// Whether `value` holds no number but integers of at most 2^53 - 1 in magnitude.
+    pub(crate) fn only_safe_integers(value: &Value) -> bool {
+        simple_numbers(value, 0)
+    }
+
     fn key() -> impl Strategy<Value = String> {
         prop_oneof![
             "[a-z]{0,4}",
@@ -233,7 +243,8 @@ mod tests {
         ]
     }
 
-    fn json_value() -> impl Strategy<Value = Value> {
+    /// JSON values with every kind of string, number and name (also used by `raw`).
+    pub(crate) fn json_value() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),
             any::<bool>().prop_map(Value::Bool),

@@ -3,6 +3,7 @@
 mod canonical;
 mod chain;
 mod error;
+mod raw;
 mod read;
 mod record;
 mod verify;
