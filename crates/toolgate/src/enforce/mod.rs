@@ -149,7 +149,8 @@ struct Inner {
 /// written; large results go to the [`recorder`] thread instead) or a denial's.
 struct Deferred {
     event: Event,
-    result: Option<Arc<Value>>,
+    /// The result's JSON text, as the server sent it.
+    result: Option<Box<str>>,
 }
 
 /// How a result feeds the taint index.
@@ -165,7 +166,7 @@ enum TaintAs {
 struct TaintLater {
     tool: String,
     kind: TaintAs,
-    result: Arc<Value>,
+    result: Value,
 }
 
 impl Inner {
@@ -243,13 +244,7 @@ impl Inner {
             .into_iter()
             .map(|Deferred { mut event, result }| {
                 if let Some(result) = result {
-                    event.result_sha256 = Some(canonical_sha256(&result));
-                    if self.settings.audit_raw {
-                        event.raw = Some(toolgate_audit::Raw {
-                            arguments: None,
-                            result: Some(Arc::unwrap_or_clone(result)),
-                        });
-                    }
+                    add_result(&mut event, &result, self.settings.audit_raw);
                 }
                 event
             })
@@ -306,6 +301,22 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// canonical form; the empty-input hash stands in should that ever fail).
 pub fn canonical_sha256(value: &Value) -> String {
     toolgate_audit::canonical_sha256(value).unwrap_or_else(|_| hex::encode(Sha256::digest(b"")))
+}
+
+/// Completes a result record: the canonical SHA-256 of the result, computed from the JSON
+/// text the server sent (no value tree; the same hash as [`canonical_sha256`] of its
+/// value), and with `--audit-raw` the result itself.
+fn add_result(event: &mut Event, result: &str, keep_raw: bool) {
+    event.result_sha256 = Some(
+        toolgate_audit::canonical_sha256_of_json(result.as_bytes())
+            .unwrap_or_else(|_| hex::encode(Sha256::digest(b""))),
+    );
+    if keep_raw {
+        event.raw = Some(toolgate_audit::Raw {
+            arguments: None,
+            result: serde_json::from_str(result).ok(),
+        });
+    }
 }
 
 fn micros(since: Instant) -> u64 {
@@ -374,15 +385,15 @@ impl Enforcer {
 
     /// Queues a record; written by [`Interceptor::after_delivery`] (or before any later
     /// record, whichever comes first).
-    fn defer(&self, event: Event, result: Option<Arc<Value>>) {
+    fn defer(&self, event: Event, result: Option<Box<str>>) {
         lock(&self.inner.deferred).push(Deferred { event, result });
     }
 
-    /// Starts the record of a result: a large one goes to the recorder thread at once (it
-    /// hashes while the result is delivered and indexed), a small one is written after
-    /// delivery. Returns the result, shared with the record.
-    fn record_result(&self, mut event: Event, result: Value, large: bool) -> Arc<Value> {
-        let result = Arc::new(result);
+    /// Starts the record of a result (its JSON text as the server sent it): a large one
+    /// goes to the recorder thread at once (it hashes while the result is delivered and
+    /// indexed), a small one is written after delivery.
+    fn record_result(&self, mut event: Event, result: &RawValue, large: bool) {
+        let result: Box<str> = result.get().into();
         let settings = &self.inner.settings;
         if let Some(writer) = &settings.audit
             && large
@@ -391,22 +402,25 @@ impl Enforcer {
             self.inner.stamp(&mut event);
             let job = Box::new(recorder::Job {
                 event,
-                result: Arc::clone(&result),
+                result,
                 raw: settings.audit_raw,
                 writer: Arc::clone(writer),
             });
             match self.inner.recorder.submit(job) {
-                Ok(()) => return result,
+                Ok(()) => return,
                 // No thread: written after delivery like any other.
-                Err(job) => event = job.event,
+                Err(job) => {
+                    let recorder::Job { event, result, .. } = *job;
+                    self.defer(event, Some(result));
+                    return;
+                }
             }
         }
-        self.defer(event, Some(Arc::clone(&result)));
-        result
+        self.defer(event, Some(result));
     }
 
     /// Queues a result for the taint index (see [`Inner::feed_taint`]).
-    fn taint_later(&self, tool: String, kind: TaintAs, result: Arc<Value>) {
+    fn taint_later(&self, tool: String, kind: TaintAs, result: Value) {
         lock(&self.inner.pending_taint).push(TaintLater { tool, kind, result });
     }
 
@@ -1069,7 +1083,7 @@ impl Enforcer {
                 ev.latency_us = Some(micros(started));
                 // A large result's record is hashed while the result is delivered and
                 // taint-indexed.
-                let result = self.record_result(ev, result, large);
+                self.record_result(ev, result_raw, large);
                 self.taint_later(tool, TaintAs::ToolResult, result);
                 Verdict::Forward
             }
@@ -1083,16 +1097,12 @@ impl Enforcer {
                 ev.tool = Some("resources/read".to_owned());
                 ev.resources = vec![uri];
                 ev.latency_us = Some(micros(started));
-                let result = self.record_result(ev, result, large);
+                self.record_result(ev, result_raw, large);
                 self.taint_later("resources/read".to_owned(), TaintAs::Resource, result);
                 Verdict::Forward
             }
             Watched::Prompt { name } => {
-                self.taint_later(
-                    format!("prompts/get:{name}"),
-                    TaintAs::Prompt,
-                    Arc::new(result),
-                );
+                self.taint_later(format!("prompts/get:{name}"), TaintAs::Prompt, result);
                 Verdict::Forward
             }
         }

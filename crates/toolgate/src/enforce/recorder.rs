@@ -1,11 +1,13 @@
 //! The audit records of large results, hashed and written on a thread of their own.
 //!
-//! Every result record carries the SHA-256 of the result's canonical JSON. For a large
-//! result that is most of toolgate's work (about 1 ms per MiB), and nothing waits for it:
-//! the taint index is fed before the result is delivered, and the record only has to reach
-//! the log. So the record of a result of [`LARGE_RESULT`] bytes or more is handed to the
-//! recorder thread as soon as the result is parsed; it hashes the result while the result
-//! is taint-indexed and delivered, and appends the record itself. Records of small results
+//! Every result record carries the SHA-256 of the result's canonical JSON, computed from
+//! the JSON text the server sent (`toolgate_audit::canonical_sha256_of_json`, no value
+//! tree). For a large result that is most of toolgate's work (about 0.8 ms per MiB, nearly
+//! all of it SHA-256 itself), and nothing waits for it: the record only has to reach the
+//! log. So the record of a result of [`LARGE_RESULT`] bytes or more is handed to the
+//! recorder thread, with a copy of the result's text, as soon as the result is read; it
+//! hashes the result while the result is delivered and taint-indexed, and appends the
+//! record itself. Records of small results
 //! are written right after delivery, as before: a hand-off would cost them more than it
 //! saves.
 //!
@@ -19,10 +21,9 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use serde_json::Value;
 use toolgate_audit::{AuditWriter, Event};
 
-use super::{canonical_sha256, lock};
+use super::{add_result, lock};
 
 /// Results whose JSON text is at least this long get their record written by the thread.
 pub(super) const LARGE_RESULT: usize = 64 * 1024;
@@ -30,10 +31,11 @@ pub(super) const LARGE_RESULT: usize = 64 * 1024;
 /// Records waiting for the thread at most.
 const QUEUE: usize = 8;
 
-/// One result record: the event (session and server filled in) and the result to hash.
+/// One result record: the event (session and server filled in) and the result to hash,
+/// its JSON text as the server sent it.
 pub(super) struct Job {
     pub event: Event,
-    pub result: Arc<Value>,
+    pub result: Box<str>,
     /// Keep the raw result in the record (`--audit-raw`).
     pub raw: bool,
     pub writer: Arc<AuditWriter>,
@@ -93,15 +95,8 @@ fn write(job: Box<Job>) {
         raw,
         writer,
     } = *job;
-    event.result_sha256 = Some(canonical_sha256(&result));
-    if raw {
-        event.raw = Some(toolgate_audit::Raw {
-            arguments: None,
-            result: Some(Arc::unwrap_or_clone(result)),
-        });
-    } else {
-        drop(result);
-    }
+    add_result(&mut event, &result, raw);
+    drop(result);
     if let Err(e) = writer.append(&event) {
         tracing::warn!(
             "the result of `{}` (request {}) was not audited: the audit log cannot be written ({e})",
@@ -130,17 +125,20 @@ fn spawn() -> Option<Thread> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::Value;
     use toolgate_audit::Kind as AuditKind;
 
     fn job(writer: &Arc<AuditWriter>, n: u64, raw: bool) -> Box<Job> {
         let mut event = Event::new(AuditKind::Result);
         event.request_id = Some(n.to_string());
+        // As servers write them: members unsorted, some whitespace, escapes.
+        let text = "x\\n\\u0041".repeat(LARGE_RESULT / 8);
+        let result = format!(
+            r#"{{"n": {n}, "content": [{{"type": "text", "text": "{text}"}}], "isError": false}}"#
+        );
         Box::new(Job {
             event,
-            result: Arc::new(
-                json!({"content": [{"type": "text", "text": "x".repeat(LARGE_RESULT)}], "n": n}),
-            ),
+            result: result.into(),
             raw,
             writer: Arc::clone(writer),
         })
@@ -155,7 +153,11 @@ mod tests {
         let jobs: Vec<Box<Job>> = (0..3 * QUEUE as u64)
             .map(|n| job(&writer, n, n == 0))
             .collect();
-        let expected: Vec<String> = jobs.iter().map(|j| canonical_sha256(&j.result)).collect();
+        let values: Vec<Value> = jobs
+            .iter()
+            .map(|j| serde_json::from_str(&j.result).unwrap())
+            .collect();
+        let expected: Vec<String> = values.iter().map(super::super::canonical_sha256).collect();
         for j in jobs {
             assert!(recorder.submit(j).is_ok());
         }
@@ -171,6 +173,9 @@ mod tests {
             assert_eq!(record["request_id"], n.to_string(), "{record}");
             assert_eq!(record["result_sha256"], hash.as_str(), "{record}");
             assert_eq!(record.get("raw").is_some(), n == 0, "{record}");
+            if n == 0 {
+                assert_eq!(record["raw"]["result"], values[0]);
+            }
         }
         assert!(
             toolgate_audit::verify_path(&path)
