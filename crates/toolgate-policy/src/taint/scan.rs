@@ -185,54 +185,64 @@ fn windowed(re: &Regex, text: &str, starts: impl IntoIterator<Item = (usize, usi
     out
 }
 
-/// Positions `i` with ASCII digits at `i` and `i + 1`, ascending. Eight bytes at a time:
-/// [`digit_mask`] marks the digits of a word, a shift pairs each with its neighbour; blocks
-/// of four words without a digit are passed over after one combined test.
+/// Positions `i` with ASCII digits at `i` and `i + 1`, ascending.
+///
+/// Most text has few digit pairs, so each block of [`PAIR_BLOCK`] bytes is first tested as a
+/// whole ([`has_digit_pair`], a loop the compiler vectorises); only a block that has one is
+/// searched, eight bytes at a time: [`digit_mask`] marks the digits of a word, a shift pairs
+/// each with its neighbour (the next word's first byte for its last).
 fn digit_pairs(b: &[u8]) -> Vec<usize> {
-    const BLOCK: usize = 32;
     let mut out = Vec::new();
-    // Whether the byte before the current word is a digit.
-    let mut digit_before = false;
-    let mut word_pairs = |base: usize, word: &[u8], digit_before: &mut bool| {
-        let Ok(word) = <[u8; 8]>::try_from(word) else {
-            return;
+    let mut base = 0;
+    // Each window is a block and the byte after it, for the pair across its end.
+    while let Some(window) = b.get(base..base + PAIR_BLOCK + 1) {
+        let Ok(window) = <&[u8; PAIR_BLOCK + 1]>::try_from(window) else {
+            break;
         };
-        let digits = digit_mask(u64::from_le_bytes(word));
-        if *digit_before && digits & 0x80 != 0 {
-            out.push(base - 1);
+        if has_digit_pair(window) {
+            let (block, after) = window.split_at(PAIR_BLOCK);
+            let mut marks = [0; PAIR_BLOCK / 8];
+            for (mark, word) in marks.iter_mut().zip(block.chunks_exact(8)) {
+                *mark = <[u8; 8]>::try_from(word).map_or(0, |w| digit_mask(u64::from_le_bytes(w)));
+            }
+            let after = after.first().is_some_and(u8::is_ascii_digit);
+            for (j, &digits) in marks.iter().enumerate() {
+                // The mark of the byte after this word, moved to the mark of its last byte.
+                let next = marks
+                    .get(j + 1)
+                    .map_or(u64::from(after) << 7, |&m| m & 0x80)
+                    << 56;
+                let mut pairs = digits & ((digits >> 8) | next);
+                while pairs != 0 {
+                    out.push(base + j * 8 + pairs.trailing_zeros() as usize / 8);
+                    pairs &= pairs - 1;
+                }
+            }
         }
-        // Byte j's mark is bit 8j + 7; byte j + 1's, shifted down by 8, lands on it.
-        let mut pairs = digits & (digits >> 8);
-        while pairs != 0 {
-            out.push(base + pairs.trailing_zeros() as usize / 8);
-            pairs &= pairs - 1;
-        }
-        *digit_before = digits >> 63 != 0;
-    };
-    let blocks = b.chunks_exact(BLOCK);
-    let tail = blocks.remainder();
-    for (k, block) in blocks.enumerate() {
-        let words = block.chunks_exact(8);
-        let any = words.clone().fold(0, |any, word| {
-            any | <[u8; 8]>::try_from(word).map_or(0, |w| digit_mask(u64::from_le_bytes(w)))
-        });
-        if any == 0 {
-            digit_before = false;
-            continue;
-        }
-        for (j, word) in words.enumerate() {
-            word_pairs(k * BLOCK + j * 8, word, &mut digit_before);
-        }
+        base += PAIR_BLOCK;
     }
-    let base = b.len() - tail.len();
-    for (j, c) in tail.iter().enumerate() {
-        let digit = c.is_ascii_digit();
-        if digit && digit_before {
-            out.push(base + j - 1);
+    let tail = b.get(base..).unwrap_or_default();
+    for (j, pair) in tail.windows(2).enumerate() {
+        if pair.iter().all(u8::is_ascii_digit) {
+            out.push(base + j);
         }
-        digit_before = digit;
     }
     out
+}
+
+/// The bytes [`digit_pairs`] tests at once: large enough that the test's fixed cost is small
+/// against it, small enough that a block with one pair is not much work to search.
+const PAIR_BLOCK: usize = 128;
+
+/// Whether some byte among the first [`PAIR_BLOCK`] and the byte after it are both ASCII
+/// digits. Without a branch per byte, so that it compiles to vector instructions: two bytes
+/// are digits when the larger of their distances above `0` (wrapping) is below 10.
+fn has_digit_pair(window: &[u8; PAIR_BLOCK + 1]) -> bool {
+    let (bytes, _) = window.split_at(PAIR_BLOCK);
+    let (_, next) = window.split_at(1);
+    bytes.iter().zip(next).fold(u8::MAX, |least, (&c, &n)| {
+        least.min(c.wrapping_sub(b'0').max(n.wrapping_sub(b'0')))
+    }) < 10
 }
 
 /// The high bit of each byte of `x` that is an ASCII digit (exact: with the high bits
@@ -258,12 +268,14 @@ mod tests {
         assert_eq!(digit_pairs(b"9"), Vec::<usize>::new());
         assert_eq!(digit_pairs(b"99"), vec![0]);
         assert_eq!(digit_pairs(b"/:0a9:"), Vec::<usize>::new());
-        let mut long = vec![b'x'; 130];
-        for at in [0, 15, 31, 63, 98, 126] {
-            long[at] = b'4';
-            long[at + 1] = b'2';
+        // Pairs inside a block, across words, across blocks and in the tail.
+        let mut long = vec![b'x'; 400];
+        let at = [0, 15, 31, 63, 98, 126, 255, 383, 386, 398];
+        for &i in &at {
+            long[i] = b'4';
+            long[i + 1] = b'2';
         }
-        assert_eq!(digit_pairs(&long), vec![0, 15, 31, 63, 98, 126]);
+        assert_eq!(digit_pairs(&long), at);
         for byte in 0..=255_u8 {
             for at in 0..8 {
                 let mut word = [b'5'; 8];
@@ -280,6 +292,39 @@ mod tests {
             .filter(|&i| mixed[i].is_ascii_digit() && mixed[i + 1].is_ascii_digit())
             .collect();
         assert_eq!(digit_pairs(mixed), expected);
+    }
+
+    fn naive_digit_pairs(b: &[u8]) -> Vec<usize> {
+        (0..b.len().saturating_sub(1))
+            .filter(|&i| b[i].is_ascii_digit() && b[i + 1].is_ascii_digit())
+            .collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Digits among other bytes, sparse or dense, in texts of several blocks.
+        #[test]
+        fn digit_pairs_like_a_byte_loop(
+            bytes in proptest::collection::vec(
+                proptest::prop_oneof![
+                    4 => proptest::prelude::any::<u8>(),
+                    1 => b'0'..=b'9',
+                    1 => proptest::strategy::Just(b'/'),
+                    1 => proptest::strategy::Just(b':'),
+                ],
+                0..600,
+            ),
+            dense in 0..4_usize,
+        ) {
+            // With `dense` > 0, every byte whose index is a multiple of it is a digit.
+            let bytes: Vec<u8> = bytes
+                .iter()
+                .enumerate()
+                .map(|(i, &c)| if dense > 0 && i % dense == 0 { b'0' + (c % 10) } else { c })
+                .collect();
+            proptest::prop_assert_eq!(digit_pairs(&bytes), naive_digit_pairs(&bytes));
+        }
     }
 
     #[test]
