@@ -1062,6 +1062,33 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        /// The same where the generated text straddles the end of a scanner's block or
+        /// segment (the dots of 8 KiB are listed at a time, blocks are 32 and 128 bytes): a
+        /// long run of one filler piece first, then generated text around the boundary.
+        #[test]
+        fn scanners_match_like_the_regexes_across_blocks(
+            fill in proptest::prop_oneof![
+                proptest::strategy::Just("a"),
+                proptest::strategy::Just("a."),
+                proptest::strategy::Just("."),
+                proptest::strategy::Just(" "),
+                proptest::strategy::Just("7"),
+                proptest::strategy::Just("x+"),
+            ],
+            before in 8140..8200_usize,
+            text in ascii_text(),
+        ) {
+            proptest::prop_assume!(text.is_ascii());
+            let mut long = fill.repeat(before / fill.len());
+            long.push_str(&text);
+            long.push_str(&fill.repeat(40));
+            check_scanners(&long)?;
+        }
+    }
+
     #[test]
     fn scanners_on_the_benchmark_prose() {
         let line = "The quarterly report covers revenue, churn and the hiring plan for the next two quarters; see /srv/reports/q3/summary.md for the tables.\n";

@@ -5,11 +5,13 @@
 //! domain's `.` and a phone's `+` are everywhere in prose; an IBAN has no literal at all):
 //! about 6 ms for 1 MiB of prose. These scanners find the same matches in a fraction of that:
 //! - URLs and domains are runs of a character class after a literal (`://`, `.`): their spans
-//!   are computed directly from the literal's positions, found with `memchr`;
+//!   are computed directly from the literal's positions, found with `memmem` for the rare
+//!   `://` and a word-at-a-time loop ([`each_byte`]) for the dense `.`;
 //! - phone numbers and IBANs are short (at most [`PHONE_MAX`] and [`IBAN_MAX`] bytes after
 //!   their start): the places a match could start (a `+`, a `tel:`, two letters and two
-//!   digits at the start of a word) are found with a cheap scan, and the regex runs only on a
-//!   window of the text at each of them.
+//!   digits at the start of a word) are found with a cheap scan (`memchr` for `+` and `:`, a
+//!   block-at-a-time test for digit pairs), and the regex runs only on a window of the text
+//!   at each of them.
 //!
 //! Each function returns the `(start, end)` spans `find_iter` of the corresponding ASCII
 //! regex returns, in the same order; the property tests in the parent module check that.
@@ -88,18 +90,53 @@ pub(super) fn urls(text: &str) -> Vec<Span> {
 
 /// `[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+` on ASCII text.
 ///
-/// A match is a run of label characters followed by one or more `.label` groups, all
-/// greedy. The leftmost match at or after the end of the previous one starts where the run
-/// before the first qualifying `.` (one with a label character on each side) starts.
+/// Dots are dense in prose (one every few dozen bytes), too dense for a `memchr` search
+/// restarted at each: the dots of each [`DOT_SEGMENT`] bytes are listed by [`each_byte`]
+/// first, then examined (two loops in turn, each with branches of its own, measured faster
+/// than one loop doing both). Text shorter than [`DOT_SEGMENT`] is examined at each dot as
+/// `memchr` finds it, without allocating a list.
 pub(super) fn domains(text: &str) -> Vec<Span> {
     let b = text.as_bytes();
-    let label_at = |i: usize| b.get(i).is_some_and(|&c| is_label(c));
-    let mut out = Vec::new();
-    let mut pos = 0;
-    for dot in memchr_iter(b'.', b) {
+    let mut found = Domains {
+        b,
+        pos: 0,
+        out: Vec::new(),
+    };
+    if b.len() < DOT_SEGMENT {
+        memchr_iter(b'.', b).for_each(|dot| found.at(dot));
+        return found.out;
+    }
+    let mut dots = Vec::new();
+    for (k, segment) in b.chunks(DOT_SEGMENT).enumerate() {
+        dots.clear();
+        each_byte(segment, b'.', |i| dots.push(k * DOT_SEGMENT + i));
+        dots.iter().for_each(|&dot| found.at(dot));
+    }
+    found.out
+}
+
+/// The bytes whose dots [`domains`] lists at a time (a list that stays in the L1 cache).
+const DOT_SEGMENT: usize = 8192;
+
+/// The domains found so far, and where the next may start.
+struct Domains<'a> {
+    b: &'a [u8],
+    pos: usize,
+    out: Vec<Span>,
+}
+
+impl Domains<'_> {
+    /// The match the dot at `dot` belongs to, if it is the first one's first qualifying dot.
+    ///
+    /// A match is a run of label characters followed by one or more `.label` groups, all
+    /// greedy. The leftmost match at or after the end of the previous one starts where the
+    /// run before the first qualifying `.` (one with a label character on each side) starts.
+    fn at(&mut self, dot: usize) {
+        let (b, pos) = (self.b, self.pos);
+        let label_at = |i: usize| b.get(i).is_some_and(|&c| is_label(c));
         // The run before the dot must start at or after `pos`.
         if dot <= pos || !label_at(dot - 1) || !label_at(dot + 1) {
-            continue;
+            return;
         }
         let mut start = dot - 1;
         while start > pos && label_at(start - 1) {
@@ -112,10 +149,44 @@ pub(super) fn domains(text: &str) -> Vec<Span> {
                 end += 1;
             }
         }
-        out.push((start, end));
-        pos = end;
+        self.out.push((start, end));
+        self.pos = end;
     }
-    out
+}
+
+/// Calls `f` with the position of each `needle` in `b`, ascending: for a byte too frequent
+/// for `memchr`. A block of 32 bytes without it is passed over after one test (a loop the
+/// compiler vectorises); in the others each word is compared at once.
+fn each_byte(b: &[u8], needle: u8, mut f: impl FnMut(usize)) {
+    const BLOCK: usize = 32;
+    const LOW7: u64 = u64::from_ne_bytes([0x7F; 8]);
+    let pattern = u64::from_ne_bytes([needle; 8]);
+    let blocks = b.chunks_exact(BLOCK);
+    let tail = blocks.remainder();
+    for (k, block) in blocks.enumerate() {
+        if !block.iter().fold(false, |any, &c| any | (c == needle)) {
+            continue;
+        }
+        for (j, word) in block.chunks_exact(8).enumerate() {
+            let Ok(word) = <[u8; 8]>::try_from(word) else {
+                continue;
+            };
+            // The high bit of each zero byte of `x`, exactly (as in `digit_mask`, no
+            // carry crosses a byte).
+            let x = u64::from_le_bytes(word) ^ pattern;
+            let mut zeros = !(((x & LOW7) + LOW7) | x | LOW7);
+            while zeros != 0 {
+                f(k * BLOCK + j * 8 + zeros.trailing_zeros() as usize / 8);
+                zeros &= zeros - 1;
+            }
+        }
+    }
+    let base = b.len() - tail.len();
+    for (j, &c) in tail.iter().enumerate() {
+        if c == needle {
+            f(base + j);
+        }
+    }
 }
 
 /// The phone regex's matches on ASCII text: it is run at every `+` and every `tel:` (any
@@ -196,38 +267,44 @@ fn digit_pairs(b: &[u8]) -> Vec<usize> {
     let mut base = 0;
     // Each window is a block and the byte after it, for the pair across its end.
     while let Some(window) = b.get(base..base + PAIR_BLOCK + 1) {
-        let Ok(window) = <&[u8; PAIR_BLOCK + 1]>::try_from(window) else {
-            break;
-        };
-        if has_digit_pair(window) {
-            let (block, after) = window.split_at(PAIR_BLOCK);
-            let mut marks = [0; PAIR_BLOCK / 8];
-            for (mark, word) in marks.iter_mut().zip(block.chunks_exact(8)) {
-                *mark = <[u8; 8]>::try_from(word).map_or(0, |w| digit_mask(u64::from_le_bytes(w)));
-            }
-            let after = after.first().is_some_and(u8::is_ascii_digit);
-            for (j, &digits) in marks.iter().enumerate() {
-                // The mark of the byte after this word, moved to the mark of its last byte.
-                let next = marks
-                    .get(j + 1)
-                    .map_or(u64::from(after) << 7, |&m| m & 0x80)
-                    << 56;
-                let mut pairs = digits & ((digits >> 8) | next);
-                while pairs != 0 {
-                    out.push(base + j * 8 + pairs.trailing_zeros() as usize / 8);
-                    pairs &= pairs - 1;
-                }
-            }
+        if let Ok(window) = <&[u8; PAIR_BLOCK + 1]>::try_from(window) {
+            block_pairs(base, window, &mut out);
         }
         base += PAIR_BLOCK;
     }
-    let tail = b.get(base..).unwrap_or_default();
-    for (j, pair) in tail.windows(2).enumerate() {
-        if pair.iter().all(u8::is_ascii_digit) {
-            out.push(base + j);
-        }
+    // The rest, padded with bytes that are not digits (short text is all rest: one block
+    // test is cheaper than a loop over its bytes).
+    if let Some(rest) = b.get(base..).filter(|rest| rest.len() > 1) {
+        let mut window = [0; PAIR_BLOCK + 1];
+        window.iter_mut().zip(rest).for_each(|(w, &c)| *w = c);
+        block_pairs(base, &window, &mut out);
     }
     out
+}
+
+/// The digit pairs of a block at `base`, given with the byte after it.
+fn block_pairs(base: usize, window: &[u8; PAIR_BLOCK + 1], out: &mut Vec<usize>) {
+    if !has_digit_pair(window) {
+        return;
+    }
+    let (block, after) = window.split_at(PAIR_BLOCK);
+    let mut marks = [0; PAIR_BLOCK / 8];
+    for (mark, word) in marks.iter_mut().zip(block.chunks_exact(8)) {
+        *mark = <[u8; 8]>::try_from(word).map_or(0, |w| digit_mask(u64::from_le_bytes(w)));
+    }
+    let after = after.first().is_some_and(u8::is_ascii_digit);
+    for (j, &digits) in marks.iter().enumerate() {
+        // The mark of the byte after this word, moved to the mark of its last byte.
+        let next = marks
+            .get(j + 1)
+            .map_or(u64::from(after) << 7, |&m| m & 0x80)
+            << 56;
+        let mut pairs = digits & ((digits >> 8) | next);
+        while pairs != 0 {
+            out.push(base + j * 8 + pairs.trailing_zeros() as usize / 8);
+            pairs &= pairs - 1;
+        }
+    }
 }
 
 /// The bytes [`digit_pairs`] tests at once: large enough that the test's fixed cost is small
@@ -324,6 +401,36 @@ mod tests {
                 .map(|(i, &c)| if dense > 0 && i % dense == 0 { b'0' + (c % 10) } else { c })
                 .collect();
             proptest::prop_assert_eq!(digit_pairs(&bytes), naive_digit_pairs(&bytes));
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Every position of the byte, in order, in texts of several blocks, with the
+        /// byte sparse or dense and next to bytes one bit away from it.
+        #[test]
+        fn each_byte_like_a_byte_loop(
+            bytes in proptest::collection::vec(
+                proptest::prop_oneof![
+                    3 => proptest::prelude::any::<u8>(),
+                    2 => proptest::strategy::Just(b'.'),
+                    1 => proptest::strategy::Just(b'.' ^ 0x80),
+                    1 => proptest::strategy::Just(b'.' ^ 0x01),
+                    1 => proptest::strategy::Just(b'+'),
+                ],
+                0..300,
+            ),
+            needle in proptest::prop_oneof![
+                proptest::strategy::Just(b'.'),
+                proptest::strategy::Just(b'+'),
+                proptest::prelude::any::<u8>(),
+            ],
+        ) {
+            let mut found = Vec::new();
+            each_byte(&bytes, needle, |i| found.push(i));
+            let expected: Vec<usize> = (0..bytes.len()).filter(|&i| bytes[i] == needle).collect();
+            proptest::prop_assert_eq!(found, expected);
         }
     }
 
