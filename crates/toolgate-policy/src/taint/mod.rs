@@ -671,8 +671,11 @@ fn tokenize(text: &str) -> Vec<Token> {
     let text: &str = &decoded;
     let bytes = text.as_bytes();
     // ASCII text (most tool output) is scanned by `scan` where a regex would cost a pass
-    // over the whole text; the regexes' Unicode forms handle everything else.
-    let ascii = text.is_ascii();
+    // over the whole text; the regexes' Unicode forms handle everything else. `decode`
+    // borrows only ASCII text, which it has just checked.
+    let ascii = matches!(decoded, Cow::Borrowed(_)) || text.is_ascii();
+    // Emails and handles both need an `@`.
+    let has_at = memchr(b'@', bytes).is_some();
     let mut out: Vec<Token> = Vec::new();
     let mut url_spans: Vec<(usize, usize)> = Vec::new();
     let mut seen: HashSet<(String, bool)> = HashSet::new();
@@ -737,7 +740,7 @@ fn tokenize(text: &str) -> Vec<Token> {
         inside_url: inside(span),
     };
 
-    if memchr(b'@', bytes).is_some() {
+    if has_at {
         for span in regex_spans(&EMAIL_RE, ascii, text) {
             let raw = slice(span).trim_start_matches('.');
             let Some((local, domain)) = raw.rsplit_once('@') else {
@@ -834,8 +837,11 @@ fn tokenize(text: &str) -> Vec<Token> {
             }
         }
     }
-    for (re, sigil) in [(&CHANNEL_RE, b'#'), (&HANDLE_RE, b'@')] {
-        if memchr(sigil, bytes).is_none() {
+    for (re, sigil, present) in [
+        (&CHANNEL_RE, b'#', memchr(b'#', bytes).is_some()),
+        (&HANDLE_RE, b'@', has_at),
+    ] {
+        if !present {
             continue;
         }
         let Some(re) = re.get(ascii) else {
@@ -1059,6 +1065,33 @@ mod tests {
             )
         ) {
             check_scanners(&pieces.concat())?;
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        /// The same where the generated text straddles the end of a scanner's block or
+        /// segment (the dots of 8 KiB are listed at a time, blocks are 32 and 128 bytes): a
+        /// long run of one filler piece first, then generated text around the boundary.
+        #[test]
+        fn scanners_match_like_the_regexes_across_blocks(
+            fill in proptest::prop_oneof![
+                proptest::strategy::Just("a"),
+                proptest::strategy::Just("a."),
+                proptest::strategy::Just("."),
+                proptest::strategy::Just(" "),
+                proptest::strategy::Just("7"),
+                proptest::strategy::Just("x+"),
+            ],
+            before in 8140..8200_usize,
+            text in ascii_text(),
+        ) {
+            proptest::prop_assume!(text.is_ascii());
+            let mut long = fill.repeat(before / fill.len());
+            long.push_str(&text);
+            long.push_str(&fill.repeat(40));
+            check_scanners(&long)?;
         }
     }
 

@@ -5,16 +5,18 @@
 //! domain's `.` and a phone's `+` are everywhere in prose; an IBAN has no literal at all):
 //! about 6 ms for 1 MiB of prose. These scanners find the same matches in a fraction of that:
 //! - URLs and domains are runs of a character class after a literal (`://`, `.`): their spans
-//!   are computed directly from the literal's positions, found with `memchr`;
+//!   are computed directly from the literal's positions, found with `memmem` for the rare
+//!   `://` and, in long text, a word-at-a-time loop ([`each_byte`]) for the dense `.`;
 //! - phone numbers and IBANs are short (at most [`PHONE_MAX`] and [`IBAN_MAX`] bytes after
 //!   their start): the places a match could start (a `+`, a `tel:`, two letters and two
-//!   digits at the start of a word) are found with a cheap scan, and the regex runs only on a
-//!   window of the text at each of them.
+//!   digits at the start of a word) are found with a cheap scan (one `memchr2` pass for `+`
+//!   and `:`, a block-at-a-time test for digit pairs), and the regex runs only on a window of
+//!   the text at each of them.
 //!
 //! Each function returns the `(start, end)` spans `find_iter` of the corresponding ASCII
 //! regex returns, in the same order; the property tests in the parent module check that.
 
-use memchr::{memchr_iter, memmem};
+use memchr::{memchr_iter, memchr2_iter, memmem};
 use regex::Regex;
 
 /// A match: byte offsets of its start and end.
@@ -30,10 +32,24 @@ fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
-/// `[A-Za-z0-9\-]`: a character of a domain label.
+/// `[A-Za-z0-9\-]`: a character of a domain label. A table (one load instead of three range
+/// tests) because the domain scanner asks about every byte of a label around each dot.
 fn is_label(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'-'
+    LABEL.get(usize::from(b)).copied().unwrap_or(false)
 }
+
+/// [`is_label`] of each byte.
+const LABEL: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut rest: &mut [bool] = &mut table;
+    let mut c: u8 = 0;
+    while let Some((label, tail)) = rest.split_first_mut() {
+        *label = c.is_ascii_alphanumeric() || c == b'-';
+        c = c.wrapping_add(1);
+        rest = tail;
+    }
+    table
+};
 
 /// `\s` in ASCII.
 fn is_space(b: u8) -> bool {
@@ -88,18 +104,53 @@ pub(super) fn urls(text: &str) -> Vec<Span> {
 
 /// `[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+` on ASCII text.
 ///
-/// A match is a run of label characters followed by one or more `.label` groups, all
-/// greedy. The leftmost match at or after the end of the previous one starts where the run
-/// before the first qualifying `.` (one with a label character on each side) starts.
+/// Dots are dense in prose (one every few dozen bytes), too dense for a `memchr` search
+/// restarted at each: the dots of each [`DOT_SEGMENT`] bytes are listed by [`each_byte`]
+/// first, then examined (two loops in turn, each with branches of its own, measured faster
+/// than one loop doing both). Text shorter than [`DOT_SEGMENT`] is examined at each dot as
+/// `memchr` finds it, without allocating a list.
 pub(super) fn domains(text: &str) -> Vec<Span> {
     let b = text.as_bytes();
-    let label_at = |i: usize| b.get(i).is_some_and(|&c| is_label(c));
-    let mut out = Vec::new();
-    let mut pos = 0;
-    for dot in memchr_iter(b'.', b) {
+    let mut found = Domains {
+        b,
+        pos: 0,
+        out: Vec::new(),
+    };
+    if b.len() < DOT_SEGMENT {
+        memchr_iter(b'.', b).for_each(|dot| found.at(dot));
+        return found.out;
+    }
+    let mut dots = Vec::new();
+    for (k, segment) in b.chunks(DOT_SEGMENT).enumerate() {
+        dots.clear();
+        each_byte(segment, b'.', |i| dots.push(k * DOT_SEGMENT + i));
+        dots.iter().for_each(|&dot| found.at(dot));
+    }
+    found.out
+}
+
+/// The bytes whose dots [`domains`] lists at a time (a list that stays in the L1 cache).
+const DOT_SEGMENT: usize = 8192;
+
+/// The domains found so far, and where the next may start.
+struct Domains<'a> {
+    b: &'a [u8],
+    pos: usize,
+    out: Vec<Span>,
+}
+
+impl Domains<'_> {
+    /// The match the dot at `dot` belongs to, if it is the first one's first qualifying dot.
+    ///
+    /// A match is a run of label characters followed by one or more `.label` groups, all
+    /// greedy. The leftmost match at or after the end of the previous one starts where the
+    /// run before the first qualifying `.` (one with a label character on each side) starts.
+    fn at(&mut self, dot: usize) {
+        let (b, pos) = (self.b, self.pos);
+        let label_at = |i: usize| b.get(i).is_some_and(|&c| is_label(c));
         // The run before the dot must start at or after `pos`.
         if dot <= pos || !label_at(dot - 1) || !label_at(dot + 1) {
-            continue;
+            return;
         }
         let mut start = dot - 1;
         while start > pos && label_at(start - 1) {
@@ -112,30 +163,63 @@ pub(super) fn domains(text: &str) -> Vec<Span> {
                 end += 1;
             }
         }
-        out.push((start, end));
-        pos = end;
+        self.out.push((start, end));
+        self.pos = end;
     }
-    out
+}
+
+/// Calls `f` with the position of each `needle` in `b`, ascending: for a byte too frequent
+/// for `memchr`. A block of 32 bytes without it is passed over after one test (a loop the
+/// compiler vectorises); in the others each word is compared at once.
+fn each_byte(b: &[u8], needle: u8, mut f: impl FnMut(usize)) {
+    const BLOCK: usize = 32;
+    const LOW7: u64 = u64::from_ne_bytes([0x7F; 8]);
+    let pattern = u64::from_ne_bytes([needle; 8]);
+    let blocks = b.chunks_exact(BLOCK);
+    let tail = blocks.remainder();
+    for (k, block) in blocks.enumerate() {
+        if !block.iter().fold(false, |any, &c| any | (c == needle)) {
+            continue;
+        }
+        for (j, word) in block.chunks_exact(8).enumerate() {
+            let Ok(word) = <[u8; 8]>::try_from(word) else {
+                continue;
+            };
+            // The high bit of each zero byte of `x`, exactly (as in `digit_mask`, no
+            // carry crosses a byte).
+            let x = u64::from_le_bytes(word) ^ pattern;
+            let mut zeros = !(((x & LOW7) + LOW7) | x | LOW7);
+            while zeros != 0 {
+                f(k * BLOCK + j * 8 + zeros.trailing_zeros() as usize / 8);
+                zeros &= zeros - 1;
+            }
+        }
+    }
+    let base = b.len() - tail.len();
+    for (j, &c) in tail.iter().enumerate() {
+        if c == needle {
+            f(base + j);
+        }
+    }
 }
 
 /// The phone regex's matches on ASCII text: it is run at every `+` and every `tel:` (any
 /// case), on a window just long enough for the longest match starting there.
 pub(super) fn phones(text: &str, re: &Regex) -> Vec<Span> {
     let b = text.as_bytes();
-    let mut starts: Vec<(usize, usize)> = memchr_iter(b'+', b).map(|p| (p, PHONE_MAX)).collect();
-    for colon in memchr_iter(b':', b) {
-        let Some(start) = colon.checked_sub(3) else {
-            continue;
-        };
-        if b.get(start..colon)
-            .is_some_and(|w| w.eq_ignore_ascii_case(b"tel"))
-        {
-            let rest = b.get(colon + 1..).unwrap_or_default();
-            let spaces = rest.iter().take_while(|&&c| is_space(c)).count();
-            starts.push((start, "tel:".len() + spaces + PHONE_MAX));
+    // One pass for both; the starts come out ascending, as `windowed` needs: a `tel:` starts
+    // 3 bytes before its colon, and none of those 3 bytes is a `+`.
+    let starts = memchr2_iter(b'+', b':', b).filter_map(|at| {
+        if b.get(at) == Some(&b'+') {
+            return Some((at, PHONE_MAX));
         }
-    }
-    starts.sort_unstable();
+        let start = at.checked_sub(3)?;
+        b.get(start..at)?.eq_ignore_ascii_case(b"tel").then(|| {
+            let rest = b.get(at + 1..).unwrap_or_default();
+            let spaces = rest.iter().take_while(|&&c| is_space(c)).count();
+            (start, "tel:".len() + spaces + PHONE_MAX)
+        })
+    });
     windowed(re, text, starts)
 }
 
@@ -185,54 +269,70 @@ fn windowed(re: &Regex, text: &str, starts: impl IntoIterator<Item = (usize, usi
     out
 }
 
-/// Positions `i` with ASCII digits at `i` and `i + 1`, ascending. Eight bytes at a time:
-/// [`digit_mask`] marks the digits of a word, a shift pairs each with its neighbour; blocks
-/// of four words without a digit are passed over after one combined test.
+/// Positions `i` with ASCII digits at `i` and `i + 1`, ascending.
+///
+/// Most text has few digit pairs, so each block of [`PAIR_BLOCK`] bytes is first tested as a
+/// whole ([`has_digit_pair`], a loop the compiler vectorises); only a block that has one is
+/// searched, eight bytes at a time: [`digit_mask`] marks the digits of a word, a shift pairs
+/// each with its neighbour (the next word's first byte for its last).
 fn digit_pairs(b: &[u8]) -> Vec<usize> {
-    const BLOCK: usize = 32;
     let mut out = Vec::new();
-    // Whether the byte before the current word is a digit.
-    let mut digit_before = false;
-    let mut word_pairs = |base: usize, word: &[u8], digit_before: &mut bool| {
-        let Ok(word) = <[u8; 8]>::try_from(word) else {
-            return;
-        };
-        let digits = digit_mask(u64::from_le_bytes(word));
-        if *digit_before && digits & 0x80 != 0 {
-            out.push(base - 1);
+    let mut base = 0;
+    // Each window is a block and the byte after it, for the pair across its end.
+    while let Some(window) = b.get(base..base + PAIR_BLOCK + 1) {
+        if let Ok(window) = <&[u8; PAIR_BLOCK + 1]>::try_from(window) {
+            block_pairs(base, window, &mut out);
         }
-        // Byte j's mark is bit 8j + 7; byte j + 1's, shifted down by 8, lands on it.
-        let mut pairs = digits & (digits >> 8);
-        while pairs != 0 {
-            out.push(base + pairs.trailing_zeros() as usize / 8);
-            pairs &= pairs - 1;
-        }
-        *digit_before = digits >> 63 != 0;
-    };
-    let blocks = b.chunks_exact(BLOCK);
-    let tail = blocks.remainder();
-    for (k, block) in blocks.enumerate() {
-        let words = block.chunks_exact(8);
-        let any = words.clone().fold(0, |any, word| {
-            any | <[u8; 8]>::try_from(word).map_or(0, |w| digit_mask(u64::from_le_bytes(w)))
-        });
-        if any == 0 {
-            digit_before = false;
-            continue;
-        }
-        for (j, word) in words.enumerate() {
-            word_pairs(k * BLOCK + j * 8, word, &mut digit_before);
-        }
+        base += PAIR_BLOCK;
     }
-    let base = b.len() - tail.len();
-    for (j, c) in tail.iter().enumerate() {
-        let digit = c.is_ascii_digit();
-        if digit && digit_before {
-            out.push(base + j - 1);
-        }
-        digit_before = digit;
+    // The rest, padded with bytes that are not digits (short text is all rest: one block
+    // test is cheaper than a loop over its bytes).
+    if let Some(rest) = b.get(base..).filter(|rest| rest.len() > 1) {
+        let mut window = [0; PAIR_BLOCK + 1];
+        window.iter_mut().zip(rest).for_each(|(w, &c)| *w = c);
+        block_pairs(base, &window, &mut out);
     }
     out
+}
+
+/// The digit pairs of a block at `base`, given with the byte after it.
+fn block_pairs(base: usize, window: &[u8; PAIR_BLOCK + 1], out: &mut Vec<usize>) {
+    if !has_digit_pair(window) {
+        return;
+    }
+    let (block, after) = window.split_at(PAIR_BLOCK);
+    let mut marks = [0; PAIR_BLOCK / 8];
+    for (mark, word) in marks.iter_mut().zip(block.chunks_exact(8)) {
+        *mark = <[u8; 8]>::try_from(word).map_or(0, |w| digit_mask(u64::from_le_bytes(w)));
+    }
+    let after = after.first().is_some_and(u8::is_ascii_digit);
+    for (j, &digits) in marks.iter().enumerate() {
+        // The mark of the byte after this word, moved to the mark of its last byte.
+        let next = marks
+            .get(j + 1)
+            .map_or(u64::from(after) << 7, |&m| m & 0x80)
+            << 56;
+        let mut pairs = digits & ((digits >> 8) | next);
+        while pairs != 0 {
+            out.push(base + j * 8 + pairs.trailing_zeros() as usize / 8);
+            pairs &= pairs - 1;
+        }
+    }
+}
+
+/// The bytes [`digit_pairs`] tests at once: large enough that the test's fixed cost is small
+/// against it, small enough that a block with one pair is not much work to search.
+const PAIR_BLOCK: usize = 128;
+
+/// Whether some byte among the first [`PAIR_BLOCK`] and the byte after it are both ASCII
+/// digits. Without a branch per byte, so that it compiles to vector instructions: two bytes
+/// are digits when the larger of their distances above `0` (wrapping) is below 10.
+fn has_digit_pair(window: &[u8; PAIR_BLOCK + 1]) -> bool {
+    let (bytes, _) = window.split_at(PAIR_BLOCK);
+    let (_, next) = window.split_at(1);
+    bytes.iter().zip(next).fold(u8::MAX, |least, (&c, &n)| {
+        least.min(c.wrapping_sub(b'0').max(n.wrapping_sub(b'0')))
+    }) < 10
 }
 
 /// The high bit of each byte of `x` that is an ASCII digit (exact: with the high bits
@@ -258,12 +358,14 @@ mod tests {
         assert_eq!(digit_pairs(b"9"), Vec::<usize>::new());
         assert_eq!(digit_pairs(b"99"), vec![0]);
         assert_eq!(digit_pairs(b"/:0a9:"), Vec::<usize>::new());
-        let mut long = vec![b'x'; 130];
-        for at in [0, 15, 31, 63, 98, 126] {
-            long[at] = b'4';
-            long[at + 1] = b'2';
+        // Pairs inside a block, across words, across blocks and in the tail.
+        let mut long = vec![b'x'; 400];
+        let at = [0, 15, 31, 63, 98, 126, 255, 383, 386, 398];
+        for &i in &at {
+            long[i] = b'4';
+            long[i + 1] = b'2';
         }
-        assert_eq!(digit_pairs(&long), vec![0, 15, 31, 63, 98, 126]);
+        assert_eq!(digit_pairs(&long), at);
         for byte in 0..=255_u8 {
             for at in 0..8 {
                 let mut word = [b'5'; 8];
@@ -280,6 +382,76 @@ mod tests {
             .filter(|&i| mixed[i].is_ascii_digit() && mixed[i + 1].is_ascii_digit())
             .collect();
         assert_eq!(digit_pairs(mixed), expected);
+    }
+
+    fn naive_digit_pairs(b: &[u8]) -> Vec<usize> {
+        (0..b.len().saturating_sub(1))
+            .filter(|&i| b[i].is_ascii_digit() && b[i + 1].is_ascii_digit())
+            .collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Digits among other bytes, sparse or dense, in texts of several blocks.
+        #[test]
+        fn digit_pairs_like_a_byte_loop(
+            bytes in proptest::collection::vec(
+                proptest::prop_oneof![
+                    4 => proptest::prelude::any::<u8>(),
+                    1 => b'0'..=b'9',
+                    1 => proptest::strategy::Just(b'/'),
+                    1 => proptest::strategy::Just(b':'),
+                ],
+                0..600,
+            ),
+            dense in 0..4_usize,
+        ) {
+            // With `dense` > 0, every byte whose index is a multiple of it is a digit.
+            let bytes: Vec<u8> = bytes
+                .iter()
+                .enumerate()
+                .map(|(i, &c)| if dense > 0 && i % dense == 0 { b'0' + (c % 10) } else { c })
+                .collect();
+            proptest::prop_assert_eq!(digit_pairs(&bytes), naive_digit_pairs(&bytes));
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Every position of the byte, in order, in texts of several blocks, with the
+        /// byte sparse or dense and next to bytes one bit away from it.
+        #[test]
+        fn each_byte_like_a_byte_loop(
+            bytes in proptest::collection::vec(
+                proptest::prop_oneof![
+                    3 => proptest::prelude::any::<u8>(),
+                    2 => proptest::strategy::Just(b'.'),
+                    1 => proptest::strategy::Just(b'.' ^ 0x80),
+                    1 => proptest::strategy::Just(b'.' ^ 0x01),
+                    1 => proptest::strategy::Just(b'+'),
+                ],
+                0..300,
+            ),
+            needle in proptest::prop_oneof![
+                proptest::strategy::Just(b'.'),
+                proptest::strategy::Just(b'+'),
+                proptest::prelude::any::<u8>(),
+            ],
+        ) {
+            let mut found = Vec::new();
+            each_byte(&bytes, needle, |i| found.push(i));
+            let expected: Vec<usize> = (0..bytes.len()).filter(|&i| bytes[i] == needle).collect();
+            proptest::prop_assert_eq!(found, expected);
+        }
+    }
+
+    #[test]
+    fn label_table() {
+        for c in 0..=255_u8 {
+            assert_eq!(is_label(c), c.is_ascii_alphanumeric() || c == b'-', "{c}");
+        }
     }
 
     #[test]
