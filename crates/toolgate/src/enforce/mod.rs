@@ -149,7 +149,7 @@ struct Inner {
 /// written; large results go to the [`recorder`] thread instead) or a denial's.
 struct Deferred {
     event: Event,
-    /// The result's JSON text, as the server sent it.
+    /// The result's JSON text, exactly as the server sent it.
     result: Option<Box<str>>,
 }
 
@@ -243,8 +243,8 @@ impl Inner {
         let mut events: Vec<Event> = pending
             .into_iter()
             .map(|Deferred { mut event, result }| {
-                if let Some(result) = result {
-                    add_result(&mut event, &result, self.settings.audit_raw);
+                if let Some(result) = &result {
+                    add_result(&mut event, result, self.settings.audit_raw);
                 }
                 event
             })
@@ -303,9 +303,9 @@ pub fn canonical_sha256(value: &Value) -> String {
     toolgate_audit::canonical_sha256(value).unwrap_or_else(|_| hex::encode(Sha256::digest(b"")))
 }
 
-/// Completes a result record: the canonical SHA-256 of the result, computed from the JSON
-/// text the server sent (no value tree; the same hash as [`canonical_sha256`] of its
-/// value), and with `--audit-raw` the result itself.
+/// Completes a result record off the latency path: the canonical SHA-256 of the result,
+/// computed from the JSON text the server sent (no value tree; the same hash as
+/// [`canonical_sha256`] of its value), and with `--audit-raw` the result itself.
 fn add_result(event: &mut Event, result: &str, keep_raw: bool) {
     event.result_sha256 = Some(
         toolgate_audit::canonical_sha256_of_json(result.as_bytes())
@@ -392,8 +392,9 @@ impl Enforcer {
     /// Starts the record of a result (its JSON text as the server sent it): a large one
     /// goes to the recorder thread at once (it hashes while the result is delivered and
     /// indexed), a small one is written after delivery.
-    fn record_result(&self, mut event: Event, result: &RawValue, large: bool) {
+    fn record_result(&self, mut event: Event, result: &RawValue) {
         let result: Box<str> = result.get().into();
+        let large = result.len() >= recorder::LARGE_RESULT;
         let settings = &self.inner.settings;
         if let Some(writer) = &settings.audit
             && large
@@ -1058,11 +1059,16 @@ impl Enforcer {
         if let Watched::ToolsList { first } = watched {
             return self.on_tools_list(first, result_raw, message.raw);
         }
-        let result: Value = match serde_json::from_str(result_raw.get()) {
-            Ok(v) => v,
-            Err(_) => return Verdict::Forward,
+        // The text is JSON (the frame was parsed), but a value serde_json cannot hold (a
+        // number like `1e400`) must not keep the output out of the taint index: then every
+        // token of the whole text is recorded, as for a text result.
+        let (result, kind) = match serde_json::from_str::<Value>(result_raw.get()) {
+            Ok(v) => (v, None),
+            Err(_) => (
+                Value::String(result_raw.get().to_owned()),
+                Some(TaintAs::ToolResult),
+            ),
         };
-        let large = result_raw.get().len() >= recorder::LARGE_RESULT;
         match watched {
             // Handled above, without a value tree of the whole result.
             Watched::ToolsList { .. } => Verdict::Forward,
@@ -1083,7 +1089,7 @@ impl Enforcer {
                 ev.latency_us = Some(micros(started));
                 // A large result's record is hashed while the result is delivered and
                 // taint-indexed.
-                self.record_result(ev, result_raw, large);
+                self.record_result(ev, result_raw);
                 self.taint_later(tool, TaintAs::ToolResult, result);
                 Verdict::Forward
             }
@@ -1097,12 +1103,14 @@ impl Enforcer {
                 ev.tool = Some("resources/read".to_owned());
                 ev.resources = vec![uri];
                 ev.latency_us = Some(micros(started));
-                self.record_result(ev, result_raw, large);
-                self.taint_later("resources/read".to_owned(), TaintAs::Resource, result);
+                self.record_result(ev, result_raw);
+                let kind = kind.unwrap_or(TaintAs::Resource);
+                self.taint_later("resources/read".to_owned(), kind, result);
                 Verdict::Forward
             }
             Watched::Prompt { name } => {
-                self.taint_later(format!("prompts/get:{name}"), TaintAs::Prompt, result);
+                let kind = kind.unwrap_or(TaintAs::Prompt);
+                self.taint_later(format!("prompts/get:{name}"), kind, result);
                 Verdict::Forward
             }
         }
