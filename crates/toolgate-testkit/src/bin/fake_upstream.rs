@@ -13,6 +13,8 @@
 //!   the id and params echoed byte for byte;
 //! - `test/crash` (`code`): exit at once with `code` (default 42), no reply;
 //! - `test/hang`: never reply;
+//! - `tools/call` with a string argument `result`: reply with that text as the result,
+//!   written verbatim;
 //! - `test/verbatim` (`lines`: strings): write each string as one stdout line, then reply;
 //! - `test/garbage`: write a non-JSON line and an invalid UTF-8 line, then reply;
 //! - `test/giant` (`bytes`, `reply`): write a non-JSON line of `bytes` bytes; if `reply` is
@@ -140,6 +142,14 @@ fn main() {
                 std::process::exit(params["code"].as_i64().unwrap_or(42) as i32);
             }
             "test/hang" => continue,
+            // A call with a string argument `result` is answered with that text as its
+            // result, written as it is (JSON a client or toolgate may find unusual).
+            "tools/call" if params["arguments"]["result"].is_string() => {
+                let result = params["arguments"]["result"].as_str().unwrap_or_default();
+                writeln!(out, r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#).unwrap();
+                out.flush().unwrap();
+                continue;
+            }
             "tools/list" => {
                 let x = params["testDescription"].as_str().unwrap_or("test tool x");
                 let x = serde_json::to_string(x).unwrap();
