@@ -189,67 +189,55 @@ impl Scanner<'_> {
     }
 
     fn array(&mut self, depth: usize) -> Option<()> {
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        let at = self.tape.len();
-        self.tape.push(Token::Array { end: 0 });
-        self.pos += 1;
-        self.skip_whitespace();
-        if self.peek() == Some(b']') {
-            self.pos += 1;
-        } else {
-            loop {
-                self.value(depth)?;
-                self.skip_whitespace();
-                match self.peek()? {
-                    b',' => {
-                        self.pos += 1;
-                        self.skip_whitespace();
-                    }
-                    b']' => {
-                        self.pos += 1;
-                        break;
-                    }
-                    _ => return None,
-                }
-            }
-        }
-        let end = self.tape.len();
-        *self.tape.get_mut(at)? = Token::Array { end };
-        Some(())
+        self.container(depth, Token::Array { end: 0 }, b']', |scanner| {
+            scanner.value(depth)
+        })
     }
 
     fn object(&mut self, depth: usize) -> Option<()> {
+        self.container(depth, Token::Object { end: 0 }, b'}', |scanner| {
+            if scanner.peek() != Some(b'"') {
+                return None;
+            }
+            scanner.string()?;
+            scanner.skip_whitespace();
+            if scanner.peek() != Some(b':') {
+                return None;
+            }
+            scanner.pos += 1;
+            scanner.skip_whitespace();
+            scanner.value(depth)
+        })
+    }
+
+    /// An array or object: `open` on the tape, then each `element` (a value, or a name
+    /// and a value) separated by commas up to `close`; the token is then given its end.
+    fn container(
+        &mut self,
+        depth: usize,
+        open: Token,
+        close: u8,
+        mut element: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
         if depth > MAX_DEPTH {
             return None;
         }
         let at = self.tape.len();
-        self.tape.push(Token::Object { end: 0 });
+        self.tape.push(open);
         self.pos += 1;
         self.skip_whitespace();
-        if self.peek() == Some(b'}') {
+        if self.peek() == Some(close) {
             self.pos += 1;
         } else {
             loop {
-                if self.peek() != Some(b'"') {
-                    return None;
-                }
-                self.string()?;
-                self.skip_whitespace();
-                if self.peek() != Some(b':') {
-                    return None;
-                }
-                self.pos += 1;
-                self.skip_whitespace();
-                self.value(depth)?;
+                element(self)?;
                 self.skip_whitespace();
                 match self.peek()? {
                     b',' => {
                         self.pos += 1;
                         self.skip_whitespace();
                     }
-                    b'}' => {
+                    c if c == close => {
                         self.pos += 1;
                         break;
                     }
@@ -258,7 +246,10 @@ impl Scanner<'_> {
             }
         }
         let end = self.tape.len();
-        *self.tape.get_mut(at)? = Token::Object { end };
+        *self.tape.get_mut(at)? = match open {
+            Token::Array { .. } => Token::Array { end },
+            _ => Token::Object { end },
+        };
         Some(())
     }
 }

@@ -26,8 +26,13 @@ fn wrap(record: &Path, extra: &[&str]) -> Peer {
 /// `toolgate wrap` isolated in `dir`: workspace and audit log there, an allow-all
 /// policy (these tests are about the relay, not the decisions), no human to ask.
 fn wrap_in(dir: &Path) -> Command {
-    let policy = dir.join("allow-all.yaml");
-    std::fs::write(&policy, "version: 1\ndefault: allow\nrules: []\n").unwrap();
+    wrap_with_policy(dir, "version: 1\ndefault: allow\nrules: []\n")
+}
+
+/// [`wrap_in`] with another policy.
+fn wrap_with_policy(dir: &Path, policy_yaml: &str) -> Command {
+    let policy = dir.join("policy.yaml");
+    std::fs::write(&policy, policy_yaml).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
     cmd.arg("wrap")
         .arg("--workspace")
@@ -275,22 +280,10 @@ fn a_large_message_grows_the_pipes_it_crosses() {
 #[test]
 fn a_result_with_an_unrepresentable_number_is_still_recorded_and_taint_indexed() {
     let dir = tempfile::tempdir().unwrap();
-    let policy = dir.path().join("sink.yaml");
-    std::fs::write(
-        &policy,
-        "version: 1\ndefault: allow\npacks: []\nrules: []\ntools:\n  x:\n    exfiltrating: true\n    sink_params: [to]\n",
-    )
-    .unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-    cmd.arg("wrap")
-        .arg("--workspace")
-        .arg(dir.path())
-        .arg("--audit")
-        .arg(dir.path().join("audit.jsonl"))
-        .arg("--policy")
-        .arg(&policy)
-        .args(["--approval", "none", "--grace-ms", "500", "--"])
-        .arg(fake_upstream());
+    let sink = "version: 1\ndefault: allow\npacks: []\nrules: []\n\
+                tools:\n  x:\n    exfiltrating: true\n    sink_params: [to]\n";
+    let mut cmd = wrap_with_policy(dir.path(), sink);
+    cmd.args(["--grace-ms", "500", "--"]).arg(fake_upstream());
     let mut client = Peer::spawn(cmd, false);
     client.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
     assert_eq!(client.recv_json()["result"]["tools"][0]["name"], "x");
