@@ -23,27 +23,18 @@ pub fn line_hash(line: &[u8]) -> String {
 }
 
 /// Hex SHA-256 of the RFC 8785 (JCS) canonical form of a JSON value: equal for
-/// `{"a":1,"b":2}` and `{ "b": 2, "a": 1.0 }`. Used for `args_sha256`, `result_sha256`
-/// and tool fingerprints.
+/// `{"a":1,"b":2}` and `{ "b": 2, "a": 1.0 }`. Used for `args_sha256` and `result_sha256`
+/// (see [`toolgate_jcs::canonical_sha256`]).
 pub fn canonical_sha256(value: &Value) -> Result<String, serde_json::Error> {
-    crate::canonical::sha256_hex(value)
+    toolgate_jcs::canonical_sha256(value)
 }
 
 /// [`canonical_sha256`] of raw JSON text (e.g. the `arguments` bytes of a request, or the
-/// `result` of a response as the server wrote it): the same digest, and an error exactly
-/// when `serde_json` cannot parse `json` into a value.
-///
-/// The text is hashed from its bytes, without a value tree: strings that are already
-/// canonical go to SHA-256 as they are, and only object members are reordered. What that
-/// cannot reproduce exactly (duplicate member names, numbers other than integers up to
-/// 2^53 - 1, very deep nesting, anything invalid) is parsed into a value and hashed as
-/// [`canonical_sha256`] hashes it.
+/// `result` of a response as the server wrote it), hashed from its bytes: the same digest,
+/// and an error exactly when `serde_json` cannot parse `json` into a value (see
+/// [`toolgate_jcs::canonical_sha256_of_json`]).
 pub fn canonical_sha256_of_json(json: &[u8]) -> Result<String, serde_json::Error> {
-    if let Some(hash) = crate::raw::sha256_hex(json) {
-        return Ok(hash);
-    }
-    let value: Value = serde_json::from_slice(json)?;
-    canonical_sha256(&value)
+    toolgate_jcs::canonical_sha256_of_json(json)
 }
 
 /// The chain-relevant fields of a line; everything else is covered by the hash.

@@ -1,9 +1,7 @@
 #![doc = include_str!("../README.md")]
 
-mod canonical;
 mod chain;
 mod error;
-mod raw;
 mod read;
 mod record;
 mod verify;

@@ -18,38 +18,25 @@ pub const FINGERPRINT_FIELDS: [&str; 5] = [
 /// fields omitted). Key order and number formatting do not change it; any change in these
 /// fields does.
 pub fn fingerprint(definition: &Value) -> String {
-    // The covered fields, borrowed (a schema is not copied to be hashed); the canonical
-    // form sorts the keys, so the order here does not matter.
-    let mut subset: Vec<(&str, &Value)> = FINGERPRINT_FIELDS
+    // The covered fields, borrowed: a schema is neither copied nor written out to be hashed.
+    let subset: Vec<(&str, &Value)> = FINGERPRINT_FIELDS
         .iter()
         .filter_map(|&field| definition.get(field).map(|v| (field, v)))
         .collect();
-    subset.sort_unstable_by_key(|(field, _)| *field);
-    let subset = Subset(&subset);
-    // Canonicalisation of a serde_json::Value only fails for numbers JSON cannot represent,
-    // which a parsed Value never holds; fall back to serde_json's own (deterministic,
-    // insertion-ordered) text rather than panic.
-    let canonical = serde_json_canonicalizer::to_string(&subset).unwrap_or_else(|_| {
-        format!(
+    // Canonicalisation only fails for numbers JSON cannot represent, which a parsed Value
+    // never holds; fall back to serde_json's own (deterministic, insertion-ordered) text
+    // rather than panic.
+    toolgate_jcs::canonical_sha256_of_members(&subset).unwrap_or_else(|_| {
+        let text: serde_json::Map<String, Value> = subset
+            .iter()
+            .map(|&(field, v)| (field.to_owned(), v.clone()))
+            .collect();
+        let text = format!(
             "non-canonical:{}",
-            serde_json::to_string(&subset).unwrap_or_default()
-        )
-    });
-    hex::encode(Sha256::digest(canonical.as_bytes()))
-}
-
-/// The covered fields of a definition as a JSON object, without copying them.
-struct Subset<'a>(&'a [(&'a str, &'a Value)]);
-
-impl serde::Serialize for Subset<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (field, value) in self.0 {
-            map.serialize_entry(field, value)?;
-        }
-        map.end()
-    }
+            serde_json::to_string(&text).unwrap_or_default()
+        );
+        hex::encode(Sha256::digest(text.as_bytes()))
+    })
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! is not remembered degrades to asking (an unpinned tool, an unproven destination, an
 //! approval that has to be given again), never to allowing.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
@@ -173,8 +174,10 @@ pub fn definition_changes(old: &Value, new: &Value) -> Vec<String> {
     out
 }
 
+/// The arguments in an approval key: the SHA-256 of their canonical form (equal arguments,
+/// however written, give equal keys).
 fn canonical_json(v: &Value) -> String {
-    serde_json_canonicalizer::to_string(v).unwrap_or_else(|_| v.to_string())
+    toolgate_jcs::canonical_sha256(v).unwrap_or_else(|_| v.to_string())
 }
 
 fn action_needs_arguments(action: &Action) -> bool {
@@ -238,12 +241,24 @@ impl Session {
     /// tool whose definition changed is held as changed until [`Session::approve_pin`], and
     /// its session approvals are revoked.
     pub fn pin_tools(&mut self, tools: &[Value]) -> PinReport {
+        self.pin_listing(tools.iter().map(Cow::Borrowed))
+    }
+
+    /// [`Session::pin_tools`] of a listing the caller no longer needs: the definitions it
+    /// pins are moved in rather than copied.
+    pub fn pin_tools_owned(&mut self, tools: Vec<Value>) -> PinReport {
+        self.pin_listing(tools.into_iter().map(Cow::Owned))
+    }
+
+    fn pin_listing<'a>(&mut self, tools: impl Iterator<Item = Cow<'a, Value>>) -> PinReport {
         let mut report = PinReport::default();
         let mut seen = HashSet::new();
         for def in tools {
             let Some(name) = def.get("name").and_then(Value::as_str) else {
                 continue;
             };
+            let name = name.to_owned();
+            let name = name.as_str();
             seen.insert(name.to_owned());
             // A definition equal to the accepted one has its fingerprint (a repeated listing
             // costs a comparison per tool, not a canonicalisation).
@@ -251,7 +266,7 @@ impl Session {
                 Some(pin) if !pin.accepted.is_null() && pin.accepted == *def => {
                     pin.accepted_fp.clone()
                 }
-                _ => fingerprint(def),
+                _ => fingerprint(&def),
             };
             if let Some(pin) = self.pins.get_mut(name) {
                 pin.removed = false;
@@ -262,8 +277,8 @@ impl Session {
                 if pin.pending.as_ref().is_some_and(|(_, p, _)| *p == fp) {
                     continue;
                 }
-                let changes = definition_changes(&pin.accepted, def);
-                pin.pending = Some((def.clone(), fp, changes.clone()));
+                let changes = definition_changes(&pin.accepted, &def);
+                pin.pending = Some((def.into_owned(), fp, changes.clone()));
                 report.changed.push((name.to_owned(), changes));
                 self.revoke_tool(name);
                 continue;
@@ -296,21 +311,28 @@ impl Session {
                     PinEntry {
                         accepted: Value::Null,
                         accepted_fp: String::new(),
-                        pending: Some((def.clone(), fp, vec![what.to_owned()])),
+                        pending: Some((def.into_owned(), fp, vec![what.to_owned()])),
                         from_last_session: since_last_session,
                         removed: false,
                     },
                 );
                 continue;
             }
-            let entry = match self.persisted.get(name) {
-                Some(old) if fingerprint(old) != fp => {
-                    let changes = definition_changes(old, def);
+            // A definition equal to the persisted one needs no second fingerprint.
+            let old_fp = self
+                .persisted
+                .get(name)
+                .filter(|old| **old != *def)
+                .map(|old| (old, fingerprint(old)))
+                .filter(|(_, old_fp)| *old_fp != fp);
+            let entry = match old_fp {
+                Some((old, old_fp)) => {
+                    let changes = definition_changes(old, &def);
                     report.changed.push((name.to_owned(), changes.clone()));
                     PinEntry {
-                        accepted_fp: fingerprint(old),
+                        accepted_fp: old_fp,
                         accepted: old.clone(),
-                        pending: Some((def.clone(), fp, changes)),
+                        pending: Some((def.into_owned(), fp, changes)),
                         from_last_session: true,
                         removed: false,
                     }
@@ -318,7 +340,7 @@ impl Session {
                 _ => {
                     report.added.push(name.to_owned());
                     PinEntry {
-                        accepted: def.clone(),
+                        accepted: def.into_owned(),
                         accepted_fp: fp,
                         pending: None,
                         from_last_session: false,

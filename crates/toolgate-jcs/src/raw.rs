@@ -392,7 +392,7 @@ fn utf16_cmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
-    use crate::chain::{canonical_sha256, canonical_sha256_of_json};
+    use crate::{canonical_sha256, canonical_sha256_of_json};
     use proptest::prelude::*;
     use serde_json::Value;
 

@@ -9,6 +9,9 @@
 //! which formats numbers as RFC 8785 requires. A property test checks that both agree
 //! byte for byte.
 //!
+//! An object can also be given as borrowed members (`canonical_sha256_of_members`, for a
+//! tool definition's fingerprinted fields), hashed without being built.
+//!
 //! JSON text (`canonical_sha256_of_json`) is hashed from its bytes by `raw`, which uses
 //! [`write_string`] for the strings it decodes and leaves what it cannot reproduce exactly
 //! to this path.
@@ -76,23 +79,68 @@ fn simple_numbers(value: &Value, depth: usize) -> bool {
     }
 }
 
+/// Hex SHA-256 of the canonical form of the object with these members (distinct names,
+/// any order).
+fn sha256_hex_of_distinct(members: Vec<(&str, &Value)>) -> Result<String, serde_json::Error> {
+    if !members.iter().all(|(_, v)| simple_numbers(v, 1)) {
+        let bytes = serde_json_canonicalizer::to_vec(&Members(&members))?;
+        return Ok(hex::encode(Sha256::digest(&bytes)));
+    }
+    let mut out = io::BufWriter::with_capacity(8 * 1024, HashWriter(Sha256::new()));
+    write_object(&mut out, members).map_err(serde_json::Error::io)?;
+    let hasher = out
+        .into_inner()
+        .map_err(|e| serde_json::Error::io(e.into_error()))?;
+    Ok(hex::encode(hasher.0.finalize()))
+}
+
+/// Hex SHA-256 of the canonical form of the object with these members; a name given twice
+/// keeps its last value, as in a parsed object.
+pub(crate) fn sha256_hex_of_members(
+    members: &[(&str, &Value)],
+) -> Result<String, serde_json::Error> {
+    let mut distinct: Vec<(&str, &Value)> = Vec::with_capacity(members.len());
+    for &(name, value) in members {
+        match distinct.iter_mut().find(|(seen, _)| *seen == name) {
+            Some(slot) => slot.1 = value,
+            None => distinct.push((name, value)),
+        }
+    }
+    sha256_hex_of_distinct(distinct)
+}
+
+/// Borrowed members serialised as a JSON object (for the reference implementation).
+struct Members<'a>(&'a [(&'a str, &'a Value)]);
+
+impl serde::Serialize for Members<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (name, value) in self.0 {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
+}
+
+/// An object: members sorted by the UTF-16 code units of their names (RFC 8785 §3.2.3).
+fn write_object<W: Write>(out: &mut W, mut members: Vec<(&str, &Value)>) -> io::Result<()> {
+    members.sort_unstable_by(|(a, _), (b, _)| a.encode_utf16().cmp(b.encode_utf16()));
+    out.write_all(b"{")?;
+    for (i, (name, member)) in members.into_iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        write_string(out, name)?;
+        out.write_all(b":")?;
+        write(out, member)?;
+    }
+    out.write_all(b"}")
+}
+
 fn write<W: Write>(out: &mut W, value: &Value) -> io::Result<()> {
     match value {
-        Value::Object(map) => {
-            // Members sorted by the UTF-16 code units of their names (RFC 8785 §3.2.3).
-            let mut members: Vec<(&String, &Value)> = map.iter().collect();
-            members.sort_unstable_by(|(a, _), (b, _)| a.encode_utf16().cmp(b.encode_utf16()));
-            out.write_all(b"{")?;
-            for (i, (name, member)) in members.into_iter().enumerate() {
-                if i > 0 {
-                    out.write_all(b",")?;
-                }
-                write_string(out, name)?;
-                out.write_all(b":")?;
-                write(out, member)?;
-            }
-            out.write_all(b"}")
-        }
+        Value::Object(map) => write_object(out, map.iter().map(|(k, v)| (k.as_str(), v)).collect()),
         Value::Array(items) => {
             out.write_all(b"[")?;
             for (i, item) in items.iter().enumerate() {
@@ -268,7 +316,47 @@ pub(crate) mod tests {
         })
     }
 
+    #[test]
+    fn members_hash_like_the_object_they_make() {
+        let (a, b, f) = (json!("x"), json!([1, {"z": null, "y": 2}]), json!(0.5));
+        let object = json!({"b": [1, {"y": 2, "z": null}], "a": "x"});
+        let expected = sha256_hex(&object).unwrap();
+        assert_eq!(
+            sha256_hex_of_members(&[("a", &a), ("b", &b)]).unwrap(),
+            expected
+        );
+        assert_eq!(
+            sha256_hex_of_members(&[("b", &b), ("a", &a)]).unwrap(),
+            expected
+        );
+        // The last of two equal names wins, as when the object is parsed.
+        assert_eq!(
+            sha256_hex_of_members(&[("a", &b), ("b", &b), ("a", &a)]).unwrap(),
+            expected
+        );
+        assert_eq!(
+            sha256_hex_of_members(&[]).unwrap(),
+            sha256_hex(&json!({})).unwrap()
+        );
+        // A float goes to the reference implementation.
+        assert_eq!(
+            sha256_hex_of_members(&[("f", &f), ("a", &a)]).unwrap(),
+            sha256_hex(&json!({"a": "x", "f": 0.5})).unwrap()
+        );
+    }
+
     proptest! {
+        #[test]
+        fn members_hash_like_their_object(
+            members in proptest::collection::vec((key(), json_value()), 0..6)
+        ) {
+            let borrowed: Vec<(&str, &Value)> =
+                members.iter().map(|(k, v)| (k.as_str(), v)).collect();
+            let object = Value::Object(members.iter().cloned().collect());
+            let expected = hex::encode(Sha256::digest(reference(&object)));
+            prop_assert_eq!(sha256_hex_of_members(&borrowed).unwrap(), expected);
+        }
+
         #[test]
         fn same_hash_as_the_reference_implementation(v in json_value()) {
             let expected = hex::encode(Sha256::digest(reference(&v)));
