@@ -79,7 +79,7 @@ pub trait Backend: Send {
     fn decide_resource(&mut self, server: Option<&str>, uri: &str, now_ms: u64) -> Ruling;
     /// Pins a `tools/list` listing. `complete` is false for a page followed by more: tools
     /// not (yet) seen are then kept as they are rather than treated as removed.
-    fn pin_tools(&mut self, tools: &[Value], complete: bool) -> PinChanges;
+    fn pin_tools(&mut self, tools: Vec<Value>, complete: bool) -> PinChanges;
     /// Feeds a result (of a tool call, resource read or prompt) into the taint index.
     fn record_output(&mut self, server: Option<&str>, tool: &str, result: &Value);
     /// Remembers a human's approval of an asked call.
@@ -274,26 +274,26 @@ impl Backend for EngineBackend {
         self.ruling(decision, TOOL, &args)
     }
 
-    fn pin_tools(&mut self, tools: &[Value], complete: bool) -> PinChanges {
+    fn pin_tools(&mut self, mut tools: Vec<Value>, complete: bool) -> PinChanges {
         self.import_shared();
         let report = if complete {
-            let report = self.session.pin_tools(tools);
+            let report = self.session.pin_tools_owned(tools);
             self.session.listing_complete();
             report
         } else {
-            let listed: std::collections::HashSet<&str> = tools
+            let listed: std::collections::HashSet<String> = tools
                 .iter()
                 .filter_map(|t| t.get("name").and_then(Value::as_str))
+                .map(str::to_owned)
                 .collect();
-            let mut all = tools.to_vec();
-            all.extend(
+            tools.extend(
                 self.session
                     .pins_to_persist()
                     .into_iter()
                     .filter(|(name, _)| !listed.contains(name.as_str()))
                     .map(|(_, def)| def),
             );
-            self.session.pin_tools(&all)
+            self.session.pin_tools_owned(tools)
         };
         PinChanges {
             added: report.added,

@@ -139,10 +139,10 @@ struct Inner {
     recorder: Recorder,
     /// Results received but not yet in the taint index.
     pending_taint: Mutex<Vec<TaintLater>>,
-    /// The last complete one-page `tools/list` result (SHA-256 of its bytes) and the
-    /// tools it hid: a byte-identical repeat pins nothing new, so it is not pinned again.
-    /// Cleared when an approval may have changed a pin.
-    last_listing: Mutex<Option<([u8; 32], Vec<String>)>>,
+    /// The last complete one-page `tools/list` result and the tools it hid: a
+    /// byte-identical repeat pins nothing new, so it is not pinned again. Cleared when an
+    /// approval may have changed a pin.
+    last_listing: Mutex<Option<(SameBytes, Vec<String>)>>,
 }
 
 /// A record kept off the latency path: a result's (its hash is computed when it is
@@ -151,6 +151,35 @@ struct Deferred {
     event: Event,
     /// The result's JSON text, exactly as the server sent it.
     result: Option<Box<str>>,
+}
+
+/// What recognises a repeat of some bytes: the bytes themselves (a comparison runs at
+/// memory speed), or their SHA-256 when they are too large to keep.
+enum SameBytes {
+    Bytes(Box<[u8]>),
+    Digest([u8; 32]),
+}
+
+impl SameBytes {
+    /// Up to this size the bytes are kept (a 1,000-tool listing is about 0.9 MB).
+    const KEEP: usize = 4 << 20;
+
+    fn of(bytes: &[u8]) -> SameBytes {
+        if bytes.len() <= Self::KEEP {
+            SameBytes::Bytes(bytes.into())
+        } else {
+            SameBytes::Digest(Sha256::digest(bytes).into())
+        }
+    }
+
+    fn matches(&self, bytes: &[u8]) -> bool {
+        match self {
+            SameBytes::Bytes(kept) => **kept == *bytes,
+            SameBytes::Digest(digest) => {
+                bytes.len() > Self::KEEP && *digest == <[u8; 32]>::from(Sha256::digest(bytes))
+            }
+        }
+    }
 }
 
 /// How a result feeds the taint index.
@@ -946,11 +975,10 @@ impl Enforcer {
             #[serde(default, rename = "nextCursor")]
             next_cursor: Option<Value>,
         }
-        let digest: [u8; 32] = Sha256::digest(result.get().as_bytes()).into();
         if first {
             let repeat = lock(&self.inner.last_listing)
                 .as_ref()
-                .filter(|(last, _)| *last == digest)
+                .filter(|(last, _)| last.matches(result.get().as_bytes()))
                 .map(|(_, hidden)| hidden.clone());
             if let Some(hidden) = repeat {
                 // The same bytes as the last complete listing: every definition equals the
@@ -995,8 +1023,7 @@ impl Enforcer {
                 }
             }
         };
-        let changes = lock(&self.inner.backend).pin_tools(&listing, complete);
-        drop(listing);
+        let changes = lock(&self.inner.backend).pin_tools(listing, complete);
         // Only new or changed accepted definitions need saving (a repeated listing
         // changes nothing on disk).
         if complete && !(changes.added.is_empty() && changes.changed.is_empty()) {
@@ -1028,8 +1055,12 @@ impl Enforcer {
                 .filter(|name| backend.forbidden_outright(name))
                 .collect()
         };
-        *lock(&self.inner.last_listing) =
-            one_page.then(|| (digest, hidden.iter().map(|&h| h.to_owned()).collect()));
+        *lock(&self.inner.last_listing) = one_page.then(|| {
+            (
+                SameBytes::of(result.get().as_bytes()),
+                hidden.iter().map(|&h| h.to_owned()).collect(),
+            )
+        });
         hide_tools(frame, &hidden)
     }
 
@@ -1293,5 +1324,30 @@ impl Interceptor for Enforcer {
                 }
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SameBytes;
+
+    #[test]
+    fn same_bytes_recognises_exactly_the_same_bytes() {
+        let small = SameBytes::of(b"{\"tools\":[]}");
+        assert!(matches!(small, SameBytes::Bytes(_)));
+        assert!(small.matches(b"{\"tools\":[]}"));
+        assert!(!small.matches(b"{\"tools\":[] }"));
+        assert!(!small.matches(b"{\"tools\":[]"));
+        assert!(!small.matches(b""));
+
+        let mut large = vec![b'a'; SameBytes::KEEP + 1];
+        let kept = SameBytes::of(&large);
+        assert!(matches!(kept, SameBytes::Digest(_)));
+        assert!(kept.matches(&large));
+        if let Some(last) = large.last_mut() {
+            *last = b'b';
+        }
+        assert!(!kept.matches(&large));
+        assert!(!kept.matches(b"a"));
     }
 }

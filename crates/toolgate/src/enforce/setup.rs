@@ -82,7 +82,7 @@ impl Backend for BrokenPolicy {
     fn decide_resource(&mut self, _server: Option<&str>, _uri: &str, _now_ms: u64) -> Ruling {
         Ruling::error("resources/read", self.reason.clone())
     }
-    fn pin_tools(&mut self, _tools: &[Value], _complete: bool) -> PinChanges {
+    fn pin_tools(&mut self, _tools: Vec<Value>, _complete: bool) -> PinChanges {
         PinChanges::default()
     }
     fn record_output(&mut self, _server: Option<&str>, _tool: &str, _result: &Value) {}
