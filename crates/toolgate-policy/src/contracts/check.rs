@@ -242,7 +242,7 @@ impl Contracts {
     /// warnings) fail the compilation; [`ToolContract::validate`] gives both.
     ///
     /// Each embedded pack is parsed, validated and compiled once per process
-    /// ([`pack_layer`]); a compilation copies the compiled packs it names and compiles only
+    /// (`pack_layer`); a compilation copies the compiled packs it names and compiles only
     /// the user's entries.
     pub fn compile(
         user: &BTreeMap<String, ToolContract>,

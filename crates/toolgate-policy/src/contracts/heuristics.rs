@@ -12,7 +12,8 @@
 //!   mark a tool exfiltrating unless a read verb ([`READ_VERBS`]) comes before them:
 //!   `post_message` and `slack_post_message` send, `get_message` and `read_email` do not.
 //! - [`DESTRUCTIVE_VERBS`]: a tool whose name contains one of these words gets
-//!   [`DEFAULT_DESTRUCTIVE_BUDGET`] unless its entry sets a budget.
+//!   a budget of [`DEFAULT_DESTRUCTIVE_BUDGET_MAX`] calls per [`DEFAULT_DESTRUCTIVE_BUDGET_PER`]
+//!   unless its entry sets one.
 //! - [`DESTINATION_WORDS`]: an argument whose name contains one of these words is a sink of an
 //!   exfiltrating tool, unless its name also contains a content word ([`CONTENT_WORDS`]:
 //!   `email_body` is content, `email` and `reply_to` are destinations).

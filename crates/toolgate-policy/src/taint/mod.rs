@@ -5,7 +5,7 @@
 //! invisible format characters such as zero-width spaces removed), then these tokens are
 //! found, each canonicalised to lower case:
 //! - URLs (`http`, `https`, `ws`, `wss`, `ftp`) through the URL parser of
-//!   [`normalize_url`](crate::normalize::normalize_url) (userinfo and fragment dropped, IDN as
+//!   [`crate::normalize::normalize_url`] (userinfo and fragment dropped, IDN as
 //!   punycode, trailing dots removed), and the host of each URL;
 //! - email addresses (`mailto:` falls away; the domain as punycode);
 //! - bare domains such as `evil.com` (recorded as host tokens; names ending in a common file

@@ -149,8 +149,52 @@ struct Inner {
 /// written; large results go to the [`recorder`] thread instead) or a denial's.
 struct Deferred {
     event: Event,
-    /// The result's JSON text, exactly as the server sent it.
-    result: Option<Box<str>>,
+    result: Option<ResultText>,
+}
+
+/// A result's JSON text, exactly as the server sent it: shared by its audit record and the
+/// taint index, both done after the result is delivered (nothing parses it before).
+#[derive(Clone)]
+struct ResultText {
+    text: Arc<str>,
+    /// A `tools/call` result: its record's `isError` is read from the text.
+    tool_call: bool,
+}
+
+/// The `isError` of a `tools/call` result's JSON text: its (last) top-level `isError` if
+/// that is a boolean, else false. Other members are skipped, not built.
+fn is_error_of(result: &str) -> bool {
+    struct Flag(Option<bool>);
+    impl<'de> serde::Deserialize<'de> for Flag {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Flag, D::Error> {
+            struct Members;
+            impl<'de> serde::de::Visitor<'de> for Members {
+                type Value = Flag;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("a result object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<Flag, A::Error> {
+                    let mut flag = None;
+                    while let Some(name) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                        if name == "isError" {
+                            flag = map.next_value::<Value>()?.as_bool();
+                        } else {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                    Ok(Flag(flag))
+                }
+            }
+            d.deserialize_map(Members)
+        }
+    }
+    serde_json::from_str::<Flag>(result)
+        .ok()
+        .and_then(|f| f.0)
+        .unwrap_or(false)
 }
 
 /// What recognises a repeat of some bytes: the bytes themselves (a comparison runs at
@@ -195,7 +239,8 @@ enum TaintAs {
 struct TaintLater {
     tool: String,
     kind: TaintAs,
-    result: Value,
+    /// The result's JSON text.
+    result: Arc<str>,
 }
 
 impl Inner {
@@ -251,6 +296,16 @@ impl Inner {
         let server = self.settings.server.as_deref();
         let mut backend = lock(&self.backend);
         for TaintLater { tool, kind, result } in pending {
+            // The text is JSON (its frame was parsed), but a value serde_json cannot hold
+            // (a number like `1e400`) must not keep the output out of the taint index:
+            // then every token of the whole text is recorded, as for a text result.
+            let (result, kind) = match serde_json::from_str::<Value>(&result) {
+                Ok(value) => (value, kind),
+                Err(_) => (
+                    Value::String(result.as_ref().to_owned()),
+                    TaintAs::ToolResult,
+                ),
+            };
             match kind {
                 TaintAs::ToolResult => backend.record_output(server, &tool, &result),
                 TaintAs::Resource => {
@@ -334,8 +389,16 @@ pub fn canonical_sha256(value: &Value) -> String {
 
 /// Completes a result record off the latency path: the canonical SHA-256 of the result,
 /// computed from the JSON text the server sent (no value tree; the same hash as
-/// [`canonical_sha256`] of its value), and with `--audit-raw` the result itself.
-fn add_result(event: &mut Event, result: &str, keep_raw: bool) {
+/// [`canonical_sha256`] of its value), the `isError` of a `tools/call` result, and with
+/// `--audit-raw` the result itself.
+fn add_result(event: &mut Event, result: &ResultText, keep_raw: bool) {
+    let ResultText {
+        text: result,
+        tool_call,
+    } = result;
+    if *tool_call {
+        event.is_error = Some(is_error_of(result));
+    }
     event.result_sha256 = Some(
         toolgate_audit::canonical_sha256_of_json(result.as_bytes())
             .unwrap_or_else(|_| hex::encode(Sha256::digest(b""))),
@@ -343,7 +406,7 @@ fn add_result(event: &mut Event, result: &str, keep_raw: bool) {
     if keep_raw {
         event.raw = Some(toolgate_audit::Raw {
             arguments: None,
-            result: serde_json::from_str(result).ok(),
+            result: serde_json::from_str(result.as_ref()).ok(),
         });
     }
 }
@@ -414,16 +477,15 @@ impl Enforcer {
 
     /// Queues a record; written by [`Interceptor::after_delivery`] (or before any later
     /// record, whichever comes first).
-    fn defer(&self, event: Event, result: Option<Box<str>>) {
+    fn defer(&self, event: Event, result: Option<ResultText>) {
         lock(&self.inner.deferred).push(Deferred { event, result });
     }
 
     /// Starts the record of a result (its JSON text as the server sent it): a large one
     /// goes to the recorder thread at once (it hashes while the result is delivered and
     /// indexed), a small one is written after delivery.
-    fn record_result(&self, mut event: Event, result: &RawValue) {
-        let result: Box<str> = result.get().into();
-        let large = result.len() >= recorder::LARGE_RESULT;
+    fn record_result(&self, mut event: Event, result: ResultText) {
+        let large = result.text.len() >= recorder::LARGE_RESULT;
         let settings = &self.inner.settings;
         if let Some(writer) = &settings.audit
             && large
@@ -450,7 +512,7 @@ impl Enforcer {
     }
 
     /// Queues a result for the taint index (see [`Inner::feed_taint`]).
-    fn taint_later(&self, tool: String, kind: TaintAs, result: Value) {
+    fn taint_later(&self, tool: String, kind: TaintAs, result: Arc<str>) {
         lock(&self.inner.pending_taint).push(TaintLater { tool, kind, result });
     }
 
@@ -1090,18 +1152,11 @@ impl Enforcer {
         if let Watched::ToolsList { first } = watched {
             return self.on_tools_list(first, result_raw, message.raw);
         }
-        // The text is JSON (the frame was parsed), but a value serde_json cannot hold (a
-        // number like `1e400`) must not keep the output out of the taint index: then every
-        // token of the whole text is recorded, as for a text result.
-        let (result, kind) = match serde_json::from_str::<Value>(result_raw.get()) {
-            Ok(v) => (v, None),
-            Err(_) => (
-                Value::String(result_raw.get().to_owned()),
-                Some(TaintAs::ToolResult),
-            ),
-        };
+        // Nothing reads the result before it is delivered: its record (hash, `isError`)
+        // and its taint are computed from the text afterwards.
+        let text: Arc<str> = result_raw.get().into();
         match watched {
-            // Handled above, without a value tree of the whole result.
+            // Handled above.
             Watched::ToolsList { .. } => Verdict::Forward,
             Watched::ToolCall {
                 tool,
@@ -1113,15 +1168,17 @@ impl Enforcer {
                 ev.request_id = Some(request_id);
                 ev.tool = Some(tool.clone());
                 ev.fingerprint = fingerprint;
-                ev.is_error = result
-                    .get("isError")
-                    .and_then(Value::as_bool)
-                    .or(Some(false));
                 ev.latency_us = Some(micros(started));
                 // A large result's record is hashed while the result is delivered and
                 // taint-indexed.
-                self.record_result(ev, result_raw);
-                self.taint_later(tool, TaintAs::ToolResult, result);
+                self.record_result(
+                    ev,
+                    ResultText {
+                        text: Arc::clone(&text),
+                        tool_call: true,
+                    },
+                );
+                self.taint_later(tool, TaintAs::ToolResult, text);
                 Verdict::Forward
             }
             Watched::Resource {
@@ -1134,14 +1191,18 @@ impl Enforcer {
                 ev.tool = Some("resources/read".to_owned());
                 ev.resources = vec![uri];
                 ev.latency_us = Some(micros(started));
-                self.record_result(ev, result_raw);
-                let kind = kind.unwrap_or(TaintAs::Resource);
-                self.taint_later("resources/read".to_owned(), kind, result);
+                self.record_result(
+                    ev,
+                    ResultText {
+                        text: Arc::clone(&text),
+                        tool_call: false,
+                    },
+                );
+                self.taint_later("resources/read".to_owned(), TaintAs::Resource, text);
                 Verdict::Forward
             }
             Watched::Prompt { name } => {
-                let kind = kind.unwrap_or(TaintAs::Prompt);
-                self.taint_later(format!("prompts/get:{name}"), kind, result);
+                self.taint_later(format!("prompts/get:{name}"), TaintAs::Prompt, text);
                 Verdict::Forward
             }
         }
@@ -1329,7 +1390,33 @@ impl Interceptor for Enforcer {
 
 #[cfg(test)]
 mod tests {
-    use super::SameBytes;
+    use super::{SameBytes, is_error_of};
+
+    #[test]
+    fn is_error_is_read_from_the_top_level_of_the_text() {
+        for (text, expected) in [
+            (r#"{"content":[],"isError":true}"#, true),
+            (r#"{"isError":false,"content":[]}"#, false),
+            (
+                r#"{"content":[{"type":"text","text":"{\"isError\":true}"}]}"#,
+                false,
+            ),
+            (r#"{"structuredContent":{"isError":true}}"#, false),
+            // The last of two wins, as in a parsed object.
+            (r#"{"isError":false,"isError":true}"#, true),
+            (r#"{"isError":true,"isError":false}"#, false),
+            // Not a boolean, or no object: not an error result.
+            (r#"{"isError":"yes"}"#, false),
+            (r#"{"isError":1}"#, false),
+            ("[true]", false),
+            ("true", false),
+            // A number serde_json cannot hold elsewhere does not hide the flag.
+            (r#"{"content":[{"n":1e400}],"isError":true}"#, true),
+            (r#"{"\u0069sError":true}"#, true),
+        ] {
+            assert_eq!(is_error_of(text), expected, "{text}");
+        }
+    }
 
     #[test]
     fn same_bytes_recognises_exactly_the_same_bytes() {

@@ -5,9 +5,9 @@
 //! tree). For a large result that is most of toolgate's work (about 0.8 ms per MiB, nearly
 //! all of it SHA-256 itself), and nothing waits for it: the record only has to reach the
 //! log. So the record of a result of [`LARGE_RESULT`] bytes or more is handed to the
-//! recorder thread, with a copy of the result's text, as soon as the result is read; it
-//! hashes the result while the result is delivered and taint-indexed, and appends the
-//! record itself. Records of small results
+//! recorder thread, with the result's text (shared with the taint index), as soon as the
+//! result is read; it hashes the result (and reads a `tools/call` result's `isError`) while
+//! the result is delivered and taint-indexed, and appends the record itself. Records of small results
 //! are written right after delivery, as before: a hand-off would cost them more than it
 //! saves.
 //!
@@ -35,7 +35,7 @@ const QUEUE: usize = 8;
 /// its JSON text as the server sent it.
 pub(super) struct Job {
     pub event: Event,
-    pub result: Box<str>,
+    pub result: super::ResultText,
     /// Keep the raw result in the record (`--audit-raw`).
     pub raw: bool,
     pub writer: Arc<AuditWriter>,
@@ -133,12 +133,17 @@ mod tests {
         event.request_id = Some(n.to_string());
         // As servers write them: members unsorted, some whitespace, escapes.
         let text = "x\\n\\u0041".repeat(LARGE_RESULT / 8);
+        // Odd requests failed; the record says so (read from the text on the thread).
+        let failed = n % 2 == 1;
         let result = format!(
-            r#"{{"n": {n}, "content": [{{"type": "text", "text": "{text}"}}], "isError": false}}"#
+            r#"{{"n": {n}, "content": [{{"type": "text", "text": "{text}"}}], "isError": {failed}}}"#
         );
         Box::new(Job {
             event,
-            result: result.into(),
+            result: super::super::ResultText {
+                text: result.into(),
+                tool_call: true,
+            },
             raw,
             writer: Arc::clone(writer),
         })
@@ -155,7 +160,7 @@ mod tests {
             .collect();
         let values: Vec<Value> = jobs
             .iter()
-            .map(|j| serde_json::from_str(&j.result).unwrap())
+            .map(|j| serde_json::from_str(&j.result.text).unwrap())
             .collect();
         let expected: Vec<String> = values.iter().map(super::super::canonical_sha256).collect();
         for j in jobs {
@@ -173,6 +178,7 @@ mod tests {
             assert_eq!(record["request_id"], n.to_string(), "{record}");
             assert_eq!(record["result_sha256"], hash.as_str(), "{record}");
             assert_eq!(record.get("raw").is_some(), n == 0, "{record}");
+            assert_eq!(record["isError"], n % 2 == 1, "{record}");
             if n == 0 {
                 assert_eq!(record["raw"]["result"], values[0]);
             }
