@@ -500,7 +500,7 @@ impl Enforcer {
             });
             match self.inner.recorder.submit(job) {
                 Ok(()) => return,
-                // No thread: written after delivery like any other.
+                // No thread, or its queue is full: written after delivery like any other.
                 Err(job) => {
                     let recorder::Job { event, result, .. } = *job;
                     self.defer(event, Some(result));
