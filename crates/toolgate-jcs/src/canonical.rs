@@ -27,13 +27,26 @@ pub(crate) const SAFE_INTEGER: u64 = (1 << 53) - 1;
 /// Hex SHA-256 of the canonical form of `value`; see the module docs.
 pub(crate) fn sha256_hex(value: &Value) -> Result<String, serde_json::Error> {
     if !simple_numbers(value, 0) {
-        let bytes = serde_json_canonicalizer::to_vec(value)?;
-        return Ok(hex::encode(Sha256::digest(&bytes)));
+        return reference_sha256_hex(value);
     }
-    // Escapes and punctuation are written a few bytes at a time: buffer them, so SHA-256
-    // sees large updates (runs of plain text longer than the buffer go straight through).
+    streamed_sha256_hex(|out| write(out, value))
+}
+
+/// Hex SHA-256 of the canonical text `serde_json_canonicalizer` writes for `value` (the
+/// numbers the streamed path does not format).
+fn reference_sha256_hex<T: serde::Serialize>(value: &T) -> Result<String, serde_json::Error> {
+    let bytes = serde_json_canonicalizer::to_vec(value)?;
+    Ok(hex::encode(Sha256::digest(&bytes)))
+}
+
+/// Hex SHA-256 of what `emit` writes. Escapes and punctuation are written a few bytes at a
+/// time: they are buffered, so SHA-256 sees large updates (runs of plain text longer than the
+/// buffer go straight through).
+fn streamed_sha256_hex(
+    emit: impl FnOnce(&mut io::BufWriter<HashWriter>) -> io::Result<()>,
+) -> Result<String, serde_json::Error> {
     let mut out = io::BufWriter::with_capacity(8 * 1024, HashWriter(Sha256::new()));
-    write(&mut out, value).map_err(serde_json::Error::io)?;
+    emit(&mut out).map_err(serde_json::Error::io)?;
     let hasher = out
         .into_inner()
         .map_err(|e| serde_json::Error::io(e.into_error()))?;
@@ -83,15 +96,9 @@ fn simple_numbers(value: &Value, depth: usize) -> bool {
 /// any order).
 fn sha256_hex_of_distinct(members: Vec<(&str, &Value)>) -> Result<String, serde_json::Error> {
     if !members.iter().all(|(_, v)| simple_numbers(v, 1)) {
-        let bytes = serde_json_canonicalizer::to_vec(&Members(&members))?;
-        return Ok(hex::encode(Sha256::digest(&bytes)));
+        return reference_sha256_hex(&Members(&members));
     }
-    let mut out = io::BufWriter::with_capacity(8 * 1024, HashWriter(Sha256::new()));
-    write_object(&mut out, members).map_err(serde_json::Error::io)?;
-    let hasher = out
-        .into_inner()
-        .map_err(|e| serde_json::Error::io(e.into_error()))?;
-    Ok(hex::encode(hasher.0.finalize()))
+    streamed_sha256_hex(|out| write_object(out, members))
 }
 
 /// Hex SHA-256 of the canonical form of the object with these members; a name given twice
