@@ -257,6 +257,7 @@ impl Session {
             let Some(name) = def.get("name").and_then(Value::as_str) else {
                 continue;
             };
+            // Owned: `def` may be moved into the pins below.
             let name = name.to_owned();
             let name = name.as_str();
             seen.insert(name.to_owned());
