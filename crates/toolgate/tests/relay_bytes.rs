@@ -316,3 +316,46 @@ fn a_result_with_an_unrepresentable_number_is_still_recorded_and_taint_indexed()
         "{audit}"
     );
 }
+
+/// toolgate's CPU time so far (user and system), in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command name, which is in parentheses and may contain spaces.
+    let (_, rest) = stat.rsplit_once(')').unwrap();
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// After each message the relay polls for the next one for `--poll-us`, then sleeps: a
+/// proxy that has gone quiet uses no CPU, and `--poll-us 0` relays just the same.
+#[test]
+fn the_relay_stops_polling_when_messages_stop() {
+    for poll_us in ["20000", "0"] {
+        let dir = tempfile::tempdir().unwrap();
+        let record = dir.path().join("seen");
+        let mut cmd = wrap_in(dir.path());
+        cmd.args(["--poll-us", poll_us, "--grace-ms", "500", "--"])
+            .arg(fake_upstream())
+            .arg("--record")
+            .arg(&record);
+        let mut client = Peer::spawn(cmd, false);
+        for id in 0..200 {
+            client.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#));
+            let reply = client.recv_json();
+            assert_eq!(reply["id"], id, "{reply}");
+        }
+        // Each poll lasts 20 ms at most; a poller that never stopped would use all of the
+        // next 500 ms (50 ticks at the usual 100 per second).
+        let before = cpu_ticks(client.pid());
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let used = cpu_ticks(client.pid()) - before;
+        assert!(
+            used <= 5,
+            "`--poll-us {poll_us}`: {used} ticks of CPU while idle"
+        );
+        client.close_stdin();
+        assert!(client.recv_to_end().is_empty());
+        client.wait();
+    }
+}

@@ -98,6 +98,7 @@ impl Harness {
         let relay = Relay::start(
             &RelayConfig {
                 max_message_bytes: 1 << 20,
+                poll: Duration::from_micros(super::relay::DEFAULT_POLL_US),
             },
             interceptor,
             ClientInput::Queue(client_rx),
