@@ -345,8 +345,8 @@ fn the_relay_stops_polling_when_messages_stop() {
             let reply = client.recv_json();
             assert_eq!(reply["id"], id, "{reply}");
         }
-        // Each poll lasts 20 ms at most; a poller that never stopped would use all of the
-        // next 500 ms (50 ticks at the usual 100 per second).
+        // Polling ends 20 ms after the last frame; a poller that never stopped would use
+        // all of the next 500 ms (50 ticks at the usual 100 per second).
         let before = cpu_ticks(client.pid());
         std::thread::sleep(std::time::Duration::from_millis(500));
         let used = cpu_ticks(client.pid()) - before;

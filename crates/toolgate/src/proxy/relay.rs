@@ -256,7 +256,9 @@ struct Shared {
     to_server: ServerSink,
     origin_prefix: String,
     next_origin: AtomicU64,
-    /// Signalled after each small frame: the poller keeps the relay awake for a moment.
+    /// Small frames handled so far: the poller keeps polling for its window after the last.
+    small_frames: AtomicU64,
+    /// Wakes the poller when it sleeps.
     activity: tokio::sync::Notify,
 }
 
@@ -902,6 +904,7 @@ impl Relay {
             to_server: ServerSink(tokio::sync::Mutex::new(Some(to_upstream))),
             origin_prefix: format!("{ORIGIN_ID_PREFIX}{:016x}-", random_u64()),
             next_origin: AtomicU64::new(1),
+            small_frames: AtomicU64::new(0),
             activity: tokio::sync::Notify::new(),
         });
         if !config.poll.is_zero() {
@@ -969,16 +972,28 @@ impl Relay {
 /// request, the client's next call right after a result), so after each small frame the
 /// relay polls instead of sleeping: each turn yields to the runtime, which then checks
 /// the pipes without blocking (`epoll_wait` with a zero timeout) and runs whatever became
-/// ready. After `window` without a frame the relay sleeps as before. The cost is at most
-/// `window` of CPU per message; an idle proxy does not poll at all. Polling only helps
+/// ready. Once `window` has passed since the last small frame, the relay sleeps as before.
+/// The cost is at most `window` of CPU per message; an idle proxy does not poll at all.
+/// (One task, on the runtime's one thread: between the end of a poll and the wait for the
+/// next frame nothing else runs, so no frame goes unnoticed.) Polling only helps
 /// when the peers run on other CPUs, so on a single CPU it is off by default (see
 /// `toolgate wrap --poll-us`).
 async fn poller(shared: Arc<Shared>, window: Duration) {
     loop {
         shared.activity.notified().await;
-        let until = std::time::Instant::now() + window;
-        while std::time::Instant::now() < until {
+        let mut seen = shared.small_frames.load(Ordering::Relaxed);
+        let mut until = std::time::Instant::now() + window;
+        loop {
             tokio::task::yield_now().await;
+            let now = std::time::Instant::now();
+            let frames = shared.small_frames.load(Ordering::Relaxed);
+            if frames != seen {
+                seen = frames;
+                until = now + window;
+            }
+            if now >= until {
+                break;
+            }
         }
     }
 }
@@ -988,7 +1003,9 @@ async fn on_frame_then_poll(shared: &Arc<Shared>, from: Direction, frame: Vec<u8
     let small = frame.len() < POLL_MAX_FRAME;
     on_frame(shared, from, frame).await;
     if small {
-        shared.activity.notify_one();
+        shared.small_frames.fetch_add(1, Ordering::Relaxed);
+        // Wakes the poller if it sleeps; a polling one sees the count change.
+        shared.activity.notify_waiters();
     }
 }
 
