@@ -116,8 +116,9 @@ fn write(job: Box<Job>) {
 /// thread): hashing a record only has to finish eventually, so it should only use CPU that
 /// no one else wants. With the client, the server and toolgate's main thread busy with a
 /// large result on two cores, a recorder at normal priority stretches all of them (1 MiB
-/// result, added p50: +2.4..2.9 ms at nice 0, +1.7..1.9 ms at nice 19). It cannot starve:
-/// when its queue is full the main thread waits, and the CPU is then its.
+/// result, added p50: +2.4..2.9 ms at nice 0, +1.7..1.9 ms at nice 19). No record waits on
+/// it for long: with its queue full the proxy writes records itself, and
+/// [`Recorder::finish`] writes what is queued before toolgate exits.
 fn yield_to_everything_else() {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     if let Err(e) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), NICE) {
