@@ -240,17 +240,16 @@ impl AuditWriter {
     /// Brings `state` up to date with the file (which another process may have appended
     /// to). Must hold the file lock. Writes the header into an empty file.
     fn sync_with_file(&self, file: &File, state: &mut Chain) -> Result<(), AuditError> {
-        let meta = file.metadata().map_err(|source| AuditError::Io {
+        let (len, links) = size_and_links(file).map_err(|source| AuditError::Io {
             action: "cannot inspect audit log",
             path: self.path.clone(),
             source,
         })?;
-        if meta.nlink() == 0 {
+        if links == 0 {
             return Err(AuditError::Unlinked {
                 path: self.path.clone(),
             });
         }
-        let len = meta.len();
         if len == state.len {
             return Ok(());
         }
@@ -463,6 +462,37 @@ fn prepare_dir(dir: &Path, warnings: &mut Vec<String>) -> Result<(), AuditError>
 /// The last line and the one before it, without newlines.
 type Tail = (Option<Vec<u8>>, Option<Vec<u8>>);
 
+/// The size and link count of the open log, asked for without its timestamps.
+///
+/// On Linux the kernel records whether a file's change time was read since its last
+/// change (multigrain timestamps, Linux 6.13 and later): if it was, the next write must
+/// stamp the inode with a fine-grained time, which dirties it and costs a journal update
+/// on every append. A full `fstat` before each append would read the change time every
+/// time; `statx` asked for the size and link count only does not.
+#[cfg(target_os = "linux")]
+fn size_and_links(file: &File) -> std::io::Result<(u64, u64)> {
+    use rustix::fs::{AtFlags, StatxFlags};
+    let wanted = StatxFlags::SIZE | StatxFlags::NLINK;
+    match rustix::fs::statx(file, "", AtFlags::EMPTY_PATH, wanted) {
+        Ok(st) if StatxFlags::from_bits_retain(st.stx_mask).contains(wanted) => {
+            Ok((st.stx_size, u64::from(st.stx_nlink)))
+        }
+        // No `statx` (a kernel before 4.11, or a sandbox that filters it), or a file system
+        // that did not fill in both fields.
+        _ => {
+            let meta = file.metadata()?;
+            Ok((meta.len(), meta.nlink()))
+        }
+    }
+}
+
+/// The size and link count of the open log.
+#[cfg(not(target_os = "linux"))]
+fn size_and_links(file: &File) -> std::io::Result<(u64, u64)> {
+    let meta = file.metadata()?;
+    Ok((meta.len(), meta.nlink()))
+}
+
 fn read_tail(file: &File, len: u64) -> std::io::Result<Tail> {
     let mut chunk_len: u64 = 8 * 1024;
     let mut buf: Vec<u8> = Vec::new();
@@ -502,4 +532,31 @@ fn new_chain_id() -> String {
         return sha256_hex(seed.as_bytes()).chars().take(32).collect();
     }
     hex::encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::io::Write;
+    use std::os::unix::fs::MetadataExt;
+
+    use super::size_and_links;
+
+    #[test]
+    fn size_and_links_follow_appends_links_and_unlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let mut file = std::fs::File::create(&path).unwrap();
+        assert_eq!(size_and_links(&file).unwrap(), (0, 1));
+        file.write_all(b"{}\n").unwrap();
+        let other = dir.path().join("other.jsonl");
+        std::fs::hard_link(&path, &other).unwrap();
+        assert_eq!(size_and_links(&file).unwrap(), (3, 2));
+        let meta = file.metadata().unwrap();
+        assert_eq!(size_and_links(&file).unwrap(), (meta.len(), meta.nlink()));
+        std::fs::remove_file(&path).unwrap();
+        std::fs::remove_file(&other).unwrap();
+        assert_eq!(size_and_links(&file).unwrap(), (3, 0));
+    }
 }
