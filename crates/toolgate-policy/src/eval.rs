@@ -220,11 +220,14 @@ impl Engine {
             };
             let resolved = self.contracts.lookup_with(call.tool, definition);
             let mapping = resolved.mapping(definition);
-            normalize(&call, mapping.as_ref(), ctx)
+            (normalize(&call, mapping.as_ref(), ctx), resolved)
         };
-        let results = self
-            .contracts
-            .check_in(call, &action, session, Some(ctx), now_ms);
+        let (action, resolved) = action;
+        // The contract resolved for the mapping is the one checked: the same definition
+        // (pinned, else the call's) and nothing between that changes pins.
+        let results =
+            self.contracts
+                .check_resolved(call, &action, session, Some(ctx), now_ms, resolved);
         let annotations = session
             .pinned_definition(call.tool)
             .and_then(|d| d.get("annotations"))

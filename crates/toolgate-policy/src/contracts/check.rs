@@ -475,13 +475,30 @@ impl Contracts {
         ctx: Option<&NormalizeContext>,
         now_ms: u64,
     ) -> Vec<ContractResult> {
+        let resolved = self.lookup_with(
+            call.tool,
+            session.pinned_definition(call.tool).or(call.definition),
+        );
+        self.check_resolved(call, action, session, ctx, now_ms, resolved)
+    }
+
+    /// [`Contracts::check_in`] with the tool's contract already resolved, by
+    /// [`Contracts::lookup_with`] with the session's pinned definition or else the call's.
+    pub(crate) fn check_resolved(
+        &self,
+        call: &ToolCall,
+        action: &Action,
+        session: &mut Session,
+        ctx: Option<&NormalizeContext>,
+        now_ms: u64,
+        resolved: ResolvedTool<'_>,
+    ) -> Vec<ContractResult> {
         let tool = call.tool;
         let mut results = Vec::new();
         // Everything that reads the definition borrows the session immutably; the budget,
         // which writes, comes last (and is reported second).
         let resolved = {
             let definition = session.pinned_definition(tool).or(call.definition);
-            let resolved = self.lookup_with(tool, definition);
             if session.limits().pinning {
                 results.push(pinning(session, tool, &resolved.contract, definition));
             }
