@@ -195,7 +195,19 @@ impl EngineBackend {
 
     fn ruling(&self, decision: Decision, tool: &str, arguments: &Value) -> Ruling {
         let fingerprint = self.session.fingerprint_of(tool).map(str::to_owned);
-        let prompt = prompt_for(&self.session, &decision, tool, arguments);
+        // Only an ask is shown to a person (an allow can still become one, when the tools
+        // changed); a deny's text is its reason.
+        let prompt = if decision.effect == Effect::Deny {
+            Prompt {
+                server: decision.action.server.clone(),
+                tool: tool.to_owned(),
+                what: tool.to_owned(),
+                why: decision.reason.clone(),
+                ..Prompt::default()
+            }
+        } else {
+            prompt_for(&self.session, &decision, tool, arguments)
+        };
         Ruling {
             effect: decision.effect,
             contract: decision.contract.as_str().to_owned(),

@@ -145,11 +145,24 @@ struct Inner {
     last_listing: Mutex<Option<(SameBytes, Vec<String>)>>,
 }
 
-/// A record kept off the latency path: a result's (its hash is computed when it is
-/// written; large results go to the [`recorder`] thread instead) or a denial's.
-struct Deferred {
-    event: Event,
-    result: Option<ResultText>,
+/// A record kept off the latency path.
+enum Deferred {
+    /// A result's (its hash is computed when it is written; large results go to the
+    /// [`recorder`] thread instead), or any record already built.
+    Record {
+        event: Event,
+        result: Option<ResultText>,
+    },
+    /// A denial's, built when it is written: the client has its answer by then.
+    Denial(Denial),
+}
+
+/// What the record of a denied call is built from.
+struct Denial {
+    request_id: String,
+    tool: String,
+    arguments: Value,
+    ruling: Ruling,
 }
 
 /// A result's JSON text, exactly as the server sent it: shared by its audit record and the
@@ -318,6 +331,50 @@ impl Inner {
         }
     }
 
+    /// The record of a decision (`reason` is the ruling's).
+    fn decision_event(
+        &self,
+        request_id: &str,
+        call: &Call<'_>,
+        ruling: &Ruling,
+        effect: Effect,
+    ) -> Event {
+        let mut e = Event::new(AuditKind::Decision);
+        e.request_id = Some(request_id.to_owned());
+        e.tool = Some(call.tool.to_owned());
+        e.fingerprint = ruling.fingerprint.clone();
+        if let Some(d) = &ruling.decision {
+            for part in &d.action.parts {
+                let op = part.operation.as_str().to_owned();
+                if !e.operations.contains(&op) {
+                    e.operations.push(op);
+                }
+                e.resources.extend(part.resources.iter().cloned());
+                if e.executable.is_none() {
+                    e.executable = part.executable.clone();
+                }
+                if e.net.is_none() {
+                    e.net = part.network.as_ref().map(|n| Net {
+                        host: n.host.clone(),
+                        method: Some(n.method.clone()),
+                    });
+                }
+            }
+        }
+        e.effect = Some(effect.as_str().to_owned());
+        e.contract = Some(ruling.contract.clone());
+        e.rule = ruling.rule.clone();
+        e.reason = Some(ruling.reason.clone());
+        e.args_sha256 = Some(canonical_sha256(call.arguments));
+        if self.settings.audit_raw {
+            e.raw = Some(toolgate_audit::Raw {
+                arguments: Some(call.arguments.clone()),
+                result: None,
+            });
+        }
+        e
+    }
+
     /// Writes the deferred records, oldest first, in one append.
     fn write_deferred(&self) {
         let pending = std::mem::take(&mut *lock(&self.deferred));
@@ -326,11 +383,27 @@ impl Inner {
         }
         let mut events: Vec<Event> = pending
             .into_iter()
-            .map(|Deferred { mut event, result }| {
-                if let Some(result) = &result {
-                    add_result(&mut event, result, self.settings.audit_raw);
+            .map(|deferred| match deferred {
+                Deferred::Record { mut event, result } => {
+                    if let Some(result) = &result {
+                        add_result(&mut event, result, self.settings.audit_raw);
+                    }
+                    event
                 }
-                event
+                Deferred::Denial(denial) => {
+                    let Denial {
+                        request_id,
+                        tool,
+                        arguments,
+                        ruling,
+                    } = denial;
+                    let call = Call {
+                        server: self.settings.server.as_deref(),
+                        tool: &tool,
+                        arguments: &arguments,
+                    };
+                    self.decision_event(&request_id, &call, &ruling, Effect::Deny)
+                }
             })
             .collect();
         if let Err(why) = self.write_events(&mut events) {
@@ -478,7 +551,7 @@ impl Enforcer {
     /// Queues a record; written by [`Interceptor::after_delivery`] (or before any later
     /// record, whichever comes first).
     fn defer(&self, event: Event, result: Option<ResultText>) {
-        lock(&self.inner.deferred).push(Deferred { event, result });
+        lock(&self.inner.deferred).push(Deferred::Record { event, result });
     }
 
     /// Starts the record of a result (its JSON text as the server sent it): a large one
@@ -514,49 +587,6 @@ impl Enforcer {
     /// Queues a result for the taint index (see [`Inner::feed_taint`]).
     fn taint_later(&self, tool: String, kind: TaintAs, result: Arc<str>) {
         lock(&self.inner.pending_taint).push(TaintLater { tool, kind, result });
-    }
-
-    fn decision_event(
-        &self,
-        request_id: &str,
-        call: &Call<'_>,
-        ruling: &Ruling,
-        effect: Effect,
-    ) -> Event {
-        let mut e = Event::new(AuditKind::Decision);
-        e.request_id = Some(request_id.to_owned());
-        e.tool = Some(call.tool.to_owned());
-        e.fingerprint = ruling.fingerprint.clone();
-        if let Some(d) = &ruling.decision {
-            for part in &d.action.parts {
-                let op = part.operation.as_str().to_owned();
-                if !e.operations.contains(&op) {
-                    e.operations.push(op);
-                }
-                e.resources.extend(part.resources.iter().cloned());
-                if e.executable.is_none() {
-                    e.executable = part.executable.clone();
-                }
-                if e.net.is_none() {
-                    e.net = part.network.as_ref().map(|n| Net {
-                        host: n.host.clone(),
-                        method: Some(n.method.clone()),
-                    });
-                }
-            }
-        }
-        e.effect = Some(effect.as_str().to_owned());
-        e.contract = Some(ruling.contract.clone());
-        e.rule = ruling.rule.clone();
-        e.reason = Some(ruling.reason.clone());
-        e.args_sha256 = Some(canonical_sha256(call.arguments));
-        if self.inner.settings.audit_raw {
-            e.raw = Some(toolgate_audit::Raw {
-                arguments: Some(call.arguments.clone()),
-                result: None,
-            });
-        }
-        e
     }
 
     fn watch(&self, w: Watched) -> u64 {
@@ -653,11 +683,14 @@ impl Enforcer {
             started,
         };
         match (ruling.effect, retry) {
-            (Effect::Deny, _) => self.deny_as_it_arrives(id, &request_id, &call, &ruling),
+            (Effect::Deny, _) => self.deny_as_it_arrives(id, request_id, tool, arguments, ruling),
             (Effect::Allow, retry) => {
-                if let Err(why) =
-                    self.audit(self.decision_event(&request_id, &call, &ruling, Effect::Allow))
-                {
+                if let Err(why) = self.audit(self.inner.decision_event(
+                    &request_id,
+                    &call,
+                    &ruling,
+                    Effect::Allow,
+                )) {
                     return self.deny_reply(id, &tool, &why, "audit", None);
                 }
                 match retry {
@@ -703,31 +736,41 @@ impl Enforcer {
         Verdict::ReplaceWatch(frame, self.watch(on_allow))
     }
 
-    /// A call the policy denies as it arrives: answered at once, its record written right
-    /// after the answer is delivered ([`Interceptor::after_delivery`], before anything else
+    /// A call the policy denies as it arrives: answered at once, its record built (the
+    /// arguments' hash included) and written right after the answer is delivered ([`Interceptor::after_delivery`], before anything else
     /// is decided). Nothing waits for that record, because an audit failure cannot make a
     /// deny less of a deny: it is logged, and the next call that must be recorded is denied
     /// for it. A log that could not be opened at all is named in the answer, as always.
     fn deny_as_it_arrives(
         &self,
         id: &RawValue,
-        request_id: &str,
-        call: &Call<'_>,
-        ruling: &Ruling,
+        request_id: String,
+        tool: String,
+        arguments: Value,
+        ruling: Ruling,
     ) -> Verdict {
         if self.inner.settings.audit_error.is_some() {
-            return self.finish_deny(id, request_id, call, ruling, None);
+            let call = Call {
+                server: self.server(),
+                tool: &tool,
+                arguments: &arguments,
+            };
+            return self.finish_deny(id, &request_id, &call, &ruling, None);
         }
-        let mut ev = self.decision_event(request_id, call, ruling, Effect::Deny);
-        ev.reason = Some(ruling.reason.clone());
-        self.defer(ev, None);
-        self.deny_reply(
+        let reply = self.deny_reply(
             id,
-            call.tool,
+            &tool,
             &ruling.reason,
             &ruling.contract,
             ruling.rule.as_deref(),
-        )
+        );
+        lock(&self.inner.deferred).push(Deferred::Denial(Denial {
+            request_id,
+            tool,
+            arguments,
+            ruling,
+        }));
+        reply
     }
 
     fn finish_deny(
@@ -738,7 +781,9 @@ impl Enforcer {
         ruling: &Ruling,
         extra: Option<&str>,
     ) -> Verdict {
-        let mut ev = self.decision_event(request_id, call, ruling, Effect::Deny);
+        let mut ev = self
+            .inner
+            .decision_event(request_id, call, ruling, Effect::Deny);
         let reason = match extra {
             Some(x) => format!("{}; {x}", ruling.reason),
             None => ruling.reason.clone(),
@@ -826,7 +871,9 @@ impl Enforcer {
         if scope == Scope::Session && ruling.contract == "pinning" {
             self.persist_pins();
         }
-        let mut ev = self.decision_event(request_id, call, ruling, Effect::Allow);
+        let mut ev = self
+            .inner
+            .decision_event(request_id, call, ruling, Effect::Allow);
         ev.kind = AuditKind::Approval;
         ev.approval = Some(Approval {
             how,
@@ -860,7 +907,9 @@ impl Enforcer {
             Ok(route) => route,
             Err(no_way) => return self.finish_deny(id, request_id, call, &ruling, Some(&no_way)),
         };
-        let mut asked = self.decision_event(request_id, call, &ruling, Effect::Ask);
+        let mut asked = self
+            .inner
+            .decision_event(request_id, call, &ruling, Effect::Ask);
         asked.reason = Some(format!("{} (asking via {route:?})", ruling.reason));
         if let Err(why) = self.audit(asked) {
             return self.deny_reply(id, call.tool, &why, "audit", None);
@@ -944,7 +993,9 @@ impl Enforcer {
                 arguments: &arguments,
             };
             let Some(answer) = outcome else {
-                let mut ev = this.decision_event(&request_id, &call, &ruling, Effect::Deny);
+                let mut ev = this
+                    .inner
+                    .decision_event(&request_id, &call, &ruling, Effect::Deny);
                 ev.kind = AuditKind::Cancelled;
                 ev.reason =
                     Some("the client cancelled the call while it awaited approval".to_owned());
@@ -996,11 +1047,16 @@ impl Enforcer {
         };
         let retry = approval::retry_of(&params);
         match (ruling.effect, retry) {
-            (Effect::Deny, _) => self.deny_as_it_arrives(id, &request_id, &call, &ruling),
+            (Effect::Deny, _) => {
+                self.deny_as_it_arrives(id, request_id, RESOURCES_READ.to_owned(), args, ruling)
+            }
             (Effect::Allow, retry) => {
-                if let Err(why) =
-                    self.audit(self.decision_event(&request_id, &call, &ruling, Effect::Allow))
-                {
+                if let Err(why) = self.audit(self.inner.decision_event(
+                    &request_id,
+                    &call,
+                    &ruling,
+                    Effect::Allow,
+                )) {
                     return self.deny_reply(id, RESOURCES_READ, &why, "audit", None);
                 }
                 match retry {
