@@ -211,8 +211,10 @@ impl Engine {
         // The pinned definition is borrowed, not copied: normalisation reads it before the
         // contracts take the session mutably (they look it up themselves, pinned first, so
         // they get the caller's `call`), and the rules read it again afterwards (the
-        // contracts record an attempt; they never change pins).
-        let action = {
+        // contracts record an attempt; they never change pins). The contract resolved for
+        // the mapping is the one checked: the same definition (pinned, else the call's),
+        // and nothing in between changes pins.
+        let (action, resolved) = {
             let definition = session.pinned_definition(call.tool).or(call.definition);
             let call = ToolCall {
                 definition,
@@ -222,9 +224,6 @@ impl Engine {
             let mapping = resolved.mapping(definition);
             (normalize(&call, mapping.as_ref(), ctx), resolved)
         };
-        let (action, resolved) = action;
-        // The contract resolved for the mapping is the one checked: the same definition
-        // (pinned, else the call's) and nothing between that changes pins.
         let results =
             self.contracts
                 .check_resolved(call, &action, session, Some(ctx), now_ms, resolved);
