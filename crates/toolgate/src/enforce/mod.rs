@@ -22,6 +22,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
+
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use toolgate_audit::{
@@ -169,14 +171,15 @@ struct Denial {
 /// taint index, both done after the result is delivered (nothing parses it before).
 #[derive(Clone)]
 struct ResultText {
-    text: Arc<str>,
+    /// A part of the frame it came in (not a copy).
+    text: Bytes,
     /// A `tools/call` result: its record's `isError` is read from the text.
     tool_call: bool,
 }
 
 /// The `isError` of a `tools/call` result's JSON text: its (last) top-level `isError` if
 /// that is a boolean, else false. Other members are skipped, not built.
-fn is_error_of(result: &str) -> bool {
+fn is_error_of(result: &[u8]) -> bool {
     struct Flag(Option<bool>);
     impl<'de> serde::Deserialize<'de> for Flag {
         fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Flag, D::Error> {
@@ -204,7 +207,7 @@ fn is_error_of(result: &str) -> bool {
             d.deserialize_map(Members)
         }
     }
-    serde_json::from_str::<Flag>(result)
+    serde_json::from_slice::<Flag>(result)
         .ok()
         .and_then(|f| f.0)
         .unwrap_or(false)
@@ -253,7 +256,7 @@ struct TaintLater {
     tool: String,
     kind: TaintAs,
     /// The result's JSON text.
-    result: Arc<str>,
+    result: Bytes,
 }
 
 impl Inner {
@@ -312,10 +315,10 @@ impl Inner {
             // The text is JSON (its frame was parsed), but a value serde_json cannot hold
             // (a number like `1e400`) must not keep the output out of the taint index:
             // then every token of the whole text is recorded, as for a text result.
-            let (result, kind) = match serde_json::from_str::<Value>(&result) {
+            let (result, kind) = match serde_json::from_slice::<Value>(&result) {
                 Ok(value) => (value, kind),
                 Err(_) => (
-                    Value::String(result.as_ref().to_owned()),
+                    Value::String(String::from_utf8_lossy(&result).into_owned()),
                     TaintAs::ToolResult,
                 ),
             };
@@ -473,14 +476,24 @@ fn add_result(event: &mut Event, result: &ResultText, keep_raw: bool) {
         event.is_error = Some(is_error_of(result));
     }
     event.result_sha256 = Some(
-        toolgate_audit::canonical_sha256_of_json(result.as_bytes())
+        toolgate_audit::canonical_sha256_of_json(result)
             .unwrap_or_else(|_| hex::encode(Sha256::digest(b""))),
     );
     if keep_raw {
         event.raw = Some(toolgate_audit::Raw {
             arguments: None,
-            result: serde_json::from_str(result.as_ref()).ok(),
+            result: serde_json::from_slice(result).ok(),
         });
+    }
+}
+
+/// `part` (a slice of `frame`'s bytes) as a share of `frame`; a copy should it lie
+/// elsewhere.
+fn part_of(frame: &Bytes, part: &[u8]) -> Bytes {
+    let start = (part.as_ptr() as usize).wrapping_sub(frame.as_ptr() as usize);
+    match start.checked_add(part.len()) {
+        Some(end) if start <= frame.len() && end <= frame.len() => frame.slice(start..end),
+        _ => Bytes::copy_from_slice(part),
     }
 }
 
@@ -585,7 +598,7 @@ impl Enforcer {
     }
 
     /// Queues a result for the taint index (see [`Inner::feed_taint`]).
-    fn taint_later(&self, tool: String, kind: TaintAs, result: Arc<str>) {
+    fn taint_later(&self, tool: String, kind: TaintAs, result: Bytes) {
         lock(&self.inner.pending_taint).push(TaintLater { tool, kind, result });
     }
 
@@ -1209,8 +1222,9 @@ impl Enforcer {
             return self.on_tools_list(first, result_raw, message.raw);
         }
         // Nothing reads the result before it is delivered: its record (hash, `isError`)
-        // and its taint are computed from the text afterwards.
-        let text: Arc<str> = result_raw.get().into();
+        // and its taint are computed from the text afterwards, which stays where it came
+        // (in the frame, shared, not copied).
+        let text = part_of(message.frame, result_raw.get().as_bytes());
         match watched {
             // Handled above.
             Watched::ToolsList { .. } => Verdict::Forward,
@@ -1230,7 +1244,7 @@ impl Enforcer {
                 self.record_result(
                     ev,
                     ResultText {
-                        text: Arc::clone(&text),
+                        text: text.clone(),
                         tool_call: true,
                     },
                 );
@@ -1250,7 +1264,7 @@ impl Enforcer {
                 self.record_result(
                     ev,
                     ResultText {
-                        text: Arc::clone(&text),
+                        text: text.clone(),
                         tool_call: false,
                     },
                 );
@@ -1446,7 +1460,23 @@ impl Interceptor for Enforcer {
 
 #[cfg(test)]
 mod tests {
-    use super::{SameBytes, is_error_of};
+    use super::{SameBytes, is_error_of, part_of};
+
+    #[test]
+    fn a_result_is_kept_as_a_share_of_its_frame_not_a_copy() {
+        let frame = bytes::Bytes::from(br#"{"id":1,"result":{"n":1}}"#.to_vec());
+        let inside = frame.get(17..24).unwrap();
+        let part = part_of(&frame, inside);
+        assert_eq!(&part[..], br#"{"n":1}"#);
+        assert_eq!(part.as_ptr(), inside.as_ptr(), "shared, not copied");
+        // Bytes from elsewhere (or only partly inside) are copied.
+        let elsewhere = br#"{"n":2}"#.to_vec();
+        let copied = part_of(&frame, &elsewhere);
+        assert_eq!(&copied[..], &elsewhere[..]);
+        assert_ne!(copied.as_ptr(), elsewhere.as_ptr());
+        let empty = part_of(&frame, frame.get(25..).unwrap());
+        assert!(empty.is_empty());
+    }
 
     #[test]
     fn is_error_is_read_from_the_top_level_of_the_text() {
@@ -1470,7 +1500,7 @@ mod tests {
             (r#"{"content":[{"n":1e400}],"isError":true}"#, true),
             (r#"{"\u0069sError":true}"#, true),
         ] {
-            assert_eq!(is_error_of(text), expected, "{text}");
+            assert_eq!(is_error_of(text.as_bytes()), expected, "{text}");
         }
     }
 

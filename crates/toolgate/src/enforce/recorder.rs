@@ -223,7 +223,7 @@ mod tests {
             .collect();
         let values: Vec<Value> = jobs
             .iter()
-            .map(|j| serde_json::from_str(&j.result.text).unwrap())
+            .map(|j| serde_json::from_slice(&j.result.text).unwrap())
             .collect();
         let expected: Vec<String> = values.iter().map(super::super::canonical_sha256).collect();
         // A full queue gives the job back at once (the proxy then writes it itself); here

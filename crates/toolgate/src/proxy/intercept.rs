@@ -45,8 +45,11 @@ pub struct Message<'a> {
     pub direction: Direction,
     /// The classified envelope, borrowed from `raw`.
     pub envelope: &'a Envelope<'a>,
-    /// The frame's bytes, without the trailing newline.
+    /// The message's bytes, without the trailing newline.
     pub raw: &'a [u8],
+    /// The frame `raw` is part of (the whole line; a batch when the message is one of its
+    /// elements). A part of it can be kept without a copy: `frame.slice_ref(part)`.
+    pub frame: &'a bytes::Bytes,
     /// For a response: the tag given by [`Verdict::Watch`] to the request it answers.
     pub answers: Option<u64>,
 }

@@ -23,6 +23,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{mpsc, oneshot};
@@ -62,7 +64,7 @@ pub enum ClientEvent {
 #[derive(Debug)]
 pub enum ClientOut {
     /// A frame, newline included.
-    Frame(Vec<u8>),
+    Frame(Bytes),
     /// Acknowledge once every earlier frame has been written.
     Barrier(oneshot::Sender<()>),
 }
@@ -107,7 +109,7 @@ pub(crate) struct FrameWriter<W> {
     /// The pipe written to, grown to the frames it carries.
     growth: PipeGrowth,
     /// The frame being written and how much of it is out.
-    pending: Vec<u8>,
+    pending: Bytes,
     done: usize,
     /// A write failed: the peer is gone; later frames are discarded.
     broken: bool,
@@ -118,14 +120,15 @@ impl<W: tokio::io::AsyncWrite + Unpin> FrameWriter<W> {
         FrameWriter {
             out,
             growth,
-            pending: Vec::new(),
+            pending: Bytes::new(),
             done: 0,
             broken: false,
         }
     }
 
     /// Writes one frame (newline included) after the rest of any interrupted one.
-    async fn write_frame(&mut self, frame: Vec<u8>) -> std::io::Result<()> {
+    async fn write_frame(&mut self, frame: impl Into<Bytes>) -> std::io::Result<()> {
+        let frame = frame.into();
         self.finish().await?;
         self.growth.fit(frame.len());
         self.pending = frame;
@@ -152,7 +155,9 @@ impl<W: tokio::io::AsyncWrite + Unpin> FrameWriter<W> {
                 }
             }
         }
-        self.pending.clear();
+        // Dropped, not kept: the interceptor may still hold a part of it (a result it
+        // indexes), and the buffer is freed when both are done.
+        self.pending = Bytes::new();
         self.done = 0;
         Ok(())
     }
@@ -160,7 +165,8 @@ impl<W: tokio::io::AsyncWrite + Unpin> FrameWriter<W> {
 
 impl ClientSink {
     /// Sends one frame (newline included). `Err` when the client can no longer get it.
-    async fn send(&self, frame: Vec<u8>) -> Result<(), ProxyError> {
+    async fn send(&self, frame: impl Into<Bytes>) -> Result<(), ProxyError> {
+        let frame = frame.into();
         match self {
             ClientSink::Queue(tx) => tx
                 .send(ClientOut::Frame(frame))
@@ -198,7 +204,8 @@ impl ClientSink {
 struct ServerSink(tokio::sync::Mutex<Option<FrameWriter<ChildStdin>>>);
 
 impl ServerSink {
-    async fn send(&self, frame: Vec<u8>) -> Result<(), ProxyError> {
+    async fn send(&self, frame: impl Into<Bytes>) -> Result<(), ProxyError> {
+        let frame = frame.into();
         let mut stdin = self.0.lock().await;
         let Some(pipe) = stdin.as_mut() else {
             return Err(ProxyError::UpstreamGone);
@@ -382,21 +389,22 @@ fn with_newline(mut message: Vec<u8>) -> Vec<u8> {
 
 /// Where one processed frame goes.
 enum Out {
-    Client(Vec<u8>),
-    Server(Vec<u8>),
+    Client(Bytes),
+    Server(Bytes),
     Nothing,
 }
 
 impl Out {
     fn to_sender(from: Direction, message: Vec<u8>) -> Out {
         match from {
-            Direction::ClientToServer => Out::Client(with_newline(message)),
-            Direction::ServerToClient => Out::Server(with_newline(message)),
+            Direction::ClientToServer => Out::Client(with_newline(message).into()),
+            Direction::ServerToClient => Out::Server(with_newline(message).into()),
         }
     }
 
     /// `frame` must already end with a newline.
-    fn to_peer(from: Direction, frame: Vec<u8>) -> Out {
+    fn to_peer(from: Direction, frame: impl Into<Bytes>) -> Out {
+        let frame = frame.into();
         match from {
             Direction::ClientToServer => Out::Server(frame),
             Direction::ServerToClient => Out::Client(frame),
@@ -442,6 +450,9 @@ async fn on_frame(shared: &Arc<Shared>, from: Direction, frame: Vec<u8>) {
     if is_blank(&frame) {
         return;
     }
+    // Shared from here on, so the interceptor can keep a part of it (a result to index
+    // and hash after delivery) without a copy.
+    let frame = Bytes::from(frame);
     let outs = {
         let b = body(&frame);
         match classify(b) {
@@ -462,8 +473,8 @@ async fn on_frame(shared: &Arc<Shared>, from: Direction, frame: Vec<u8>) {
                 };
                 Some(vec![out])
             }
-            Frame::Batch(items) => Some(on_batch(shared, from, &items)),
-            Frame::Single(env) => match decide(shared, from, &env, b) {
+            Frame::Batch(items) => Some(on_batch(shared, from, &items, &frame)),
+            Frame::Single(env) => match decide(shared, from, &env, b, &frame) {
                 Step::Done(out) => Some(vec![out]),
                 Step::Forward => None,
                 Step::ForwardBytes(bytes) => Some(vec![Out::to_peer(from, with_newline(bytes))]),
@@ -498,7 +509,7 @@ async fn on_frame(shared: &Arc<Shared>, from: Direction, frame: Vec<u8>) {
 /// Batches from the client are rejected: every request in it gets a `-32600` error (in
 /// one array, as JSON-RPC asks), nothing in it is forwarded. Batches from the server
 /// are split and each element takes the per-message path on its own.
-fn on_batch(shared: &Arc<Shared>, from: Direction, items: &[&RawValue]) -> Vec<Out> {
+fn on_batch(shared: &Arc<Shared>, from: Direction, items: &[&RawValue], frame: &Bytes) -> Vec<Out> {
     match from {
         Direction::ClientToServer => {
             warn!(
@@ -544,7 +555,7 @@ fn on_batch(shared: &Arc<Shared>, from: Direction, items: &[&RawValue]) -> Vec<O
             for item in items {
                 let env = classify_value(item);
                 let element = item.get().as_bytes();
-                match decide(shared, from, &env, element) {
+                match decide(shared, from, &env, element, frame) {
                     Step::Done(out) => outs.push(out),
                     Step::Forward => outs.push(Out::to_peer(from, with_newline(element.to_vec()))),
                     Step::ForwardBytes(bytes) => {
@@ -556,7 +567,7 @@ fn on_batch(shared: &Arc<Shared>, from: Direction, items: &[&RawValue]) -> Vec<O
                             from,
                             key,
                             raw_id,
-                            with_newline(element.to_vec()),
+                            with_newline(element.to_vec()).into(),
                             fut,
                         ));
                     }
@@ -568,7 +579,14 @@ fn on_batch(shared: &Arc<Shared>, from: Direction, items: &[&RawValue]) -> Vec<O
 }
 
 /// Decides one classified message. Never holds the state lock across the interceptor call.
-fn decide(shared: &Arc<Shared>, from: Direction, env: &Envelope<'_>, raw: &[u8]) -> Step {
+/// `raw` is the message's bytes, a part of `frame`.
+fn decide(
+    shared: &Arc<Shared>,
+    from: Direction,
+    env: &Envelope<'_>,
+    raw: &[u8],
+    frame: &Bytes,
+) -> Step {
     let handle = ProxyHandle {
         shared: Arc::clone(shared),
     };
@@ -630,6 +648,7 @@ fn decide(shared: &Arc<Shared>, from: Direction, env: &Envelope<'_>, raw: &[u8])
                     direction: from,
                     envelope: env,
                     raw,
+                    frame,
                     answers: None,
                 },
                 &handle,
@@ -688,6 +707,7 @@ fn decide(shared: &Arc<Shared>, from: Direction, env: &Envelope<'_>, raw: &[u8])
                     direction: from,
                     envelope: env,
                     raw,
+                    frame,
                     answers: None,
                 },
                 &handle,
@@ -734,6 +754,7 @@ fn decide(shared: &Arc<Shared>, from: Direction, env: &Envelope<'_>, raw: &[u8])
                     direction: from,
                     envelope: env,
                     raw,
+                    frame,
                     answers,
                 },
                 &handle,
@@ -774,7 +795,7 @@ async fn resolve_parked(
     from: Direction,
     key: Option<IdKey>,
     raw_id: Option<Box<str>>,
-    frame: Vec<u8>,
+    frame: Bytes,
     fut: Parked,
 ) {
     let mut verdict = fut.await;
@@ -953,7 +974,7 @@ impl Relay {
                 .collect()
         };
         for reply in replies {
-            dispatch(&self.shared, Out::Client(reply)).await;
+            dispatch(&self.shared, Out::Client(reply.into())).await;
         }
         self.shared.to_server.close().await;
     }
@@ -1030,7 +1051,7 @@ async fn client_reader(shared: Arc<Shared>, mut input: ClientInput) {
                      (help: raise `--max-message-bytes`)"
                 );
                 let reply = build::error_response(id.as_deref(), INVALID_REQUEST, &msg);
-                dispatch(&shared, Out::Client(with_newline(reply))).await;
+                dispatch(&shared, Out::Client(with_newline(reply).into())).await;
             }
             ClientEvent::Eof => break,
         }
@@ -1063,7 +1084,7 @@ async fn upstream_reader(shared: Arc<Shared>, stdout: ChildStdout, max: usize) {
                     Some(build::error_response(Some(&raw), INTERNAL_ERROR, &msg))
                 });
                 if let Some(reply) = reply {
-                    dispatch(&shared, Out::Client(with_newline(reply))).await;
+                    dispatch(&shared, Out::Client(with_newline(reply).into())).await;
                 }
             }
             Ok(None) => break,
