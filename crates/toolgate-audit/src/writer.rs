@@ -479,16 +479,17 @@ fn size_and_links(file: &File) -> std::io::Result<(u64, u64)> {
         }
         // No `statx` (a kernel before 4.11, or a sandbox that filters it), or a file system
         // that did not fill in both fields.
-        _ => {
-            let meta = file.metadata()?;
-            Ok((meta.len(), meta.nlink()))
-        }
+        _ => size_and_links_of_metadata(file),
     }
 }
 
 /// The size and link count of the open log.
 #[cfg(not(target_os = "linux"))]
 fn size_and_links(file: &File) -> std::io::Result<(u64, u64)> {
+    size_and_links_of_metadata(file)
+}
+
+fn size_and_links_of_metadata(file: &File) -> std::io::Result<(u64, u64)> {
     let meta = file.metadata()?;
     Ok((meta.len(), meta.nlink()))
 }

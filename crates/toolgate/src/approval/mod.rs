@@ -40,6 +40,19 @@ pub struct Prompt {
 }
 
 impl Prompt {
+    /// The prompt of a ruling no one is asked about (a deny): the tool and the reason.
+    pub fn of_deny(server: Option<String>, tool: &str, why: &str) -> Prompt {
+        Prompt {
+            server,
+            tool: tool.to_owned(),
+            what: tool.to_owned(),
+            why: why.to_owned(),
+            ..Prompt::default()
+        }
+    }
+}
+
+impl Prompt {
     /// The message shown to the human: what, where, why (and provenance / changes).
     pub fn message(&self) -> String {
         let mut text = format!("toolgate: allow {}?", self.what);

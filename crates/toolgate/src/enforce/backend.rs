@@ -44,12 +44,7 @@ impl Ruling {
             effect: Effect::Deny,
             contract: "error".to_owned(),
             rule: None,
-            prompt: Prompt {
-                tool: tool.to_owned(),
-                what: tool.to_owned(),
-                why: reason.clone(),
-                ..Prompt::default()
-            },
+            prompt: Prompt::of_deny(None, tool, &reason),
             reason,
             decision: None,
             fingerprint: None,
@@ -198,13 +193,7 @@ impl EngineBackend {
         // Only an ask is shown to a person (an allow can still become one, when the tools
         // changed); a deny's text is its reason.
         let prompt = if decision.effect == Effect::Deny {
-            Prompt {
-                server: decision.action.server.clone(),
-                tool: tool.to_owned(),
-                what: tool.to_owned(),
-                why: decision.reason.clone(),
-                ..Prompt::default()
-            }
+            Prompt::of_deny(decision.action.server.clone(), tool, &decision.reason)
         } else {
             prompt_for(&self.session, &decision, tool, arguments)
         };
