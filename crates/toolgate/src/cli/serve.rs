@@ -21,7 +21,7 @@ pub struct Args {
     /// The policy `check_verdict` decides with [default: the built-in starter policy].
     #[arg(long, value_name = "PATH")]
     pub policy: Option<PathBuf>,
-    /// The audit log `audit_summary` reads (never written) [default: <workspace>/.toolgate/audit.jsonl].
+    /// The audit log `audit_summary` reads (never written) [default: the workspace's `.toolgate/audit.jsonl`].
     #[arg(long, value_name = "PATH")]
     pub audit: Option<PathBuf>,
     /// The workspace (`${workspace}`) [default: the current directory].

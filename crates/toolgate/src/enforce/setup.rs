@@ -28,7 +28,7 @@ pub struct EnforceArgs {
     /// The policy file [default: the built-in starter policy, see `toolgate policy init`].
     #[arg(long, value_name = "PATH")]
     pub policy: Option<PathBuf>,
-    /// The audit log [default: <workspace>/.toolgate/audit.jsonl].
+    /// The audit log [default: the workspace's `.toolgate/audit.jsonl`].
     #[arg(long, value_name = "PATH")]
     pub audit: Option<PathBuf>,
     /// Also record raw arguments and results in the audit log (may contain secrets).
