@@ -178,12 +178,16 @@ impl EngineBackend {
         }
     }
 
-    /// Shares a counted attempt of a budgeted tool with the session's other proxies.
-    fn share_attempt(&self, tool: &str, now_ms: u64) {
+    /// Shares a counted attempt of a budgeted tool with the session's other proxies: the
+    /// decision has a budget result exactly when the tool's contract has a budget and the
+    /// check reached it (no second contract lookup).
+    fn share_attempt(&self, decision: &Decision, tool: &str, now_ms: u64) {
         let Some(shared) = &self.shared else { return };
-        let definition = self.session.pinned_definition(tool);
-        let resolved = self.engine.contracts().lookup_with(tool, definition);
-        if resolved.contract.max_calls.is_some() || resolved.contract.budget.is_some() {
+        if decision
+            .results
+            .iter()
+            .any(|r| r.contract == Contract::Budget)
+        {
             shared.share_attempt(tool, now_ms);
         }
     }
@@ -252,7 +256,7 @@ impl Backend for EngineBackend {
         let decision = self
             .engine
             .decide(&tool_call, &mut self.session, &ctx, now_ms);
-        self.share_attempt(call.tool, now_ms);
+        self.share_attempt(&decision, call.tool, now_ms);
         self.ruling(decision, call.tool, call.arguments)
     }
 
