@@ -779,6 +779,10 @@ fn tokenize(text: &str) -> Vec<Token> {
                 continue;
             }
             let domain = slice(span);
+            // The shape first: it turns most dotted words (`v1.2`, `10.0.0.1`) away at once.
+            if !is_domain_shape(domain) {
+                continue;
+            }
             let tld = domain.rsplit('.').next().unwrap_or_default();
             let file_extension = if tld.is_ascii() {
                 FILE_EXTENSIONS
@@ -787,7 +791,7 @@ fn tokenize(text: &str) -> Vec<Token> {
             } else {
                 FILE_EXTENSIONS.contains(&tld.to_lowercase().as_str())
             };
-            if file_extension || !is_domain_shape(domain) {
+            if file_extension {
                 continue;
             }
             let Some(domain) = canonical_domain(domain) else {
