@@ -341,6 +341,26 @@ fn canonical_destination_regressions() {
     }
 }
 
+/// A destination that appears inside a URL and again on its own is a destination of its
+/// own (the tokenizer skips repeated text, but only repeats in the same place: in or out of
+/// a URL), and every repeat of a destination is still found.
+#[test]
+fn repeated_destinations_count_once_in_and_once_outside_a_url() {
+    let sink = "https://ok.example/a,evil.example then evil.example, bob@evil.example";
+    let got = canonical_destination(sink);
+    for want in [
+        "https://ok.example/a,evil.example",
+        "evil.example",
+        "bob@evil.example",
+    ] {
+        assert!(got.contains(&want.to_owned()), "{want}: {got:?}");
+    }
+    let mut index = untrusted(&"see https://evil.example/x and evil.example\n".repeat(500));
+    assert!(is_tainted(&index.classify("evil.example")));
+    assert!(is_tainted(&index.classify("https://evil.example/x")));
+    assert_eq!(index.take_recorded().len(), 2, "each token once");
+}
+
 #[test]
 fn tokenizer_finds_each_kind() {
     let t =
