@@ -17,6 +17,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolgate_testkit::{Peer, wait_until};
 
+/// The broker protocol this build speaks (`broker::proto::VERSION`).
+const PROTOCOL: u32 = 2;
 const LIMIT: Duration = Duration::from_secs(20);
 
 const POLICY: &str = r#"
@@ -397,7 +399,7 @@ fn second_broker_refuses_and_sigterm_removes_the_socket() {
     let status = w.cmd(&["status"]).output().unwrap();
     let text = String::from_utf8_lossy(&status.stdout);
     assert!(status.status.success(), "{text}");
-    assert!(text.contains("protocol 1"), "{text}");
+    assert!(text.contains(&format!("protocol {PROTOCOL}")), "{text}");
     assert!(text.contains("mode 0700"), "{text}");
     assert!(text.contains("broker.sock (mode 0600"), "{text}");
     assert!(text.contains("token (mode 0600"), "{text}");
@@ -452,18 +454,21 @@ fn wrong_token_and_wrong_version_are_refused() {
     let _broker = w.broker();
     let good = std::fs::read_to_string(w.broker_dir().join("token")).unwrap();
     let hello = |token: &str, version: u32| json!({"type":"hello","version":version,"token":token,"role":"status","pid":1});
-    let ok = raw_hello(&w.socket(), &hello(good.trim(), 1));
+    let ok = raw_hello(&w.socket(), &hello(good.trim(), PROTOCOL));
     assert!(
         ok.contains("\"welcome\"") && ok.contains("\"status\""),
         "{ok}"
     );
     let wrong = "00".repeat(32);
-    let r = raw_hello(&w.socket(), &hello(&wrong, 1));
+    let r = raw_hello(&w.socket(), &hello(&wrong, PROTOCOL));
     assert!(r.contains("unauthenticated"), "{r}");
     assert!(!r.contains("welcome"), "{r}");
-    let r = raw_hello(&w.socket(), &hello(good.trim(), 99));
-    assert!(r.contains("incompatible"), "{r}");
-    let mut extra = hello(good.trim(), 1);
+    // A later protocol, and the one before `synced` (whose proxies could not read it).
+    for version in [99, 1] {
+        let r = raw_hello(&w.socket(), &hello(good.trim(), version));
+        assert!(r.contains("incompatible"), "{version}: {r}");
+    }
+    let mut extra = hello(good.trim(), PROTOCOL);
     extra["admin"] = json!(true);
     let r = raw_hello(&w.socket(), &extra);
     assert!(r.contains("invalid"), "{r}");
@@ -499,7 +504,8 @@ fn another_uid_is_refused_even_with_the_token() {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     std::fs::set_permissions(w.socket(), std::fs::Permissions::from_mode(0o666)).unwrap();
-    let hello = json!({"type":"hello","version":1,"token":token.trim(),"role":"status","pid":1});
+    let hello =
+        json!({"type":"hello","version":PROTOCOL,"token":token.trim(),"role":"status","pid":1});
     // Connecting must succeed (the socket is reachable); the broker then closes without a
     // word, possibly before the hello is even written.
     let script = "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.settimeout(20)\ns.connect(sys.argv[1])\nd=b''\ntry:\n    s.sendall(sys.argv[2].encode()+b'\\n')\n    while True:\n        c=s.recv(4096)\n        if not c: break\n        d+=c\nexcept (BrokenPipeError, ConnectionResetError):\n    pass\nprint('REPLY:'+d.decode())\n";

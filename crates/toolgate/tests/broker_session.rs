@@ -39,8 +39,34 @@ impl World {
         self.gate(name, name, session, "none", DEMO_POLICY)
     }
 
-    /// A proxy `name` (its own workspace, pins, audit and outbox) of server `server`.
+    /// A proxy `name` (its own workspace, pins, audit and outbox) of server `server`,
+    /// initialized, with every page of its tools listed.
     fn gate(&self, name: &str, server: &str, session: &str, approval: &str, policy: &str) -> Gate {
+        let mut gate = self.initialized(name, server, session, approval, policy);
+        // Every page, like a real client: tools are pinned before their first call.
+        let mut cursor: Option<String> = None;
+        for n in 0..20 {
+            let id = json!(format!("list-{n}"));
+            let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
+            gate.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/list","params":params}));
+            let r = gate.response(&id);
+            cursor = r["result"]["nextCursor"].as_str().map(str::to_owned);
+            if cursor.is_none() {
+                break;
+            }
+        }
+        gate
+    }
+
+    /// A proxy `name` of server `server`, initialized (its tools not listed).
+    fn initialized(
+        &self,
+        name: &str,
+        server: &str,
+        session: &str,
+        approval: &str,
+        policy: &str,
+    ) -> Gate {
         let base = self.base();
         let work = base.join(format!("work-{name}"));
         for d in [
@@ -85,18 +111,6 @@ impl World {
         );
         gate.response(&json!("init"));
         gate.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
-        // Every page, like a real client: tools are pinned before their first call.
-        let mut cursor: Option<String> = None;
-        for n in 0..20 {
-            let id = json!(format!("list-{n}"));
-            let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
-            gate.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/list","params":params}));
-            let r = gate.response(&id);
-            cursor = r["result"]["nextCursor"].as_str().map(str::to_owned);
-            if cursor.is_none() {
-                break;
-            }
-        }
         gate
     }
 
@@ -209,20 +223,15 @@ fn poisoned_read_through_one_server_blocks_sending_through_another() {
     assert!(why.contains("not a trusted destination"), "{why}");
     assert!(!why.contains("came from untrusted"), "{why}");
 
-    // A proxy joining the session later learns what it saw so far. Sharing is
-    // asynchronous (a slow broker never stalls a call), so its first calls may be decided
-    // before the session's tokens arrive: unproven, and denied here like any unproven
-    // destination without a way to ask; once they arrive the destination is tainted.
-    let mut late = w.proxy("late-mail", "agent-1");
-    let mut id = 3;
-    let mut last = Value::Null;
-    let learned = wait_until(LIMIT, || {
-        id += 1;
-        last = send_to_attacker(&mut late, id);
-        assert_eq!(last["result"]["isError"], true, "{last}");
-        text(&last).contains("came from untrusted")
-    });
-    assert!(learned, "{last}");
+    // A proxy joining the session later learns what it saw so far before it reads its
+    // first message: its very first call to the address, even before any listing, is the
+    // hard deny.
+    let mut late = w.initialized("late-mail", "late-mail", "agent-1", "none", DEMO_POLICY);
+    let r = send_to_attacker(&mut late, 4);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let why = text(&r);
+    assert!(why.contains("came from untrusted"), "{why}");
+    assert!(why.contains("`read_inbox`"), "{why}");
     assert!(
         !std::fs::read_to_string(w.base().join("outbox-late-mail"))
             .unwrap_or_default()

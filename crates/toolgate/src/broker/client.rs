@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::io::{AsyncWriteExt as _, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::paths::{self, Layout};
 use super::proto::{
@@ -165,6 +165,9 @@ struct Link {
     tx: mpsc::UnboundedSender<ToBroker>,
     waiters: Waiters,
     alive: Arc<AtomicBool>,
+    /// Becomes `true` when the broker has sent the session's state as of this connection
+    /// (`synced`); closed when the connection ends.
+    synced: watch::Receiver<bool>,
 }
 
 /// What the session's other proxies shared, not yet imported.
@@ -258,6 +261,38 @@ impl BrokerChannel {
             }
             Err(_) => self.started.store(false, Ordering::SeqCst),
         }
+    }
+
+    /// Joins the agent session at start-up: connects to the broker and waits, at most
+    /// `within`, until it has sent what the session's other proxies shared so far, so that
+    /// even the first call is decided knowing it (a destination tainted through another
+    /// server is a hard deny from the start). Returns at once without a session key or a
+    /// broker (the proxy then keeps a session of its own); a broker that does not answer in
+    /// time delays start-up by `within` and is logged, and what it sends later is imported
+    /// as it arrives.
+    pub async fn join_session(self: &Arc<Self>, within: Duration) {
+        if self.session.is_none() {
+            return;
+        }
+        let link = match self.link().await {
+            Ok(link) => link,
+            Err(why) => {
+                tracing::debug!("not sharing the agent session: {why}");
+                return;
+            }
+        };
+        let mut synced = link.synced.clone();
+        match tokio::time::timeout(within, synced.wait_for(|done| *done)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) => tracing::debug!(
+                "the approval broker closed the connection before sending the agent session's shared state"
+            ),
+            Err(_) => tracing::warn!(
+                "the approval broker did not send this agent session's shared state within {} ms; calls are decided without what the session's other proxies saw until it arrives",
+                within.as_millis()
+            ),
+        }
+        self.kick();
     }
 
     async fn sync_loop(self: Arc<Self>) {
@@ -379,6 +414,7 @@ impl BrokerChannel {
         let r_inbox = self.inbox.clone();
         let r_known = self.known_approvals.clone();
         let r_server = self.server.clone();
+        let (synced_tx, synced) = watch::channel(false);
         tokio::spawn(async move {
             while let Some(message) = rx.recv().await {
                 if writer.write_all(&proto::line(&message)).await.is_err()
@@ -442,6 +478,9 @@ impl BrokerChannel {
                             }
                         }
                     }
+                    Ok(FromBroker::Synced {}) => {
+                        synced_tx.send_replace(true);
+                    }
                     Ok(FromBroker::Error { message, .. }) => {
                         tracing::warn!("the approval broker reported: {message}");
                         break;
@@ -457,7 +496,12 @@ impl BrokerChannel {
             // Dropping the senders tells every waiting question the broker is gone.
             lock(&r_waiters).clear();
         });
-        let link = Arc::new(Link { tx, waiters, alive });
+        let link = Arc::new(Link {
+            tx,
+            waiters,
+            alive,
+            synced,
+        });
         *slot = Some(link.clone());
         Ok(link)
     }

@@ -470,6 +470,8 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
                         });
                     }
                 }
+                // Sent under the same lock: nothing shared later comes before it.
+                let _ = tx.send(FromBroker::Synced {});
             }
         }
         if role != Role::Status {

@@ -1,7 +1,9 @@
 //! The broker's wire protocol: one JSON object per line, versioned, strictly validated.
 //!
 //! A connection starts with `hello` (protocol version, the token, a role); the broker answers
-//! `welcome` or `error` and closes. Proxies then send `ask` / `withdraw` and receive `answer`;
+//! `welcome` or `error` and closes. A proxy of an agent session then receives what the
+//! session's other proxies shared so far (`taint`, `approvals`, `attempts`) and `synced` after
+//! it, and later what they share as they go. Proxies send `ask` / `withdraw` and receive `answer`;
 //! approvers receive a `snapshot` of the queue followed by `added` / `resolved` / `withdrawn`
 //! events and send `decide`; a `status` connection receives one `status` message.
 //!
@@ -11,8 +13,8 @@
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncReadExt as _};
 
-/// The protocol version this build speaks.
-pub const VERSION: u32 = 1;
+/// The protocol version this build speaks (2: `synced`).
+pub const VERSION: u32 = 2;
 /// The longest accepted line, in bytes.
 pub const MAX_LINE: usize = 64 * 1024;
 /// The longest accepted text field, in bytes.
@@ -354,6 +356,9 @@ pub enum FromBroker {
     Attempts {
         attempts: Vec<SharedAttempt>,
     },
+    /// To a proxy, once, right after `welcome` and its session's state at that moment: all
+    /// that the session's other proxies shared before it connected has been sent.
+    Synced {},
 }
 
 /// Reads one line of at most [`MAX_LINE`] bytes (without the newline). `Ok(None)` at end of

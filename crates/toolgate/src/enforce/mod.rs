@@ -37,7 +37,7 @@ use crate::approval::{
     self, Answer, ApprovalChannel, ClientAbilities, Mode, Prompt, Route, elicitation_params,
     input_required_result, parse_elicitation_result,
 };
-use crate::proxy::{Direction, Interceptor, Message, ProxyHandle, Verdict};
+use crate::proxy::{Direction, Interceptor, Message, ProxyHandle, StartFuture, Verdict};
 
 pub use backend::{Backend, Call, EngineBackend, Ruling, Scope};
 use reply::Blocked;
@@ -60,8 +60,10 @@ pub struct Settings {
     pub approval_timeout: Duration,
     /// The terminal channel (for `--approval tty|auto`), if any.
     pub tty: Option<Arc<dyn ApprovalChannel>>,
-    /// The local broker (a later issue), if any.
+    /// The local broker as an approval channel, if any.
     pub broker: Option<Arc<dyn ApprovalChannel>>,
+    /// The agent session shared through the broker, joined before the first message.
+    pub shared_session: Option<Arc<crate::broker::BrokerChannel>>,
     /// The audit log. `None` only in tests of the protocol mechanics.
     pub audit: Option<Arc<AuditWriter>>,
     /// Set when the audit log could not be opened: every call is denied with this reason.
@@ -1431,7 +1433,19 @@ async fn ask_client(
     }
 }
 
+/// How long start-up waits for the broker to send the agent session's shared state (it
+/// answers within a millisecond or two when it runs; without a broker there is no wait).
+const JOIN_SESSION_WITHIN: Duration = Duration::from_secs(1);
+
 impl Interceptor for Enforcer {
+    fn on_start(&self) -> StartFuture<'_> {
+        Box::pin(async move {
+            if let Some(session) = &self.inner.settings.shared_session {
+                session.join_session(JOIN_SESSION_WITHIN).await;
+            }
+        })
+    }
+
     fn after_delivery(&self) {
         self.inner.feed_taint();
         self.inner.write_deferred();

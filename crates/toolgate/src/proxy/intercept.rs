@@ -109,7 +109,16 @@ pub trait Interceptor: Send + Sync + 'static {
     /// place for work that must happen but need not delay delivery, such as auditing a
     /// result. Must be quick when there is nothing to do.
     fn after_delivery(&self) {}
+
+    /// Called once before the relay carries any message (e.g. to join an agent session at
+    /// the broker). The relay waits for it, so it must be bounded.
+    fn on_start(&self) -> StartFuture<'_> {
+        Box::pin(std::future::ready(()))
+    }
 }
+
+/// What [`Interceptor::on_start`] returns.
+pub type StartFuture<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
 
 /// Forwards everything untouched: the transparent relay.
 #[derive(Debug, Clone, Copy, Default)]

@@ -26,7 +26,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-pub use intercept::{Direction, Interceptor, Message, Parked, Passthrough, Verdict};
+pub use intercept::{Direction, Interceptor, Message, Parked, Passthrough, StartFuture, Verdict};
 pub use relay::{ORIGIN_ID_PREFIX, ProxyError, ProxyHandle, RelayConfig, UPSTREAM_EXITED};
 
 use crate::child;
@@ -52,6 +52,8 @@ pub async fn run(
     let (Some(child_in), Some(child_out)) = (upstream.stdin.take(), upstream.stdout.take()) else {
         anyhow::bail!("the upstream's stdin/stdout are not piped");
     };
+    // While the server starts: nothing is read from the client until this is done.
+    interceptor.on_start().await;
 
     let client_in = relay::client_input(config.relay.max_message_bytes)?;
     let client_out = relay::client_sink()?;
