@@ -183,15 +183,24 @@ impl NonceLedger {
 }
 
 /// The digest a sealed state binds: SHA-256 over the server, the tool and the RFC 8785
-/// canonical JSON of the arguments.
+/// canonical hash of the arguments (the `args_sha256` of the call's audit record).
 pub fn call_digest(server: Option<&str>, tool: &str, arguments: &serde_json::Value) -> String {
-    let canonical = serde_json_canonicalizer::to_vec(arguments).unwrap_or_default();
     let mut hasher = Sha256::new();
     for piece in [server.unwrap_or("").as_bytes(), tool.as_bytes()] {
         hasher.update((piece.len() as u64).to_be_bytes());
         hasher.update(piece);
     }
-    hasher.update(&canonical);
+    // A parsed value always has a canonical form; should that ever fail, no state is
+    // bound to the arguments' digest, and every such call gets a digest of its own.
+    match toolgate_audit::canonical_sha256(arguments) {
+        Ok(args) => hasher.update(args.as_bytes()),
+        Err(_) => {
+            let mut nonce = [0u8; 32];
+            let _ = getrandom::fill(&mut nonce);
+            hasher.update(b"no canonical form");
+            hasher.update(nonce);
+        }
+    }
     hex::encode(hasher.finalize())
 }
 
