@@ -922,7 +922,12 @@ fn tokenize(text: &str) -> Vec<Token> {
         }
     }
     if text.len() >= 9 {
-        for span in regex_spans(&SLACK_ID_RE, ascii, text) {
+        let ids = if ascii {
+            scan::slack_ids(text)
+        } else {
+            regex_spans(&SLACK_ID_RE, false, text)
+        };
+        for span in ids {
             let id = slice(span);
             if id.chars().any(|c| c.is_ascii_digit()) {
                 push(&mut out, plain(id.to_lowercase(), span));
@@ -1097,6 +1102,12 @@ mod tests {
             "ibans in {:?}",
             text
         );
+        proptest::prop_assert_eq!(
+            scan::slack_ids(text),
+            find_spans(re(&SLACK_ID_RE), text),
+            "slack ids in {:?}",
+            text
+        );
         Ok(())
     }
 
@@ -1135,6 +1146,13 @@ mod tests {
                     proptest::strategy::Just("x"),
                     proptest::strategy::Just("_"),
                     proptest::strategy::Just("\""),
+                    proptest::strategy::Just("C0123ABCD"),
+                    proptest::strategy::Just("W0123ABCDEFG"),
+                    proptest::strategy::Just("GET"),
+                    proptest::strategy::Just("U"),
+                    proptest::strategy::Just("D9"),
+                    proptest::strategy::Just("Z"),
+                    proptest::strategy::Just("q"),
                 ],
                 0..40,
             )
@@ -1158,6 +1176,8 @@ mod tests {
                 proptest::strategy::Just(" "),
                 proptest::strategy::Just("7"),
                 proptest::strategy::Just("x+"),
+                proptest::strategy::Just("W "),
+                proptest::strategy::Just("D"),
             ],
             before in 8140..8200_usize,
             text in ascii_text(),

@@ -11,12 +11,14 @@
 //!   their start): the places a match could start (a `+`, a `tel:`, two letters and two
 //!   digits at the start of a word) are found with a cheap scan (one `memchr2` pass for `+`
 //!   and `:`, a block-at-a-time test for digit pairs), and the regex runs only on a window of
-//!   the text at each of them.
+//!   the text at each of them;
+//! - a Slack id is a whole word of capitals and digits: it is measured at each start of a
+//!   word with one of its five first letters, found with `memchr`.
 //!
 //! Each function returns the `(start, end)` spans `find_iter` of the corresponding ASCII
 //! regex returns, in the same order; the property tests in the parent module check that.
 
-use memchr::{memchr_iter, memchr2_iter, memmem};
+use memchr::{memchr_iter, memchr2_iter, memchr3_iter, memmem};
 use regex::Regex;
 
 /// A match: byte offsets of its start and end.
@@ -211,7 +213,15 @@ pub(super) fn phones(text: &str, re: &Regex) -> Vec<Span> {
     // 3 bytes before its colon, and none of those 3 bytes is a `+`.
     let starts = memchr2_iter(b'+', b':', b).filter_map(|at| {
         if b.get(at) == Some(&b'+') {
-            return Some((at, PHONE_MAX));
+            // Most `+` in text start no number (`a+b`, a log's `+0000`): the regex runs only
+            // where a digit and at least five more of the number's bytes follow, which every
+            // match needs.
+            let rest = b.get(at + 1..).unwrap_or_default();
+            let long_enough = rest.first().is_some_and(u8::is_ascii_digit)
+                && rest
+                    .get(..6)
+                    .is_some_and(|six| six.iter().all(|&c| is_phone_byte(c)));
+            return long_enough.then_some((at, PHONE_MAX));
         }
         let start = at.checked_sub(3)?;
         b.get(start..at)?.eq_ignore_ascii_case(b"tel").then(|| {
@@ -223,20 +233,64 @@ pub(super) fn phones(text: &str, re: &Regex) -> Vec<Span> {
     windowed(re, text, starts)
 }
 
+/// `[0-9 \t().\-]`: a byte of a phone number after its first digit.
+fn is_phone_byte(c: u8) -> bool {
+    c.is_ascii_digit() || matches!(c, b' ' | b'\t' | b'(' | b')' | b'.' | b'-')
+}
+
 /// The IBAN regex's matches on ASCII text: it is run only where a word starts with two
 /// letters and two digits, on a window of [`IBAN_MAX`] bytes (plus one for its final `\b`).
 pub(super) fn ibans(text: &str, re: &Regex) -> Vec<Span> {
     let b = text.as_bytes();
-    let starts = digit_pairs(b).into_iter().filter_map(|digits| {
+    let starts = iban_heads(b).into_iter().filter_map(|digits| {
         let start = digits.checked_sub(2)?;
-        let letters = b.get(start..digits)?.iter().all(u8::is_ascii_alphabetic);
         let word_before = start
             .checked_sub(1)
             .and_then(|i| b.get(i))
             .is_some_and(|&c| is_word(c));
-        (letters && !word_before).then_some((start, IBAN_MAX))
+        (!word_before).then_some((start, IBAN_MAX))
     });
     windowed(re, text, starts)
+}
+
+/// The Slack-id regex's matches (`\b[CDGUW][A-Z0-9]{8,11}\b`) on ASCII text. An id is a
+/// whole run of capitals and digits: the regex matches at a word's start exactly when the
+/// word's first byte is one of the five letters, its run of capitals and digits is 9 to 12
+/// bytes long, and no word byte follows the run (a shorter greedy match would end before a
+/// capital or digit, where `\b` fails). The five letters are found with `memchr` (two
+/// passes, merged), and each is measured where it starts a word.
+pub(super) fn slack_ids(text: &str) -> Vec<Span> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut cdg = memchr3_iter(b'C', b'D', b'G', b).peekable();
+    let mut uw = memchr2_iter(b'U', b'W', b).peekable();
+    loop {
+        let start = match (cdg.peek(), uw.peek()) {
+            (Some(&x), Some(&y)) if x < y => cdg.next(),
+            (Some(_), Some(_)) | (None, Some(_)) => uw.next(),
+            (Some(_), None) => cdg.next(),
+            (None, None) => None,
+        };
+        let Some(start) = start else { break };
+        let word_before = start
+            .checked_sub(1)
+            .and_then(|i| b.get(i))
+            .is_some_and(|&c| is_word(c));
+        if word_before {
+            continue;
+        }
+        let rest = b.get(start..).unwrap_or_default();
+        let run = rest
+            .iter()
+            .take(13)
+            .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+            .count();
+        let after = rest.get(run).copied().is_some_and(is_word);
+        if (9..=12).contains(&run) && !after {
+            out.push((start, start + run));
+        }
+    }
+    out
 }
 
 /// Runs `re` at each `(start, longest)` in ascending order, skipping starts inside the
@@ -269,19 +323,32 @@ fn windowed(re: &Regex, text: &str, starts: impl IntoIterator<Item = (usize, usi
     out
 }
 
-/// Positions `i` with ASCII digits at `i` and `i + 1`, ascending.
+/// Positions `i` with ASCII digits at `i` and `i + 1` and ASCII letters at `i - 2` and
+/// `i - 1` (where an IBAN's country code and check digits could be), ascending.
 ///
 /// Most text has few digit pairs, so each block of [`PAIR_BLOCK`] bytes is first tested as a
 /// whole ([`has_digit_pair`], a loop the compiler vectorises); only a block that has one is
-/// searched, eight bytes at a time: [`digit_mask`] marks the digits of a word, a shift pairs
-/// each with its neighbour (the next word's first byte for its last).
-fn digit_pairs(b: &[u8]) -> Vec<usize> {
+/// searched, eight bytes at a time: [`digit_mask`] and [`letter_mask`] mark the digits and
+/// letters of a word, and shifts line each digit up with its neighbour after it and the two
+/// letters before it (from the next and the previous word at a word's ends). A log has digit
+/// pairs everywhere but few after two letters: they are dropped here, a word at a time.
+fn iban_heads(b: &[u8]) -> Vec<usize> {
     let mut out = Vec::new();
     let mut base = 0;
+    // The letters of the two bytes before a block, as the last two of a previous word.
+    let letters_before = |base: usize| {
+        let at = |i: Option<usize>| {
+            i.and_then(|i| b.get(i))
+                .map_or(0, |&c| letter_mask(u64::from(c)) & 0x80)
+        };
+        at(base.checked_sub(2)) << 48 | at(base.checked_sub(1)) << 56
+    };
     // Each window is a block and the byte after it, for the pair across its end.
     while let Some(window) = b.get(base..base + PAIR_BLOCK + 1) {
-        if let Ok(window) = <&[u8; PAIR_BLOCK + 1]>::try_from(window) {
-            block_pairs(base, window, &mut out);
+        if let Ok(window) = <&[u8; PAIR_BLOCK + 1]>::try_from(window)
+            && has_digit_pair(window)
+        {
+            block_pairs(base, letters_before(base), window, &mut out);
         }
         base += PAIR_BLOCK;
     }
@@ -290,20 +357,32 @@ fn digit_pairs(b: &[u8]) -> Vec<usize> {
     if let Some(rest) = b.get(base..).filter(|rest| rest.len() > 1) {
         let mut window = [0; PAIR_BLOCK + 1];
         window.iter_mut().zip(rest).for_each(|(w, &c)| *w = c);
-        block_pairs(base, &window, &mut out);
+        if has_digit_pair(&window) {
+            block_pairs(base, letters_before(base), &window, &mut out);
+        }
     }
     out
 }
 
-/// The digit pairs of a block at `base`, given with the byte after it.
-fn block_pairs(base: usize, window: &[u8; PAIR_BLOCK + 1], out: &mut Vec<usize>) {
-    if !has_digit_pair(window) {
-        return;
-    }
+/// The [`iban_heads`] of a block at `base` that has a digit pair, given with the byte after
+/// it and the [`letter_mask`] of the two bytes before it (as the last two bytes of a word).
+fn block_pairs(
+    base: usize,
+    letters_before: u64,
+    window: &[u8; PAIR_BLOCK + 1],
+    out: &mut Vec<usize>,
+) {
     let (block, after) = window.split_at(PAIR_BLOCK);
     let mut marks = [0; PAIR_BLOCK / 8];
-    for (mark, word) in marks.iter_mut().zip(block.chunks_exact(8)) {
-        *mark = <[u8; 8]>::try_from(word).map_or(0, |w| digit_mask(u64::from_le_bytes(w)));
+    let mut letters = [0; PAIR_BLOCK / 8];
+    for ((mark, letter), word) in marks
+        .iter_mut()
+        .zip(&mut letters)
+        .zip(block.chunks_exact(8))
+    {
+        let word = <[u8; 8]>::try_from(word).map_or(0, u64::from_le_bytes);
+        *mark = digit_mask(word);
+        *letter = letter_mask(word);
     }
     let after = after.first().is_some_and(u8::is_ascii_digit);
     for (j, &digits) in marks.iter().enumerate() {
@@ -312,7 +391,16 @@ fn block_pairs(base: usize, window: &[u8; PAIR_BLOCK + 1], out: &mut Vec<usize>)
             .get(j + 1)
             .map_or(u64::from(after) << 7, |&m| m & 0x80)
             << 56;
-        let mut pairs = digits & ((digits >> 8) | next);
+        let here = letters.get(j).copied().unwrap_or(0);
+        let previous = j
+            .checked_sub(1)
+            .and_then(|i| letters.get(i))
+            .copied()
+            .unwrap_or(letters_before);
+        // Letters one and two bytes before each byte.
+        let one_before = here << 8 | previous >> 56;
+        let two_before = here << 16 | previous >> 48;
+        let mut pairs = digits & ((digits >> 8) | next) & one_before & two_before;
         while pairs != 0 {
             out.push(base + j * 8 + pairs.trailing_zeros() as usize / 8);
             pairs &= pairs - 1;
@@ -320,7 +408,7 @@ fn block_pairs(base: usize, window: &[u8; PAIR_BLOCK + 1], out: &mut Vec<usize>)
     }
 }
 
-/// The bytes [`digit_pairs`] tests at once: large enough that the test's fixed cost is small
+/// The bytes [`iban_heads`] tests at once: large enough that the test's fixed cost is small
 /// against it, small enough that a block with one pair is not much work to search.
 const PAIR_BLOCK: usize = 128;
 
@@ -346,26 +434,41 @@ fn digit_mask(x: u64) -> u64 {
     at_least_0 & !above_9 & !x & HIGH
 }
 
+/// The high bit of each byte of `x` that is an ASCII letter (exact, as [`digit_mask`]:
+/// setting bit 5 maps each capital to its small letter and no other byte into `a..=z`).
+fn letter_mask(x: u64) -> u64 {
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    const LOW7: u64 = u64::from_ne_bytes([0x7F; 8]);
+    let small = (x | u64::from_ne_bytes([0x20; 8])) & LOW7;
+    let at_least_a = small.wrapping_add(u64::from_ne_bytes([0x80 - b'a'; 8]));
+    let above_z = small.wrapping_add(u64::from_ne_bytes([0x80 - b'z' - 1; 8]));
+    at_least_a & !above_z & !x & HIGH
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn digit_pairs_across_words() {
-        assert_eq!(digit_pairs(b"ab1234cd"), vec![2, 3, 4]);
-        assert_eq!(digit_pairs(b"abcdefg12hijklmn"), vec![7]);
-        assert_eq!(digit_pairs(b"abcdefg1"), Vec::<usize>::new());
-        assert_eq!(digit_pairs(b"9"), Vec::<usize>::new());
-        assert_eq!(digit_pairs(b"99"), vec![0]);
-        assert_eq!(digit_pairs(b"/:0a9:"), Vec::<usize>::new());
-        // Pairs inside a block, across words, across blocks and in the tail.
+    fn iban_heads_across_words_and_blocks() {
+        let none = Vec::<usize>::new();
+        assert_eq!(iban_heads(b"ab1234cd"), vec![2]);
+        assert_eq!(iban_heads(b"abcdefG12hijklmn"), vec![7]);
+        assert_eq!(iban_heads(b"abcdefg1"), none);
+        assert_eq!(iban_heads(b"99"), none);
+        assert_eq!(iban_heads(b"a99"), none);
+        assert_eq!(iban_heads(b"/:0a9:"), none);
+        assert_eq!(iban_heads(b"a_12 @b12 [Z12"), none);
+        // Heads inside a word, across words, across blocks (letters in the block before)
+        // and in the tail.
         let mut long = vec![b'x'; 400];
-        let at = [0, 15, 31, 63, 98, 126, 255, 383, 386, 398];
+        let at = [0, 15, 31, 63, 98, 126, 128, 129, 255, 383, 386, 398];
         for &i in &at {
             long[i] = b'4';
             long[i + 1] = b'2';
         }
-        assert_eq!(digit_pairs(&long), at);
+        assert_eq!(iban_heads(&long), naive_iban_heads(&long));
+        assert_eq!(iban_heads(&long), [15, 31, 63, 98, 126, 255, 383, 398]);
         for byte in 0..=255_u8 {
             for at in 0..8 {
                 let mut word = [b'5'; 8];
@@ -375,33 +478,46 @@ mod tests {
                     .map(|j| 0x80 << (8 * j))
                     .sum();
                 assert_eq!(digit_mask(u64::from_le_bytes(word)), expected, "{word:?}");
+                let mut word = [b'q'; 8];
+                word[at] = byte;
+                let expected: u64 = (0..8)
+                    .filter(|&j| word[j].is_ascii_alphabetic())
+                    .map(|j| 0x80 << (8 * j))
+                    .sum();
+                assert_eq!(letter_mask(u64::from_le_bytes(word)), expected, "{word:?}");
             }
         }
-        let mixed = b"1a22b333c4444d5\xff66\x8077 9";
-        let expected: Vec<usize> = (0..mixed.len() - 1)
-            .filter(|&i| mixed[i].is_ascii_digit() && mixed[i + 1].is_ascii_digit())
-            .collect();
-        assert_eq!(digit_pairs(mixed), expected);
+        let mixed = b"1a22b333c4444d5\xff66\x8077 9ab12Cd34\xe9f56";
+        assert_eq!(iban_heads(mixed), naive_iban_heads(mixed));
     }
 
-    fn naive_digit_pairs(b: &[u8]) -> Vec<usize> {
-        (0..b.len().saturating_sub(1))
-            .filter(|&i| b[i].is_ascii_digit() && b[i + 1].is_ascii_digit())
+    fn naive_iban_heads(b: &[u8]) -> Vec<usize> {
+        (2..b.len().saturating_sub(1))
+            .filter(|&i| {
+                b[i - 2].is_ascii_alphabetic()
+                    && b[i - 1].is_ascii_alphabetic()
+                    && b[i].is_ascii_digit()
+                    && b[i + 1].is_ascii_digit()
+            })
             .collect()
     }
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
 
-        /// Digits among other bytes, sparse or dense, in texts of several blocks.
+        /// Digits and letters among other bytes, sparse or dense, in texts of several
+        /// blocks.
         #[test]
-        fn digit_pairs_like_a_byte_loop(
+        fn iban_heads_like_a_byte_loop(
             bytes in proptest::collection::vec(
                 proptest::prop_oneof![
                     4 => proptest::prelude::any::<u8>(),
-                    1 => b'0'..=b'9',
+                    2 => b'0'..=b'9',
+                    2 => b'a'..=b'z',
+                    1 => b'A'..=b'Z',
                     1 => proptest::strategy::Just(b'/'),
-                    1 => proptest::strategy::Just(b':'),
+                    1 => proptest::strategy::Just(b'@'),
+                    1 => proptest::strategy::Just(b'`'),
                 ],
                 0..600,
             ),
@@ -413,7 +529,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, &c)| if dense > 0 && i % dense == 0 { b'0' + (c % 10) } else { c })
                 .collect();
-            proptest::prop_assert_eq!(digit_pairs(&bytes), naive_digit_pairs(&bytes));
+            proptest::prop_assert_eq!(iban_heads(&bytes), naive_iban_heads(&bytes));
         }
     }
 
@@ -444,6 +560,27 @@ mod tests {
             each_byte(&bytes, needle, |i| found.push(i));
             let expected: Vec<usize> = (0..bytes.len()).filter(|&i| bytes[i] == needle).collect();
             proptest::prop_assert_eq!(found, expected);
+        }
+    }
+
+    #[test]
+    fn slack_ids_are_whole_words_of_capitals_and_digits() {
+        let none: Vec<Span> = Vec::new();
+        assert_eq!(slack_ids("C0123ABCD"), vec![(0, 9)]);
+        assert_eq!(slack_ids("to U0123ABCDEFG."), vec![(3, 15)]);
+        assert_eq!(slack_ids("(C0123ABCD) D0123ABCD"), vec![(1, 10), (12, 21)]);
+        assert_eq!(slack_ids("U0123ABCDEFGH"), none, "13 long");
+        assert_eq!(slack_ids("C0123ABC"), none, "8 long");
+        assert_eq!(slack_ids("xC0123ABCD"), none);
+        assert_eq!(slack_ids("_C0123ABCD"), none);
+        assert_eq!(slack_ids("C0123ABCDx"), none);
+        assert_eq!(slack_ids("E0123ABCD GET"), none);
+        // Every place around a block's end, after a space and after a word byte.
+        for at in 110..140 {
+            let text = format!("{}G0123ABCD9 ", " ".repeat(at));
+            assert_eq!(slack_ids(&text), vec![(at, at + 10)], "at {at}");
+            let text = format!("{}G0123ABCD9", "x".repeat(at));
+            assert_eq!(slack_ids(&text), none, "after a word, at {at}");
         }
     }
 
