@@ -43,18 +43,7 @@ impl World {
     /// initialized, with every page of its tools listed.
     fn gate(&self, name: &str, server: &str, session: &str, approval: &str, policy: &str) -> Gate {
         let mut gate = self.initialized(name, server, session, approval, policy);
-        // Every page, like a real client: tools are pinned before their first call.
-        let mut cursor: Option<String> = None;
-        for n in 0..20 {
-            let id = json!(format!("list-{n}"));
-            let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
-            gate.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/list","params":params}));
-            let r = gate.response(&id);
-            cursor = r["result"]["nextCursor"].as_str().map(str::to_owned);
-            if cursor.is_none() {
-                break;
-            }
-        }
+        gate.list_all();
         gate
     }
 
@@ -66,6 +55,19 @@ impl World {
         session: &str,
         approval: &str,
         policy: &str,
+    ) -> Gate {
+        self.initialized_with(name, server, session, approval, policy, false)
+    }
+
+    /// [`World::initialized`], its stderr captured if `capture_stderr`.
+    fn initialized_with(
+        &self,
+        name: &str,
+        server: &str,
+        session: &str,
+        approval: &str,
+        policy: &str,
+        capture_stderr: bool,
     ) -> Gate {
         let base = self.base();
         let work = base.join(format!("work-{name}"));
@@ -102,7 +104,7 @@ impl World {
             .env("HOME", base.join("home"))
             .env("TOOLGATE_PINS_DIR", base.join(format!("pins-{name}")));
         let mut gate = Gate {
-            peer: Peer::spawn(cmd, false),
+            peer: Peer::spawn(cmd, capture_stderr),
         };
         gate.send(
             json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
@@ -138,6 +140,21 @@ struct Gate {
 }
 
 impl Gate {
+    /// Lists every page, like a real client: tools are pinned before their first call.
+    fn list_all(&mut self) {
+        let mut cursor: Option<String> = None;
+        for n in 0..20 {
+            let id = json!(format!("list-{n}"));
+            let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
+            self.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/list","params":params}));
+            let r = self.response(&id);
+            cursor = r["result"]["nextCursor"].as_str().map(str::to_owned);
+            if cursor.is_none() {
+                break;
+            }
+        }
+    }
+
     fn send(&mut self, v: Value) {
         self.peer.send(serde_json::to_vec(&v).unwrap());
     }
@@ -239,6 +256,61 @@ fn poisoned_read_through_one_server_blocks_sending_through_another() {
         "the e-mail must not be sent"
     );
     drop(broker);
+}
+
+#[test]
+fn a_broker_that_never_answers_delays_start_up_by_the_join_bound_only() {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let w = World {
+        dir: tempfile::tempdir().unwrap(),
+    };
+    // A wedged broker: its directory, token and socket are in order, and it accepts every
+    // connection (kept open until the test ends) but never answers the hello.
+    let dir = w.base().join("b");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(dir.join("token"))
+        .unwrap()
+        .write_all("ab".repeat(32).as_bytes())
+        .unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(dir.join("broker.sock")).unwrap();
+    let (tx, accepted) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            if conn.map(|c| tx.send(c)).is_err() {
+                return;
+            }
+        }
+    });
+
+    let started = std::time::Instant::now();
+    let mut gate = w.initialized_with("mail", "mail", "agent-1", "none", DEMO_POLICY, true);
+    let took = started.elapsed();
+    let _held = accepted
+        .recv_timeout(LIMIT)
+        .expect("the proxy never tried to join its session");
+    // The join is bounded at 1 s in all: not by the 5 s that connecting may take.
+    assert!(
+        took < Duration::from_secs(4),
+        "start-up took {took:?} with a broker that never answers"
+    );
+    // Calls are decided without the session's state: unproven, not tainted.
+    gate.list_all();
+    let r = send_to_attacker(&mut gate, 1);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(text(&r).contains("not a trusted destination"), "{r}");
+    gate.peer.close_stdin();
+    gate.peer.wait();
+    let stderr = gate.peer.stderr();
+    assert!(
+        stderr.contains("the approval broker did not answer within 1000 ms"),
+        "{stderr}"
+    );
 }
 
 #[test]

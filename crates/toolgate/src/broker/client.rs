@@ -264,25 +264,35 @@ impl BrokerChannel {
     }
 
     /// Joins the agent session at start-up: connects to the broker and waits, at most
-    /// `within`, until it has sent what the session's other proxies shared so far, so that
-    /// even the first call is decided knowing it (a destination tainted through another
-    /// server is a hard deny from the start). Returns at once without a session key or a
-    /// broker (the proxy then keeps a session of its own); a broker that does not answer in
-    /// time delays start-up by `within` and is logged, and what it sends later is imported
-    /// as it arrives.
+    /// `within` in all (connecting included), until it has sent what the session's other
+    /// proxies shared so far, so that even the first call is decided knowing it (a
+    /// destination tainted through another server is a hard deny from the start). Returns at
+    /// once without a session key or a broker (the proxy then keeps a session of its own); a
+    /// broker that does not answer in time delays start-up by `within` and is logged, and
+    /// what it sends later is imported as it arrives (the connection is then made again in
+    /// the background, under [`CONNECT_TIMEOUT`]).
     pub async fn join_session(self: &Arc<Self>, within: Duration) {
         if self.session.is_none() {
             return;
         }
-        let link = match self.link().await {
-            Ok(link) => link,
-            Err(why) => {
+        let deadline = tokio::time::Instant::now() + within;
+        let link = match tokio::time::timeout_at(deadline, self.link()).await {
+            Ok(Ok(link)) => link,
+            Ok(Err(why)) => {
                 tracing::debug!("not sharing the agent session: {why}");
+                return;
+            }
+            Err(_) => {
+                tracing::warn!(
+                    "the approval broker did not answer within {} ms; calls are decided without what this agent session's other proxies saw until it does",
+                    within.as_millis()
+                );
+                self.kick();
                 return;
             }
         };
         let mut synced = link.synced.clone();
-        match tokio::time::timeout(within, synced.wait_for(|done| *done)).await {
+        match tokio::time::timeout_at(deadline, synced.wait_for(|done| *done)).await {
             Ok(Ok(_)) => {}
             Ok(Err(_)) => tracing::debug!(
                 "the approval broker closed the connection before sending the agent session's shared state"
