@@ -42,25 +42,14 @@ impl World {
     /// A proxy `name` (its own workspace, pins, audit and outbox) of server `server`,
     /// initialized, with every page of its tools listed.
     fn gate(&self, name: &str, server: &str, session: &str, approval: &str, policy: &str) -> Gate {
-        let mut gate = self.initialized(name, server, session, approval, policy);
+        let mut gate = self.initialized(name, server, session, approval, policy, false);
         gate.list_all();
         gate
     }
 
-    /// A proxy `name` of server `server`, initialized (its tools not listed).
+    /// A proxy `name` of server `server`, initialized (its tools not listed), its stderr
+    /// captured if `capture_stderr`.
     fn initialized(
-        &self,
-        name: &str,
-        server: &str,
-        session: &str,
-        approval: &str,
-        policy: &str,
-    ) -> Gate {
-        self.initialized_with(name, server, session, approval, policy, false)
-    }
-
-    /// [`World::initialized`], its stderr captured if `capture_stderr`.
-    fn initialized_with(
         &self,
         name: &str,
         server: &str,
@@ -243,7 +232,14 @@ fn poisoned_read_through_one_server_blocks_sending_through_another() {
     // A proxy joining the session later learns what it saw so far before it reads its
     // first message: its very first call to the address, even before any listing, is the
     // hard deny.
-    let mut late = w.initialized("late-mail", "late-mail", "agent-1", "none", DEMO_POLICY);
+    let mut late = w.initialized(
+        "late-mail",
+        "late-mail",
+        "agent-1",
+        "none",
+        DEMO_POLICY,
+        false,
+    );
     let r = send_to_attacker(&mut late, 4);
     assert_eq!(r["result"]["isError"], true, "{r}");
     let why = text(&r);
@@ -289,7 +285,7 @@ fn a_broker_that_never_answers_delays_start_up_by_the_join_bound_only() {
     });
 
     let started = std::time::Instant::now();
-    let mut gate = w.initialized_with("mail", "mail", "agent-1", "none", DEMO_POLICY, true);
+    let mut gate = w.initialized("mail", "mail", "agent-1", "none", DEMO_POLICY, true);
     let took = started.elapsed();
     let _held = accepted
         .recv_timeout(LIMIT)

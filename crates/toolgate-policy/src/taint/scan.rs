@@ -469,26 +469,25 @@ mod tests {
         }
         assert_eq!(iban_heads(&long), naive_iban_heads(&long));
         assert_eq!(iban_heads(&long), [15, 31, 63, 98, 126, 255, 383, 398]);
-        for byte in 0..=255_u8 {
-            for at in 0..8 {
-                let mut word = [b'5'; 8];
-                word[at] = byte;
-                let expected: u64 = (0..8)
-                    .filter(|&j| word[j].is_ascii_digit())
-                    .map(|j| 0x80 << (8 * j))
-                    .sum();
-                assert_eq!(digit_mask(u64::from_le_bytes(word)), expected, "{word:?}");
-                let mut word = [b'q'; 8];
-                word[at] = byte;
-                let expected: u64 = (0..8)
-                    .filter(|&j| word[j].is_ascii_alphabetic())
-                    .map(|j| 0x80 << (8 * j))
-                    .sum();
-                assert_eq!(letter_mask(u64::from_le_bytes(word)), expected, "{word:?}");
-            }
-        }
+        mask_like_a_byte_test(digit_mask, b'5', u8::is_ascii_digit);
+        mask_like_a_byte_test(letter_mask, b'q', u8::is_ascii_alphabetic);
         let mixed = b"1a22b333c4444d5\xff66\x8077 9ab12Cd34\xe9f56";
         assert_eq!(iban_heads(mixed), naive_iban_heads(mixed));
+    }
+
+    /// `mask` against `is` for every byte at every place of a word of `fill`.
+    fn mask_like_a_byte_test(mask: fn(u64) -> u64, fill: u8, is: fn(&u8) -> bool) {
+        for byte in 0..=255_u8 {
+            for at in 0..8 {
+                let mut word = [fill; 8];
+                word[at] = byte;
+                let expected: u64 = (0..8)
+                    .filter(|&j| is(&word[j]))
+                    .map(|j| 0x80 << (8 * j))
+                    .sum();
+                assert_eq!(mask(u64::from_le_bytes(word)), expected, "{word:?}");
+            }
+        }
     }
 
     fn naive_iban_heads(b: &[u8]) -> Vec<usize> {
