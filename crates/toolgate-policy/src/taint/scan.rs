@@ -34,6 +34,13 @@ fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
+/// Whether the byte before `at` is a word byte (then `\b` fails at `at` before a word byte).
+fn word_before(b: &[u8], at: usize) -> bool {
+    at.checked_sub(1)
+        .and_then(|i| b.get(i))
+        .is_some_and(|&c| is_word(c))
+}
+
 /// `[A-Za-z0-9\-]`: a character of a domain label. A table (one load instead of three range
 /// tests) because the domain scanner asks about every byte of a label around each dot.
 fn is_label(b: u8) -> bool {
@@ -87,11 +94,7 @@ pub(super) fn urls(text: &str) -> Vec<Span> {
         }) else {
             continue;
         };
-        let word_before = start
-            .checked_sub(1)
-            .and_then(|i| b.get(i))
-            .is_some_and(|&c| is_word(c));
-        if start < pos || word_before {
+        if start < pos || word_before(b, start) {
             continue;
         }
         let rest = b.get(colon + 3..).unwrap_or_default();
@@ -244,11 +247,7 @@ pub(super) fn ibans(text: &str, re: &Regex) -> Vec<Span> {
     let b = text.as_bytes();
     let starts = iban_heads(b).into_iter().filter_map(|digits| {
         let start = digits.checked_sub(2)?;
-        let word_before = start
-            .checked_sub(1)
-            .and_then(|i| b.get(i))
-            .is_some_and(|&c| is_word(c));
-        (!word_before).then_some((start, IBAN_MAX))
+        (!word_before(b, start)).then_some((start, IBAN_MAX))
     });
     windowed(re, text, starts)
 }
@@ -272,11 +271,7 @@ pub(super) fn slack_ids(text: &str) -> Vec<Span> {
             (None, None) => None,
         };
         let Some(start) = start else { break };
-        let word_before = start
-            .checked_sub(1)
-            .and_then(|i| b.get(i))
-            .is_some_and(|&c| is_word(c));
-        if word_before {
+        if word_before(b, start) {
             continue;
         }
         let rest = b.get(start..).unwrap_or_default();
