@@ -1433,8 +1433,9 @@ async fn ask_client(
     }
 }
 
-/// How long start-up waits for the broker to send the agent session's shared state (it
-/// answers within a millisecond or two when it runs; without a broker there is no wait).
+/// How long start-up waits, connecting included, for the broker to send the agent
+/// session's shared state (it answers within a millisecond or two when it runs; without a
+/// broker there is no wait).
 const JOIN_SESSION_WITHIN: Duration = Duration::from_secs(1);
 
 impl Interceptor for Enforcer {
