@@ -16,7 +16,7 @@ use crate::contracts::packs::pack_names;
 use crate::decision::{Contract, ContractResult, Effect, SinkFinding};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::model::Policy;
-use crate::normalize::{NormalizeContext, ToolCall, normalize};
+use crate::normalize::{NormalizeContext, ToolCall, normalize_mapped};
 use crate::rules::{
     CallFacts, CompiledRule, Vars, compile_rule_with, component_literal, dir_components,
 };
@@ -208,21 +208,21 @@ impl Engine {
         ctx: &NormalizeContext<'_>,
         now_ms: u64,
     ) -> Decision {
-        // The pinned definition is borrowed, not copied: normalisation reads it before the
-        // contracts take the session mutably (they look it up themselves, pinned first, so
-        // they get the caller's `call`), and the rules read it again afterwards (the
-        // contracts record an attempt; they never change pins). The contract resolved for
-        // the mapping is the one checked: the same definition (pinned, else the call's),
-        // and nothing in between changes pins.
-        let (action, resolved) = {
+        // The contract is resolved first (the session keeps it per tool, so this is a
+        // lookup); its mapping is the one normalisation uses, for the same definition
+        // (pinned, else the call's), and nothing before the rules changes the pins. The pinned
+        // definition is borrowed, not copied: normalisation reads it before the contracts
+        // take the session mutably, and the rules read it again afterwards.
+        let resolved = self
+            .contracts
+            .lookup_in(call.tool, session, call.definition);
+        let action = {
             let definition = session.pinned_definition(call.tool).or(call.definition);
             let call = ToolCall {
                 definition,
                 ..*call
             };
-            let resolved = self.contracts.lookup_with(call.tool, definition);
-            let mapping = resolved.mapping(definition);
-            (normalize(&call, mapping.as_ref(), ctx), resolved)
+            normalize_mapped(&call, resolved.mapping(), ctx)
         };
         let results =
             self.contracts

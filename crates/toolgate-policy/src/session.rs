@@ -7,11 +7,13 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::action::{Action, Operation};
+use crate::contracts::Resolution;
 use crate::decision::{SinkFinding, SinkVerdict};
 use crate::fingerprint::fingerprint;
 use crate::taint::{OutputTrust, TaintIndex, TaintLimits, TaintSource};
@@ -126,6 +128,10 @@ pub struct Session {
     seq: u64,
     /// A complete listing was pinned: a tool that appears after it is new, not pinned.
     baseline: bool,
+    /// The contract each tool resolved to, with the id of the contracts that resolved it
+    /// ([`Contracts::lookup_in`](crate::contracts::Contracts::lookup_in)). Resolving reads
+    /// the pinned definition, so any change to the pins empties it.
+    resolutions: HashMap<String, (u64, Arc<Resolution>)>,
 }
 
 /// The fields of a definition that the fingerprint covers.
@@ -209,6 +215,7 @@ impl Session {
             approvals: HashSet::new(),
             seq: 0,
             baseline: false,
+            resolutions: HashMap::new(),
         }
     }
 
@@ -251,6 +258,7 @@ impl Session {
     }
 
     fn pin_listing<'a>(&mut self, tools: impl Iterator<Item = Cow<'a, Value>>) -> PinReport {
+        self.resolutions.clear();
         let mut report = PinReport::default();
         let mut seen = HashSet::new();
         for def in tools {
@@ -403,6 +411,28 @@ impl Session {
             .map(|p| &p.accepted)
     }
 
+    /// The resolution of `tool` kept by [`Session::keep_resolution`] for the same contracts.
+    pub(crate) fn resolution(&self, contracts: u64, tool: &str) -> Option<Arc<Resolution>> {
+        self.resolutions
+            .get(tool)
+            .filter(|(id, _)| *id == contracts)
+            .map(|(_, r)| Arc::clone(r))
+    }
+
+    /// Keeps what `tool` resolved to under the current pins (bounded like the pins).
+    pub(crate) fn keep_resolution(
+        &mut self,
+        contracts: u64,
+        tool: &str,
+        resolution: Arc<Resolution>,
+    ) {
+        if self.resolutions.len() >= self.limits.max_tools && !self.resolutions.contains_key(tool) {
+            self.resolutions.clear();
+        }
+        self.resolutions
+            .insert(tool.to_owned(), (contracts, resolution));
+    }
+
     /// The fingerprint approvals of this tool are bound to: the pinned one, or the changed
     /// definition's while a change is pending.
     pub fn fingerprint_of(&self, tool: &str) -> Option<&str> {
@@ -421,6 +451,7 @@ impl Session {
         let Some((def, fp, _)) = p.pending.take() else {
             return false;
         };
+        self.resolutions.clear();
         p.accepted = def;
         p.accepted_fp = fp;
         p.from_last_session = false;

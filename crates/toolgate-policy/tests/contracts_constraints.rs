@@ -53,8 +53,8 @@ fn constraint(c: &Contracts, tool: &str, args: Value) -> (Effect, String) {
         arguments: &args,
         definition: None,
     };
-    let mapping = c.lookup(tool).mapping(None);
-    let action = normalize(&call, mapping.as_ref(), &ctx);
+    let resolved = c.lookup(tool);
+    let action = normalize(&call, resolved.mapping(), &ctx);
     let mut s = session();
     let rs = c.check_in(&call, &action, &mut s, Some(&ctx), 0);
     let r = rs

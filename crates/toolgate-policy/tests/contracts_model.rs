@@ -213,16 +213,16 @@ send_email: {max_calls: 1}
     )
     .unwrap();
     let r = c.lookup("send_email");
-    assert_eq!(r.contract.max_calls, Some(1));
+    assert_eq!(r.contract().max_calls, Some(1));
     assert_eq!(
-        r.contract.on_tainted,
+        r.contract().on_tainted,
         Some(OnTainted::Ask),
         "fields the exact entry leaves out come from globs"
     );
-    assert_eq!(r.contract.exfiltrating, Some(true), "pack field survives");
-    assert!(matches!(r.sources.last(), Some(EntrySource::User { key }) if key == "send_email"));
-    assert_eq!(c.lookup("send_sms").contract.max_calls, Some(10));
-    assert_eq!(c.lookup("anything").contract.max_calls, Some(100));
+    assert_eq!(r.contract().exfiltrating, Some(true), "pack field survives");
+    assert!(matches!(r.sources().last(), Some(EntrySource::User { key }) if key == "send_email"));
+    assert_eq!(c.lookup("send_sms").contract().max_calls, Some(10));
+    assert_eq!(c.lookup("anything").contract().max_calls, Some(100));
     assert!(c.lookup("send_sms").has_entry());
 }
 
@@ -231,12 +231,15 @@ fn heuristics_only_when_nothing_else_says() {
     let c = Contracts::compile(&BTreeMap::new(), &[]).unwrap();
     let r = c.lookup("delete_record");
     assert!(!r.has_entry());
-    assert_eq!(r.contract.budget.as_ref().unwrap().max, 10);
-    assert_eq!(c.lookup("publish_post").contract.exfiltrating, Some(true));
-    assert_eq!(c.lookup("confirm_order").contract, ToolContract::default());
+    assert_eq!(r.contract().budget.as_ref().unwrap().max, 10);
+    assert_eq!(c.lookup("publish_post").contract().exfiltrating, Some(true));
+    assert_eq!(
+        *c.lookup("confirm_order").contract(),
+        ToolContract::default()
+    );
     // An entry that says nothing about exfiltration keeps the heuristic.
     let c = Contracts::compile(&user("send_invoice: {max_calls: 3}"), &[]).unwrap();
-    assert_eq!(c.lookup("send_invoice").contract.exfiltrating, Some(true));
+    assert_eq!(c.lookup("send_invoice").contract().exfiltrating, Some(true));
 }
 
 #[test]
@@ -246,13 +249,13 @@ fn mapping_from_entry_over_builtin() {
         &pack_names(),
     )
     .unwrap();
-    let m = c.lookup("run_it").mapping(None).unwrap();
+    let m = c.lookup("run_it").mapping().cloned().unwrap();
     assert_eq!(m.operation, Some(Operation::ShellExec));
     assert_eq!(m.command_param.as_deref(), Some("cmd"));
-    let m = c.lookup("read_file").mapping(None).unwrap();
+    let m = c.lookup("read_file").mapping().cloned().unwrap();
     assert_eq!(m.operation, Some(Operation::FsRead));
     assert_eq!(m.path_params, ["path", "extra"]);
-    assert!(c.lookup("totally_unknown").mapping(None).is_none());
+    assert!(c.lookup("totally_unknown").mapping().is_none());
 }
 
 #[test]

@@ -380,3 +380,50 @@ fn a_tool_new_since_an_earlier_session_asks_once() {
     }
     assert!(matches!(s.pin_state("search"), PinState::Pinned { .. }));
 }
+
+/// The session keeps a tool's resolved contract, and the kept one is always what a fresh
+/// lookup with the pinned definition gives: a definition that gains a recipient argument
+/// makes the tool exfiltrating once the change is accepted, not before, and not from the
+/// resolution kept for the old definition.
+#[test]
+fn kept_resolution_follows_the_pins_and_the_contracts() {
+    let c = contracts("{}");
+    let mut s = session(true);
+    let exfiltrating =
+        |c: &Contracts, s: &mut Session| c.lookup_in("do_thing", s, None).exfiltrating();
+    let fresh = |c: &Contracts, s: &Session| {
+        c.lookup_with("do_thing", s.pinned_definition("do_thing"))
+            .exfiltrating()
+    };
+    assert!(!exfiltrating(&c, &mut s), "unpinned, no schema");
+    s.pin_tools(&[def("do_thing", "d", json!({"note": {"type": "string"}}))]);
+    assert!(!exfiltrating(&c, &mut s));
+    assert!(!exfiltrating(&c, &mut s), "kept");
+    let rug = def("do_thing", "d", json!({"recipient": {"type": "string"}}));
+    s.pin_tools(std::slice::from_ref(&rug));
+    assert!(
+        !exfiltrating(&c, &mut s),
+        "a pending change is not the pinned definition"
+    );
+    assert_eq!(exfiltrating(&c, &mut s), fresh(&c, &s));
+    assert!(s.approve_pin("do_thing"));
+    assert!(
+        exfiltrating(&c, &mut s),
+        "the accepted definition has a recipient"
+    );
+    assert_eq!(exfiltrating(&c, &mut s), fresh(&c, &s));
+    // The call's own definition, with nothing pinned, is looked up but not kept.
+    let mut s2 = session(true);
+    assert!(c.lookup_in("do_thing", &mut s2, Some(&rug)).exfiltrating());
+    assert!(!exfiltrating(&c, &mut s2));
+    // A listing changes the pins: the resolution kept from before it is dropped.
+    s2.pin_tools(std::slice::from_ref(&rug));
+    assert!(
+        exfiltrating(&c, &mut s2),
+        "pinned on first sight, with a recipient"
+    );
+    // Other contracts (a policy compiled again) never see this session's resolutions.
+    let strict = contracts("do_thing: {exfiltrating: false}");
+    assert!(!exfiltrating(&strict, &mut s));
+    assert!(exfiltrating(&c, &mut s));
+}

@@ -2,7 +2,8 @@
 //! (pinning, budget, constraints, sink gate).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use globset::GlobMatcher;
 use regex::Regex;
@@ -55,46 +56,64 @@ pub struct Contracts {
     regexes: HashMap<String, Regex>,
     destinations: HashMap<String, DestinationPattern>,
     windows: HashMap<String, u64>,
+    /// Tells compilations apart, for the resolutions a session keeps (0: empty contracts).
+    id: u64,
 }
+
+/// The id of the next compiled [`Contracts`].
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// The contract that applies to one tool: every layer merged.
 #[derive(Debug, Clone)]
 pub struct ResolvedTool<'a> {
     pub tool: String,
-    pub contract: ToolContract,
-    /// The layers that contributed, lowest first.
-    pub sources: Vec<EntrySource>,
+    resolution: Arc<Resolution>,
     contracts: &'a Contracts,
 }
 
+/// What a tool resolves to under one definition: the merged contract, its layers, and the
+/// mapping its calls are normalised with. A session keeps these per tool
+/// ([`Contracts::lookup_in`]), so a call does not resolve its tool again.
+#[derive(Debug)]
+pub(crate) struct Resolution {
+    contract: ToolContract,
+    sources: Vec<EntrySource>,
+    mapping: Option<ToolMapping>,
+}
+
 impl ResolvedTool<'_> {
+    /// The merged contract.
+    pub fn contract(&self) -> &ToolContract {
+        &self.resolution.contract
+    }
+
+    /// The layers that contributed, lowest first.
+    pub fn sources(&self) -> &[EntrySource] {
+        &self.resolution.sources
+    }
+
     /// True when a pack or `tools:` entry describes the tool (not only heuristics).
     pub fn has_entry(&self) -> bool {
-        self.sources
+        self.sources()
             .iter()
             .any(|s| !matches!(s, EntrySource::Heuristics))
     }
 
     /// The mapping for normalisation: the entry's mapping fields over the built-in adapter's
     /// mapping; the built-in mapping alone when the entry gives none.
-    pub fn mapping(&self, definition: Option<&Value>) -> Option<ToolMapping> {
-        let builtin = builtin_mapping(&self.tool, definition);
-        if self.contract.has_mapping() {
-            Some(self.contract.mapping_over(builtin.unwrap_or_default()))
-        } else {
-            builtin
-        }
+    pub fn mapping(&self) -> Option<&ToolMapping> {
+        self.resolution.mapping.as_ref()
     }
 
     /// True when the sink gate applies.
     pub fn exfiltrating(&self) -> bool {
-        self.contract.exfiltrating == Some(true)
+        self.contract().exfiltrating == Some(true)
     }
 
     /// The trust label of this tool's output: `None` means untrusted as a whole,
     /// `Some([])` trusted as a whole, `Some(fields)` trusted at those fields only.
     pub fn trusted_output(&self) -> Option<Vec<String>> {
-        match &self.contract.output {
+        match &self.contract().output {
             Some(OutputSpec::Label(OutputLabel::Trusted)) => Some(Vec::new()),
             Some(OutputSpec::Fields(f)) => Some(f.trusted_fields.clone()),
             _ => None,
@@ -284,6 +303,7 @@ impl Contracts {
         if issues.iter().any(|i| i.severity == Severity::Error) {
             return Err(issues);
         }
+        out.id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         Ok(out)
     }
 
@@ -390,6 +410,43 @@ impl Contracts {
 
     /// Like [`Contracts::lookup`], with the tool's definition for schema heuristics.
     pub fn lookup_with(&self, tool: &str, definition: Option<&Value>) -> ResolvedTool<'_> {
+        ResolvedTool {
+            tool: tool.to_owned(),
+            resolution: Arc::new(self.resolve(tool, definition)),
+            contracts: self,
+        }
+    }
+
+    /// [`Contracts::lookup_with`] with the session's pinned definition, else
+    /// `call_definition`. The session keeps the resolution until its pins change, so the
+    /// calls of a tool resolve it once.
+    pub fn lookup_in(
+        &self,
+        tool: &str,
+        session: &mut Session,
+        call_definition: Option<&Value>,
+    ) -> ResolvedTool<'_> {
+        let pinned = session.pinned_definition(tool);
+        // A definition from the call itself is not the session's: not kept.
+        if pinned.is_none() && call_definition.is_some() {
+            return self.lookup_with(tool, call_definition);
+        }
+        let resolution = match session.resolution(self.id, tool) {
+            Some(kept) => kept,
+            None => {
+                let fresh = Arc::new(self.resolve(tool, pinned));
+                session.keep_resolution(self.id, tool, Arc::clone(&fresh));
+                fresh
+            }
+        };
+        ResolvedTool {
+            tool: tool.to_owned(),
+            resolution,
+            contracts: self,
+        }
+    }
+
+    fn resolve(&self, tool: &str, definition: Option<&Value>) -> Resolution {
         let mut contract = heuristic_contract(tool, definition);
         let mut sources = Vec::new();
         if contract != ToolContract::default() {
@@ -419,11 +476,16 @@ impl Contracts {
                 }
             }
         }
-        ResolvedTool {
-            tool: tool.to_owned(),
+        let builtin = builtin_mapping(tool, definition);
+        let mapping = if contract.has_mapping() {
+            Some(contract.mapping_over(builtin.unwrap_or_default()))
+        } else {
+            builtin
+        };
+        Resolution {
             contract,
             sources,
-            contracts: self,
+            mapping,
         }
     }
 
@@ -440,9 +502,7 @@ impl Contracts {
         tool: &str,
         result: &Value,
     ) -> u64 {
-        let trusted = self
-            .lookup_with(tool, session.pinned_definition(tool))
-            .trusted_output();
+        let trusted = self.lookup_in(tool, session, None).trusted_output();
         match trusted {
             Some(fields) if fields.is_empty() => {
                 session.record_output(server, tool, result, OutputTrust::Trusted)
@@ -475,15 +535,12 @@ impl Contracts {
         ctx: Option<&NormalizeContext>,
         now_ms: u64,
     ) -> Vec<ContractResult> {
-        let resolved = self.lookup_with(
-            call.tool,
-            session.pinned_definition(call.tool).or(call.definition),
-        );
+        let resolved = self.lookup_in(call.tool, session, call.definition);
         self.check_resolved(call, action, session, ctx, now_ms, resolved)
     }
 
     /// [`Contracts::check_in`] with the tool's contract already resolved, by
-    /// [`Contracts::lookup_with`] with the session's pinned definition or else the call's.
+    /// [`Contracts::lookup_in`] (the session's pinned definition, else the call's).
     pub(crate) fn check_resolved(
         &self,
         call: &ToolCall,
@@ -500,14 +557,14 @@ impl Contracts {
         let resolved = {
             let definition = session.pinned_definition(tool).or(call.definition);
             if session.limits().pinning {
-                results.push(pinning(session, tool, &resolved.contract, definition));
+                results.push(pinning(session, tool, resolved.contract(), definition));
             }
-            if let Some(r) = self.constraints(&resolved.contract, call, action, ctx) {
+            if let Some(r) = self.constraints(resolved.contract(), call, action, ctx) {
                 results.push(r);
             }
             // A call that passes a recipient argument (`to`, `bcc`, …) to a tool nobody
             // described is gated too, schema or not.
-            let recipient_args = resolved.contract.exfiltrating.is_none()
+            let recipient_args = resolved.contract().exfiltrating.is_none()
                 && call
                     .arguments
                     .as_object()
@@ -517,7 +574,7 @@ impl Contracts {
             }
             resolved
         };
-        if let Some(r) = self.budget(&resolved.contract, tool, session, now_ms) {
+        if let Some(r) = self.budget(resolved.contract(), tool, session, now_ms) {
             let at = usize::from(session.limits().pinning).min(results.len());
             results.insert(at, r);
         }

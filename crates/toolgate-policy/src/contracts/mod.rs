@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use crate::action::Operation;
 use crate::normalize::ToolMapping;
 
+pub(crate) use check::Resolution;
 pub use check::{Contracts, EntrySource, ResolvedTool, annotations_match};
 
 /// What the sink gate does with a destination that came from untrusted tool output.

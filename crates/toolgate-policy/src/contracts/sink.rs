@@ -160,7 +160,7 @@ impl Walk<'_> {
     }
 
     fn trusted(&self, token: &str) -> bool {
-        let Some(list) = &self.resolved.contract.trusted_destinations else {
+        let Some(list) = &self.resolved.contract().trusted_destinations else {
             return false;
         };
         list.iter().any(|p| {
@@ -188,7 +188,7 @@ pub(super) fn gate(
     definition: Option<&Value>,
     session: &Session,
 ) -> ContractResult {
-    let declared: &[String] = resolved.contract.sink_params.as_deref().unwrap_or(&[]);
+    let declared: &[String] = resolved.contract().sink_params.as_deref().unwrap_or(&[]);
     let mut walk = Walk {
         resolved,
         session,
@@ -223,7 +223,7 @@ pub(super) fn gate(
             walk.value("arguments", other);
         }
     }
-    let on_tainted = resolved.contract.on_tainted.unwrap_or(OnTainted::Deny);
+    let on_tainted = resolved.contract().on_tainted.unwrap_or(OnTainted::Deny);
     let effect_of = |v: SinkVerdict| match v {
         SinkVerdict::Tainted => match on_tainted {
             OnTainted::Deny => Effect::Deny,

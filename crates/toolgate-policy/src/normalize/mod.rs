@@ -256,6 +256,7 @@ fn opaque(operation: Operation) -> Part {
 }
 
 /// Never fails: anything not understood becomes an opaque `unknown` part (fail closed).
+/// Without a mapping the built-in adapter's applies, if there is one.
 pub fn normalize(call: &ToolCall, mapping: Option<&ToolMapping>, ctx: &NormalizeContext) -> Action {
     let builtin;
     let mapping = match mapping {
@@ -265,6 +266,16 @@ pub fn normalize(call: &ToolCall, mapping: Option<&ToolMapping>, ctx: &Normalize
             builtin.as_ref()
         }
     };
+    normalize_mapped(call, mapping, ctx)
+}
+
+/// [`normalize`] with the mapping already complete (a resolved contract's, which includes
+/// the built-in adapter's): without one the call is opaque.
+pub(crate) fn normalize_mapped(
+    call: &ToolCall,
+    mapping: Option<&ToolMapping>,
+    ctx: &NormalizeContext,
+) -> Action {
     let mut parts = match mapping {
         None => unknown_parts(call, ctx),
         Some(m) => {

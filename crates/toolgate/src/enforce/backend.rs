@@ -103,9 +103,6 @@ pub struct EngineBackend {
     shared: Option<std::sync::Arc<crate::broker::BrokerChannel>>,
     /// When the broker link was last woken to (re)connect.
     last_kick: Option<std::time::Instant>,
-    /// [`Backend::forbidden_outright`] by tool, with the fingerprint it was resolved
-    /// under (the pinned definition takes part in resolving a contract).
-    forbidden: std::collections::HashMap<String, (Option<String>, bool, bool)>,
 }
 
 /// How often a decision may wake the broker link to (re)connect. Waking it on every call
@@ -130,7 +127,6 @@ impl EngineBackend {
             vars,
             shared: None,
             last_kick: None,
-            forbidden: std::collections::HashMap::new(),
         }
     }
 
@@ -219,24 +215,14 @@ impl Backend for EngineBackend {
     }
 
     fn forbidden_outright(&mut self, tool: &str) -> bool {
-        // The same contract a call is decided under (the pinned definition); a listing
-        // repeats its tools, so the answer is kept until the definition changes.
-        let fp = self.session.fingerprint_of(tool);
-        let definition = self.session.pinned_definition(tool);
-        if let Some((seen_fp, seen_pinned, forbidden)) = self.forbidden.get(tool)
-            && seen_fp.as_deref() == fp
-            && *seen_pinned == definition.is_some()
-        {
-            return *forbidden;
-        }
-        let resolved = self.engine.contracts().lookup_with(tool, definition);
-        let forbidden = resolved.contract.max_calls == Some(0);
-        let key = (fp.map(str::to_owned), definition.is_some(), forbidden);
-        if self.forbidden.len() >= 100_000 {
-            self.forbidden.clear();
-        }
-        self.forbidden.insert(tool.to_owned(), key);
-        forbidden
+        // The same contract a call is decided under (the pinned definition's), which the
+        // session keeps until the pins change: a listing repeats its tools.
+        self.engine
+            .contracts()
+            .lookup_in(tool, &mut self.session, None)
+            .contract()
+            .max_calls
+            == Some(0)
     }
 
     fn decide(&mut self, call: &Call<'_>, now_ms: u64) -> Ruling {
