@@ -66,6 +66,34 @@ pub struct Appended {
 struct State {
     file: File,
     chain: Chain,
+    clock: Clock,
+}
+
+/// The time of the last append, formatted: appends within the same millisecond (a busy
+/// session makes dozens) reuse the text.
+#[derive(Debug, Default)]
+struct Clock {
+    millis: Option<u128>,
+    text: String,
+}
+
+impl Clock {
+    /// [`now_rfc3339`], formatted once per millisecond.
+    fn now(&mut self) -> String {
+        self.at(SystemTime::now())
+    }
+
+    fn at(&mut self, now: SystemTime) -> String {
+        let millis = now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_millis());
+        if millis.is_none() || millis != self.millis {
+            self.text = humantime::format_rfc3339_millis(now).to_string();
+            self.millis = millis;
+        }
+        self.text.clone()
+    }
 }
 
 #[derive(Debug)]
@@ -183,6 +211,7 @@ impl AuditWriter {
                 next_seq: 0,
                 prev: String::new(),
             },
+            clock: Clock::default(),
         };
         let writer = AuditWriter {
             path,
@@ -234,7 +263,8 @@ impl AuditWriter {
         let state = &mut *state;
         let _lock = FileLock::exclusive(&state.file, &self.path)?;
         self.sync_with_file(&state.file, &mut state.chain)?;
-        self.write_lines(&state.file, &mut state.chain, events)
+        let time = state.clock.now();
+        self.write_lines(&state.file, &mut state.chain, events, &time)
     }
 
     /// Brings `state` up to date with the file (which another process may have appended
@@ -331,7 +361,8 @@ impl AuditWriter {
         state: &mut Chain,
         event: &Event,
     ) -> Result<Appended, AuditError> {
-        let mut appended = self.write_lines(file, state, std::slice::from_ref(event))?;
+        let time = now_rfc3339();
+        let mut appended = self.write_lines(file, state, std::slice::from_ref(event), &time)?;
         appended.pop().ok_or(AuditError::Poisoned)
     }
 
@@ -342,8 +373,8 @@ impl AuditWriter {
         mut file: &File,
         state: &mut Chain,
         events: &[Event],
+        time: &str,
     ) -> Result<Vec<Appended>, AuditError> {
-        let time = now_rfc3339();
         let mut bytes = Vec::with_capacity(512 * events.len());
         let mut appended = Vec::with_capacity(events.len());
         let mut seq = state.next_seq;
@@ -368,7 +399,7 @@ impl AuditWriter {
                 &Line {
                     seq,
                     prev: &prev,
-                    time: &time,
+                    time,
                     event,
                 },
             )?;
@@ -377,7 +408,7 @@ impl AuditWriter {
             appended.push(Appended {
                 seq,
                 hash: hash.clone(),
-                time: time.clone(),
+                time: time.to_owned(),
             });
             seq = seq.saturating_add(1);
             prev = hash;
@@ -542,7 +573,23 @@ mod tests {
     use std::io::Write;
     use std::os::unix::fs::MetadataExt;
 
-    use super::size_and_links;
+    use super::{Clock, size_and_links};
+
+    #[test]
+    fn the_clock_reuses_the_text_only_within_its_millisecond() {
+        use std::time::{Duration, SystemTime};
+        let fmt = |t: SystemTime| humantime::format_rfc3339_millis(t).to_string();
+        let mut clock = Clock::default();
+        let t = SystemTime::UNIX_EPOCH + Duration::from_millis(1_764_000_000_123);
+        assert_eq!(clock.at(t), "2025-11-24T16:00:00.123Z");
+        let within = t + Duration::from_micros(999);
+        assert_eq!(clock.at(within), fmt(within), "the same millisecond");
+        for later in [t + Duration::from_millis(1), t + Duration::from_secs(3600)] {
+            assert_eq!(clock.at(later), fmt(later));
+        }
+        // A clock set back gets its own text.
+        assert_eq!(clock.at(t), fmt(t));
+    }
 
     #[test]
     fn size_and_links_follow_appends_links_and_unlinks() {
