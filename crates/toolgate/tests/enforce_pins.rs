@@ -186,6 +186,40 @@ fn after_list_changed_nothing_is_trusted_until_listed_again() {
     );
 }
 
+/// The ask of a call made while the tools are stale shows the call as any ask does (what it
+/// touches) with the reason, and a refusal blocks it.
+#[test]
+fn a_call_while_the_tools_are_stale_asks_showing_the_action() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let mut c = start(&base, "client", &["--rug-pull-after", "1"]);
+    let read = json!({"name":"read_file","arguments":{"path":"notes.txt"}});
+    let r = c.request("tools/call", read.clone(), &mut |p| {
+        panic!("unexpected prompt: {p}")
+    });
+    assert!(!blocked(&r), "{r}");
+    loop {
+        let m = c.peer.recv_json();
+        if m["method"] == "notifications/tools/list_changed" {
+            break;
+        }
+    }
+    let mut prompts = Vec::new();
+    let r = c.request("tools/call", read, &mut |p| {
+        prompts.push(p["message"].as_str().unwrap().to_owned());
+        json!({"action":"decline"})
+    });
+    assert!(blocked(&r), "{r}");
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    let notes = base.join("work/notes.txt");
+    assert!(
+        prompts[0].contains(&format!("`fs.read` of `{}`", notes.display())),
+        "what the call touches: {}",
+        prompts[0]
+    );
+    assert!(prompts[0].contains("list_changed"), "why: {}", prompts[0]);
+}
+
 /// toolgate does not pin a byte-identical repeat of the last one-page listing again;
 /// repeats leave every pinning decision as it was: before a change, while a change is
 /// pending, and after the server reverts it.

@@ -40,7 +40,8 @@ pub struct Prompt {
 }
 
 impl Prompt {
-    /// The prompt of a ruling no one is asked about (a deny): the tool and the reason.
+    /// The prompt of a ruling no one is asked about (an allow, a deny): the tool and the
+    /// reason.
     pub fn of_deny(server: Option<String>, tool: &str, why: &str) -> Prompt {
         Prompt {
             server,

@@ -28,7 +28,8 @@ pub struct Ruling {
     pub contract: String,
     pub rule: Option<String>,
     pub reason: String,
-    /// What to ask when `effect` is ask.
+    /// What to ask when `effect` is ask. An allow carries only the tool and the reason
+    /// (see [`Backend::prompt`] for one that becomes an ask).
     pub prompt: Prompt,
     /// The engine's decision (absent when the decision path itself failed).
     pub decision: Option<Decision>,
@@ -81,6 +82,12 @@ pub trait Backend: Send {
     fn approve(&mut self, call: &Call<'_>, ruling: &Ruling, scope: Scope);
     /// The accepted tool definitions, to persist for the next run (pending changes excluded).
     fn pins_to_persist(&self) -> std::collections::BTreeMap<String, Value>;
+    /// The full prompt of a ruling that was not an ask when decided (an allow that becomes
+    /// one); for a ruling without a decision, the one it has.
+    fn prompt(&self, call: &Call<'_>, ruling: &Ruling) -> Prompt {
+        let _ = call;
+        ruling.prompt.clone()
+    }
     /// True when the policy forbids `tool` outright (its resolved contract has
     /// `max_calls: 0`): `tools/list` hides it from the client.
     fn forbidden_outright(&mut self, _tool: &str) -> bool {
@@ -190,12 +197,12 @@ impl EngineBackend {
 
     fn ruling(&self, decision: Decision, tool: &str, arguments: &Value) -> Ruling {
         let fingerprint = self.session.fingerprint_of(tool).map(str::to_owned);
-        // Only an ask is shown to a person (an allow can still become one, when the tools
-        // changed); a deny's text is its reason.
-        let prompt = if decision.effect == Effect::Deny {
-            Prompt::of_deny(decision.action.server.clone(), tool, &decision.reason)
-        } else {
+        // Only an ask is shown to a person; an allow that becomes one (when the tools
+        // changed) gets its prompt then (`Backend::prompt`), and a deny's text is its reason.
+        let prompt = if decision.effect == Effect::Ask {
             prompt_for(&self.session, &decision, tool, arguments)
+        } else {
+            Prompt::of_deny(decision.action.server.clone(), tool, &decision.reason)
         };
         Ruling {
             effect: decision.effect,
@@ -212,6 +219,13 @@ impl EngineBackend {
 impl Backend for EngineBackend {
     fn pins_to_persist(&self) -> std::collections::BTreeMap<String, Value> {
         self.session.pins_to_persist()
+    }
+
+    fn prompt(&self, call: &Call<'_>, ruling: &Ruling) -> Prompt {
+        match &ruling.decision {
+            Some(decision) => prompt_for(&self.session, decision, call.tool, call.arguments),
+            None => ruling.prompt.clone(),
+        }
     }
 
     fn forbidden_outright(&mut self, tool: &str) -> bool {

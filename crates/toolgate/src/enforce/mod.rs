@@ -688,6 +688,7 @@ impl Enforcer {
             ruling.reason = format!(
                 "the server announced that its tools changed (`notifications/tools/list_changed`) and they were not listed again, so the definition of `{tool}` is unknown"
             );
+            ruling.prompt = lock(&self.inner.backend).prompt(&call, &ruling);
             ruling.prompt.why = ruling.reason.clone();
         }
         let retry = approval::retry_of(&params);
