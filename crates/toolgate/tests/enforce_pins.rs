@@ -149,21 +149,29 @@ fn a_definition_changed_since_the_last_run_asks_once_showing_what_changed() {
     assert!(!blocked(&r), "{r}");
 }
 
+/// Starts a server that announces `list_changed` after its first call, makes that call (a
+/// read, allowed) and waits for the announcement, which toolgate relays after marking the
+/// tools stale. Returns the client and the read.
+fn read_until_the_tools_change(base: &Path, approval: &str) -> (Client, Value) {
+    let mut c = start(base, approval, &["--rug-pull-after", "1"]);
+    let read = json!({"name":"read_file","arguments":{"path":"notes.txt"}});
+    let r = c.request("tools/call", read.clone(), &mut |p| {
+        panic!("unexpected prompt: {p}")
+    });
+    assert!(!blocked(&r), "{r}");
+    loop {
+        let m = c.peer.recv_json();
+        if m["method"] == "notifications/tools/list_changed" {
+            return (c, read);
+        }
+    }
+}
+
 #[test]
 fn after_list_changed_nothing_is_trusted_until_listed_again() {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().canonicalize().unwrap();
-    let mut c = start(&base, "none", &["--rug-pull-after", "1"]);
-    let read = json!({"name":"read_file","arguments":{"path":"notes.txt"}});
-    let r = c.request("tools/call", read.clone(), &mut |_| panic!("no prompt"));
-    assert!(!blocked(&r), "{r}");
-    // The server announces list_changed (toolgate marks the tools stale before relaying it).
-    loop {
-        let m = c.peer.recv_json();
-        if m["method"] == "notifications/tools/list_changed" {
-            break;
-        }
-    }
+    let (mut c, read) = read_until_the_tools_change(&base, "none");
     // The same call is no longer trusted.
     let r = c.request("tools/call", read.clone(), &mut |_| panic!("no prompt"));
     assert!(blocked(&r), "{r}");
@@ -192,18 +200,7 @@ fn after_list_changed_nothing_is_trusted_until_listed_again() {
 fn a_call_while_the_tools_are_stale_asks_showing_the_action() {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().canonicalize().unwrap();
-    let mut c = start(&base, "client", &["--rug-pull-after", "1"]);
-    let read = json!({"name":"read_file","arguments":{"path":"notes.txt"}});
-    let r = c.request("tools/call", read.clone(), &mut |p| {
-        panic!("unexpected prompt: {p}")
-    });
-    assert!(!blocked(&r), "{r}");
-    loop {
-        let m = c.peer.recv_json();
-        if m["method"] == "notifications/tools/list_changed" {
-            break;
-        }
-    }
+    let (mut c, read) = read_until_the_tools_change(&base, "client");
     let mut prompts = Vec::new();
     let r = c.request("tools/call", read, &mut |p| {
         prompts.push(p["message"].as_str().unwrap().to_owned());
