@@ -210,9 +210,9 @@ impl Engine {
     ) -> Decision {
         // The contract is resolved first (the session keeps it per tool, so this is a
         // lookup); its mapping is the one normalisation uses, for the same definition
-        // (pinned, else the call's), and nothing before the rules changes the pins. The pinned
-        // definition is borrowed, not copied: normalisation reads it before the contracts
-        // take the session mutably, and the rules read it again afterwards.
+        // (pinned, else the call's), and nothing before the rules changes the pins. The
+        // pinned definition is borrowed, not copied: normalisation reads it before the
+        // contracts take the session mutably, and the rules read it again afterwards.
         let resolved = self
             .contracts
             .lookup_in(call.tool, session, call.definition);

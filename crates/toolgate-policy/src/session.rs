@@ -96,6 +96,13 @@ struct PinEntry {
     removed: bool,
 }
 
+#[derive(Debug)]
+struct Kept {
+    contracts: u64,
+    pinned: Option<String>,
+    resolution: Arc<Resolution>,
+}
+
 #[derive(Debug, Clone, Default)]
 struct Counter {
     total: u64,
@@ -128,10 +135,12 @@ pub struct Session {
     seq: u64,
     /// A complete listing was pinned: a tool that appears after it is new, not pinned.
     baseline: bool,
-    /// The contract each tool resolved to, with the id of the contracts that resolved it
-    /// ([`Contracts::lookup_in`](crate::contracts::Contracts::lookup_in)). Resolving reads
-    /// the pinned definition, so any change to the pins empties it.
-    resolutions: HashMap<String, (u64, Arc<Resolution>)>,
+    /// The contract each tool resolved to
+    /// ([`Contracts::lookup_in`](crate::contracts::Contracts::lookup_in)), with the id of
+    /// the contracts that resolved it and the fingerprint of the pinned definition it was
+    /// resolved under (none when no definition was pinned). A pinned definition changes
+    /// only together with its fingerprint, so a listing that repeats the tools keeps them.
+    resolutions: HashMap<String, Kept>,
 }
 
 /// The fields of a definition that the fingerprint covers.
@@ -258,7 +267,6 @@ impl Session {
     }
 
     fn pin_listing<'a>(&mut self, tools: impl Iterator<Item = Cow<'a, Value>>) -> PinReport {
-        self.resolutions.clear();
         let mut report = PinReport::default();
         let mut seen = HashSet::new();
         for def in tools {
@@ -405,21 +413,27 @@ impl Session {
     /// The pinned definition of a tool, only while it is pinned and unchanged (annotations
     /// and schemas count only from such a definition).
     pub fn pinned_definition(&self, tool: &str) -> Option<&Value> {
+        self.pinned(tool).map(|p| &p.accepted)
+    }
+
+    /// The pin of `tool` when its definition is pinned: accepted, unchanged, still listed.
+    fn pinned(&self, tool: &str) -> Option<&PinEntry> {
         self.pins
             .get(tool)
             .filter(|p| p.pending.is_none() && !p.removed)
-            .map(|p| &p.accepted)
     }
 
-    /// The resolution of `tool` kept by [`Session::keep_resolution`] for the same contracts.
+    /// The resolution of `tool` kept by [`Session::keep_resolution`] for the same contracts
+    /// and the same pinned definition.
     pub(crate) fn resolution(&self, contracts: u64, tool: &str) -> Option<Arc<Resolution>> {
         self.resolutions
             .get(tool)
-            .filter(|(id, _)| *id == contracts)
-            .map(|(_, r)| Arc::clone(r))
+            .filter(|k| k.contracts == contracts && k.pinned.as_deref() == self.pinned_fp(tool))
+            .map(|k| Arc::clone(&k.resolution))
     }
 
-    /// Keeps what `tool` resolved to under the current pins (bounded like the pins).
+    /// Keeps what `tool` resolved to under its pinned definition, or under none when none is
+    /// pinned (bounded like the pins).
     pub(crate) fn keep_resolution(
         &mut self,
         contracts: u64,
@@ -429,8 +443,20 @@ impl Session {
         if self.resolutions.len() >= self.limits.max_tools && !self.resolutions.contains_key(tool) {
             self.resolutions.clear();
         }
-        self.resolutions
-            .insert(tool.to_owned(), (contracts, resolution));
+        let pinned = self.pinned_fp(tool).map(str::to_owned);
+        self.resolutions.insert(
+            tool.to_owned(),
+            Kept {
+                contracts,
+                pinned,
+                resolution,
+            },
+        );
+    }
+
+    /// The fingerprint of [`Session::pinned_definition`].
+    fn pinned_fp(&self, tool: &str) -> Option<&str> {
+        self.pinned(tool).map(|p| p.accepted_fp.as_str())
     }
 
     /// The fingerprint approvals of this tool are bound to: the pinned one, or the changed
@@ -451,7 +477,6 @@ impl Session {
         let Some((def, fp, _)) = p.pending.take() else {
             return false;
         };
-        self.resolutions.clear();
         p.accepted = def;
         p.accepted_fp = fp;
         p.from_last_session = false;
