@@ -89,7 +89,7 @@ impl Clock {
             .ok()
             .map(|d| d.as_millis());
         if millis.is_none() || millis != self.millis {
-            self.text = humantime::format_rfc3339_millis(now).to_string();
+            self.text = rfc3339_millis(now);
             self.millis = millis;
         }
         self.text.clone()
@@ -149,7 +149,22 @@ struct Line<'a> {
 
 /// RFC 3339 UTC, millisecond precision: `2026-11-29T19:56:48.123Z`.
 pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+    rfc3339_millis(SystemTime::now())
+}
+
+/// The latest time RFC 3339 can write (four-digit years): 9999-12-31T23:59:59.999Z.
+const LAST_WRITABLE: std::time::Duration = std::time::Duration::from_millis(253_402_300_799_999);
+
+/// `t` in RFC 3339 UTC with milliseconds. A clock set outside the years 1970 to 9999 (a
+/// machine without a battery-backed clock, a bad `date -s`) is written as the nearest end
+/// of that range: the record is still written, and its time says the clock is wrong
+/// (`humantime` alone would panic there, and a panic would stop the proxy).
+fn rfc3339_millis(t: SystemTime) -> String {
+    let since_epoch = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .min(LAST_WRITABLE);
+    humantime::format_rfc3339_millis(SystemTime::UNIX_EPOCH + since_epoch).to_string()
 }
 
 impl AuditWriter {
@@ -573,7 +588,7 @@ mod tests {
     use std::io::Write;
     use std::os::unix::fs::MetadataExt;
 
-    use super::{Clock, size_and_links};
+    use super::{Clock, rfc3339_millis, size_and_links};
 
     #[test]
     fn the_clock_reuses_the_text_only_within_its_millisecond() {
@@ -589,6 +604,30 @@ mod tests {
         }
         // A clock set back gets its own text.
         assert_eq!(clock.at(t), fmt(t));
+    }
+
+    #[test]
+    fn a_clock_outside_the_writable_years_is_written_as_the_nearest_end() {
+        use std::time::{Duration, SystemTime};
+        let epoch = SystemTime::UNIX_EPOCH;
+        for (t, text) in [
+            (
+                epoch - Duration::from_secs(86_400),
+                "1970-01-01T00:00:00.000Z",
+            ),
+            (epoch, "1970-01-01T00:00:00.000Z"),
+            (
+                epoch + Duration::from_millis(253_402_300_799_999),
+                "9999-12-31T23:59:59.999Z",
+            ),
+            (
+                epoch + Duration::from_secs(300_000_000_000),
+                "9999-12-31T23:59:59.999Z",
+            ),
+        ] {
+            assert_eq!(rfc3339_millis(t), text);
+            assert_eq!(Clock::default().at(t), text);
+        }
     }
 
     #[test]
