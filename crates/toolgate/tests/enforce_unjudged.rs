@@ -106,19 +106,15 @@ impl Sloppy {
         self.peer.send(line.as_bytes());
     }
 
-    /// The next frame that answers `id`; the frames before it are returned too.
+    /// The next frame, which must answer `id`.
     fn recv_response(&mut self, id: &Value) -> Value {
-        loop {
-            let m = self.peer.recv_json();
-            assert!(
-                m.get("method").is_none(),
-                "unexpected message from toolgate: {m}"
-            );
-            if m.get("id") == Some(id) {
-                return m;
-            }
-            panic!("an answer to something else while waiting for {id}: {m}");
-        }
+        let m = self.peer.recv_json();
+        assert!(
+            m.get("method").is_none(),
+            "unexpected message from toolgate: {m}"
+        );
+        assert_eq!(m.get("id"), Some(id), "an answer to something else: {m}");
+        m
     }
 
     /// An allowed call: its answer means the upstream has read everything sent before it.
