@@ -513,6 +513,16 @@ mod tests {
     }
 
     #[test]
+    fn an_id_that_does_not_decode_is_never_echoed() {
+        let env = single(r#"{"jsonrpc":"2.0","id":"\ud800","method":"tools/call"}"#);
+        assert_eq!(env.kind, Kind::Invalid(Invalid::BadId));
+        assert!(env.reply_id().is_none());
+        let env = single(r#"{"jsonrpc":"2.0","id":"\u0041","method":"tools/call"}"#);
+        assert_eq!(env.kind, Kind::Request);
+        assert_eq!(env.reply_id().map(RawValue::get), Some(r#""\u0041""#));
+    }
+
+    #[test]
     fn parse_errors() {
         assert!(matches!(
             classify(b"\xff\xfe"),

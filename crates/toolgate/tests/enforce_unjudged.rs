@@ -504,3 +504,20 @@ fn the_input_required_retry_path_forwards_only_a_genuine_retry_with_an_id() {
     assert_eq!(reads[0]["id"], 4);
     assert!(!reads[0]["line"].as_str().unwrap().contains("requestState"));
 }
+
+#[test]
+fn under_default_allow_a_notification_or_another_spelling_still_never_reaches_the_server() {
+    let mut s = Sloppy::start(
+        "version: 1\ndefault: allow\npacks: []\n",
+        &["--approval", "none"],
+    );
+    s.send(json!({"jsonrpc":"2.0","method":"tools/call","params":read_shadow()}));
+    s.assert_no_reply_then_nothing_ran("a notification under default: allow");
+    s.send(json!({"jsonrpc":"2.0","id":"odd","method":"TOOLS/call","params":read_shadow()}));
+    assert_eq!(s.recv_response(&json!("odd"))["error"]["code"], -32600);
+    s.assert_nothing_unjudged_ran("another spelling under default: allow");
+    // The same call with an id and its exact name is decided (allowed) and runs.
+    s.send(json!({"jsonrpc":"2.0","id":"ok","method":"tools/call","params":read_shadow()}));
+    let r = s.recv_response(&json!("ok"));
+    assert_eq!(r["result"]["content"][0]["text"], "ran read_file", "{r}");
+}

@@ -1339,3 +1339,30 @@ mod frame_writer_tests {
         assert!(w.write_frame(b"{}\n".to_vec()).await.is_err());
     }
 }
+
+#[cfg(test)]
+mod carriage_return_tests {
+    use super::inner_carriage_return;
+
+    #[test]
+    fn only_a_carriage_return_inside_the_message_counts() {
+        for inside in [
+            &b"{\"a\":\r1}"[..],
+            b"\r{\"a\":1}",
+            b"{\"a\":1}\r{\"b\":2}",
+            b"{\"a\":[1,\r2]}\r\n",
+        ] {
+            assert!(inner_carriage_return(inside), "{inside:?}");
+        }
+        for fine in [
+            &b"{\"a\":1}"[..],
+            b"{\"a\":1}\r",
+            b"{\"a\":1}\r\r \t",
+            b"{\"a\":1} \r\n",
+            b"",
+            b"\r",
+        ] {
+            assert!(!inner_carriage_return(fine), "{fine:?}");
+        }
+    }
+}
