@@ -55,6 +55,11 @@ struct Sloppy {
 
 impl Sloppy {
     fn start(policy: &str, extra: &[&str]) -> Sloppy {
+        Sloppy::start_as(policy, extra, json!({}))
+    }
+
+    /// Started by a client with `capabilities`.
+    fn start_as(policy: &str, extra: &[&str], capabilities: Value) -> Sloppy {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path().canonicalize().unwrap();
         std::fs::create_dir_all(base.join("work")).unwrap();
@@ -83,7 +88,7 @@ impl Sloppy {
         };
         s.send(
             json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
-            "protocolVersion":"2025-06-18","capabilities":{},
+            "protocolVersion":"2025-06-18","capabilities":capabilities,
             "clientInfo":{"name":"unjudged-test","version":"0"}}}),
         );
         assert!(s.recv_response(&json!("init")).get("result").is_some());
@@ -520,4 +525,35 @@ fn under_default_allow_a_notification_or_another_spelling_still_never_reaches_th
     s.send(json!({"jsonrpc":"2.0","id":"ok","method":"tools/call","params":read_shadow()}));
     let r = s.recv_response(&json!("ok"));
     assert_eq!(r["result"]["content"][0]["text"], "ran read_file", "{r}");
+}
+
+#[test]
+fn duplicate_ids_are_refused() {
+    let mut s = Sloppy::start_as(
+        ASK_POLICY,
+        &["--approval", "client"],
+        json!({"elicitation": {}}),
+    );
+    // Two `id` members: which one a server answers is anyone's guess.
+    s.send_line(r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/etc/hostname"}}}"#);
+    let r = s.peer.recv_json();
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    s.assert_nothing_unjudged_ran("two id members");
+    // A call awaiting approval keeps its id: a second call with the same id is refused.
+    s.send(json!({"jsonrpc":"2.0","id":7,"method":"tools/call",
+                  "params":{"name":"read_file","arguments":{"path":"/etc/hostname"}}}));
+    let prompt = s.peer.recv_json();
+    assert_eq!(prompt["method"], "elicitation/create", "{prompt}");
+    s.send(json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":read_shadow()}));
+    let r = s.recv_response(&json!(7));
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("pending"),
+        "{r}"
+    );
+    // (`7.0e0` or `"7"` are other ids to toolgate: each such call is judged on its own.)
+    s.send(json!({"jsonrpc":"2.0","id":prompt["id"].clone(),"result":{"action":"decline"}}));
+    let r = s.recv_response(&json!(7));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    s.assert_nothing_unjudged_ran("a reused id");
 }
