@@ -3,7 +3,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use toolgate_mcp::{Frame, IdKey, Kind, build, classify, classify_value, recover_id, views};
+use toolgate_mcp::{
+    Frame, IdKey, Kind, build, classify, classify_value, recover_id, spelling, views,
+};
 
 fuzz_target!(|data: &[u8]| {
     let _ = recover_id(data);
@@ -22,7 +24,14 @@ fn check(env: &toolgate_mcp::Envelope<'_>) {
     if let Some(id) = env.id {
         let _ = IdKey::from_raw(id);
     }
+    if let Some(method) = env.method.as_deref() {
+        // A method never both is and resembles a name.
+        for name in ["tools/call", "resources/read", "prompts/get", "tools/list"] {
+            assert!(!(method == name && spelling::resembles(method, name)));
+        }
+    }
     if let Some(params) = env.params {
+        let _ = spelling::ambiguous_member(params, &["name", "arguments", "uri"]);
         let _ = views::ToolsCallParams::parse(params);
         let _ = views::InitializeParams::parse(params);
         let _ = views::RequestMeta::from_params(params);

@@ -31,6 +31,11 @@ pub enum Invalid {
     /// A member the classifier relies on appears more than once.
     #[error("member `{0}` appears more than once")]
     DuplicateMember(&'static str),
+    /// A member whose name differs from one the classifier relies on only in letter case
+    /// (`Method`, `PARAMS`, `paramſ`): some parsers (Go's `encoding/json`) read it as that
+    /// member, so the message would mean one thing to toolgate and another to the server.
+    #[error("a member differs from `{0}` only in letter case")]
+    LookalikeMember(&'static str),
     /// `jsonrpc` is missing or not `"2.0"`.
     #[error("`jsonrpc` is missing or not \"2.0\"")]
     BadVersion,
@@ -122,10 +127,14 @@ impl<'a> Envelope<'a> {
         matches!(self.kind, Kind::Response | Kind::ErrorResponse)
     }
 
-    /// The id if it is usable to address a reply (a string or number, not `null`).
+    /// The id if it is usable to address a reply (a number, or a string that decodes; not
+    /// `null`).
     pub fn reply_id(&self) -> Option<&'a RawValue> {
-        self.id
-            .filter(|raw| matches!(id_kind(raw), IdKind::String | IdKind::Number))
+        self.id.filter(|raw| match id_kind(raw) {
+            IdKind::Number => true,
+            IdKind::String => decode_str(raw).is_some(),
+            IdKind::Null | IdKind::Other => false,
+        })
     }
 }
 
@@ -206,6 +215,7 @@ impl<'de> Visitor<'de> for TopVisitor {
         let mut result: Option<&'de RawValue> = None;
         let mut error: Option<&'de RawValue> = None;
         let mut duplicate: Option<&'static str> = None;
+        let mut lookalike: Option<&'static str> = None;
 
         while let Some(key) = map.next_key::<Member>()? {
             let (slot, name) = match key {
@@ -217,6 +227,11 @@ impl<'de> Visitor<'de> for TopVisitor {
                 Member::Error => (&mut error, "error"),
                 Member::Other => {
                     map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+                Member::Lookalike(name) => {
+                    map.next_value::<IgnoredAny>()?;
+                    lookalike.get_or_insert(name);
                     continue;
                 }
             };
@@ -235,7 +250,7 @@ impl<'de> Visitor<'de> for TopVisitor {
             error,
             kind: Kind::Request,
         };
-        env.kind = match classify_members(jsonrpc, method, &mut env, duplicate) {
+        env.kind = match classify_members(jsonrpc, method, &mut env, duplicate, lookalike) {
             Ok(kind) => kind,
             Err(why) => Kind::Invalid(why),
         };
@@ -248,9 +263,13 @@ fn classify_members<'a>(
     method: Option<&'a RawValue>,
     env: &mut Envelope<'a>,
     duplicate: Option<&'static str>,
+    lookalike: Option<&'static str>,
 ) -> Result<Kind, Invalid> {
     if let Some(name) = duplicate {
         return Err(Invalid::DuplicateMember(name));
+    }
+    if let Some(name) = lookalike {
+        return Err(Invalid::LookalikeMember(name));
     }
     if let Some(raw) = method {
         env.method = Some(decode_str(raw).ok_or(Invalid::MethodNotString)?);
@@ -261,6 +280,11 @@ fn classify_members<'a>(
     }
     let id = env.id.map(id_kind);
     if matches!(id, Some(IdKind::Other)) {
+        return Err(Invalid::BadId);
+    }
+    // A string id that does not decode (a lone surrogate such as `"\ud800"`) could be
+    // matched to no response: it is refused, not silently dropped.
+    if matches!(id, Some(IdKind::String)) && env.id.and_then(decode_str).is_none() {
         return Err(Invalid::BadId);
     }
     if env.method.is_some() {
@@ -310,6 +334,9 @@ pub(crate) fn decode_str(raw: &RawValue) -> Option<Cow<'_, str>> {
     serde_json::from_str::<String>(text).ok().map(Cow::Owned)
 }
 
+/// The members the classifier reads.
+const MEMBERS: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
+
 enum Member {
     Jsonrpc,
     Id,
@@ -317,6 +344,8 @@ enum Member {
     Params,
     Result,
     Error,
+    /// A name that differs from one of the above only in letter case.
+    Lookalike(&'static str),
     Other,
 }
 
@@ -343,6 +372,11 @@ impl Visitor<'_> for MemberVisitor {
             "params" => Member::Params,
             "result" => Member::Result,
             "error" => Member::Error,
+            // Member names are short: a long one cannot fold to any of them.
+            other if other.len() <= 16 => MEMBERS
+                .iter()
+                .find(|name| crate::spelling::folds_to(other, name))
+                .map_or(Member::Other, |name| Member::Lookalike(name)),
             _ => Member::Other,
         })
     }
@@ -443,6 +477,30 @@ mod tests {
                 r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"a"}"#,
                 Invalid::DuplicateMember("id"),
             ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"ping","Method":"tools/call"}"#,
+                Invalid::LookalikeMember("method"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","PARAMS":{}}"#,
+                Invalid::LookalikeMember("params"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","ID":1,"method":"tools/call"}"#,
+                Invalid::LookalikeMember("id"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"ping","meth\u006fD":"x"}"#,
+                Invalid::LookalikeMember("method"),
+            ),
+            (
+                r#"{"jſonrpc":"2.0","jsonrpc":"2.0","id":1,"method":"ping"}"#,
+                Invalid::LookalikeMember("jsonrpc"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":"\ud800","method":"tools/call"}"#,
+                Invalid::BadId,
+            ),
             ("5", Invalid::NotAnObject),
             ("1e400", Invalid::NotAnObject),
             (" -0 ", Invalid::NotAnObject),
@@ -452,6 +510,16 @@ mod tests {
         for (line, why) in cases {
             assert_eq!(single(line).kind, Kind::Invalid(why), "{line}");
         }
+    }
+
+    #[test]
+    fn an_id_that_does_not_decode_is_never_echoed() {
+        let env = single(r#"{"jsonrpc":"2.0","id":"\ud800","method":"tools/call"}"#);
+        assert_eq!(env.kind, Kind::Invalid(Invalid::BadId));
+        assert!(env.reply_id().is_none());
+        let env = single(r#"{"jsonrpc":"2.0","id":"\u0041","method":"tools/call"}"#);
+        assert_eq!(env.kind, Kind::Request);
+        assert_eq!(env.reply_id().map(RawValue::get), Some(r#""\u0041""#));
     }
 
     #[test]

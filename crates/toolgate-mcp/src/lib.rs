@@ -4,6 +4,7 @@ pub mod build;
 mod envelope;
 mod id;
 mod recover;
+pub mod spelling;
 pub mod splice;
 pub mod views;
 

@@ -135,3 +135,52 @@ proptest! {
         prop_assert_eq!(env.params.unwrap().get(), params.get());
     }
 }
+
+/// A method string near `tools/call`: its letters in any case, with whitespace, control
+/// and invisible characters scattered in, or other characters.
+fn near_method() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        4 => prop::sample::select(vec!['t', 'o', 'l', 's', '/', 'c', 'a', 'T', 'O', 'L', 'S', 'C', 'A', 'ſ']),
+        1 => prop::sample::select(vec![' ', '\t', '\n', '\r', '\u{0}', '\u{7f}', '\u{a0}', '\u{200b}', '\u{feff}', '\u{2028}', 'x', 'é']),
+    ];
+    prop_oneof![
+        Just("tools/call".to_owned()),
+        prop::collection::vec(piece, 0..16).prop_map(|v| v.into_iter().collect()),
+        "\\PC{0,12}",
+    ]
+}
+
+/// How a lenient dispatcher may read a method: Python's `strip().lower()`, Go's
+/// `strings.ToLower(strings.TrimSpace(m))`, whitespace removed everywhere, or upper-cased.
+fn lenient_readings(m: &str) -> Vec<String> {
+    let trimmed = m.trim_matches(|c: char| c.is_whitespace() || c.is_control());
+    let squeezed: String = m
+        .chars()
+        .filter(|c| !c.is_whitespace() && !c.is_control())
+        .collect();
+    vec![
+        trimmed.to_lowercase(),
+        squeezed.to_lowercase(),
+        trimmed.to_uppercase().to_lowercase(),
+        squeezed.to_uppercase().to_lowercase(),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4096))]
+
+    /// Whatever a lenient server reads as `tools/call` is `tools/call` exactly, or a method
+    /// toolgate recognises as resembling it (and refuses).
+    #[test]
+    fn a_lenient_reading_of_tools_call_is_caught(m in near_method()) {
+        let lenient = lenient_readings(&m).iter().any(|r| r == "tools/call");
+        if lenient {
+            prop_assert!(
+                m == "tools/call" || toolgate_mcp::spelling::resembles(&m, "tools/call"),
+                "{m:?} reads as tools/call but is not caught"
+            );
+        }
+        // And nothing is both exact and resembling.
+        prop_assert!(!(m == "tools/call" && toolgate_mcp::spelling::resembles(&m, "tools/call")));
+    }
+}

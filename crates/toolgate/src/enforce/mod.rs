@@ -52,6 +52,37 @@ struct Retried<'a> {
 /// The method name (and audit "tool") of a resource read.
 const RESOURCES_READ: &str = "resources/read";
 
+/// The client methods enforcement intercepts: judged (`tools/call`, `resources/read`) or
+/// watched for what their results teach it (`prompts/get` feeds the taint index, `tools/list`
+/// pins definitions). None reaches the server without its verdict: never without an id (a
+/// notification could not be answered, so it could not be judged), never under another
+/// spelling a lenient server would take for it ([`toolgate_mcp::spelling::resembles`]).
+pub const INTERCEPTED: [&str; 4] = ["tools/call", RESOURCES_READ, "prompts/get", "tools/list"];
+
+/// The `params` members of an intercepted method that must be unambiguous: each at most
+/// once, and none also spelled in another letter case (Go's `encoding/json` would read
+/// `Name` as `name`).
+fn params_read_by(method: &str) -> &'static [&'static str] {
+    match method {
+        "tools/call" => &[
+            "name",
+            "arguments",
+            "_meta",
+            "requestState",
+            "inputResponses",
+        ],
+        RESOURCES_READ => &["uri", "_meta", "requestState", "inputResponses"],
+        "prompts/get" => &["name", "arguments", "_meta"],
+        _ => &[],
+    }
+}
+
+/// A method as the messages and the log show it: escaped, so an invisible or control
+/// character in it is seen.
+fn shown(method: &str) -> String {
+    method.escape_debug().to_string()
+}
+
 /// How the enforcer asks and audits.
 pub struct Settings {
     /// The `--server` name.
@@ -1281,14 +1312,87 @@ impl Enforcer {
         }
     }
 
+    /// Refuses a client message that a lenient server could run as an intercepted method
+    /// without toolgate's verdict: an intercepted method without an id, the same method
+    /// spelled otherwise, or its params with a member twice or in another letter case.
+    /// `None`: nothing to refuse.
+    fn refuse_unjudged(&self, env: &toolgate_mcp::Envelope<'_>) -> Option<Verdict> {
+        let method = env.method_str();
+        let (reason, help) = if let Some(&like) = INTERCEPTED
+            .iter()
+            .find(|m| toolgate_mcp::spelling::resembles(method, m))
+        {
+            (
+                format!(
+                    "method `{}` is not `{like}`; toolgate never forwards a method that differs from one it judges only in letter case, whitespace or invisible characters",
+                    shown(method)
+                ),
+                format!("send `{like}` exactly"),
+            )
+        } else if !INTERCEPTED.contains(&method) {
+            return None;
+        } else if env.kind == Kind::Notification {
+            (
+                format!(
+                    "a `{method}` without an id is never forwarded: toolgate decides each such request and answers it, and a notification cannot be answered"
+                ),
+                "give the request an id".to_owned(),
+            )
+        } else {
+            let names = params_read_by(method);
+            let ambiguity = env
+                .params
+                .filter(|_| !names.is_empty())
+                .and_then(|p| toolgate_mcp::spelling::ambiguous_member(p, names).err())
+                .filter(|a| !matches!(a, toolgate_mcp::spelling::Ambiguity::NotAnObject))?;
+            (
+                format!(
+                    "the params of this `{method}` are ambiguous: {ambiguity}; servers disagree on which one counts"
+                ),
+                "send each member once, spelled exactly".to_owned(),
+            )
+        };
+        tracing::warn!("client message refused: {reason}");
+        let mut ev = Event::new(AuditKind::Decision);
+        ev.request_id = env.reply_id().map(|id| id.get().to_owned());
+        ev.tool = Some(method.to_owned());
+        ev.effect = Some(Effect::Deny.as_str().to_owned());
+        ev.contract = Some("protocol".to_owned());
+        ev.reason = Some(reason.clone());
+        if let Some(params) = env
+            .params
+            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+        {
+            ev.args_sha256 = Some(canonical_sha256(&params));
+        }
+        if let Err(why) = self.audit(ev) {
+            tracing::warn!("the refusal above was not audited: {why}");
+        }
+        Some(match (env.kind, env.reply_id()) {
+            (Kind::Request, Some(id)) => Verdict::Reply(build::error_response(
+                Some(id),
+                toolgate_mcp::INVALID_REQUEST,
+                &format!("invalid request: {reason}; help: {help}"),
+            )),
+            // A notification gets no reply; a request without a usable id cannot get one.
+            _ => Verdict::Drop,
+        })
+    }
+
     fn on_client_message(&self, message: &Message<'_>, proxy: &ProxyHandle) -> Verdict {
         // Whatever the client sends next is decided knowing every result received so far.
         self.inner.feed_taint();
         let env = message.envelope;
+        if env.is_call()
+            && let Some(refused) = self.refuse_unjudged(env)
+        {
+            return refused;
+        }
         match env.kind {
             Kind::Request => {
+                // A request always has an id; should it not, nothing is forwarded unjudged.
                 let Some(id) = env.id else {
-                    return Verdict::Forward;
+                    return Verdict::Drop;
                 };
                 match env.method_str() {
                     "initialize" => {

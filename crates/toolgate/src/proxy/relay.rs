@@ -424,6 +424,28 @@ fn body(frame: &[u8]) -> &[u8] {
     frame.strip_suffix(b"\n").unwrap_or(frame)
 }
 
+/// The answer to a client message with a carriage return inside it.
+const CR_INSIDE: &str = "invalid request: the message has a carriage return inside it; \
+    some servers end a line there and would read what follows as another message; \
+    help: write each message on one line, ending with `\\n` or `\\r\\n`";
+
+/// True when a carriage return comes before the last non-blank byte of `body`.
+///
+/// `\r` is whitespace to JSON but a line end to readers with universal newlines (Python's
+/// `TextIOWrapper`, which the Python MCP SDK reads stdin with): forwarded, such a frame
+/// could carry a second message that toolgate never judged, e.g.
+/// `{"jsonrpc":"2.0","id":1,"method":"ping","x":\r{"jsonrpc":"2.0","id":2,"method":"tools/call",…}\r}`.
+/// No JSON serialiser writes one (JSON strings cannot hold a raw `\r`), so such frames are
+/// refused, not rewritten (frames pass byte for byte or not at all).
+fn inner_carriage_return(body: &[u8]) -> bool {
+    let end = body
+        .iter()
+        .rposition(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        .unwrap_or(0);
+    body.get(..end)
+        .is_some_and(|head| memchr::memchr(b'\r', head).is_some())
+}
+
 fn is_blank(bytes: &[u8]) -> bool {
     bytes
         .iter()
@@ -474,6 +496,19 @@ async fn on_frame(shared: &Arc<Shared>, from: Direction, frame: Vec<u8>) {
                 Some(vec![out])
             }
             Frame::Batch(items) => Some(on_batch(shared, from, &items, &frame)),
+            Frame::Single(env) if from == Direction::ClientToServer && inner_carriage_return(b) => {
+                warn!(
+                    "client sent a message with a carriage return inside it: refused ({})",
+                    env.method.as_deref().map_or_else(
+                        || "not a request".to_owned(),
+                        |m| format!("method `{}`", m.escape_debug())
+                    )
+                );
+                Some(vec![Out::to_sender(
+                    from,
+                    build::error_response(env.reply_id(), INVALID_REQUEST, CR_INSIDE),
+                )])
+            }
             Frame::Single(env) => match decide(shared, from, &env, b, &frame) {
                 Step::Done(out) => Some(vec![out]),
                 Step::Forward => None,
@@ -1302,5 +1337,32 @@ mod frame_writer_tests {
         let mut w = FrameWriter::new(tx, PipeGrowth::none());
         assert!(w.write_frame(b"{}\n".to_vec()).await.is_err());
         assert!(w.write_frame(b"{}\n".to_vec()).await.is_err());
+    }
+}
+
+#[cfg(test)]
+mod carriage_return_tests {
+    use super::inner_carriage_return;
+
+    #[test]
+    fn only_a_carriage_return_inside_the_message_counts() {
+        for inside in [
+            &b"{\"a\":\r1}"[..],
+            b"\r{\"a\":1}",
+            b"{\"a\":1}\r{\"b\":2}",
+            b"{\"a\":[1,\r2]}\r\n",
+        ] {
+            assert!(inner_carriage_return(inside), "{inside:?}");
+        }
+        for fine in [
+            &b"{\"a\":1}"[..],
+            b"{\"a\":1}\r",
+            b"{\"a\":1}\r\r \t",
+            b"{\"a\":1} \r\n",
+            b"",
+            b"\r",
+        ] {
+            assert!(!inner_carriage_return(fine), "{fine:?}");
+        }
     }
 }
