@@ -289,3 +289,21 @@ fn a_client_request_in_toolgates_id_space_is_refused() {
     assert_eq!(r["error"]["code"], -32600, "{r}");
     assert_eq!(own_listings(&w).len(), 1);
 }
+
+#[test]
+fn a_call_cancelled_while_it_waits_for_the_listing_is_withdrawn() {
+    let mut w = start(&["--listing-timeout", "20s"], &["--tools-list-hang"]);
+    w.call(1, "x");
+    w.send(&json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+                   "params":{"requestId":1,"reason":"changed my mind"}}));
+    w.ping("after-cancel");
+    w.peer.close_stdin();
+    let rest = w.peer.recv_to_end();
+    for frame in &rest {
+        let m: Value = serde_json::from_slice(frame).unwrap();
+        assert_ne!(m["id"], 1, "the withdrawn call was answered: {m}");
+    }
+    // The server never saw the call, nor the cancellation of a call it never saw.
+    assert!(w.upstream_saw_method("tools/call").is_empty());
+    assert!(w.upstream_saw_method("notifications/cancelled").is_empty());
+}

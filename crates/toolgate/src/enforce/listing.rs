@@ -21,7 +21,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use toolgate_mcp::{IdKey, RawValue};
 
-use super::{Enforcer, lock, raw_value};
+use super::{Enforcer, Listing, lock, raw_value};
 use crate::proxy::{ProxyHandle, Verdict};
 
 /// toolgate's own listing stops after this many pages (a server that never ends its
@@ -65,19 +65,18 @@ impl Enforcer {
             .send_modify(|n| *n = n.wrapping_add(1));
     }
 
-    /// Parks a `tools/call` for a tool the session has not listed, until a listing pins
-    /// the server's tools; `None` when the call can be decided now (the tool is listed, a
-    /// complete listing without it is current, or the call is unreadable: it is then
-    /// denied as such).
+    /// Parks a `tools/call` (`params`: as received, and parsed) for a tool the session has
+    /// not listed, until a listing pins the server's tools; `None` when the call can be
+    /// decided now (the tool is listed, or a complete listing without it is current).
     pub(super) fn list_before_deciding(
         &self,
         id: &RawValue,
-        params: Option<&RawValue>,
+        params: &RawValue,
+        parsed: &Value,
+        tool: &str,
         proxy: &ProxyHandle,
     ) -> Option<Verdict> {
-        let parsed: Value = serde_json::from_str(params?.get()).ok()?;
-        let tool = parsed.get("name")?.as_str()?.to_owned();
-        if lock(&self.inner.backend).listed(&tool) {
+        if lock(&self.inner.backend).listed(tool) {
             return None;
         }
         let seen = {
@@ -90,7 +89,7 @@ impl Enforcer {
             st.complete_listings
         };
         let key = IdKey::from_raw(id)?;
-        let meta = era_meta(&parsed);
+        let meta = era_meta(parsed);
         let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel();
         lock(&self.inner.state)
             .parked
@@ -98,7 +97,8 @@ impl Enforcer {
         let this = self.clone();
         let proxy = proxy.clone();
         let id: Box<RawValue> = id.to_owned();
-        let params: Box<RawValue> = params?.to_owned();
+        let params: Box<RawValue> = params.to_owned();
+        let tool = tool.to_owned();
         let timeout = self.inner.settings.listing_timeout;
         tracing::debug!("`{tool}` is not listed yet: its call waits for a listing");
         Some(Verdict::Park(Box::pin(async move {
@@ -120,7 +120,11 @@ impl Enforcer {
             if let Some(why) = &failed {
                 tracing::warn!("the call to `{tool}` fails closed: {why}");
             }
-            this.decide_tools_call(&id, Some(&params), &proxy, failed.as_deref())
+            let listing = match &failed {
+                None => Listing::Done,
+                Some(why) => Listing::Failed(why),
+            };
+            this.decide_tools_call(&id, Some(&params), &proxy, listing)
         })))
     }
 

@@ -50,6 +50,17 @@ struct Retried<'a> {
     retry: &'a approval::Retry,
 }
 
+/// Whether a `tools/call` waited for a listing of the server's tools (`listing.rs`).
+#[derive(Debug, Clone, Copy)]
+enum Listing<'a> {
+    /// It just arrived: a tool not yet listed waits for a listing first.
+    NotYet,
+    /// It waited, and the listing pinned the server's tools.
+    Done,
+    /// It waited, and no listing came (why): the call fails closed.
+    Failed(&'a str),
+}
+
 /// The method name (and audit "tool") of a resource read.
 const RESOURCES_READ: &str = "resources/read";
 
@@ -658,26 +669,21 @@ impl Enforcer {
         params: Option<&RawValue>,
         proxy: &ProxyHandle,
     ) -> Verdict {
-        // A tool the session has not listed yet is decided on the server's definition:
-        // the call waits (parked) for a listing, toolgate's own if none is under way.
-        if let Some(parked) = self.list_before_deciding(id, params, proxy) {
-            return parked;
-        }
-        self.decide_tools_call(id, params, proxy, None)
+        self.decide_tools_call(id, params, proxy, Listing::NotYet)
     }
 
-    /// Decides a `tools/call`. `listing_failed`: why the listing the call waited for did
-    /// not happen (the call then fails closed: an unlisted tool asks, with that reason).
+    /// Decides a `tools/call`; `listing`: whether it already waited for a listing of the
+    /// server's tools, and how that went.
     fn decide_tools_call(
         &self,
         id: &RawValue,
-        params: Option<&RawValue>,
+        raw_params: Option<&RawValue>,
         proxy: &ProxyHandle,
-        listing_failed: Option<&str>,
+        listing: Listing<'_>,
     ) -> Verdict {
         let started = Instant::now();
         let request_id = id.get().to_owned();
-        let parsed: Option<Value> = params.and_then(|p| serde_json::from_str(p.get()).ok());
+        let parsed: Option<Value> = raw_params.and_then(|p| serde_json::from_str(p.get()).ok());
         let Some(params) = parsed else {
             return self.deny_reply(
                 id,
@@ -705,6 +711,20 @@ impl Enforcer {
         if let Some(abilities) = ClientAbilities::from_request_meta(&params) {
             lock(&self.inner.state).client = abilities;
         }
+        // A tool the session has not listed yet is decided on the server's definition:
+        // the call waits (parked) for a listing, toolgate's own if none is under way.
+        let listing_failed = match listing {
+            Listing::NotYet => {
+                if let Some(raw) = raw_params
+                    && let Some(parked) = self.list_before_deciding(id, raw, &params, &tool, proxy)
+                {
+                    return parked;
+                }
+                None
+            }
+            Listing::Done => None,
+            Listing::Failed(why) => Some(why),
+        };
         let call = Call {
             server: self.server(),
             tool: &tool,
