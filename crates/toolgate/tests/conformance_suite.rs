@@ -106,7 +106,10 @@ async fn run_suite(
         .filter(|l| l.starts_with('✓') || l.starts_with('✗') || l.starts_with("Total"))
         .collect();
     eprintln!("{label}:\n{}", summary.join("\n"));
-    drop(front);
+    // The front stops its sessions when its stdin closes (what is left is killed with the
+    // group).
+    drop(front.stdin.take());
+    let _ = tokio::time::timeout(Duration::from_secs(5), front.wait()).await;
     (scenarios(&results), records)
 }
 
