@@ -94,8 +94,8 @@ async fn tools_list_and_calls() {
                 peer.call_tool(call("get-resource-links", json!({ "count": 3 }))),
             )
             .await?;
-            // (A call to a tool the server never listed is not part of parity: toolgate's
-            // pinning blocks it by design.)
+            // (A call to a tool the server does not list is not part of parity: toolgate's
+            // pinning asks about it by design.)
             s.step(
                 "invalid arguments",
                 peer.call_tool(call("get-sum", json!({ "a": "x" }))),

@@ -7,6 +7,10 @@
 //! - `--stay-after-eof`: keep running after stdin closes (for grace/kill tests).
 //! - `--exit-on-eof N`: exit code when stdin closes (default 0).
 //! - `--greeting LINE`: write LINE to stdout at start-up.
+//! - `--tools-pages`: `tools/list` answers in two pages (`x`, then `t` after the cursor
+//!   `page-2`).
+//! - `--tools-list-hang`: never answer `tools/list`.
+//! - `--x-description TEXT`: the description of `x` in `tools/list` (default `test tool x`).
 //!
 //! Requests (`params` members in parentheses):
 //! - any method: `{"jsonrpc":"2.0","id":<id>,"result":{"method":<m>,"params":<params>}}`,
@@ -57,6 +61,9 @@ fn main() {
     let mut stay_after_eof = false;
     let mut exit_on_eof = 0;
     let mut greeting = None;
+    let mut tools_pages = false;
+    let mut tools_list_hang = false;
+    let mut x_description = "test tool x".to_owned();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--record" => record = Some(args.next().expect("--record PATH")),
@@ -72,6 +79,9 @@ fn main() {
                 exit_on_eof = args.next().expect("--exit-on-eof N").parse().expect("N")
             }
             "--greeting" => greeting = Some(args.next().expect("--greeting LINE")),
+            "--tools-pages" => tools_pages = true,
+            "--tools-list-hang" => tools_list_hang = true,
+            "--x-description" => x_description = args.next().expect("--x-description TEXT"),
             other => {
                 eprintln!("fake_upstream: unknown argument `{other}`");
                 std::process::exit(2);
@@ -150,12 +160,24 @@ fn main() {
                 out.flush().unwrap();
                 continue;
             }
+            "tools/list" if tools_list_hang => continue,
             "tools/list" => {
-                let x = params["testDescription"].as_str().unwrap_or("test tool x");
+                let x = params["testDescription"]
+                    .as_str()
+                    .unwrap_or(x_description.as_str());
                 let x = serde_json::to_string(x).unwrap();
-                let tools = format!(
-                    r#"{{"tools":[{{"name":"x","description":{x},"inputSchema":{{"type":"object"}}}},{{"name":"t","description":"test tool t","inputSchema":{{"type":"object"}}}}]}}"#
+                let x = format!(
+                    r#"{{"name":"x","description":{x},"inputSchema":{{"type":"object"}}}}"#
                 );
+                let t =
+                    r#"{"name":"t","description":"test tool t","inputSchema":{"type":"object"}}"#;
+                let tools = if !tools_pages {
+                    format!(r#"{{"tools":[{x},{t}]}}"#)
+                } else if params["cursor"] == "page-2" {
+                    format!(r#"{{"tools":[{t}]}}"#)
+                } else {
+                    format!(r#"{{"tools":[{x}],"nextCursor":"page-2"}}"#)
+                };
                 writeln!(out, r#"{{"jsonrpc":"2.0","id":{id},"result":{tools}}}"#).unwrap();
                 out.flush().unwrap();
                 continue;

@@ -728,6 +728,7 @@ fn wrap_prefix_len(array: &Array<'_>) -> Option<usize> {
             | "--audit"
             | "--approval"
             | "--approval-timeout"
+            | "--listing-timeout"
             | "--max-message-bytes"
             | "--grace-ms" => i += 2,
             _ => i += 1,

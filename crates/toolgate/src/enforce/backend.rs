@@ -93,6 +93,12 @@ pub trait Backend: Send {
     fn forbidden_outright(&mut self, _tool: &str) -> bool {
         false
     }
+    /// False while the server has not listed `tool` in this session (its definition is not
+    /// pinned, changed or removed: nothing is known of it). A call to such a tool waits for
+    /// a listing before it is decided.
+    fn listed(&self, _tool: &str) -> bool {
+        true
+    }
 }
 
 /// The real filesystem, the same resolver `toolgate policy explain` uses (symlinks of the
@@ -226,6 +232,10 @@ impl Backend for EngineBackend {
             Some(decision) => prompt_for(&self.session, decision, call.tool, call.arguments),
             None => ruling.prompt.clone(),
         }
+    }
+
+    fn listed(&self, tool: &str) -> bool {
+        !matches!(self.session.pin_state(tool), PinState::Unlisted)
     }
 
     fn forbidden_outright(&mut self, tool: &str) -> bool {

@@ -13,6 +13,7 @@
 //!   path denies.
 
 pub mod backend;
+mod listing;
 mod recorder;
 use recorder::Recorder;
 pub mod reply;
@@ -47,6 +48,17 @@ struct Retried<'a> {
     params: &'a Value,
     method: &'a str,
     retry: &'a approval::Retry,
+}
+
+/// Whether a `tools/call` waited for a listing of the server's tools (`listing.rs`).
+#[derive(Debug, Clone, Copy)]
+enum Listing<'a> {
+    /// It just arrived: a tool not yet listed waits for a listing first.
+    NotYet,
+    /// It waited, and the listing pinned the server's tools.
+    Done,
+    /// It waited, and no listing came (why): the call fails closed.
+    Failed(&'a str),
 }
 
 /// The method name (and audit "tool") of a resource read.
@@ -89,6 +101,9 @@ pub struct Settings {
     pub server: Option<String>,
     pub approval: Mode,
     pub approval_timeout: Duration,
+    /// How long a call to a tool not yet listed waits for a listing of the server's tools
+    /// (toolgate's own, or one in flight) before it fails closed.
+    pub listing_timeout: Duration,
     /// The terminal channel (for `--approval tty|auto`), if any.
     pub tty: Option<Arc<dyn ApprovalChannel>>,
     /// The local broker as an approval channel, if any.
@@ -161,6 +176,11 @@ struct State {
     /// The server announced `notifications/tools/list_changed` and no complete listing
     /// has been seen since: no definition is known to be current.
     tools_stale: bool,
+    /// Listings of the server's tools under way: the client's `tools/list` pages awaiting
+    /// their response, and toolgate's own listing (see `listing.rs`).
+    listings_in_flight: usize,
+    /// Complete listings pinned so far (the client's and toolgate's own).
+    complete_listings: u64,
 }
 
 struct Inner {
@@ -178,6 +198,9 @@ struct Inner {
     /// byte-identical repeat pins nothing new, so it is not pinned again. Cleared when an
     /// approval may have changed a pin.
     last_listing: Mutex<Option<(SameBytes, Vec<String>)>>,
+    /// Bumped whenever a listing ends or a complete one is pinned: wakes the calls that
+    /// wait for a listing (`listing.rs`).
+    listing_events: tokio::sync::watch::Sender<u64>,
 }
 
 /// A record kept off the latency path.
@@ -559,6 +582,7 @@ impl Enforcer {
                 recorder: Recorder::default(),
                 pending_taint: Mutex::new(Vec::new()),
                 last_listing: Mutex::new(None),
+                listing_events: tokio::sync::watch::channel(0).0,
             }),
         })
     }
@@ -676,9 +700,21 @@ impl Enforcer {
         params: Option<&RawValue>,
         proxy: &ProxyHandle,
     ) -> Verdict {
+        self.decide_tools_call(id, params, proxy, Listing::NotYet)
+    }
+
+    /// Decides a `tools/call`; `listing`: whether it already waited for a listing of the
+    /// server's tools, and how that went.
+    fn decide_tools_call(
+        &self,
+        id: &RawValue,
+        raw_params: Option<&RawValue>,
+        proxy: &ProxyHandle,
+        listing: Listing<'_>,
+    ) -> Verdict {
         let started = Instant::now();
         let request_id = id.get().to_owned();
-        let parsed: Option<Value> = params.and_then(|p| serde_json::from_str(p.get()).ok());
+        let parsed: Option<Value> = raw_params.and_then(|p| serde_json::from_str(p.get()).ok());
         let Some(params) = parsed else {
             return self.deny_reply(
                 id,
@@ -706,12 +742,39 @@ impl Enforcer {
         if let Some(abilities) = ClientAbilities::from_request_meta(&params) {
             lock(&self.inner.state).client = abilities;
         }
+        // A tool the session has not listed yet is decided on the server's definition:
+        // the call waits (parked) for a listing, toolgate's own if none is under way.
+        let listing_failed = match listing {
+            Listing::NotYet => {
+                if let Some(raw) = raw_params
+                    && let Some(parked) = self.list_before_deciding(id, raw, &params, &tool, proxy)
+                {
+                    return parked;
+                }
+                None
+            }
+            Listing::Done => None,
+            Listing::Failed(why) => Some(why),
+        };
         let call = Call {
             server: self.server(),
             tool: &tool,
             arguments: &arguments,
         };
         let mut ruling = lock(&self.inner.backend).decide(&call, now_ms());
+        if let Some(why) = listing_failed
+            && ruling.effect != Effect::Deny
+            && !lock(&self.inner.backend).listed(&tool)
+        {
+            ruling.effect = Effect::Ask;
+            ruling.contract = "pinning".to_owned();
+            ruling.rule = None;
+            ruling.reason = format!(
+                "`{tool}` is not pinned: toolgate could not list the server's tools to read its definition ({why})"
+            );
+            ruling.prompt = lock(&self.inner.backend).prompt(&call, &ruling);
+            ruling.prompt.why = ruling.reason.clone();
+        }
         if ruling.effect == Effect::Allow && lock(&self.inner.state).tools_stale {
             ruling.effect = Effect::Ask;
             ruling.contract = "pinning".to_owned();
@@ -1149,7 +1212,11 @@ impl Enforcer {
                 // The same bytes as the last complete listing: every definition equals the
                 // one pinned from it (or its pending change), so pinning would change
                 // nothing; only the announcement of a change is answered.
-                lock(&self.inner.state).tools_stale = false;
+                {
+                    let mut st = lock(&self.inner.state);
+                    st.tools_stale = false;
+                    st.complete_listings += 1;
+                }
                 let hidden: Vec<&str> = hidden.iter().map(String::as_str).collect();
                 return hide_tools(frame, &hidden);
             }
@@ -1171,6 +1238,9 @@ impl Enforcer {
             if first {
                 st.listing.clear();
             }
+            if complete {
+                st.complete_listings += 1;
+            }
             if complete && st.listing.is_empty() {
                 // A listing of one page (the common case): pinned as it is, no copy.
                 st.tools_stale = false;
@@ -1188,6 +1258,29 @@ impl Enforcer {
                 }
             }
         };
+        self.pin_listing(listing, complete);
+        // Pinned from the full page above; the client sees it without the tools the
+        // policy forbids outright.
+        let hidden: Vec<&str> = {
+            let mut backend = lock(&self.inner.backend);
+            names
+                .iter()
+                .map(String::as_str)
+                .filter(|name| backend.forbidden_outright(name))
+                .collect()
+        };
+        *lock(&self.inner.last_listing) = one_page.then(|| {
+            (
+                SameBytes::of(result.get().as_bytes()),
+                hidden.iter().map(|&h| h.to_owned()).collect(),
+            )
+        });
+        hide_tools(frame, &hidden)
+    }
+
+    /// Pins a listing (the client's or toolgate's own), persists what changed once it is
+    /// complete, and audits every new or changed definition.
+    fn pin_listing(&self, listing: Vec<Value>, complete: bool) {
         let changes = lock(&self.inner.backend).pin_tools(listing, complete);
         // Only new or changed accepted definitions need saving (a repeated listing
         // changes nothing on disk).
@@ -1210,29 +1303,20 @@ impl Enforcer {
         if let Err(why) = self.audit_all(events) {
             tracing::warn!("pins not audited: {why}");
         }
-        // Pinned from the full page above; the client sees it without the tools the
-        // policy forbids outright.
-        let hidden: Vec<&str> = {
-            let mut backend = lock(&self.inner.backend);
-            names
-                .iter()
-                .map(String::as_str)
-                .filter(|name| backend.forbidden_outright(name))
-                .collect()
-        };
-        *lock(&self.inner.last_listing) = one_page.then(|| {
-            (
-                SameBytes::of(result.get().as_bytes()),
-                hidden.iter().map(|&h| h.to_owned()).collect(),
-            )
-        });
-        hide_tools(frame, &hidden)
     }
 
     fn on_response(&self, tag: u64, message: &Message<'_>) -> Verdict {
         let Some(watched) = lock(&self.inner.state).watched.remove(&tag) else {
             return Verdict::Forward;
         };
+        if let Watched::ToolsList { first } = watched {
+            let verdict = match message.envelope.result {
+                Some(result) => self.on_tools_list(first, result, message.raw),
+                None => Verdict::Forward,
+            };
+            self.listing_ended(false);
+            return verdict;
+        }
         let Some(result_raw) = message.envelope.result else {
             // An error response: nothing to learn; audit tool-call errors.
             if let Watched::ToolCall {
@@ -1252,9 +1336,6 @@ impl Enforcer {
             }
             return Verdict::Forward;
         };
-        if let Watched::ToolsList { first } = watched {
-            return self.on_tools_list(first, result_raw, message.raw);
-        }
         // Nothing reads the result before it is delivered: its record (hash, `isError`)
         // and its taint are computed from the text afterwards, which stays where it came
         // (in the frame, shared, not copied).
@@ -1410,6 +1491,7 @@ impl Enforcer {
                             .params
                             .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
                             .is_none_or(|p| p.get("cursor").is_none_or(Value::is_null));
+                        lock(&self.inner.state).listings_in_flight += 1;
                         Verdict::Watch(self.watch(Watched::ToolsList { first }))
                     }
                     "resources/read" => self.on_resources_read(id, env.params, proxy),

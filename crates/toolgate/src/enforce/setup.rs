@@ -42,6 +42,10 @@ pub struct EnforceArgs {
     /// How long a human has to answer before the call is denied, e.g. `120s`, `2m`.
     #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
     pub approval_timeout: Duration,
+    /// How long a call to a tool the session has not listed waits for toolgate's own
+    /// `tools/list` of the server (or a listing already in flight) before it fails closed.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub listing_timeout: Duration,
     /// The agent session this proxy belongs to at the approval broker
     /// [default: the parent process, i.e. the MCP client].
     #[arg(long, value_name = "NAME")]
@@ -212,6 +216,7 @@ pub fn interceptor(
         server: server.map(str::to_owned),
         approval: args.approval,
         approval_timeout: args.approval_timeout,
+        listing_timeout: args.listing_timeout,
         tty: Some(tty),
         broker: Some(broker.clone()),
         shared_session: Some(broker),

@@ -243,6 +243,9 @@ struct State {
     server_pending: HashMap<IdKey, Pending>,
     /// Requests toolgate sent to the client, awaiting its response.
     origin: HashMap<Box<str>, oneshot::Sender<Vec<u8>>>,
+    /// Requests toolgate sent to the upstream (e.g. its own `tools/list`), awaiting its
+    /// response. Their responses are consumed, never forwarded to the client.
+    server_origin: HashMap<Box<str>, oneshot::Sender<Vec<u8>>>,
     upstream_gone: bool,
     client_gone: bool,
 }
@@ -361,6 +364,37 @@ impl ProxyHandle {
         };
         let frame = build::notification("notifications/cancelled", Some(&params));
         self.send_to_client(frame).await.is_ok()
+    }
+
+    /// Sends a request to the upstream with an id from toolgate's reserved id space (which
+    /// the client cannot use: see [`own_server_response`]) and waits for its response.
+    /// Returns the response frame (without newline); neither the request nor its response
+    /// ever reaches the client. Dropping the future forgets the request (a late response is
+    /// consumed); an upstream that exits fails it.
+    pub async fn request_server(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<Vec<u8>, ProxyError> {
+        struct Forget<'a>(&'a Shared, Box<str>);
+        impl Drop for Forget<'_> {
+            fn drop(&mut self) {
+                self.0.lock().server_origin.remove(&self.1);
+            }
+        }
+        let id = self.new_origin_id();
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut st = self.shared.lock();
+            if st.upstream_gone {
+                return Err(ProxyError::UpstreamGone);
+            }
+            st.server_origin.insert(id.clone().into_boxed_str(), tx);
+        }
+        let _forget = Forget(&self.shared, id.clone().into_boxed_str());
+        self.send_to_server(build::request(&id, method, params))
+            .await?;
+        rx.await.map_err(|_| ProxyError::UpstreamGone)
     }
 
     /// Sends one message (no trailing newline) to the client.
@@ -669,6 +703,17 @@ fn decide(
                         build::error_response(Some(raw_id), INVALID_REQUEST, &msg),
                     ));
                 }
+                if reserved_client_id(shared, from, &key) {
+                    warn!("client used an id reserved for toolgate: refused");
+                    let msg = format!(
+                        "invalid request: ids starting with `{}` are reserved",
+                        shared.origin_prefix
+                    );
+                    return Step::Done(Out::to_sender(
+                        from,
+                        build::error_response(Some(raw_id), INVALID_REQUEST, &msg),
+                    ));
+                }
                 if st.pending(from).contains_key(&key) {
                     warn!("{} request reuses a pending id: refused", from.label());
                     let msg = "invalid request: a request with this id is still pending";
@@ -766,6 +811,11 @@ fn decide(
                     }
                     return Step::Done(Out::Nothing);
                 }
+                if from == Direction::ServerToClient
+                    && own_server_response(shared, &mut st, key, raw)
+                {
+                    return Step::Done(Out::Nothing);
+                }
                 let peer = match from {
                     Direction::ClientToServer => Direction::ServerToClient,
                     Direction::ServerToClient => Direction::ClientToServer,
@@ -797,6 +847,36 @@ fn decide(
             simple(from, verdict)
         }
     }
+}
+
+/// A response from the upstream to a request toolgate sent itself
+/// ([`ProxyHandle::request_server`]): handed to its waiter and consumed (true). Ids in this
+/// relay's reserved space never belong to the client (its requests with such ids are
+/// refused, see [`reserved_client_id`]), so a late answer is consumed too.
+fn own_server_response(shared: &Shared, st: &mut State, key: &IdKey, raw: &[u8]) -> bool {
+    let Some(id) = key
+        .as_str()
+        .filter(|id| id.starts_with(&shared.origin_prefix))
+    else {
+        return false;
+    };
+    match st.server_origin.remove(id) {
+        Some(waiter) => {
+            let _ = waiter.send(raw.to_vec());
+        }
+        None => debug!("upstream answered a toolgate request no longer awaited: consumed"),
+    }
+    true
+}
+
+/// A client request whose id lies in this relay's reserved id space (its random prefix):
+/// refused, so that toolgate's own requests to the upstream can never share an id with one
+/// of the client's.
+fn reserved_client_id(shared: &Shared, from: Direction, key: &IdKey) -> bool {
+    from == Direction::ClientToServer
+        && key
+            .as_str()
+            .is_some_and(|s| s.starts_with(&shared.origin_prefix))
 }
 
 /// Notes that the sender of a pending request cancelled it. The request stays pending (a
@@ -995,6 +1075,8 @@ impl Relay {
         let replies: Vec<Vec<u8>> = {
             let mut st = self.shared.lock();
             st.upstream_gone = true;
+            // toolgate's own requests to the upstream fail (their waiters see it gone).
+            st.server_origin.clear();
             st.client_pending
                 .drain()
                 .filter(|(_, p)| !p.cancelled)
