@@ -558,7 +558,13 @@ mod tests {
         }
         let d = errs(&format!("{head}    budget: {{max: \"5\", per: 10m}}\n"));
         assert_eq!(d.items[0].message, "wrong type: expected a whole number");
-        assert!(load(&format!("{head}    max_calls: 3\n    budget: {{max: 5, per: 10m}}\n"), "p.yaml").is_ok());
+        assert!(
+            load(
+                &format!("{head}    max_calls: 3\n    budget: {{max: 5, per: 10m}}\n"),
+                "p.yaml"
+            )
+            .is_ok()
+        );
     }
 
     #[test]

@@ -452,6 +452,14 @@ impl Contracts {
         if contract != ToolContract::default() {
             sources.push(EntrySource::Heuristics);
         }
+        // A namespaced or differently cased name (`filesystem/read_file`, `READ_FILE`) gets
+        // the entries of the tool it names, below the entries of its exact name.
+        let base = crate::normalize::base_tool_name(tool);
+        let by_base = if base != tool {
+            self.exact.get(base.as_ref())
+        } else {
+            None
+        };
         let exact = self.exact.get(tool);
         let mut apply = |src: EntrySource, c: &ToolContract, contract: &mut ToolContract| {
             *contract = c.merge_over(contract);
@@ -470,7 +478,11 @@ impl Contracts {
                     apply(src, &g.contract, &mut contract);
                 }
             }
-            for (src, c) in exact.into_iter().flatten() {
+            for (src, c) in by_base
+                .into_iter()
+                .flatten()
+                .chain(exact.into_iter().flatten())
+            {
                 if matches!(src, EntrySource::User { .. }) == user {
                     apply(src.clone(), c, &mut contract);
                 }
