@@ -333,3 +333,143 @@ fn git_remote_listing_is_a_read() {
         );
     }
 }
+
+// ---- e: a destination argument that is present but unusable -------------------------------
+
+#[test]
+fn unusable_destinations_fail_closed() {
+    use toolgate_policy::decision::SinkVerdict;
+    let e = engine(
+        "version: 1\ndefault: allow\ntools:\n  send_email:\n    trusted_destinations: ['*@corp.com']\n",
+    );
+    let ok = json!({"to": "a@corp.com", "subject": "s", "body": "b"});
+    let mut s = session();
+    assert_eq!(decide(&e, &mut s, "send_email", &ok).effect, Effect::Allow);
+    for to in [
+        json!(null),
+        json!(true),
+        json!(""),
+        json!("   "),
+        json!({}),
+        json!([null]),
+        json!(["a@corp.com", ""]),
+        json!(["a@corp.com", {}]),
+        json!({"address": null}),
+        json!(5),
+        json!([5]),
+    ] {
+        let args = json!({"to": to, "subject": "s", "body": "b"});
+        let d = decide(&e, &mut s, "send_email", &args);
+        assert_eq!(
+            (d.effect, d.contract),
+            (Effect::Ask, Contract::SinkGate),
+            "to: {to}: {}",
+            d.reason
+        );
+        assert_ne!(d.reason, "the call names no destination", "to: {to}");
+    }
+    let d = decide(&e, &mut s, "send_email", &json!({"to": null, "body": "b"}));
+    assert_eq!(d.sinks[0].verdict, SinkVerdict::Unusable);
+    assert!(
+        d.reason
+            .contains("`to` is present but holds no usable destination"),
+        "{}",
+        d.reason
+    );
+    // A bad `cc` next to a good `to` asks too.
+    let d = decide(
+        &e,
+        &mut s,
+        "send_email",
+        &json!({"to": "a@corp.com", "cc": null, "body": "b"}),
+    );
+    assert_eq!(d.effect, Effect::Ask);
+    // A destination argument that is absent is not unusable.
+    let d = decide(
+        &e,
+        &mut s,
+        "send_email",
+        &json!({"to": ["a@corp.com"], "body": "b"}),
+    );
+    assert_eq!(d.effect, Effect::Allow, "{}", d.reason);
+}
+
+#[test]
+fn an_allow_rule_for_the_tool_does_not_lift_an_unusable_destination() {
+    // A rule that allows the tool does not lift the sink gate's ask on `to: null`: the most
+    // restrictive result wins (the proxy turns an ask it cannot put to anyone into a deny).
+    let e = engine(
+        "version: 1\ndefault: deny\nrules:\n  - {id: mail, effect: allow, operations: [unknown], tools: [send_email]}\n",
+    );
+    let mut s = session();
+    let d = decide(&e, &mut s, "send_email", &json!({"to": null, "body": "b"}));
+    assert_eq!(d.effect, Effect::Ask, "{}", d.reason);
+}
+
+// ---- a: an allow rule for a URL passes the fetch pack's sink gate ------------------------
+
+const API_POLICY: &str = "version: 1\ndefault: ask\nrules:\n  - {id: api, effect: allow, operations: [net.request], hosts: [api.example.com, '*.internal.example.com'], methods: [get, head]}\n  - {id: any-host, effect: allow, operations: [net.request], hosts: ['*'], methods: [PUT]}\n";
+
+#[test]
+fn a_user_allow_rule_trusts_its_urls_at_the_sink_gate() {
+    use toolgate_policy::decision::SinkVerdict;
+    let e = engine(API_POLICY);
+    let mut s = session();
+    for url in [
+        "https://api.example.com/v1",
+        "https://API.example.com/v1?q=1",
+        "https://svc.internal.example.com/x",
+        "https://a.b.internal.example.com/",
+    ] {
+        let d = decide(&e, &mut s, "fetch", &json!({ "url": url }));
+        assert_eq!(d.effect, Effect::Allow, "{url}: {}", d.reason);
+        assert_eq!(d.rule.as_deref(), Some("api"));
+        assert!(
+            d.reason.contains("is trusted by allow rule `api`"),
+            "{url}: {}",
+            d.reason
+        );
+        let gate = d
+            .results
+            .iter()
+            .find(|r| r.contract == Contract::SinkGate)
+            .unwrap();
+        assert_eq!(gate.sinks[0].verdict, SinkVerdict::AllowedByRule);
+        assert_eq!(gate.sinks[0].trusted_by_rule.as_deref(), Some("api"));
+    }
+    // Another host, another method, or a rule that names no host: still asks.
+    for args in [
+        json!({"url": "https://evil.example/x"}),
+        json!({"url": "https://internal.example.com.evil.example/"}),
+        json!({"url": "https://api.example.com/v1", "method": "POST"}),
+        json!({"url": "https://evil.example/x", "method": "PUT"}),
+    ] {
+        let d = decide(&e, &mut s, "fetch", &args);
+        assert_eq!(
+            (d.effect, d.contract),
+            (Effect::Ask, Contract::SinkGate),
+            "{args}: {}",
+            d.reason
+        );
+    }
+}
+
+#[test]
+fn explain_says_the_allow_rule_trusted_the_destination() {
+    let e = engine(API_POLICY);
+    let mut s = session();
+    let d = decide(
+        &e,
+        &mut s,
+        "fetch",
+        &json!({"url": "https://api.example.com/v1"}),
+    );
+    let text = toolgate_policy::explain::to_text(&d);
+    assert!(
+        text.contains("allowed_by_rule (allow rule `api` matches its host and method)"),
+        "{text}"
+    );
+    let v = toolgate_policy::explain::to_json(&d);
+    let reason = v["decision"]["reason"].as_str().unwrap();
+    assert!(reason.contains("trusted by allow rule `api`"), "{reason}");
+}

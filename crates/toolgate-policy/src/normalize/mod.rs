@@ -833,7 +833,7 @@ fn git_cli_parts(call: &ToolCall, ctx: &NormalizeContext) -> Vec<Part> {
 fn git_sub_unknown(p: &Part) -> bool {
     p.argv
         .as_deref()
-        .is_some_and(|argv| git::unknown_subcommand(argv))
+        .is_some_and(git::unknown_subcommand)
 }
 
 /// Arguments of mcp-server-git tools that are free text, not refs or paths.
