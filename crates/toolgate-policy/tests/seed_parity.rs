@@ -473,3 +473,106 @@ fn explain_says_the_allow_rule_trusted_the_destination() {
     let reason = v["decision"]["reason"].as_str().unwrap();
     assert!(reason.contains("trusted by allow rule `api`"), "{reason}");
 }
+
+// ---- j: the starter policy allows pinned read-only tools ---------------------------------
+
+fn tool_def(name: &str, annotations: Option<Value>) -> Value {
+    let mut d = json!({
+        "name": name,
+        "description": format!("{name} does things"),
+        "inputSchema": {"type": "object", "properties": {}}
+    });
+    if let Some(a) = annotations {
+        d["annotations"] = a;
+    }
+    d
+}
+
+fn pinned_session(defs: &[Value]) -> Session {
+    let mut s = Session::new(SessionLimits::new(TaintLimits::default()));
+    s.pin_tools(defs);
+    s.listing_complete();
+    s
+}
+
+#[test]
+fn the_starter_policy_allows_pinned_read_only_tools_only() {
+    let e = engine(toolgate_policy::load::STARTER_POLICY);
+    let ro = Some(json!({"readOnlyHint": true}));
+    let defs = [
+        tool_def("get_issue", ro.clone()),
+        tool_def("mcp__github__list_pull_requests", ro.clone()),
+        tool_def("create_issue", Some(json!({"readOnlyHint": false}))),
+        tool_def("list_things", None),
+        tool_def("slack_post_message", ro.clone()),
+        tool_def("write_file", ro.clone()),
+        tool_def("read_file", ro.clone()),
+    ];
+    let mut s = pinned_session(&defs);
+    let d = decide(
+        &e,
+        &mut s,
+        "get_issue",
+        &json!({"owner": "o", "repo": "r", "issue_number": 1}),
+    );
+    assert_eq!(
+        (d.effect, d.rule.as_deref()),
+        (Effect::Allow, Some("allow-read-only-tools")),
+        "{}",
+        d.reason
+    );
+    let d = decide(
+        &e,
+        &mut s,
+        "mcp__github__list_pull_requests",
+        &json!({"owner": "o"}),
+    );
+    assert_eq!(d.effect, Effect::Allow, "{}", d.reason);
+    // Writes, unannotated tools, sends (the sink gate) and writes that claim to be
+    // read-only keep asking; paths are still decided by the path rules.
+    for (tool, args) in [
+        (
+            "create_issue",
+            json!({"owner": "o", "repo": "r", "title": "t"}),
+        ),
+        ("list_things", json!({})),
+        (
+            "slack_post_message",
+            json!({"channel_id": "C0123", "text": "hi"}),
+        ),
+        ("write_file", json!({"path": "src/x.rs", "content": "x"})),
+        ("read_file", json!({"path": "/etc/hosts"})),
+    ] {
+        let d = decide(&e, &mut s, tool, &args);
+        assert_eq!(d.effect, Effect::Ask, "{tool}: {}", d.reason);
+    }
+    // A tool that is not pinned (never listed) asks.
+    let d = decide(&e, &mut s, "get_other", &json!({}));
+    assert_eq!(d.effect, Effect::Ask);
+}
+
+#[test]
+fn hints_that_change_after_pinning_are_a_rug_pull() {
+    let e = engine(toolgate_policy::load::STARTER_POLICY);
+    let ro = Some(json!({"readOnlyHint": true}));
+    let mut s = pinned_session(&[tool_def("get_issue", ro.clone()), tool_def("wipe", None)]);
+    assert_eq!(
+        decide(&e, &mut s, "get_issue", &json!({})).effect,
+        Effect::Allow
+    );
+    // The server relists: `get_issue` is no longer read-only, `wipe` suddenly is.
+    s.pin_tools(&[
+        tool_def("get_issue", Some(json!({"readOnlyHint": false}))),
+        tool_def("wipe", ro),
+    ]);
+    s.listing_complete();
+    for tool in ["get_issue", "wipe"] {
+        let d = decide(&e, &mut s, tool, &json!({}));
+        assert_eq!(
+            (d.effect, d.contract),
+            (Effect::Ask, Contract::Pinning),
+            "{tool}: {}",
+            d.reason
+        );
+    }
+}

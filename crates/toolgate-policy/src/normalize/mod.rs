@@ -831,9 +831,7 @@ fn git_cli_parts(call: &ToolCall, ctx: &NormalizeContext) -> Vec<Part> {
 
 /// True when a git part's subcommand is one git does not know (an alias, a typo).
 fn git_sub_unknown(p: &Part) -> bool {
-    p.argv
-        .as_deref()
-        .is_some_and(git::unknown_subcommand)
+    p.argv.as_deref().is_some_and(git::unknown_subcommand)
 }
 
 /// Arguments of mcp-server-git tools that are free text, not refs or paths.
