@@ -109,6 +109,13 @@ pub enum SinkVerdict {
     Tainted,
     /// Neither trusted nor seen anywhere: a human must decide.
     Unproven,
+    /// A destination argument that is present but holds no usable destination (`null`,
+    /// `true`, `""`, `{}`, or a list holding one): what the server makes of it is unknown,
+    /// so a human must decide. Never approved for the session.
+    Unusable,
+    /// Matched by one of the user's own allow rules (a `net.request` rule that names its
+    /// hosts, and the method): the user trusts it. The rule is in `trusted_by_rule`.
+    AllowedByRule,
 }
 
 impl SinkVerdict {
@@ -119,6 +126,8 @@ impl SinkVerdict {
             SinkVerdict::Vouched => "vouched",
             SinkVerdict::Tainted => "tainted",
             SinkVerdict::Unproven => "unproven",
+            SinkVerdict::Unusable => "unusable",
+            SinkVerdict::AllowedByRule => "allowed_by_rule",
         }
     }
 }
@@ -140,4 +149,7 @@ pub struct SinkFinding {
     pub source_tool: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_seq: Option<u64>,
+    /// For [`SinkVerdict::AllowedByRule`]: the id of the allow rule that matched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted_by_rule: Option<String>,
 }

@@ -224,9 +224,18 @@ impl Engine {
             };
             normalize_mapped(&call, resolved.mapping(), ctx)
         };
-        let results =
-            self.contracts
-                .check_resolved(call, &action, session, Some(ctx), now_ms, resolved);
+        // A URL that one of the user's own allow rules matches (host and method) passes the
+        // sink gate: the user trusts it.
+        let trust = |token: &str| self.allow_rule_trusting(call, &action, token);
+        let results = self.contracts.check_resolved(
+            call,
+            &action,
+            session,
+            Some(ctx),
+            now_ms,
+            resolved,
+            Some(&trust),
+        );
         let annotations = session
             .pinned_definition(call.tool)
             .and_then(|d| d.get("annotations"))
@@ -256,6 +265,57 @@ impl Engine {
             }
         }
         decision
+    }
+
+    /// The allow rule that trusts a URL destination of this call, if any: every exact
+    /// `net.request` part of the action to the URL's host is allowed by a rule that names
+    /// its hosts (not only `*`), the method included when the rule lists methods. The rule
+    /// is judged without annotations (an allow rule that requires them does not vouch here).
+    fn allow_rule_trusting(
+        &self,
+        call: &ToolCall<'_>,
+        action: &Action,
+        token: &str,
+    ) -> Option<String> {
+        let url = url::Url::parse(token).ok()?;
+        let host = url.host_str()?.trim_end_matches('.').to_ascii_lowercase();
+        let parts: Vec<&Part> = action
+            .parts
+            .iter()
+            .filter(|p| {
+                p.operation == Operation::NetRequest
+                    && p.network.as_ref().is_some_and(|n| {
+                        n.url == token || n.host.trim_end_matches('.').eq_ignore_ascii_case(&host)
+                    })
+            })
+            .collect();
+        if parts.is_empty() || parts.iter().any(|p| p.opaque) {
+            return None;
+        }
+        let facts = CallFacts {
+            server: call.server,
+            tool: call.tool,
+            annotations: None,
+        };
+        let mut matched = vec![false; self.rules.len()];
+        let mut trusted_by = None;
+        for part in parts {
+            let (effect, rule) = self.decide_part(&facts, part, &mut matched);
+            let rule = rule.and_then(|i| self.rules.get(i))?;
+            let names_hosts = self
+                .policy
+                .rules
+                .get(rule.index)
+                .and_then(|r| r.hosts.as_ref())
+                .is_some_and(|h| {
+                    !h.is_empty() && h.iter().all(|p| !p.trim_matches(['*', '.']).is_empty())
+                });
+            if effect != Effect::Allow || !names_hosts {
+                return None;
+            }
+            trusted_by = Some(rule.id.clone());
+        }
+        trusted_by
     }
 
     pub fn policy(&self) -> &Policy {

@@ -2,10 +2,12 @@
 //!
 //! ```json
 //! {"action":{"server","tool","parts":[{"operation","resources","argv","executable",
-//!   "network":{"url","scheme","host","port","method"}}]},
+//!   "network":{"url","scheme","host","port","method"},"opaque":true}]},
 //!  "decision":{"effect","rule","contract","reason","matched_rules":[]}}
 //! ```
-//! Absent fields are omitted; `matched_rules` is always present.
+//! Absent fields are omitted; `matched_rules` is always present. `"opaque": true` marks
+//! exactly the parts the text form shows as `opaque: yes` (not understood exactly: allow
+//! rules never match them); a part that was understood has no `opaque` member.
 
 use std::fmt::Write as _;
 
@@ -83,6 +85,10 @@ fn part_json(part: &Part) -> Value {
         n.insert("method".into(), Value::String(net.method.clone()));
         m.insert("network".into(), Value::Object(n));
     }
+    if part.opaque {
+        // The text form's "opaque: yes": not understood exactly, allow rules never match it.
+        m.insert("opaque".into(), Value::Bool(true));
+    }
     Value::Object(m)
 }
 
@@ -141,7 +147,10 @@ pub fn to_text(decision: &Decision) -> String {
                     format!(" (seen in output of {server}{t}, call #{seq})")
                 }
                 (Some(t), None) => format!(" (seen in output of {t})"),
-                _ => String::new(),
+                _ => match &s.trusted_by_rule {
+                    Some(id) => format!(" (allow rule `{id}` matches its host and method)"),
+                    None => String::new(),
+                },
             };
             let _ = writeln!(
                 out,
@@ -219,8 +228,51 @@ mod tests {
         let v = to_json(&d);
         assert_eq!(
             v.to_string(),
-            r#"{"action":{"tool":"fetch","parts":[{"operation":"net.request","network":{"url":"https://a.com/","scheme":"https","host":"a.com","port":443,"method":"GET"}}]},"decision":{"effect":"ask","contract":"default","reason":"r","matched_rules":[]}}"#
+            r#"{"action":{"tool":"fetch","parts":[{"operation":"net.request","network":{"url":"https://a.com/","scheme":"https","host":"a.com","port":443,"method":"GET"},"opaque":true}]},"decision":{"effect":"ask","contract":"default","reason":"r","matched_rules":[]}}"#
         );
         assert!(to_text(&d).contains("decision:  ASK (by default)"));
+    }
+
+    /// `"opaque": true` in JSON exactly where the text says `opaque: yes` (issue 21, 3h).
+    #[test]
+    fn json_marks_opaque_parts_as_the_text_does() {
+        let exact = Part::new(Operation::FsRead);
+        let mut unsure = Part::new(Operation::ShellExec);
+        unsure.opaque = true;
+        let unknown = {
+            let mut p = Part::new(Operation::Unknown);
+            p.opaque = true;
+            p
+        };
+        let d = Decision {
+            action: Action {
+                server: None,
+                tool: "t".into(),
+                parts: vec![exact, unsure, unknown],
+            },
+            effect: Effect::Ask,
+            contract: Contract::Default,
+            rule: None,
+            reason: "r".into(),
+            matched_rules: vec![],
+            results: vec![],
+            approved_by_session: None,
+            sinks: vec![],
+        };
+        let v = to_json(&d);
+        let json_marks: Vec<bool> = v["action"]["parts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| p.get("opaque") == Some(&Value::Bool(true)))
+            .collect();
+        let text = to_text(&d);
+        let text_marks: Vec<bool> = text
+            .split("\n  [")
+            .skip(1)
+            .map(|block| block.contains("opaque:     yes"))
+            .collect();
+        assert_eq!(json_marks, [false, true, true]);
+        assert_eq!(json_marks, text_marks);
     }
 }

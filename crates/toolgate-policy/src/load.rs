@@ -344,6 +344,20 @@ fn yaml_error(source: &str, err: &YamlError) -> Diagnostic {
                     other => format!("add `{other}`"),
                 })
         }
+        // The strict whole-number fields (`crate::strict`): the same diagnostic as a
+        // value saphyr cannot read as an integer (`max_calls: true`), quoted or not.
+        YamlError::SerdeInvalidType { expected, .. }
+            if expected == crate::strict::EXPECTED_WHOLE_NUMBER =>
+        {
+            let want = crate::strict::EXPECTED_WHOLE_NUMBER;
+            // saphyr locates an error raised by a visitor at the key: point at the value,
+            // as for the scalars it cannot parse itself.
+            let at_value = pos.and_then(|p| value_after_key(source, p)).or(pos);
+            return Diagnostic::error(format!("wrong type: expected {want}"))
+                .with_label("wrong type")
+                .with_help(format!("write {want} here"))
+                .at(at_value);
+        }
         YamlError::SerdeInvalidType {
             unexpected,
             expected,
@@ -400,6 +414,29 @@ fn yaml_error(source: &str, err: &YamlError) -> Diagnostic {
         }
     };
     d.at(pos)
+}
+
+/// When `pos` is at a `key:` (a plain key on one line), the position of its value.
+fn value_after_key(source: &str, pos: Pos) -> Option<Pos> {
+    let rest = source.get(pos.offset..)?;
+    let line = rest.split(['\n', '\r']).next()?;
+    let colon = line.find(':')?;
+    let key = line.get(..colon)?;
+    if key.is_empty()
+        || !key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return None;
+    }
+    let after = line.get(colon + 1..)?;
+    let value = after.trim_start_matches([' ', '\t']);
+    if value.is_empty() || value.starts_with('#') {
+        return None;
+    }
+    let skipped = line.len() - value.len();
+    let chars = line.get(..skipped)?.chars().count();
+    pos_at(source, pos.line, pos.column + chars)
 }
 
 /// Multi-line messages (e.g. from the regex parser) as one line: the first line and the
@@ -495,10 +532,39 @@ mod tests {
         assert!(d.items[0].message.starts_with("wrong type"), "{d}");
         let d = errs("version: one\n");
         assert_eq!(d.items[0].message, "wrong type: expected a whole number");
+        let d = errs("version: \"1\"\n");
+        assert_eq!(d.items[0].message, "wrong type: expected a whole number");
         let d = errs("version: 1\ndefault: permit\n");
         assert_eq!(d.items[0].message, "unknown value `permit`");
         let d = errs("version: 1\nrules:\n  - {id: a, effect: allow, operations: [fs.reed]}\n");
         assert_eq!(d.items[0].help.as_deref(), Some("did you mean `fs.read`?"));
+    }
+
+    /// A quoted number is a string: `max_calls: "3"` gets exactly the located diagnostic of
+    /// `max_calls: true` (issue 21, 3g), and so does a quoted budget `max`.
+    #[test]
+    fn quoted_numbers_are_type_errors() {
+        let head = "version: 1\ntools:\n  send_email:\n";
+        let of = |v: &str| {
+            let d = errs(&format!("{head}    max_calls: {v}\n"));
+            let i = d.items[0].clone();
+            (i.message, i.help, i.pos.map(|p| (p.line, p.column)))
+        };
+        let reference = of("true");
+        assert_eq!(reference.0, "wrong type: expected a whole number");
+        assert_eq!(reference.2, Some((4, 16)));
+        for v in ["\"3\"", "'3'", "-1", "3.5"] {
+            assert_eq!(of(v), reference, "max_calls: {v}");
+        }
+        let d = errs(&format!("{head}    budget: {{max: \"5\", per: 10m}}\n"));
+        assert_eq!(d.items[0].message, "wrong type: expected a whole number");
+        assert!(
+            load(
+                &format!("{head}    max_calls: 3\n    budget: {{max: 5, per: 10m}}\n"),
+                "p.yaml"
+            )
+            .is_ok()
+        );
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub const POLICY_VERSION: u32 = 1;
 #[serde(deny_unknown_fields)]
 pub struct Policy {
     /// The format version; must be `1`.
+    #[serde(deserialize_with = "crate::strict::whole_u32")]
     pub version: u32,
     /// The effect when no rule matches. `ask` when absent.
     #[serde(default = "default_effect")]

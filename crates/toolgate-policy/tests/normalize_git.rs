@@ -65,7 +65,8 @@ fn shell_git_commands() {
         ("git fetch", GitRemote, true),
         ("git pull", GitRemote, true),
         ("git clone https://example.com/r.git", GitRemote, true),
-        ("git remote -v", GitRemote, true),
+        ("git remote -v", GitRead, true),
+        ("git remote show origin", GitRemote, true),
         ("git ls-remote origin", GitRemote, true),
         ("git submodule update", GitRemote, true),
         // Read subcommands with flags that write or execute.

@@ -278,6 +278,107 @@ fn explain_json_shape_is_exact() {
     assert_eq!(v, expected);
 }
 
+/// `--json` marks exactly the parts the text form shows as `opaque: yes` with
+/// `"opaque": true` (issue 21, 3h).
+#[test]
+fn explain_json_marks_opaque_parts_like_the_text() {
+    let run = |json: bool| {
+        let mut cmd = toolgate();
+        cmd.args([
+            "policy",
+            "explain",
+            "--policy",
+            STARTER,
+            "--workspace",
+            ".",
+            "--home",
+            "/nonexistent-home",
+            "--tool",
+            "fetch",
+            "--args",
+            r#"{"url":["https://a.example/","::not a url"]}"#,
+        ]);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = run(false);
+    let v: serde_json::Value = serde_json::from_str(&run(true)).unwrap();
+    let json_marks: Vec<bool> = v["action"]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let o = p.get("opaque");
+            assert!(
+                o.is_none() || o == Some(&serde_json::Value::Bool(true)),
+                "{p}"
+            );
+            o.is_some()
+        })
+        .collect();
+    let text_marks: Vec<bool> = text
+        .split("\n  [")
+        .skip(1)
+        .map(|block| block.contains("opaque:     yes"))
+        .collect();
+    assert_eq!(json_marks, text_marks, "{text}\n{v}");
+    assert_eq!(json_marks, [false, true], "{text}");
+}
+
+/// An allow rule for a host and method makes `policy explain` say that it trusted the
+/// fetch pack's URL (issue 21, 3a).
+#[test]
+fn explain_says_an_allow_rule_trusted_a_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.yaml");
+    std::fs::write(
+        &policy,
+        "version: 1\ndefault: ask\nrules:\n  - {id: api, effect: allow, operations: [net.request], hosts: ['*.internal.example.com', api.example.com], methods: [get]}\n",
+    )
+    .unwrap();
+    let run = |json: bool| {
+        let mut cmd = toolgate();
+        cmd.args(["policy", "explain", "--policy"])
+            .arg(&policy)
+            .args(["--workspace", ".", "--home", "/nonexistent-home"])
+            .args(["--tool", "fetch", "--args"])
+            .arg(r#"{"url":"https://svc.internal.example.com/v1"}"#);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = run(false);
+    assert!(text.contains("decision:  ALLOW (by rule `api`)"), "{text}");
+    assert!(
+        text.contains("allowed_by_rule (allow rule `api` matches its host and method)"),
+        "{text}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&run(true)).unwrap();
+    assert_eq!(v["decision"]["effect"], "allow");
+    assert!(
+        v["decision"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("is trusted by allow rule `api`"),
+        "{v}"
+    );
+}
+
 #[test]
 fn explain_resolves_symlinks_out_of_the_workspace() {
     let dir = tempfile::tempdir().unwrap();

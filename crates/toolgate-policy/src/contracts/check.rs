@@ -452,6 +452,14 @@ impl Contracts {
         if contract != ToolContract::default() {
             sources.push(EntrySource::Heuristics);
         }
+        // A namespaced or differently cased name (`filesystem/read_file`, `READ_FILE`) gets
+        // the entries of the tool it names, below the entries of its exact name.
+        let base = crate::normalize::base_tool_name(tool);
+        let by_base = if base != tool {
+            self.exact.get(base.as_ref())
+        } else {
+            None
+        };
         let exact = self.exact.get(tool);
         let mut apply = |src: EntrySource, c: &ToolContract, contract: &mut ToolContract| {
             *contract = c.merge_over(contract);
@@ -470,7 +478,11 @@ impl Contracts {
                     apply(src, &g.contract, &mut contract);
                 }
             }
-            for (src, c) in exact.into_iter().flatten() {
+            for (src, c) in by_base
+                .into_iter()
+                .flatten()
+                .chain(exact.into_iter().flatten())
+            {
                 if matches!(src, EntrySource::User { .. }) == user {
                     apply(src.clone(), c, &mut contract);
                 }
@@ -536,11 +548,13 @@ impl Contracts {
         now_ms: u64,
     ) -> Vec<ContractResult> {
         let resolved = self.lookup_in(call.tool, session, call.definition);
-        self.check_resolved(call, action, session, ctx, now_ms, resolved)
+        self.check_resolved(call, action, session, ctx, now_ms, resolved, None)
     }
 
     /// [`Contracts::check_in`] with the tool's contract already resolved, by
-    /// [`Contracts::lookup_in`] (the session's pinned definition, else the call's).
+    /// [`Contracts::lookup_in`] (the session's pinned definition, else the call's), and the
+    /// engine's test of which allow rule trusts a destination (for the sink gate).
+    #[allow(clippy::too_many_arguments)] // one call site (the engine); a struct would only rename them
     pub(crate) fn check_resolved(
         &self,
         call: &ToolCall,
@@ -549,6 +563,7 @@ impl Contracts {
         ctx: Option<&NormalizeContext>,
         now_ms: u64,
         resolved: ResolvedTool<'_>,
+        rule_trust: Option<super::sink::RuleTrust<'_>>,
     ) -> Vec<ContractResult> {
         let tool = call.tool;
         let mut results = Vec::new();
@@ -570,7 +585,9 @@ impl Contracts {
                     .as_object()
                     .is_some_and(|a| a.keys().any(|k| is_recipient_param(k)));
             if resolved.exfiltrating() || recipient_args {
-                results.push(super::sink::gate(&resolved, call, definition, session));
+                results.push(super::sink::gate(
+                    &resolved, call, definition, session, rule_trust,
+                ));
             }
             resolved
         };

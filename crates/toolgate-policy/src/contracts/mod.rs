@@ -50,6 +50,7 @@ pub enum OnTainted {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetSpec {
+    #[serde(deserialize_with = "crate::strict::whole")]
     pub max: u64,
     pub per: String,
 }
@@ -111,7 +112,11 @@ pub struct ToolContract {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arg_values: Option<BTreeMap<String, Vec<serde_json::Value>>>,
     /// Calls per session, counting attempts (also ones later denied); `0` forbids the tool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::strict::whole_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub max_calls: Option<u64>,
     /// A windowed budget, e.g. `{max: 5, per: 10m}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -8,6 +8,17 @@
 //! `trusted_destinations` glob) → pass; approved for the session → pass; vouched by trusted
 //! output → pass; tainted (seen in untrusted output) → deny, or ask with `on_tainted: ask`;
 //! unproven → ask.
+//!
+//! Two more verdicts:
+//! - **allowed by a rule**: a URL whose `net.request` part one of the user's own allow rules
+//!   matches, by a rule that names its hosts (and, when it says so, the method), passes like
+//!   a trusted destination (`allow net.request hosts: [api.example.com] methods: [GET]` makes
+//!   `fetch {"url": "https://api.example.com/v1"}` pass the gate);
+//! - **unusable**: a destination argument that is present but holds no usable destination
+//!   (`null`, a boolean, an empty string, an empty object, or a list holding one of these)
+//!   asks: what the server makes of it is unknown. A number is checked as its decimal text
+//!   (unproven, so it asks, unless trusted, approved or vouched for). Only when no argument
+//!   is a sink (every argument is checked) are such values ignored.
 
 use serde_json::Value;
 
@@ -50,11 +61,18 @@ fn schema_says_destination(definition: Option<&Value>, arg: &str) -> bool {
     has_format(prop) || prop.get("items").is_some_and(has_format)
 }
 
+/// Which allow rule, if any, trusts a destination token (see the module docs).
+pub(crate) type RuleTrust<'r> = &'r dyn Fn(&str) -> Option<String>;
+
 struct Walk<'a> {
     resolved: &'a ResolvedTool<'a>,
     session: &'a Session,
+    rule_trust: Option<RuleTrust<'a>>,
     findings: Vec<SinkFinding>,
     overflow: bool,
+    /// The values walked are destinations for sure (a sink argument or a destination-named
+    /// key): one that holds no usable destination is a finding of its own.
+    strict: bool,
 }
 
 impl Walk<'_> {
@@ -63,9 +81,11 @@ impl Walk<'_> {
             return;
         }
         match v {
+            Value::String(s) if s.trim().is_empty() => self.unusable(path, v),
             Value::String(s) => self.scalar(path, s),
             Value::Number(n) => self.scalar(path, &n.to_string()),
-            Value::Bool(_) | Value::Null => {}
+            Value::Bool(_) | Value::Null => self.unusable(path, v),
+            Value::Object(map) if map.is_empty() => self.unusable(path, v),
             Value::Array(items) => {
                 for (i, item) in items.iter().enumerate() {
                     self.value(&format!("{path}[{i}]"), item);
@@ -110,6 +130,31 @@ impl Walk<'_> {
         }
     }
 
+    /// A value in a destination argument that names no destination.
+    fn unusable(&mut self, path: &str, v: &Value) {
+        if !self.strict {
+            return;
+        }
+        if self.findings.len() >= MAX_SINK_VALUES {
+            self.overflow = true;
+            return;
+        }
+        let shown = match v {
+            Value::String(_) => "\"\"".to_owned(),
+            other => other.to_string(),
+        };
+        self.findings.push(SinkFinding {
+            argument: path.to_owned(),
+            value: shown.clone(),
+            destination: shown,
+            verdict: SinkVerdict::Unusable,
+            source_server: None,
+            source_tool: None,
+            source_seq: None,
+            trusted_by_rule: None,
+        });
+    }
+
     fn scalar(&mut self, path: &str, raw: &str) {
         let trimmed = raw.trim();
         if trimmed.is_empty() {
@@ -127,8 +172,15 @@ impl Walk<'_> {
                 self.overflow = true;
                 return;
             }
+            let by_rule = if self.trusted(token) {
+                None
+            } else {
+                self.rule_trust.and_then(|f| f(token))
+            };
             let (verdict, source) = if self.trusted(token) {
                 (SinkVerdict::Trusted, None)
+            } else if by_rule.is_some() {
+                (SinkVerdict::AllowedByRule, None)
             } else if self
                 .session
                 .destination_approved(&self.resolved.tool, token)
@@ -155,6 +207,7 @@ impl Walk<'_> {
                 source_server: source.as_ref().and_then(|s| s.server.clone()),
                 source_tool: source.as_ref().map(|s| s.tool.clone()),
                 source_seq: source.as_ref().map(|s| s.seq),
+                trusted_by_rule: by_rule,
             });
         }
     }
@@ -187,13 +240,16 @@ pub(super) fn gate(
     call: &ToolCall,
     definition: Option<&Value>,
     session: &Session,
+    rule_trust: Option<RuleTrust<'_>>,
 ) -> ContractResult {
     let declared: &[String] = resolved.contract().sink_params.as_deref().unwrap_or(&[]);
     let mut walk = Walk {
         resolved,
         session,
+        rule_trust,
         findings: Vec::new(),
         overflow: false,
+        strict: false,
     };
     let mut every_argument = false;
     match call.arguments {
@@ -207,6 +263,7 @@ pub(super) fn gate(
                 })
                 .collect();
             every_argument = sinks.is_empty();
+            walk.strict = !every_argument;
             for (k, v) in args {
                 if every_argument || sinks.contains(&k) {
                     walk.value(k, v);
@@ -229,7 +286,7 @@ pub(super) fn gate(
             OnTainted::Deny => Effect::Deny,
             OnTainted::Ask => Effect::Ask,
         },
-        SinkVerdict::Unproven => Effect::Ask,
+        SinkVerdict::Unproven | SinkVerdict::Unusable => Effect::Ask,
         _ => Effect::Allow,
     };
     let mut effect = Effect::Allow;
@@ -263,6 +320,10 @@ pub(super) fn gate(
                     "destination `{}` in `{}` came from untrusted {from}{scope}",
                     f.destination, f.argument
                 ),
+                SinkVerdict::Unusable => format!(
+                    "destination argument `{}` is present but holds no usable destination (`{}`): what the server makes of it is unknown",
+                    f.argument, f.value
+                ),
                 _ => format!(
                     "destination `{}` in `{}` is not a trusted destination: approve it for this session or add it to `trusted_destinations`{scope}",
                     f.destination, f.argument
@@ -272,16 +333,19 @@ pub(super) fn gate(
         _ if walk.findings.is_empty() => "the call names no destination".to_owned(),
         _ => {
             // Name up to three destinations and why each passed.
-            let why = |v: SinkVerdict| match v {
-                SinkVerdict::Approved => "approved for this session",
-                SinkVerdict::Vouched => "vouched for by trusted output",
-                _ => "trusted",
+            let why = |f: &SinkFinding| match (f.verdict, &f.trusted_by_rule) {
+                (SinkVerdict::Approved, _) => "approved for this session".to_owned(),
+                (SinkVerdict::Vouched, _) => "vouched for by trusted output".to_owned(),
+                (SinkVerdict::AllowedByRule, Some(id)) => {
+                    format!("trusted by allow rule `{id}` (it matches its host and method)")
+                }
+                _ => "trusted".to_owned(),
             };
             let mut shown: Vec<String> = walk
                 .findings
                 .iter()
                 .take(3)
-                .map(|f| format!("`{}` is {}", f.destination, why(f.verdict)))
+                .map(|f| format!("`{}` is {}", f.destination, why(f)))
                 .collect();
             let more = walk.findings.len().saturating_sub(3);
             if more > 0 {

@@ -281,6 +281,11 @@ fn classify_sub(sub: &str, args: &[String], chdirs: Vec<String>) -> GitClass {
         if transport_exec || has_u {
             return GitClass::new(Operation::ShellExec, true, chdirs);
         }
+        // `git remote` and `git remote -v` only list the configured remotes; `show` (which
+        // contacts the remote), `add`, `set-url`, … stay git.remote.
+        if sub == "remote" && args.iter().all(|a| a == "-v" || a == "--verbose") {
+            return GitClass::new(Operation::GitRead, false, chdirs);
+        }
         return GitClass::new(Operation::GitRemote, false, chdirs);
     }
     if WRITE.contains(&sub) {
@@ -480,6 +485,31 @@ fn is_config_read(options: &[String]) -> bool {
     reads && !writes
 }
 
+/// True when `argv` (`git …`) names a subcommand git does not know (after the global
+/// options toolgate reads): an alias or a typo.
+pub(crate) fn unknown_subcommand(argv: &[String]) -> bool {
+    let mut i = 1;
+    while let Some(w) = argv.get(i) {
+        if !w.starts_with('-') {
+            break;
+        }
+        let takes_value =
+            w == "-C" || (!w.contains('=') && GLOBAL_WITH_VALUE.contains(&w.as_str()));
+        i += if takes_value { 2 } else { 1 };
+    }
+    argv.get(i).is_some_and(|sub| {
+        let s = sub.as_str();
+        !(READ.contains(&s)
+            || WRITE.contains(&s)
+            || REMOTE.contains(&s)
+            || EXEC.contains(&s)
+            || matches!(
+                s,
+                "branch" | "tag" | "stash" | "reflog" | "config" | "worktree"
+            ))
+    })
+}
+
 /// Classifies an mcp-server-git style tool by its subcommand name (`diff`, `diff_unstaged`,
 /// `create_branch`, …; a `git_` prefix is ignored). `None` when unknown.
 pub(crate) fn classify_tool(subcommand: &str) -> Option<Operation> {
@@ -541,6 +571,19 @@ mod tests {
             ("git stash", GitWrite),
             ("git commit -m x", GitWrite),
             ("git push origin main", GitRemote),
+            ("git remote", GitRead),
+            ("git remote -v", GitRead),
+            ("git remote --verbose", GitRead),
+            ("git remote show origin", GitRemote),
+            ("git remote -v show origin", GitRemote),
+            ("git remote add evil https://evil.example/x", GitRemote),
+            (
+                "git remote set-url origin https://evil.example/x",
+                GitRemote,
+            ),
+            ("git remote remove origin", GitRemote),
+            ("git remote update", GitRemote),
+            ("git remote prune origin", GitRemote),
             ("git fetch --upload-pack=evil", ShellExec),
             ("git clone ext::sh", ShellExec),
             ("git clone -u evil repo", ShellExec),

@@ -64,6 +64,9 @@ pub struct ToolMapping {
     pub method_param: Option<String>,
     /// mcp-server-git style tools: `git_diff` → `"diff"`.
     pub git_subcommand: Option<String>,
+    /// A git command line runner (a tool named `git`): `args`, `arguments` or `command`
+    /// holds a git command line, with or without the leading `git`.
+    pub git_command_line: bool,
 }
 
 /// Splits an identifier or a sentence into lower-case words on `_`, `-`, `.`, `/`, spaces,
@@ -114,9 +117,36 @@ pub(crate) fn for_each_word(name: &str, mut f: impl FnMut(&str) -> bool) -> bool
     !current.is_empty() && f(&current)
 }
 
-/// Tool names of `@modelcontextprotocol/server-filesystem` and their mappings.
+/// The name a tool is known by, without the namespace an aggregating gateway or client put
+/// in front of it and in lower case: `filesystem/read_file`, `fs:read_file`, `fs.read_file`,
+/// `mcp__fs__read_file` and `READ_FILE` all name `read_file`. The last non-empty segment
+/// after `/`, `:`, `.` or `__`; the whole name (lower case) when there is none.
+///
+/// Only the built-in adapters and the packs read this name. Pins, session approvals, the
+/// audit and the `tools:` constraint of rules keep the exact name the server listed.
+pub fn base_tool_name(tool: &str) -> std::borrow::Cow<'_, str> {
+    let last = tool
+        .split(['/', ':', '.'])
+        .flat_map(|s| s.split("__"))
+        .filter(|s| !s.is_empty())
+        .last()
+        .unwrap_or(tool);
+    if last.bytes().any(|b| b.is_ascii_uppercase()) {
+        std::borrow::Cow::Owned(last.to_ascii_lowercase())
+    } else {
+        std::borrow::Cow::Borrowed(last)
+    }
+}
+
+/// Tool names of `@modelcontextprotocol/server-filesystem`, and the deletion tools other
+/// filesystem servers offer, with their mappings (the base name, see [`base_tool_name`]).
 fn filesystem_mapping(tool: &str) -> Option<ToolMapping> {
     let (op, params): (Operation, &[&str]) = match tool {
+        // No argument: lists the server's own configuration.
+        "list_allowed_directories" => (Operation::FsRead, &[]),
+        "delete_file" | "remove_file" | "remove_directory" | "delete_directory" => {
+            (Operation::FsDelete, &["path"])
+        }
         "read_file"
         | "read_text_file"
         | "read_media_file"
@@ -216,10 +246,33 @@ fn is_http_tool(words: &[String]) -> bool {
 
 /// Built-in adapters by tool name (shell tool names, http tool names, git tools and the
 /// reference filesystem server's tools) when no mapping is given, else `None`.
+///
+/// Namespaced and differently cased names (`filesystem/read_file`, `READ_FILE`,
+/// `mcp__fs__read_file`) map as the tool they name ([`base_tool_name`]).
 pub fn builtin_mapping(tool: &str, definition: Option<&Value>) -> Option<ToolMapping> {
+    let base = base_tool_name(tool);
+    match builtin_mapping_of(&base, definition) {
+        Some(m) => Some(m),
+        None if base != tool => builtin_mapping_of(tool, definition),
+        None => None,
+    }
+}
+
+/// Tools named like a git command line runner: their `args` (array or string) or
+/// `command` is a git command line, with or without the leading `git`.
+const GIT_CLI_TOOLS: &[&str] = &["git", "git_command", "execute_git", "run_git", "git_cli"];
+
+fn builtin_mapping_of(tool: &str, definition: Option<&Value>) -> Option<ToolMapping> {
     let _ = definition;
     if let Some(m) = filesystem_mapping(tool) {
         return Some(m);
+    }
+    if GIT_CLI_TOOLS.contains(&tool) {
+        return Some(ToolMapping {
+            operation: Some(Operation::GitRead),
+            git_command_line: true,
+            ..ToolMapping::default()
+        });
     }
     let words = split_words(tool);
     if words.first().is_some_and(|w| w == "git") && words.len() >= 2 {
@@ -284,7 +337,9 @@ pub(crate) fn normalize_mapped(
                 Some(op) if op.is_fs() => fs_parts(call, m, op, ctx),
                 Some(Operation::ShellExec) => shell_parts(call, m, ctx),
                 Some(op) if op.is_git() => {
-                    if m.git_subcommand.is_some() {
+                    if m.git_command_line && m.command_param.is_none() && m.args_param.is_none() {
+                        git_cli_parts(call, ctx)
+                    } else if m.git_subcommand.is_some() {
                         git_tool_parts(call, m, ctx)
                     } else if m.command_param.is_some() || m.args_param.is_some() {
                         shell_parts(call, m, ctx)
@@ -382,6 +437,12 @@ fn fs_parts(call: &ToolCall, m: &ToolMapping, op: Operation, ctx: &NormalizeCont
                 Err(_) => unresolved = true,
             }
         }
+    }
+    let no_arguments = args.is_empty() && m.path_params.is_empty() && m.param_operations.is_empty();
+    if !found_any && !unresolved && no_arguments {
+        // A tool that takes no path at all (`list_allowed_directories`): the operation
+        // without resources; rules that constrain resources never match it.
+        return vec![Part::new(op)];
     }
     if unresolved || !found_any {
         // A path we cannot see is an unknown, never "no resources".
@@ -689,6 +750,88 @@ impl<'c> ShellOut<'c> {
         }
         part
     }
+}
+
+/// A tool named `git` (or `git_command`, `run_git`, …): `{"args": ["status", "--short"]}`,
+/// `{"args": "status --short"}`, `{"command": "git add README.md"}` are the command line
+/// `git status --short`, … classified like that command typed in a shell. A string that is
+/// not one simple command (`status && rm -rf /`) is opaque (its segments are still shown to
+/// deny rules); a subcommand git does not know is `unknown` (an alias can run anything).
+fn git_cli_parts(call: &ToolCall, ctx: &NormalizeContext) -> Vec<Part> {
+    let Some(args) = args_object(call) else {
+        return vec![opaque(Operation::Unknown)];
+    };
+    let Some((_, raw)) = first_present(args, None, &["args", "argv", "arguments", "command"])
+    else {
+        return vec![opaque(Operation::Unknown)];
+    };
+    let mut cwd: Option<String> = None;
+    if let Some((_, v)) = first_present(args, None, CWD_PARAMS) {
+        match v {
+            Value::String(s) => match path::resolve_path_strict(s, ctx.workspace, ctx) {
+                Ok(p) => cwd = Some(p),
+                Err(_) => return vec![opaque(Operation::Unknown)],
+            },
+            Value::Null => {}
+            _ => return vec![opaque(Operation::Unknown)],
+        }
+    }
+    let with_git = |mut words: Vec<String>| {
+        if words.first().map(|w| shell::basename(w)) != Some("git") {
+            words.insert(0, "git".to_owned());
+        }
+        words
+    };
+    let mut out = ShellOut::new(cwd, ctx);
+    match raw {
+        Value::Array(items) => {
+            let words: Option<Vec<String>> = items
+                .iter()
+                .map(|i| i.as_str().map(str::to_owned))
+                .collect();
+            match words {
+                Some(words) if !words.is_empty() => {
+                    let argv = with_git(words);
+                    // Exec form: nothing is expanded, but a server that joins the array into
+                    // a shell string would run what the metacharacters say.
+                    let meta = argv.iter().any(|w| shell::has_shell_meta(w));
+                    out.argv(&argv, meta);
+                }
+                _ => out.parts.push(opaque(Operation::Unknown)),
+            }
+        }
+        Value::String(s) => match scan(s) {
+            Scan::Simple(words) if !words.is_empty() => out.argv(&with_git(words), false),
+            _ => {
+                let line = if s.trim_start().starts_with("git ") {
+                    s.clone()
+                } else {
+                    format!("git {s}")
+                };
+                out.command_string(&line);
+                for p in &mut out.parts {
+                    p.opaque = true;
+                }
+            }
+        },
+        _ => out.parts.push(opaque(Operation::Unknown)),
+    }
+    let mut parts = out.parts;
+    for p in &mut parts {
+        let is_git = p.executable.as_deref() == Some("git");
+        if is_git && p.operation == Operation::ShellExec && p.opaque && git_sub_unknown(p) {
+            p.operation = Operation::Unknown;
+        }
+    }
+    if parts.is_empty() {
+        parts.push(opaque(Operation::Unknown));
+    }
+    parts
+}
+
+/// True when a git part's subcommand is one git does not know (an alias, a typo).
+fn git_sub_unknown(p: &Part) -> bool {
+    p.argv.as_deref().is_some_and(git::unknown_subcommand)
 }
 
 /// Arguments of mcp-server-git tools that are free text, not refs or paths.

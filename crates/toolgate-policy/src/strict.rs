@@ -1,0 +1,58 @@
+//! Strict whole numbers for the policy file.
+//!
+//! serde-saphyr parses a quoted scalar into an integer field when its text is a number, so
+//! `max_calls: "3"` would load. A quoted value is a string: these deserializers read the
+//! scalar through `deserialize_any` (which keeps the quoting) and accept only a plain
+//! non-negative integer. Anything else is the same "wrong type: expected a whole number"
+//! diagnostic that `max_calls: true` gets (see `load::yaml_error`).
+
+use std::fmt;
+
+use serde::Deserializer;
+use serde::de::{self, Unexpected, Visitor};
+
+/// What the diagnostics say a field of this kind expects.
+pub(crate) const EXPECTED_WHOLE_NUMBER: &str = "a whole number";
+
+struct WholeNumber;
+
+impl Visitor<'_> for WholeNumber {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(EXPECTED_WHOLE_NUMBER)
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
+        Ok(v)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<u64, E> {
+        u64::try_from(v).map_err(|_| E::invalid_type(Unexpected::Signed(v), &self))
+    }
+
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<u64, E> {
+        u64::try_from(v).map_err(|_| E::invalid_type(Unexpected::Other("a larger number"), &self))
+    }
+
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<u64, E> {
+        u64::try_from(v).map_err(|_| E::invalid_type(Unexpected::Other("a negative number"), &self))
+    }
+}
+
+/// A plain (unquoted) non-negative integer.
+pub(crate) fn whole<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    d.deserialize_any(WholeNumber)
+}
+
+/// [`whole`] for a `u32` field (`version`).
+pub(crate) fn whole_u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let v = whole(d)?;
+    u32::try_from(v)
+        .map_err(|_| de::Error::invalid_type(Unexpected::Unsigned(v), &EXPECTED_WHOLE_NUMBER))
+}
+
+/// [`whole`] for an optional field (`#[serde(default)]` keeps a missing field `None`).
+pub(crate) fn whole_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    whole(d).map(Some)
+}
