@@ -175,6 +175,72 @@ fn upstream_garbage_and_oversize_lines_never_reach_the_client() {
 }
 
 #[test]
+fn an_upstream_carriage_return_cannot_smuggle_a_message_to_the_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("seen");
+    let mut client = wrap_fake(&record, &[], &[]);
+    // One JSON value to toolgate (`\r` is JSON whitespace), three lines to a client that
+    // splits at `\r` (Node's readline): the middle one a message toolgate never judged.
+    let smuggled = r#"{"jsonrpc":"2.0","id":"evil","method":"sampling/createMessage","params":{"smuggled":true}}"#;
+    let lines = [
+        // A response to the pending request 7, carrying a forged server request.
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{{\"ok\":true}},\"x\":\r{smuggled}\r}}"),
+        // A server request carrying another one.
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"roots/list\",\"x\":[1,\r{smuggled}\r]}}"),
+        // A notification, and a batch.
+        format!("{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"x\":\r{smuggled}\r}}"),
+        format!("[{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"x\":\r{smuggled}}}]"),
+        // A final `\r` before the newline (a CRLF line end) is fine, as from the client.
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"crlf\"}}\r".to_owned(),
+    ];
+    client.send(r#"{"jsonrpc":"2.0","id":7,"method":"test/hang"}"#);
+    client.send(
+        serde_json::to_string(&json!({
+            "jsonrpc": "2.0", "id": 8, "method": "test/verbatim", "params": {"lines": lines}
+        }))
+        .unwrap(),
+    );
+    let got: Vec<Vec<u8>> = (0..3).map(|_| client.recv()).collect();
+    let reply: Value = serde_json::from_slice(&got[0]).unwrap();
+    assert_eq!(reply["id"], 7, "{reply}");
+    assert_eq!(reply["error"]["code"], -32603, "{reply}");
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("carriage return"),
+        "{reply}"
+    );
+    assert_eq!(
+        got[1],
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"crlf\"}}\r"
+    );
+    assert_eq!(serde_json::from_slice::<Value>(&got[2]).unwrap()["id"], 8);
+    // Other traffic continues, and nothing of the refused frames reached the client.
+    client.send(r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#);
+    assert_eq!(client.recv_json()["id"], 9);
+    client.close_stdin();
+    let rest = client.recv_to_end();
+    // Read as a client that splits lines at `\r` too: no piece is the smuggled message.
+    for line in got.iter().chain(&rest) {
+        for piece in line.split(|b| *b == b'\r') {
+            let piece = serde_json::from_slice::<Value>(piece).unwrap_or(Value::Null);
+            assert_ne!(piece["id"], "evil", "{}", String::from_utf8_lossy(line));
+        }
+    }
+    assert!(rest.is_empty(), "{rest:?}");
+    assert!(client.wait().success());
+    // The server's own request was answered, with an error.
+    let seen = seen(&record);
+    let answer = seen
+        .iter()
+        .find(|l| l.contains(r#""id":"s1""#))
+        .unwrap_or_else(|| panic!("no answer to s1: {seen:?}"));
+    let answer: Value = serde_json::from_str(answer).unwrap();
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+}
+
+#[test]
 fn upstream_crash_mid_request_answers_every_outstanding_request() {
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("seen");

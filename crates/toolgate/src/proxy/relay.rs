@@ -480,6 +480,71 @@ fn inner_carriage_return(body: &[u8]) -> bool {
         .is_some_and(|head| memchr::memchr(b'\r', head).is_some())
 }
 
+/// The answer to a client request whose response the upstream wrote with a carriage return
+/// inside it.
+const UPSTREAM_CR_RESPONSE: &str = "upstream response refused: it has a carriage return inside it, \
+    where some clients end a line and would read what follows as another message \
+    (help: the server must write each message on one line)";
+
+/// The answer to an upstream request written with a carriage return inside it.
+const UPSTREAM_CR_REQUEST: &str = "invalid request: the message has a carriage return inside it; \
+    some clients end a line there and would read what follows as another message; \
+    help: write each message on one line, ending with `\\n` or `\\r\\n`";
+
+/// Refuses an upstream frame (one message, or every message of a batch) with a carriage
+/// return inside it: a client that splits lines at `\r` (Node's `readline`, readers with
+/// universal newlines) would read what follows as another message, one that toolgate
+/// neither judged nor indexed (a forged result, a server request). Nothing of it reaches
+/// the client. A response to a pending client request answers that request with `-32603`
+/// instead; a request from the server is answered with `-32600`; the rest is dropped.
+fn refuse_upstream_cr(shared: &Shared, envs: &[Envelope<'_>]) -> Vec<Out> {
+    let mut outs = Vec::new();
+    for env in envs {
+        warn!(
+            "upstream sent a message with a carriage return inside it: dropped ({})",
+            env.method.as_deref().map_or_else(
+                || "not a request".to_owned(),
+                |m| format!("method `{}`", m.escape_debug())
+            )
+        );
+        match env.kind {
+            Kind::Request => {
+                if let Some(raw_id) = env.id {
+                    outs.push(Out::to_sender(
+                        Direction::ServerToClient,
+                        build::error_response(Some(raw_id), INVALID_REQUEST, UPSTREAM_CR_REQUEST),
+                    ));
+                }
+            }
+            Kind::Response | Kind::ErrorResponse => {
+                let Some(raw_id) = env.id else { continue };
+                let Some(key) = IdKey::from_raw(raw_id) else {
+                    continue;
+                };
+                let answered = {
+                    let mut st = shared.lock();
+                    match st.client_pending.get(&key) {
+                        Some(p) if !p.parked => st.client_pending.remove(&key).is_some(),
+                        Some(_) | None => false,
+                    }
+                };
+                if answered {
+                    outs.push(Out::Client(
+                        with_newline(build::error_response(
+                            Some(raw_id),
+                            INTERNAL_ERROR,
+                            UPSTREAM_CR_RESPONSE,
+                        ))
+                        .into(),
+                    ));
+                }
+            }
+            Kind::Notification | Kind::Invalid(_) => {}
+        }
+    }
+    outs
+}
+
 fn is_blank(bytes: &[u8]) -> bool {
     bytes
         .iter()
@@ -528,6 +593,16 @@ async fn on_frame(shared: &Arc<Shared>, from: Direction, frame: Vec<u8>) {
                     }
                 };
                 Some(vec![out])
+            }
+            Frame::Single(env) if from == Direction::ServerToClient && inner_carriage_return(b) => {
+                Some(refuse_upstream_cr(shared, std::slice::from_ref(&env)))
+            }
+            Frame::Batch(items)
+                if from == Direction::ServerToClient && inner_carriage_return(b) =>
+            {
+                let envs: Vec<Envelope<'_>> =
+                    items.iter().map(|item| classify_value(item)).collect();
+                Some(refuse_upstream_cr(shared, &envs))
             }
             Frame::Batch(items) => Some(on_batch(shared, from, &items, &frame)),
             Frame::Single(env) if from == Direction::ClientToServer && inner_carriage_return(b) => {
