@@ -6,13 +6,50 @@
 //! a permission error, a NUL byte, a non-UTF-8 result) is `None`, which normalisation turns
 //! into an opaque `unknown` part (fail closed).
 
-use toolgate_policy::fsfacts::{FsFacts, lexical_normalize};
+use std::sync::OnceLock;
+
+use toolgate_policy::fsfacts::{FsFacts, ServerProcess, lexical_normalize};
+
+/// The wrapped server's process id, set once by `toolgate wrap` right after it starts the
+/// server (one wrap, one server).
+static SERVER_PID: OnceLock<u32> = OnceLock::new();
+
+/// Records the server's pid, so that `/proc/self`, `/dev/fd/N` and `/proc/<pid>/cwd` in tool
+/// arguments resolve the way the kernel resolves them for the server, not for toolgate.
+pub fn set_server_pid(pid: u32) {
+    let _ = SERVER_PID.set(pid);
+}
 
 /// The real filesystem.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SoftFs;
 
+impl SoftFs {
+    /// A magic link of the server's `/proc` directory (`root`, `cwd`), read now: the server
+    /// may have changed its working directory since it started.
+    fn server_link(pid: u32, name: &str) -> Option<String> {
+        let target = std::fs::read_link(format!("/proc/{pid}/{name}")).ok()?;
+        let text = target.to_str()?;
+        // A deleted directory reads as `/path (deleted)`: not a place to resolve against.
+        if !text.starts_with('/') || text.ends_with(" (deleted)") {
+            return None;
+        }
+        lexical_normalize(text)
+    }
+}
+
 impl FsFacts for SoftFs {
+    fn server_process(&self) -> ServerProcess {
+        let Some(&pid) = SERVER_PID.get() else {
+            return ServerProcess::default();
+        };
+        ServerProcess {
+            pid: Some(pid),
+            root: Self::server_link(pid, "root"),
+            cwd: Self::server_link(pid, "cwd"),
+        }
+    }
+
     fn canonicalize(&self, abs_path: &str) -> Option<String> {
         if abs_path.contains('\0') || !abs_path.starts_with('/') {
             return None;
