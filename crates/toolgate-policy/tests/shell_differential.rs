@@ -34,9 +34,7 @@ fn scanner_agrees_with_bash() {
         ..Config::default()
     });
     let lines = proptest::collection::vec(any::<u8>(), 0..96).prop_map(|b| command_line(&b));
-    let result = runner.run(&lines, |line| {
-        h.check(&line).map_err(TestCaseError::fail)
-    });
+    let result = runner.run(&lines, |line| h.check(&line).map_err(TestCaseError::fail));
     if let Err(e) = result {
         panic!("{e}");
     }

@@ -93,8 +93,7 @@ fn paths_that_cannot_be_resolved_never_take_default_allow() {
     }
     // A lone surrogate cannot be a path (nor a Rust string): never forwarded.
     g.peer.send(
-        br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/a/\ud800"}}}"#
-            .to_vec(),
+        br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/a/\ud800"}}}"#,
     );
     let r = g.recv_response(&json!(4));
     assert!(

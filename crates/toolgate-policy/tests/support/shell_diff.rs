@@ -117,25 +117,49 @@ fn word(c: &mut Choices, depth: usize) -> String {
             4 => "\\'".to_owned(),
             5 => {
                 let esc = c.pick(&[
-                    "\\n", "\\t", "\\x41", "\\101", "\\u0042", "\\U00000043", "\\cA", "\\e", "\\a",
-                    "\\\\", "\\'", "\\\"", "\\?", "\\q", "\\x", "\\xff", "\\0", "\\u00e9",
+                    "\\n",
+                    "\\t",
+                    "\\x41",
+                    "\\101",
+                    "\\u0042",
+                    "\\U00000043",
+                    "\\cA",
+                    "\\e",
+                    "\\a",
+                    "\\\\",
+                    "\\'",
+                    "\\\"",
+                    "\\?",
+                    "\\q",
+                    "\\x",
+                    "\\xff",
+                    "\\0",
+                    "\\u00e9",
                 ]);
                 format!("$'p{esc}s'")
             }
             6 => c.pick(&["*", "*.rs", "?", "[ab]", "x*y"]).to_owned(),
             7 => c.pick(&["~", "~/x", "a~b", "x=~"]).to_owned(),
-            8 => c.pick(&["$HOME", "${X}", "$1", "$#", "\"$X\"", "$", "${#X}"]).to_owned(),
+            8 => c
+                .pick(&["$HOME", "${X}", "$1", "$#", "\"$X\"", "$", "${#X}"])
+                .to_owned(),
             9 => c.pick(&["{a,b}", "{}", "{x}", "a{1..2}"]).to_owned(),
             10 if depth < 2 => format!("$({})", simple(c, depth + 1)),
             11 if depth < 2 => format!("`{}`", simple(c, depth + 1)),
             12 => c.pick(&["-rf", "-la", "--", "-", "-n", "5"]).to_owned(),
-            13 => c.pick(&["/", ".", "..", "/etc/passwd", "a/b.txt"]).to_owned(),
-            14 => c.pick(&["!", "x!", "=", "a=b", "%", "@", ",", ":"]).to_owned(),
+            13 => c
+                .pick(&["/", ".", "..", "/etc/passwd", "a/b.txt"])
+                .to_owned(),
+            14 => c
+                .pick(&["!", "x!", "=", "a=b", "%", "@", ",", ":"])
+                .to_owned(),
             15 => "\"\"".to_owned(),
             16 => "''".to_owned(),
             17 => c.pick(&["\"'\"", "'\"'", "\"a'b\"", "\"`\""]).to_owned(),
             18 => "$\"t\"".to_owned(),
-            _ => c.pick(&["a", "b", "x.txt", "HEAD", "status", "origin", "main"]).to_owned(),
+            _ => c
+                .pick(&["a", "b", "x.txt", "HEAD", "status", "origin", "main"])
+                .to_owned(),
         };
         out.push_str(&atom);
     }
@@ -149,7 +173,20 @@ fn simple(c: &mut Choices, depth: usize) -> String {
         parts.push(c.pick(&["A=1", "B='x y'", "C=$X", "D=~"]).to_owned());
     }
     match c.alt(10) {
-        0 => parts.push(c.pick(&["sudo", "nohup", "env", "command", "time", "nice -n 5", "timeout 5", "env A=1", "xargs"]).to_owned()),
+        0 => parts.push(
+            c.pick(&[
+                "sudo",
+                "nohup",
+                "env",
+                "command",
+                "time",
+                "nice -n 5",
+                "timeout 5",
+                "env A=1",
+                "xargs",
+            ])
+            .to_owned(),
+        ),
         1 if depth < 2 => {
             let shell = c.pick(&["sh", "bash"]);
             let inner = simple(c, depth + 1).replace('\'', "'\\''");
@@ -167,7 +204,10 @@ fn simple(c: &mut Choices, depth: usize) -> String {
         parts.push(word(c, depth));
     }
     match c.alt(8) {
-        0 => parts.push(c.pick(&["< x", "> out", "2>&1", ">> log", "<<< here"]).to_owned()),
+        0 => parts.push(
+            c.pick(&["< x", "> out", "2>&1", ">> log", "<<< here"])
+                .to_owned(),
+        ),
         1 if depth < 2 => parts.push(format!("<({})", simple(c, depth + 1))),
         _ => {}
     }
