@@ -315,7 +315,7 @@ impl Engine {
                 effect,
                 rule: None,
                 reason: format!(
-                    "no rule matches {what}, which hides what it touches: {effect} (never `default: {}`)",
+                    "no rule matches {what}: {effect}, not `default: {}`, for a part that hides what it touches",
                     self.policy.default
                 ),
                 matched_rules,

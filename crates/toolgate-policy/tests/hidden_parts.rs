@@ -162,6 +162,18 @@ fn links_that_cannot_be_resolved_with_certainty_are_hidden() {
         let d = decide(ALLOW_ALL, &fs, "read_file", &read(path));
         assert_eq!(d.effect, Effect::Ask, "{path}: {}", d.reason);
         assert!(d.reason.contains("hides what it touches"), "{}", d.reason);
+        // `policy explain` says so, and the action's JSON carries it.
+        let text = toolgate_policy::explain::to_text(&d);
+        assert!(text.contains("hidden:     yes"), "{text}");
+        let json = serde_json::to_value(&d.action).unwrap();
+        assert!(
+            json["parts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["hidden"] == true && p["opaque"] == true),
+            "{json}"
+        );
     }
     // Directories of /proc that are not links stay plain paths.
     let a = action(&fs, "list_directory", &read("/proc/self/fd"));

@@ -43,7 +43,12 @@ impl PathError {
 /// `/proc/thread-self`, `/proc/<pid>/root`, `/proc/<pid>/cwd` (also under `task/<tid>`).
 /// `Ok(None)`: nothing magic. `Err`: a link whose target is not certain (another process's
 /// root or working directory, `fd/N`, `exe`, `map_files`, or the server is not known).
-fn magic_step(path: &str, server: &ServerProcess) -> Result<Option<String>, PathError> {
+fn magic_step(path: &str, server: &LazyServer) -> Result<Option<String>, PathError> {
+    // The common case, without asking the filesystem facts anything.
+    if !(path.starts_with("/proc/") || path.starts_with("/dev/")) {
+        return Ok(None);
+    }
+    let server = server.get();
     let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
     let join = |head: &str, rest: &[&str]| -> String {
         let mut out = head.trim_end_matches('/').to_owned();
@@ -105,8 +110,21 @@ fn magic_step(path: &str, server: &ServerProcess) -> Result<Option<String>, Path
     }
 }
 
+/// The server's facts, asked for only when a path goes through `/proc` or `/dev` (the binary
+/// reads them from `/proc/<pid>` each time).
+struct LazyServer<'a> {
+    fs: &'a dyn crate::fsfacts::FsFacts,
+    facts: std::cell::OnceCell<ServerProcess>,
+}
+
+impl LazyServer<'_> {
+    fn get(&self) -> &ServerProcess {
+        self.facts.get_or_init(|| self.fs.server_process())
+    }
+}
+
 /// Rewrites every magic link at the start of `path` (see [`magic_step`]).
-fn resolve_magic(path: &str, server: &ServerProcess) -> Result<String, PathError> {
+fn resolve_magic(path: &str, server: &LazyServer) -> Result<String, PathError> {
     let mut current = path.to_owned();
     for _ in 0..MAX_MAGIC_HOPS {
         match magic_step(&current, server)? {
@@ -128,7 +146,10 @@ fn check_length(path: &str) -> Result<(), PathError> {
 /// symlinks through [`FsFacts::canonicalize`](crate::fsfacts::FsFacts::canonicalize); a
 /// symlink that leads into `/proc` or `/dev/fd` is read again.
 fn canonical_for_server(path: &str, ctx: &NormalizeContext) -> Result<String, PathError> {
-    let server = ctx.fs.server_process();
+    let server = LazyServer {
+        fs: ctx.fs,
+        facts: std::cell::OnceCell::new(),
+    };
     let mut current = path.to_owned();
     for _ in 0..MAX_MAGIC_HOPS {
         let plain = resolve_magic(&current, &server)?;
