@@ -57,6 +57,18 @@ fn proc_self_links_resolve_for_the_server_process() {
         assert!(is_denied(&r), "{path}: {r}");
         assert!(text(&r).contains("protect-secrets"), "{path}: {r}");
     }
+    // A symlink in the workspace that leads through the magic links: read for the server too.
+    std::os::unix::fs::symlink("/proc/self/cwd/../home/.ssh", base.join("work/keys")).unwrap();
+    std::os::unix::fs::symlink(
+        format!("/proc/self/root{}/.ssh", home.display()),
+        base.join("work/rootkeys"),
+    )
+    .unwrap();
+    for (id, path) in [(20, "keys/id_rsa"), (21, "rootkeys/id_rsa")] {
+        g.call(id, "read_file", json!({ "path": path }));
+        let r = g.recv_response(&json!(id));
+        assert!(is_denied(&r), "{path}: {r}");
+    }
     // Allowed: the server's working directory itself, under `default: allow`.
     g.call(50, "read_file", json!({"path": "/proc/self/cwd/notes.txt"}));
     let r = g.recv_response(&json!(50));

@@ -145,22 +145,30 @@ fn check_length(path: &str) -> Result<(), PathError> {
 /// Canonicalises a normalised absolute path for the server: magic links first, then
 /// symlinks through [`FsFacts::canonicalize`](crate::fsfacts::FsFacts::canonicalize); a
 /// symlink that leads into `/proc` or `/dev/fd` is read again.
+///
+/// A canonical path that still starts with a magic link (the filesystem facts stop at a
+/// symlink whose target is in `/proc` or `/dev`, and return that target and the rest, `..`
+/// included) is walked again component by component, so that `..` climbs from where the
+/// magic link leads for the server.
 fn canonical_for_server(path: &str, ctx: &NormalizeContext) -> Result<String, PathError> {
+    canonical_depth(path, ctx, 0)
+}
+
+fn canonical_depth(path: &str, ctx: &NormalizeContext, depth: usize) -> Result<String, PathError> {
     let server = LazyServer {
         fs: ctx.fs,
         facts: std::cell::OnceCell::new(),
     };
-    let mut current = path.to_owned();
-    for _ in 0..MAX_MAGIC_HOPS {
-        let plain = resolve_magic(&current, &server)?;
-        check_length(&plain)?;
-        let canonical = ctx.fs.canonicalize(&plain).ok_or(PathError::Unresolvable)?;
-        if magic_step(&canonical, &server)?.is_none() {
-            return Ok(canonical);
-        }
-        current = canonical;
+    let plain = resolve_magic(path, &server)?;
+    check_length(&plain)?;
+    let canonical = ctx.fs.canonicalize(&plain).ok_or(PathError::Unresolvable)?;
+    if magic_step(&canonical, &server)?.is_none() && !canonical.split('/').any(|c| c == "..") {
+        return Ok(canonical);
     }
-    Err(PathError::Magic)
+    if depth >= MAX_MAGIC_HOPS {
+        return Err(PathError::Magic);
+    }
+    physical_depth(&canonical, ctx, depth + 1)
 }
 
 /// Resolves one path argument the way `@modelcontextprotocol/server-filesystem` reads it:
@@ -272,6 +280,14 @@ pub(crate) fn resolve_path_strict(
 /// the server included: `/proc/self/cwd/..` is the parent of the server's working directory)
 /// before `..` climbs from it.
 fn physical_path(absolute: &str, ctx: &NormalizeContext) -> Result<String, PathError> {
+    physical_depth(absolute, ctx, 0)
+}
+
+fn physical_depth(
+    absolute: &str,
+    ctx: &NormalizeContext,
+    depth: usize,
+) -> Result<String, PathError> {
     let mut current = "/".to_owned();
     for component in absolute.split('/') {
         match component {
@@ -288,7 +304,7 @@ fn physical_path(absolute: &str, ctx: &NormalizeContext) -> Result<String, PathE
                 } else {
                     format!("{current}/{c}")
                 };
-                current = canonical_for_server(&next, ctx)?;
+                current = canonical_depth(&next, ctx, depth)?;
             }
         }
     }
