@@ -137,6 +137,13 @@ pub struct Part {
     /// rules still see its executable and resources.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub opaque: bool,
+    /// True when the part hides what it touches: a command substitution, `eval`, a variable
+    /// in the command position, quoting that cannot be decoded, or a path that cannot be
+    /// resolved (NUL, too long, another process's `/proc` links, …). Always opaque too. It
+    /// never takes `default: allow` (it asks), and every deny rule whose other constraints
+    /// hold treats its resources as matching (they could be anything).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
 }
 
 impl Part {
@@ -149,7 +156,16 @@ impl Part {
             executable: None,
             network: None,
             opaque: false,
+            hidden: false,
         }
+    }
+
+    /// An opaque part that hides what it touches (see [`Part::hidden`]).
+    pub fn hidden(operation: Operation) -> Self {
+        let mut p = Part::new(operation);
+        p.opaque = true;
+        p.hidden = true;
+        p
     }
 }
 

@@ -371,6 +371,15 @@ impl Engine {
                 reason: format!("{what} matches {} rule `{}`", r.effect, r.id),
                 matched_rules,
             },
+            None if part.hidden && self.policy.default != effect => RulesOutcome {
+                effect,
+                rule: None,
+                reason: format!(
+                    "no rule matches {what}: {effect}, not `default: {}`, for a part that hides what it touches",
+                    self.policy.default
+                ),
+                matched_rules,
+            },
             None => RulesOutcome {
                 effect,
                 rule: None,
@@ -466,6 +475,8 @@ impl Engine {
         }
         match first.and_then(|i| self.rules.get(i).map(|r| (r.effect, i))) {
             Some((effect, i)) => (effect, Some(i)),
+            // A part that hides what it touches never takes `default: allow`: it asks.
+            None if part.hidden => (self.policy.default.max(Effect::Ask), None),
             None => (self.policy.default, None),
         }
     }
@@ -560,7 +571,9 @@ pub fn describe_part(part: &Part) -> String {
     } else {
         String::new()
     };
-    let opaque = if part.opaque && op != Operation::Unknown {
+    let opaque = if part.hidden {
+        " (hides what it touches)"
+    } else if part.opaque && op != Operation::Unknown {
         " (not understood exactly)"
     } else {
         ""

@@ -123,6 +123,12 @@ pub fn to_text(decision: &Decision) -> String {
                 "      opaque:     yes (not understood exactly: allow rules never match it)"
             );
         }
+        if part.hidden {
+            let _ = writeln!(
+                out,
+                "      hidden:     yes (hides what it touches: never `default: allow`; deny rules with resources match it)"
+            );
+        }
     }
     if decision.matched_rules.is_empty() {
         let _ = writeln!(out, "matched:   no rule");

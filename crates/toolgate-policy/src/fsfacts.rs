@@ -14,6 +14,25 @@ pub trait FsFacts {
     /// prefix, append the missing tail. `None` when it cannot be resolved (loop, permission,
     /// NUL, …).
     fn canonicalize(&self, abs_path: &str) -> Option<String>;
+
+    /// The server process (the wrapped MCP server, not toolgate) as far as path resolution
+    /// needs it: `/proc/self`, `/proc/thread-self`, `/dev/fd/N`, `/dev/stdin` and
+    /// `/proc/<pid>/root|cwd` are resolved the way the kernel resolves them for *that*
+    /// process. Nothing known (the default) makes such paths unresolvable (opaque).
+    fn server_process(&self) -> ServerProcess {
+        ServerProcess::default()
+    }
+}
+
+/// What is known of the server process (see [`FsFacts::server_process`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerProcess {
+    /// Its process id.
+    pub pid: Option<u32>,
+    /// Its root directory (`/proc/<pid>/root`), canonical.
+    pub root: Option<String>,
+    /// Its working directory (`/proc/<pid>/cwd`), canonical.
+    pub cwd: Option<String>,
 }
 
 /// No symlinks: canonicalisation is lexical normalisation only.
@@ -33,6 +52,10 @@ impl FsFacts for LexicalFs {
 pub struct MapFs {
     links: BTreeMap<String, String>,
     unresolvable: Vec<String>,
+    server: ServerProcess,
+    /// Set for a case-insensitive filesystem: the paths that exist, in their on-disk
+    /// spelling. A component that names one of them in other letter case is read as it.
+    case_insensitive: Option<Vec<String>>,
 }
 
 impl MapFs {
@@ -56,6 +79,66 @@ impl MapFs {
         self
     }
 
+    /// The server process's pid, root and working directory (for `/proc/self`, …).
+    pub fn server(mut self, pid: u32, root: &str, cwd: &str) -> Self {
+        self.server = ServerProcess {
+            pid: Some(pid),
+            root: Some(root.to_owned()),
+            cwd: Some(cwd.to_owned()),
+        };
+        self
+    }
+
+    /// Makes the filesystem case-insensitive (like macOS's default): `existing` are the
+    /// paths on disk in their real spelling (their parents exist too). Canonicalisation
+    /// returns the on-disk spelling of every existing component.
+    pub fn case_insensitive(mut self, existing: &[&str]) -> Self {
+        let mut all: Vec<String> = Vec::new();
+        for path in existing {
+            let Some(norm) = lexical_normalize(path) else {
+                continue;
+            };
+            let mut prefix = String::new();
+            for component in norm.split('/').filter(|c| !c.is_empty()) {
+                prefix.push('/');
+                prefix.push_str(component);
+                if !all.contains(&prefix) {
+                    all.push(prefix.clone());
+                }
+            }
+        }
+        self.case_insensitive = Some(all);
+        self
+    }
+
+    /// The on-disk spelling of a normalised path on a case-insensitive filesystem.
+    fn on_disk_spelling(&self, path: &str) -> String {
+        let Some(existing) = &self.case_insensitive else {
+            return path.to_owned();
+        };
+        let mut out = String::new();
+        let mut exists = true;
+        for component in path.split('/').filter(|c| !c.is_empty()) {
+            let candidate = format!("{out}/{component}");
+            if exists
+                && let Some(real) = existing.iter().find(|e| {
+                    e.len() == candidate.len()
+                        && e.starts_with(&out)
+                        && e.eq_ignore_ascii_case(&candidate)
+                })
+            {
+                out = real.clone();
+                continue;
+            }
+            exists = false;
+            out = candidate;
+        }
+        if out.is_empty() {
+            out.push('/');
+        }
+        out
+    }
+
     fn is_unresolvable(&self, path: &str) -> bool {
         self.unresolvable
             .iter()
@@ -68,6 +151,7 @@ impl FsFacts for MapFs {
         let mut current = lexical_normalize(abs_path)?;
         let mut hops = 0usize;
         'restart: loop {
+            current = self.on_disk_spelling(&current);
             if self.is_unresolvable(&current) {
                 return None;
             }
@@ -101,6 +185,10 @@ impl FsFacts for MapFs {
             }
             return Some(current);
         }
+    }
+
+    fn server_process(&self) -> ServerProcess {
+        self.server.clone()
     }
 }
 

@@ -635,6 +635,7 @@ impl CompiledRule {
     /// and see every resource of the part, and a `resources` constraint still has to match.
     fn vouches_for_unknown(&self, part: &Part) -> bool {
         part.operation == Operation::Unknown
+            && !part.hidden
             && ((self.annotations.is_some() && self.resource_globs.is_none())
                 || self
                     .tools
@@ -679,10 +680,14 @@ impl CompiledRule {
             return false;
         }
         if self.resource_globs.is_some() {
-            if part.resources.is_empty() {
+            // A part that hides what it touches could be any resource: every deny rule
+            // treats it as matching.
+            let hidden_deny = part.hidden && self.effect == Effect::Deny;
+            if part.resources.is_empty() && !hidden_deny {
                 return false;
             }
             let ok = match (resources_ok, &self.resources) {
+                _ if hidden_deny => true,
                 (Some(ok), _) => ok,
                 (None, Some(set)) => {
                     if self.effect == Effect::Deny {

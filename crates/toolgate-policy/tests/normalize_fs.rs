@@ -64,6 +64,12 @@ fn unknown() -> Shape {
     ("unknown".to_owned(), Vec::new(), true)
 }
 
+/// A path argument that cannot be resolved: an opaque read of no known place (it hides
+/// what it touches), never "no resources".
+fn hidden_read() -> Shape {
+    ("fs.read".to_owned(), Vec::new(), true)
+}
+
 #[test]
 fn reference_server_paths() {
     let fs = fixture();
@@ -160,28 +166,32 @@ fn reference_server_paths() {
         (
             "read_file",
             json!({"path": "file:///w/link/%2e%2e/x"}),
-            vec![unknown()],
+            vec![hidden_read()],
         ),
-        // Cannot be made canonical: unknown, never "no resources".
-        ("read_file", json!({"path": "a\u{0000}b"}), vec![unknown()]),
+        // Cannot be made canonical: hidden, never "no resources".
+        (
+            "read_file",
+            json!({"path": "a\u{0000}b"}),
+            vec![hidden_read()],
+        ),
         (
             "read_file",
             json!({"path": "locked/secret"}),
-            vec![unknown()],
+            vec![hidden_read()],
         ),
-        ("read_file", json!({"path": ""}), vec![unknown()]),
-        ("read_file", json!({"path": 42}), vec![unknown()]),
+        ("read_file", json!({"path": ""}), vec![hidden_read()]),
+        ("read_file", json!({"path": 42}), vec![hidden_read()]),
         (
             "read_file",
             json!({"path": {"nested": "/etc"}}),
-            vec![unknown()],
+            vec![hidden_read()],
         ),
         ("read_file", json!({}), vec![unknown()]),
         ("read_file", json!("not an object"), vec![unknown()]),
         (
             "read_file",
             json!({"path": "file://remote-host/etc/passwd"}),
-            vec![unknown()],
+            vec![hidden_read()],
         ),
         (
             "read_multiple_files",
@@ -191,7 +201,7 @@ fn reference_server_paths() {
         (
             "read_multiple_files",
             json!({"paths": ["a", 3]}),
-            vec![part("fs.read", &["/w/a"]), unknown()],
+            vec![part("fs.read", &["/w/a"]), hidden_read()],
         ),
         ("read_multiple_files", json!({"paths": []}), vec![unknown()]),
         (

@@ -6,13 +6,50 @@
 //! a permission error, a NUL byte, a non-UTF-8 result) is `None`, which normalisation turns
 //! into an opaque `unknown` part (fail closed).
 
-use toolgate_policy::fsfacts::{FsFacts, lexical_normalize};
+use std::sync::OnceLock;
+
+use toolgate_policy::fsfacts::{FsFacts, ServerProcess, lexical_normalize};
+
+/// The wrapped server's process id, set once by `toolgate wrap` right after it starts the
+/// server (one wrap, one server).
+static SERVER_PID: OnceLock<u32> = OnceLock::new();
+
+/// Records the server's pid, so that `/proc/self`, `/dev/fd/N` and `/proc/<pid>/cwd` in tool
+/// arguments resolve the way the kernel resolves them for the server, not for toolgate.
+pub fn set_server_pid(pid: u32) {
+    let _ = SERVER_PID.set(pid);
+}
 
 /// The real filesystem.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SoftFs;
 
+impl SoftFs {
+    /// A magic link of the server's `/proc` directory (`root`, `cwd`), read now: the server
+    /// may have changed its working directory since it started.
+    fn server_link(pid: u32, name: &str) -> Option<String> {
+        let target = std::fs::read_link(format!("/proc/{pid}/{name}")).ok()?;
+        let text = target.to_str()?;
+        // A deleted directory reads as `/path (deleted)`: not a place to resolve against.
+        if !text.starts_with('/') || text.ends_with(" (deleted)") {
+            return None;
+        }
+        lexical_normalize(text)
+    }
+}
+
 impl FsFacts for SoftFs {
+    fn server_process(&self) -> ServerProcess {
+        let Some(&pid) = SERVER_PID.get() else {
+            return ServerProcess::default();
+        };
+        ServerProcess {
+            pid: Some(pid),
+            root: Self::server_link(pid, "root"),
+            cwd: Self::server_link(pid, "cwd"),
+        }
+    }
+
     fn canonicalize(&self, abs_path: &str) -> Option<String> {
         if abs_path.contains('\0') || !abs_path.starts_with('/') {
             return None;
@@ -20,8 +57,90 @@ impl FsFacts for SoftFs {
         let lexical = lexical_normalize(abs_path)?;
         let real = soft_canonicalize::soft_canonicalize(&lexical).ok()?;
         let text = real.to_str()?;
-        lexical_normalize(text)
+        let canonical = lexical_normalize(text)?;
+        // The same path, and it exists: no symlink on the way. Otherwise (a symlink, or a
+        // missing or dangling part, which may be a link that is dangling only for toolgate)
+        // walk it once more.
+        let plain = canonical == lexical && std::fs::symlink_metadata(&canonical).is_ok();
+        if !plain && let Some(through) = through_magic_link(&lexical) {
+            // A symlink leads into `/proc` or `/dev/fd`: resolved here, that would be
+            // toolgate's process. The caller reads the rest for the server.
+            return Some(through);
+        }
+        Some(canonical)
     }
+}
+
+/// How many symlinks [`through_magic_link`] follows.
+const MAX_LINKS: usize = 40;
+
+/// True for a path at which the kernel's reading depends on the process that opens it.
+fn is_magic(path: &str) -> bool {
+    let mut parts = path.split('/').filter(|c| !c.is_empty());
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some("dev"), Some("fd" | "stdin" | "stdout" | "stderr"), _) => true,
+        (Some("proc"), Some("self" | "thread-self"), _) => true,
+        (Some("proc"), Some(pid), Some(_)) => pid.bytes().all(|b| b.is_ascii_digit()),
+        _ => false,
+    }
+}
+
+/// Walks `path` (absolute, normalised) the way the kernel does, following symlinks; when a
+/// symlink's target reaches a magic link (`/proc/self/…`, `/proc/<pid>/…`, `/dev/fd/…`),
+/// returns that target followed by the rest of the path, unresolved (`..` kept). `None`: no
+/// symlink leads there (or the walk cannot tell: a missing component, a loop).
+fn through_magic_link(path: &str) -> Option<String> {
+    let mut pending: std::collections::VecDeque<String> = path
+        .split('/')
+        .filter(|c| !c.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let mut current = "/".to_owned();
+    let mut links = 0usize;
+    while let Some(component) = pending.pop_front() {
+        match component.as_str() {
+            "." => continue,
+            ".." => {
+                current = match current.rfind('/') {
+                    Some(0) | None => "/".to_owned(),
+                    Some(i) => current.get(..i).unwrap_or("/").to_owned(),
+                };
+                continue;
+            }
+            _ => {}
+        }
+        let next = if current == "/" {
+            format!("/{component}")
+        } else {
+            format!("{current}/{component}")
+        };
+        if links > 0 && is_magic(&next) {
+            let mut out = next;
+            for rest in pending {
+                out.push('/');
+                out.push_str(&rest);
+            }
+            return Some(out);
+        }
+        let meta = std::fs::symlink_metadata(&next).ok()?;
+        if !meta.file_type().is_symlink() {
+            current = next;
+            continue;
+        }
+        links += 1;
+        if links > MAX_LINKS {
+            return None;
+        }
+        let target = std::fs::read_link(&next).ok()?;
+        let target = target.to_str()?;
+        if target.starts_with('/') {
+            current = "/".to_owned();
+        }
+        for part in target.split('/').filter(|c| !c.is_empty()).rev() {
+            pending.push_front(part.to_owned());
+        }
+    }
+    None
 }
 
 /// Canonicalises a directory given on the command line (`--workspace`, `--home`): made
@@ -61,6 +180,21 @@ mod tests {
             .canonicalize(&format!("{}/x/../secret", root.display()))
             .unwrap();
         assert_eq!(got, target.display().to_string());
+    }
+
+    #[test]
+    fn symlinks_into_proc_are_left_for_the_server_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::os::unix::fs::symlink("/proc/self/cwd/../x", root.join("l")).unwrap();
+        std::os::unix::fs::symlink("/dev/fd/3", root.join("fd")).unwrap();
+        let got = SoftFs.canonicalize(&format!("{}/l/y", root.display()));
+        assert_eq!(got.as_deref(), Some("/proc/self/cwd/../x/y"));
+        let got = SoftFs.canonicalize(&format!("{}/fd", root.display()));
+        assert_eq!(got.as_deref(), Some("/dev/fd/3"));
+        // No symlink: unchanged.
+        let plain = format!("{}/plain/file", root.display());
+        assert_eq!(SoftFs.canonicalize(&plain), Some(plain));
     }
 
     #[test]

@@ -423,7 +423,7 @@ fn fs_parts(call: &ToolCall, m: &ToolMapping, op: Operation, ctx: &NormalizeCont
         return vec![opaque(Operation::Unknown)];
     };
     let mut parts: Vec<Part> = Vec::new();
-    let mut unresolved = false;
+    let mut unresolved: Vec<Operation> = Vec::new();
     let mut found_any = false;
     for name in path_param_names(call, m) {
         let Some(value) = args.get(&name) else {
@@ -434,18 +434,23 @@ fn fs_parts(call: &ToolCall, m: &ToolMapping, op: Operation, ctx: &NormalizeCont
             found_any = true;
             match result {
                 Ok(p) => add_resource(&mut parts, part_op, p),
-                Err(_) => unresolved = true,
+                Err(_) if !unresolved.contains(&part_op) => unresolved.push(part_op),
+                Err(_) => {}
             }
         }
     }
     let no_arguments = args.is_empty() && m.path_params.is_empty() && m.param_operations.is_empty();
-    if !found_any && !unresolved && no_arguments {
+    if !found_any && unresolved.is_empty() && no_arguments {
         // A tool that takes no path at all (`list_allowed_directories`): the operation
         // without resources; rules that constrain resources never match it.
         return vec![Part::new(op)];
     }
-    if unresolved || !found_any {
-        // A path we cannot see is an unknown, never "no resources".
+    // A path we cannot resolve is never "no resources": it hides what it touches (asks,
+    // and every deny rule of its operation treats it as matching).
+    for op in unresolved {
+        parts.push(Part::hidden(op));
+    }
+    if !found_any {
         parts.push(opaque(Operation::Unknown));
     }
     parts
@@ -489,7 +494,7 @@ fn plain_parts(
     }
     let mut parts = vec![part];
     if unresolved {
-        parts.push(opaque(Operation::Unknown));
+        parts.push(Part::hidden(op));
     }
     parts
 }
@@ -504,12 +509,14 @@ fn unknown_parts(call: &ToolCall, ctx: &NormalizeContext) -> Vec<Part> {
             let Some(value) = args.get(&name) else {
                 continue;
             };
-            for p in path::resolve_value(value, ctx.workspace, ctx)
-                .into_iter()
-                .flatten()
-            {
-                if !part.resources.contains(&p) {
-                    part.resources.push(p);
+            for r in path::resolve_value(value, ctx.workspace, ctx) {
+                match r {
+                    Ok(p) if !part.resources.contains(&p) => part.resources.push(p),
+                    Ok(_) => {}
+                    // A path that names no place the kernel could open with certainty.
+                    Err(e) if e.hides() => part.hidden = true,
+                    // Not a string, empty: a value of another kind under a path-like name.
+                    Err(_) => {}
                 }
             }
         }
@@ -647,7 +654,7 @@ fn shell_parts(call: &ToolCall, m: &ToolMapping, ctx: &NormalizeContext) -> Vec<
         for p in &mut parts {
             p.opaque = true;
         }
-        parts.push(opaque(Operation::Unknown));
+        parts.push(Part::hidden(Operation::Unknown));
     }
     parts
 }
@@ -668,7 +675,24 @@ impl<'c> ShellOut<'c> {
     }
 
     fn command_string(&mut self, cmd: &str) {
-        match scan(cmd) {
+        let first = self.parts.len();
+        let (scanned, hidden) = shell::scan_hiding(cmd);
+        self.scanned(cmd, scanned);
+        if hidden {
+            // A substitution, a variable as the command name or undecodable quoting: what
+            // runs is not what the string says.
+            if self.parts.len() == first {
+                self.parts.push(Part::hidden(Operation::ShellExec));
+            }
+            for p in self.parts.get_mut(first..).unwrap_or_default() {
+                p.opaque = true;
+                p.hidden = true;
+            }
+        }
+    }
+
+    fn scanned(&mut self, cmd: &str, scanned: Scan) {
+        match scanned {
             Scan::Simple(words) => self.argv(&words, false),
             Scan::Compound { segments } => {
                 if segments.is_empty() {
@@ -706,6 +730,10 @@ impl<'c> ShellOut<'c> {
             let mut part = self.exec_part(&e.argv);
             if !exact {
                 part.opaque = true;
+            }
+            if e.hidden {
+                part.opaque = true;
+                part.hidden = true;
             }
             self.parts.push(part);
         }
@@ -914,6 +942,7 @@ fn git_tool_parts(call: &ToolCall, m: &ToolMapping, ctx: &NormalizeContext) -> V
     if injection || bad {
         part.operation = Operation::Unknown;
         part.opaque = true;
+        part.hidden |= bad;
     }
     vec![part]
 }

@@ -3,7 +3,15 @@
 use serde_json::Value;
 
 use super::{NormalizeContext, for_each_word};
-use crate::fsfacts::lexical_normalize;
+use crate::fsfacts::{ServerProcess, lexical_normalize};
+
+/// The longest path the kernel accepts (`PATH_MAX`, with its NUL) and the longest component
+/// (`NAME_MAX`): anything longer cannot name a file, and is not guessed at.
+const PATH_MAX: usize = 4096;
+const NAME_MAX: usize = 255;
+
+/// How many magic links or symlinks into `/proc` one path may pass through.
+const MAX_MAGIC_HOPS: usize = 8;
 
 /// Why a path could not be made canonical.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,6 +20,155 @@ pub(crate) enum PathError {
     Empty,
     NotAString,
     Unresolvable,
+    /// Longer than `PATH_MAX`, or a component longer than `NAME_MAX`.
+    TooLong,
+    /// A `/proc` or `/dev/fd` link whose target is not known with certainty (another
+    /// process's root, an open file descriptor, …).
+    Magic,
+}
+
+impl PathError {
+    /// True when the value was meant as a path but names no place that can be known
+    /// before the call runs (as opposed to a value that is not a path at all).
+    pub(crate) fn hides(&self) -> bool {
+        matches!(
+            self,
+            PathError::Nul | PathError::Unresolvable | PathError::TooLong | PathError::Magic
+        )
+    }
+}
+
+/// The kernel's reading of one magic link at the start of `path` (absolute, normalised)
+/// for the server process: `/dev/fd`, `/dev/std{in,out,err}`, `/proc/self`,
+/// `/proc/thread-self`, `/proc/<pid>/root`, `/proc/<pid>/cwd` (also under `task/<tid>`).
+/// `Ok(None)`: nothing magic. `Err`: a link whose target is not certain (another process's
+/// root or working directory, `fd/N`, `exe`, `map_files`, or the server is not known).
+fn magic_step(path: &str, server: &LazyServer) -> Result<Option<String>, PathError> {
+    // The common case, without asking the filesystem facts anything.
+    if !(path.starts_with("/proc/") || path.starts_with("/dev/")) {
+        return Ok(None);
+    }
+    let server = server.get();
+    let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    let join = |head: &str, rest: &[&str]| -> String {
+        let mut out = head.trim_end_matches('/').to_owned();
+        for c in rest {
+            out.push('/');
+            out.push_str(c);
+        }
+        if out.is_empty() {
+            out.push('/');
+        }
+        out
+    };
+    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match comps.as_slice() {
+        ["dev", "fd", rest @ ..] => Ok(Some(join("/proc/self/fd", rest))),
+        ["dev", "stdin", rest @ ..] => Ok(Some(join("/proc/self/fd/0", rest))),
+        ["dev", "stdout", rest @ ..] => Ok(Some(join("/proc/self/fd/1", rest))),
+        ["dev", "stderr", rest @ ..] => Ok(Some(join("/proc/self/fd/2", rest))),
+        ["proc", "self" | "thread-self", rest @ ..] => match server.pid {
+            Some(pid) => Ok(Some(join(&format!("/proc/{pid}"), rest))),
+            None => match rest {
+                ["root", tail @ ..] => server
+                    .root
+                    .as_deref()
+                    .map(|r| Some(join(r, tail)))
+                    .ok_or(PathError::Magic),
+                ["cwd", tail @ ..] => server
+                    .cwd
+                    .as_deref()
+                    .map(|r| Some(join(r, tail)))
+                    .ok_or(PathError::Magic),
+                _ => Err(PathError::Magic),
+            },
+        },
+        ["proc", pid, "task", tid, link, rest @ ..]
+            if numeric(pid)
+                && numeric(tid)
+                && matches!(*link, "root" | "cwd" | "fd" | "exe" | "map_files") =>
+        {
+            let mut out = vec!["proc", *pid, *link];
+            out.extend_from_slice(rest);
+            Ok(Some(join("", &out)))
+        }
+        ["proc", pid, link @ ("root" | "cwd"), rest @ ..] if numeric(pid) => {
+            let ours = server.pid.is_some_and(|p| p.to_string() == *pid);
+            let target = match *link {
+                "root" => server.root.as_deref(),
+                _ => server.cwd.as_deref(),
+            };
+            match target {
+                Some(t) if ours => Ok(Some(join(t, rest))),
+                _ => Err(PathError::Magic),
+            }
+        }
+        ["proc", pid, "fd" | "map_files", _, ..] | ["proc", pid, "exe", ..] if numeric(pid) => {
+            Err(PathError::Magic)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The server's facts, asked for only when a path goes through `/proc` or `/dev` (the binary
+/// reads them from `/proc/<pid>` each time).
+struct LazyServer<'a> {
+    fs: &'a dyn crate::fsfacts::FsFacts,
+    facts: std::cell::OnceCell<ServerProcess>,
+}
+
+impl LazyServer<'_> {
+    fn get(&self) -> &ServerProcess {
+        self.facts.get_or_init(|| self.fs.server_process())
+    }
+}
+
+/// Rewrites every magic link at the start of `path` (see [`magic_step`]).
+fn resolve_magic(path: &str, server: &LazyServer) -> Result<String, PathError> {
+    let mut current = path.to_owned();
+    for _ in 0..MAX_MAGIC_HOPS {
+        match magic_step(&current, server)? {
+            Some(next) => current = lexical_normalize(&next).ok_or(PathError::Unresolvable)?,
+            None => return Ok(current),
+        }
+    }
+    Err(PathError::Magic)
+}
+
+fn check_length(path: &str) -> Result<(), PathError> {
+    if path.len() >= PATH_MAX || path.split('/').any(|c| c.len() > NAME_MAX) {
+        return Err(PathError::TooLong);
+    }
+    Ok(())
+}
+
+/// Canonicalises a normalised absolute path for the server: magic links first, then
+/// symlinks through [`FsFacts::canonicalize`](crate::fsfacts::FsFacts::canonicalize); a
+/// symlink that leads into `/proc` or `/dev/fd` is read again.
+///
+/// A canonical path that still starts with a magic link (the filesystem facts stop at a
+/// symlink whose target is in `/proc` or `/dev`, and return that target and the rest, `..`
+/// included) is walked again component by component, so that `..` climbs from where the
+/// magic link leads for the server.
+fn canonical_for_server(path: &str, ctx: &NormalizeContext) -> Result<String, PathError> {
+    canonical_depth(path, ctx, 0)
+}
+
+fn canonical_depth(path: &str, ctx: &NormalizeContext, depth: usize) -> Result<String, PathError> {
+    let server = LazyServer {
+        fs: ctx.fs,
+        facts: std::cell::OnceCell::new(),
+    };
+    let plain = resolve_magic(path, &server)?;
+    check_length(&plain)?;
+    let canonical = ctx.fs.canonicalize(&plain).ok_or(PathError::Unresolvable)?;
+    if magic_step(&canonical, &server)?.is_none() && !canonical.split('/').any(|c| c == "..") {
+        return Ok(canonical);
+    }
+    if depth >= MAX_MAGIC_HOPS {
+        return Err(PathError::Magic);
+    }
+    physical_depth(&canonical, ctx, depth + 1)
 }
 
 /// Resolves one path argument the way `@modelcontextprotocol/server-filesystem` reads it:
@@ -28,6 +185,9 @@ pub(crate) fn resolve_path(
     }
     if raw.is_empty() {
         return Err(PathError::Empty);
+    }
+    if raw.len() >= PATH_MAX {
+        return Err(PathError::TooLong);
     }
     let expanded: String = if raw == "~" {
         ctx.home.to_owned()
@@ -61,8 +221,9 @@ pub(crate) fn resolve_path(
     } else {
         format!("{base}/{expanded}")
     };
+    check_length(&absolute)?;
     let lexical = lexical_normalize(&absolute).ok_or(PathError::Unresolvable)?;
-    ctx.fs.canonicalize(&lexical).ok_or(PathError::Unresolvable)
+    canonical_for_server(&lexical, ctx)
 }
 
 /// Like [`resolve_path`], plus the path the kernel would open when they differ. The
@@ -93,7 +254,7 @@ pub(crate) fn resolve_path_all(
         } else {
             format!("{base}/{raw}")
         };
-        let physical = physical_path(&absolute, ctx).ok_or(PathError::Unresolvable)?;
+        let physical = physical_path(&absolute, ctx)?;
         if !out.contains(&physical) {
             out.push(physical);
         }
@@ -115,9 +276,18 @@ pub(crate) fn resolve_path_strict(
     all.pop().ok_or(PathError::Unresolvable)
 }
 
-/// Kernel-style resolution: components in order, each prefix canonicalised before `..`
-/// climbs from it.
-fn physical_path(absolute: &str, ctx: &NormalizeContext) -> Option<String> {
+/// Kernel-style resolution: components in order, each prefix canonicalised (magic links of
+/// the server included: `/proc/self/cwd/..` is the parent of the server's working directory)
+/// before `..` climbs from it.
+fn physical_path(absolute: &str, ctx: &NormalizeContext) -> Result<String, PathError> {
+    physical_depth(absolute, ctx, 0)
+}
+
+fn physical_depth(
+    absolute: &str,
+    ctx: &NormalizeContext,
+    depth: usize,
+) -> Result<String, PathError> {
     let mut current = "/".to_owned();
     for component in absolute.split('/') {
         match component {
@@ -134,11 +304,11 @@ fn physical_path(absolute: &str, ctx: &NormalizeContext) -> Option<String> {
                 } else {
                     format!("{current}/{c}")
                 };
-                current = ctx.fs.canonicalize(&next)?;
+                current = canonical_depth(&next, ctx, depth)?;
             }
         }
     }
-    Some(current)
+    Ok(current)
 }
 
 /// Resolves every path in an argument value: a string, or an array of strings.

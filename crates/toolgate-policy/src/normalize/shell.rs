@@ -35,9 +35,29 @@ struct Scanner {
     word_brace: bool,
     compound: bool,
     inexact: bool,
+    /// Something hides what runs: a command or process substitution, a variable in the
+    /// command position, quoting that cannot be decoded.
+    hidden: bool,
 }
 
 impl Scanner {
+    /// True while the word being read is the command name of its segment (only
+    /// assignments and reserved words before it, and it is not an assignment itself).
+    fn at_command_position(&self) -> bool {
+        self.words
+            .iter()
+            .all(|w| is_assignment(w) || RESERVED.contains(&w.as_str()))
+            && !(self.word.contains('=') && is_assignment(&self.word))
+    }
+
+    /// A `$` expansion (variable, parameter, arithmetic) in the current word.
+    fn expansion(&mut self) {
+        self.inexact = true;
+        if self.at_command_position() {
+            self.hidden = true;
+        }
+    }
+
     fn end_word(&mut self) {
         if self.in_word {
             if self.word_brace && self.word != "{}" {
@@ -78,7 +98,138 @@ struct Detailed {
     segments: Vec<Vec<String>>,
     compound: bool,
     inexact: bool,
+    hidden: bool,
     invalid: bool,
+}
+
+/// Reserved words a command name may follow.
+const RESERVED: &[&str] = &[
+    "if",
+    "then",
+    "else",
+    "elif",
+    "fi",
+    "do",
+    "done",
+    "while",
+    "until",
+    "!",
+    "{",
+    "}",
+    "coproc",
+    "noglob",
+    "nocorrect",
+    "-",
+];
+
+/// Why an ANSI-C quoted string (`$'…'`) could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AnsiC {
+    /// No closing quote.
+    Unterminated,
+    /// A byte that is not UTF-8 on its own (`\xff`, `\377`), a NUL (bash cuts the word
+    /// there), or a character outside ASCII whose encoding depends on the locale.
+    Undecodable,
+}
+
+/// Decodes the body of `$'…'` (after the opening quote, up to and including the closing
+/// one) the way bash does: `\a \b \e \E \f \n \r \t \v \\ \' \" \?`, `\NNN`
+/// (octal, one to three digits), `\xHH` (one or two hex digits), `\uHHHH`, `\UHHHHHHHH`,
+/// `\cX` (control-X); any other escape stays as written, backslash included.
+fn decode_ansi_c(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<String, AnsiC> {
+    let mut out = String::new();
+    let mut undecodable = false;
+    // A decoded byte or code point: ASCII other than NUL, else undecodable.
+    let byte = |out: &mut String, v: u32| -> bool {
+        match char::from_u32(v) {
+            Some(c) if v != 0 && v < 0x80 => {
+                out.push(c);
+                true
+            }
+            _ => false,
+        }
+    };
+    loop {
+        let Some(c) = chars.next() else {
+            return Err(AnsiC::Unterminated);
+        };
+        match c {
+            '\'' => break,
+            '\\' => {
+                let Some(e) = chars.next() else {
+                    return Err(AnsiC::Unterminated);
+                };
+                match e {
+                    'a' => out.push('\u{7}'),
+                    'b' => out.push('\u{8}'),
+                    'e' | 'E' => out.push('\u{1b}'),
+                    'f' => out.push('\u{c}'),
+                    'n' => out.push('\n'),
+                    'r' => out.push('\r'),
+                    't' => out.push('\t'),
+                    'v' => out.push('\u{b}'),
+                    '\\' | '\'' | '"' | '?' => out.push(e),
+                    '0'..='7' => {
+                        let mut v = e.to_digit(8).unwrap_or(0);
+                        for _ in 0..2 {
+                            match chars.peek().and_then(|d| d.to_digit(8)) {
+                                Some(d) => {
+                                    v = v * 8 + d;
+                                    chars.next();
+                                }
+                                None => break,
+                            }
+                        }
+                        undecodable |= !byte(&mut out, v & 0xff);
+                    }
+                    'x' | 'u' | 'U' => {
+                        let max = match e {
+                            'x' => 2,
+                            'u' => 4,
+                            _ => 8,
+                        };
+                        let mut v: u32 = 0;
+                        let mut n = 0;
+                        while n < max {
+                            match chars.peek().and_then(|d| d.to_digit(16)) {
+                                Some(d) => {
+                                    v = v.wrapping_mul(16).wrapping_add(d);
+                                    chars.next();
+                                    n += 1;
+                                }
+                                None => break,
+                            }
+                        }
+                        if n == 0 {
+                            out.push('\\');
+                            out.push(e);
+                        } else {
+                            undecodable |= !byte(&mut out, v);
+                        }
+                    }
+                    'c' => match chars.next() {
+                        Some('?') => out.push('\u{7f}'),
+                        Some(x) if x.is_ascii() && x != '\\' && x != '\'' => {
+                            undecodable |=
+                                !byte(&mut out, u32::from(x.to_ascii_uppercase()) & 0x1f);
+                        }
+                        Some('\'') | None => return Err(AnsiC::Unterminated),
+                        Some(_) => undecodable = true,
+                    },
+                    other => {
+                        out.push('\\');
+                        out.push(other);
+                    }
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    if undecodable {
+        Err(AnsiC::Undecodable)
+    } else {
+        Ok(out)
+    }
 }
 
 fn scan_detailed(command: &str) -> Detailed {
@@ -89,7 +240,11 @@ fn scan_detailed(command: &str) -> Detailed {
     // backtick) and the depth of nested parentheses; closing one returns to the quotes.
     let mut frames: Vec<(char, usize)> = Vec::new();
     let mut chars = command.chars().peekable();
+    let mut prev: Option<char> = None;
     while let Some(c) = chars.next() {
+        let was = prev;
+        prev = Some(c);
+        let prev = was;
         match quote {
             Quote::Single => {
                 if c == '\'' {
@@ -112,6 +267,7 @@ fn scan_detailed(command: &str) -> Detailed {
                 '`' => {
                     frames.push(('`', 0));
                     quote = Quote::None;
+                    s.hidden = true;
                     s.operator();
                 }
                 '$' => {
@@ -119,9 +275,10 @@ fn scan_detailed(command: &str) -> Detailed {
                         chars.next();
                         frames.push((')', 0));
                         quote = Quote::None;
+                        s.hidden = true;
                         s.operator();
                     } else {
-                        s.inexact = true;
+                        s.expansion();
                         s.push(c);
                     }
                 }
@@ -132,6 +289,11 @@ fn scan_detailed(command: &str) -> Detailed {
                 '(' => {
                     if let Some((')', depth)) = frames.last_mut() {
                         *depth += 1;
+                    }
+                    if matches!(prev, Some('<' | '>')) {
+                        // Process substitution `<(…)`, `>(…)`: a command whose output (a
+                        // path) becomes an argument.
+                        s.hidden = true;
                     }
                     s.operator();
                 }
@@ -151,6 +313,7 @@ fn scan_detailed(command: &str) -> Detailed {
                         frames.pop();
                         quote = Quote::Double;
                     }
+                    s.hidden = true;
                     s.operator();
                 }
                 '\n' | '\r' | ';' | '&' | '|' => s.operator(),
@@ -172,18 +335,39 @@ fn scan_detailed(command: &str) -> Detailed {
                     quote = Quote::Double;
                     s.in_word = true;
                 }
-                '$' => {
-                    if chars.peek() == Some(&'(') {
+                '$' => match chars.peek() {
+                    Some('(') => {
                         chars.next();
                         if let Some((')', depth)) = frames.last_mut() {
                             *depth += 1;
                         }
+                        s.hidden = true;
                         s.operator();
-                    } else {
+                    }
+                    Some('\'') => {
+                        chars.next();
+                        s.in_word = true;
+                        match decode_ansi_c(&mut chars) {
+                            Ok(text) => s.word.push_str(&text),
+                            Err(AnsiC::Unterminated) => invalid = true,
+                            Err(AnsiC::Undecodable) => {
+                                s.inexact = true;
+                                s.hidden = true;
+                                s.word.push('$');
+                            }
+                        }
+                    }
+                    Some('"') => {
+                        // `$"…"`: translated by the locale's message catalogue.
                         s.inexact = true;
+                        s.hidden = true;
+                        s.in_word = true;
+                    }
+                    _ => {
+                        s.expansion();
                         s.push(c);
                     }
-                }
+                },
                 '*' | '?' | '[' => {
                     s.inexact = true;
                     s.push(c);
@@ -217,6 +401,7 @@ fn scan_detailed(command: &str) -> Detailed {
     Detailed {
         compound: s.compound,
         inexact: s.inexact,
+        hidden: s.hidden,
         invalid,
         segments: s.segments,
     }
@@ -224,7 +409,19 @@ fn scan_detailed(command: &str) -> Detailed {
 
 /// Scans a shell command string. See the module documentation for what counts as simple.
 pub fn scan(command: &str) -> Scan {
+    scan_hiding(command).0
+}
+
+/// [`scan`], and whether the string hides what it runs: a command or process substitution
+/// (`$(…)`, a backtick, `<(…)`), a variable in the command position (`$X args`), or quoting
+/// that cannot be decoded (`$'\xff'`, `$"…"`). Such a string is never [`Scan::Simple`].
+pub fn scan_hiding(command: &str) -> (Scan, bool) {
     let d = scan_detailed(command);
+    let hidden = d.hidden;
+    (scan_verdict(d), hidden)
+}
+
+fn scan_verdict(d: Detailed) -> Scan {
     if d.invalid {
         return Scan::Invalid;
     }
@@ -288,6 +485,9 @@ pub(crate) struct Exec {
     pub inexact: bool,
     /// True for a command whose job is to run another one (`sh -c`, `xargs`).
     pub container: bool,
+    /// True when what runs is hidden: `eval`, a substitution or a variable in the command
+    /// position of an inner string (see [`scan_hiding`]), or a variable as the command name.
+    pub hidden: bool,
 }
 
 const MAX_DEPTH: usize = 8;
@@ -318,7 +518,7 @@ pub fn look_through(argv: &[String]) -> Vec<String> {
 /// (`sh -c 'a; b'` gives `a` and `b`; `find -exec rm` gives `find` and `rm`).
 pub(crate) fn expand(argv: &[String]) -> Vec<Exec> {
     let mut out = Vec::new();
-    expand_into(argv.to_vec(), false, false, 0, &mut out);
+    expand_into(argv.to_vec(), false, false, false, 0, &mut out);
     out
 }
 
@@ -326,6 +526,7 @@ fn expand_into(
     mut argv: Vec<String>,
     mut wrapped: bool,
     inexact: bool,
+    hidden: bool,
     depth: usize,
     out: &mut Vec<Exec>,
 ) {
@@ -335,6 +536,7 @@ fn expand_into(
             wrapped: true,
             inexact: true,
             container: false,
+            hidden,
         });
         return;
     }
@@ -342,26 +544,7 @@ fn expand_into(
         // Env prefixes and reserved words.
         let mut skip = 0;
         while let Some(w) = argv.get(skip) {
-            if is_assignment(w)
-                || matches!(
-                    w.as_str(),
-                    "if" | "then"
-                        | "else"
-                        | "elif"
-                        | "fi"
-                        | "do"
-                        | "done"
-                        | "while"
-                        | "until"
-                        | "!"
-                        | "{"
-                        | "}"
-                        | "coproc"
-                        | "noglob"
-                        | "nocorrect"
-                        | "-"
-                )
-            {
+            if is_assignment(w) || RESERVED.contains(&w.as_str()) {
                 skip += 1;
             } else {
                 break;
@@ -374,14 +557,18 @@ fn expand_into(
         let Some(first) = argv.first() else {
             return;
         };
+        // A variable or substitution as the command name (also behind a wrapper: `sudo
+        // $CMD`): what runs is not known. A quoted, literal `$` in a command name counts
+        // too; no real command is named like that.
+        let hidden = hidden || first.contains(['$', '`']);
         let name = basename(first);
         let rest: &[String] = argv.get(1..).unwrap_or_default();
         let next: Option<Vec<String>> = match name {
             "sudo" | "doas" | "run0" | "pkexec" => {
                 if let Some(cmd) = option_value(rest, &["-c"], &[]) {
                     // Not sudo syntax, but harmless: treat as a shell string.
-                    push_container(&argv, wrapped, inexact, out);
-                    return rescan(&cmd, depth, out);
+                    push_container(&argv, wrapped, inexact, hidden, out);
+                    return rescan(&cmd, hidden, depth, out);
                 }
                 Some(skip_options(
                     rest,
@@ -412,8 +599,8 @@ fn expand_into(
             }
             "su" | "runuser" | "sg" => {
                 if let Some(cmd) = option_value(rest, &["-c", "--command"], &["--command="]) {
-                    push_container(&argv, wrapped, inexact, out);
-                    return rescan(&cmd, depth, out);
+                    push_container(&argv, wrapped, inexact, hidden, out);
+                    return rescan(&cmd, hidden, depth, out);
                 }
                 None
             }
@@ -421,8 +608,8 @@ fn expand_into(
                 if let Some(s) =
                     option_value(rest, &["-S", "--split-string"], &["--split-string=", "-S"])
                 {
-                    push_container(&argv, wrapped, inexact, out);
-                    return rescan(&s, depth, out);
+                    push_container(&argv, wrapped, inexact, hidden, out);
+                    return rescan(&s, hidden, depth, out);
                 }
                 let mut r = skip_options(
                     rest,
@@ -441,8 +628,8 @@ fn expand_into(
                 if name == "script"
                     && let Some(cmd) = option_value(rest, &["-c", "--command"], &["--command="])
                 {
-                    push_container(&argv, wrapped, inexact, out);
-                    return rescan(&cmd, depth, out);
+                    push_container(&argv, wrapped, inexact, hidden, out);
+                    return rescan(&cmd, hidden, depth, out);
                 }
                 let with_arg: &[&str] = match name {
                     "nice" => &["-n", "--adjustment"],
@@ -497,8 +684,8 @@ fn expand_into(
             }
             "flock" => {
                 if let Some(cmd) = option_value(rest, &["-c", "--command"], &["--command="]) {
-                    push_container(&argv, wrapped, inexact, out);
-                    return rescan(&cmd, depth, out);
+                    push_container(&argv, wrapped, inexact, hidden, out);
+                    return rescan(&cmd, hidden, depth, out);
                 }
                 let mut r = skip_options(rest, &["-w", "--timeout", "-E", "--conflict-exit-code"]);
                 if !r.is_empty() {
@@ -523,6 +710,7 @@ fn expand_into(
                     wrapped,
                     inexact,
                     container: true,
+                    hidden,
                 });
                 let r = skip_options(
                     rest,
@@ -558,13 +746,14 @@ fn expand_into(
             }
             "watch" => {
                 let r = skip_options(rest, &["-n", "--interval", "-d", "-q", "--equexit"]);
-                push_container(&argv, wrapped, inexact, out);
-                return rescan(&r.join(" "), depth, out);
+                push_container(&argv, wrapped, inexact, hidden, out);
+                return rescan(&r.join(" "), hidden, depth, out);
             }
             "busybox" | "toybox" => Some(rest.to_vec()),
             "eval" => {
-                push_container(&argv, wrapped, inexact, out);
-                return rescan(&rest.join(" "), depth, out);
+                push_container(&argv, wrapped, inexact, hidden, out);
+                // What eval runs is built at run time.
+                return rescan(&rest.join(" "), true, depth, out);
             }
             "cmd" | "cmd.exe" => {
                 // `cmd /c STRING`: read the string with shell rules (close enough for deny rules).
@@ -577,9 +766,10 @@ fn expand_into(
                         wrapped,
                         inexact,
                         container: true,
+                        hidden,
                     });
                     let cmd = rest.get(pos + 1..).unwrap_or_default().join(" ");
-                    return rescan(&cmd, depth, out);
+                    return rescan(&cmd, hidden, depth, out);
                 }
                 None
             }
@@ -594,9 +784,10 @@ fn expand_into(
                         wrapped,
                         inexact,
                         container: true,
+                        hidden,
                     });
                     let cmd = rest.get(pos + 1..).unwrap_or_default().join(" ");
-                    return rescan(&cmd, depth, out);
+                    return rescan(&cmd, hidden, depth, out);
                 }
                 None
             }
@@ -608,8 +799,9 @@ fn expand_into(
                         wrapped,
                         inexact,
                         container: true,
+                        hidden,
                     });
-                    return rescan(&cmd, depth, out);
+                    return rescan(&cmd, hidden, depth, out);
                 }
                 None
             }
@@ -620,9 +812,10 @@ fn expand_into(
                     wrapped: wrapped || !nested.is_empty(),
                     inexact,
                     container: false,
+                    hidden,
                 });
                 for cmd in nested {
-                    expand_into(cmd, true, inexact, depth + 1, out);
+                    expand_into(cmd, true, inexact, hidden, depth + 1, out);
                 }
                 return;
             }
@@ -633,9 +826,10 @@ fn expand_into(
                     wrapped: wrapped || nested.is_some(),
                     inexact,
                     container: false,
+                    hidden,
                 });
                 if let Some(cmd) = nested {
-                    expand_into(cmd, true, inexact, depth + 1, out);
+                    expand_into(cmd, true, inexact, hidden, depth + 1, out);
                 }
                 return;
             }
@@ -645,7 +839,7 @@ fn expand_into(
             Some(r) if !r.is_empty() => {
                 // The wrapper itself is an execution too: a deny rule on `sudo` must see
                 // `sudo rm -rf /`, not only `rm`.
-                push_container(&argv, wrapped, inexact, out);
+                push_container(&argv, wrapped, inexact, hidden, out);
                 argv = r;
                 wrapped = true;
             }
@@ -655,6 +849,7 @@ fn expand_into(
                     wrapped,
                     inexact,
                     container: false,
+                    hidden,
                 });
                 return;
             }
@@ -664,26 +859,44 @@ fn expand_into(
 
 /// Records a wrapper (`sudo`, `env`, `sh -c`, …) as an execution of its own, so that deny
 /// rules on the wrapper's name see it; `look_through` skips it.
-fn push_container(argv: &[String], wrapped: bool, inexact: bool, out: &mut Vec<Exec>) {
+fn push_container(
+    argv: &[String],
+    wrapped: bool,
+    inexact: bool,
+    hidden: bool,
+    out: &mut Vec<Exec>,
+) {
     out.push(Exec {
         argv: argv.to_vec(),
         wrapped,
         inexact,
         container: true,
+        hidden,
     });
 }
 
-fn rescan(command: &str, depth: usize, out: &mut Vec<Exec>) {
-    match scan(command) {
-        Scan::Simple(argv) => expand_into(argv, true, false, depth + 1, out),
+fn rescan(command: &str, hidden: bool, depth: usize, out: &mut Vec<Exec>) {
+    let (scanned, hides) = scan_hiding(command);
+    let hidden = hidden || hides;
+    match scanned {
+        Scan::Simple(argv) => expand_into(argv, true, false, hidden, depth + 1, out),
         Scan::Compound { segments } => {
+            if segments.is_empty() && hidden {
+                out.push(Exec {
+                    argv: Vec::new(),
+                    wrapped: true,
+                    inexact: true,
+                    container: false,
+                    hidden,
+                });
+            }
             for seg in segments {
-                expand_into(seg, true, true, depth + 1, out);
+                expand_into(seg, true, true, hidden, depth + 1, out);
             }
         }
         Scan::Invalid => {
             for seg in best_effort_segments(command) {
-                expand_into(seg, true, true, depth + 1, out);
+                expand_into(seg, true, true, hidden, depth + 1, out);
             }
         }
     }

@@ -84,6 +84,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("cannot start the async runtime")?;
     let code = runtime.block_on(async {
         let upstream = child::spawn_upstream(&args.command, &workspace)?;
+        if let Some(pid) = upstream.id() {
+            crate::fsfacts::set_server_pid(pid);
+        }
         proxy::run(config, upstream, interceptor).await
     })?;
     // The stdin reader thread may still be blocked in read(2): do not wait for it.
