@@ -31,6 +31,25 @@ pub fn esc(s: &str) -> String {
     out
 }
 
+/// Text toolgate wrote with `code` spans in it (reasons, details, findings): each span
+/// becomes a `<code>` element, everything escaped; with an odd number of backticks, plain.
+pub fn rich(s: &str) -> String {
+    if s.matches('`').count() % 2 != 0 {
+        return esc(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for (i, seg) in s.split('`').enumerate() {
+        if i % 2 == 0 {
+            out.push_str(&esc(seg));
+        } else {
+            out.push_str("<code>");
+            out.push_str(&esc(seg));
+            out.push_str("</code>");
+        }
+    }
+    out
+}
+
 const STYLE: &str = r#"
 :root{color-scheme:light dark;--bg:#fff;--fg:#1b1f24;--muted:#57606a;--line:#d0d7de;--card:#f6f8fa;
 --allow:#1a7f37;--ask:#bf8700;--deny:#cf222e;--once:#54aeff;--session:#0969da;--timeout:#8c959f;--cancel:#bc4c00;--unknown:#d0d7de}
@@ -113,7 +132,7 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(
             o,
             "<h2 id=\"happened\">What happened</h2><p>{}</p>",
-            esc(r.audit_note.as_deref().unwrap_or("No audit log."))
+            rich(r.audit_note.as_deref().unwrap_or("No audit log."))
         );
     }
     o.push_str("<h2 id=\"findings\">Findings</h2>\n");
@@ -130,7 +149,7 @@ pub fn render(r: &Report) -> String {
             let _ = writeln!(
                 o,
                 "<tr><td><span class=\"sev sev-{s}\">{s}</span></td><td>{who}{}<br><span class=\"muted\">{}</span></td><td>{}</td></tr>",
-                esc(&f.message),
+                rich(&f.message),
                 esc(f.kind),
                 f.policy_line
                     .as_ref()
@@ -167,8 +186,8 @@ pub fn render(r: &Report) -> String {
                     format!(
                         "<b>{}</b>: {} <span class=\"muted\">({})</span>",
                         esc(c.control),
-                        esc(&c.detail),
-                        esc(&c
+                        rich(&c.detail),
+                        rich(&c
                             .origin
                             .iter()
                             .map(super::Origin::label)
@@ -191,7 +210,7 @@ pub fn render(r: &Report) -> String {
                     Some(rule) => format!("rule <code>{}</code>", esc(rule)),
                     None => esc(&t.typical.decided_by),
                 },
-                esc(&t.typical.reason),
+                rich(&t.typical.reason),
                 controls.join("<br>"),
                 e = esc(&t.typical.effect)
             );
@@ -211,7 +230,7 @@ pub fn render(r: &Report) -> String {
             let _ = writeln!(
                 o,
                 "<p>{}</p><pre>{}</pre>",
-                esc(&s.why),
+                rich(&s.why),
                 esc_block(&s.policy_lines)
             );
         }
