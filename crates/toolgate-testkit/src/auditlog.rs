@@ -59,7 +59,7 @@ pub fn synthetic_events(n: u64) -> impl Iterator<Item = (String, Value)> {
         let rid = format!("{}", i);
         let tool = tools[(i % 10) as usize];
         let ev = if let Some((s, r)) = pending.take() {
-            if i % 3 == 0 {
+            if i.is_multiple_of(3) {
                 json!({"kind":"decision","session":s,"request_id":r,"server":"bench","tool":tool,"effect":"deny","contract":"default","reason":"asked; the human declined","net":{"host":"api.example.com","method":"POST"}})
             } else {
                 json!({"kind":"approval","session":s,"request_id":r,"server":"bench","tool":tool,"effect":"allow","contract":"default","approval":{"how":"broker","scope":"once"}})
