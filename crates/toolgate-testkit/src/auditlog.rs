@@ -36,8 +36,16 @@ pub fn write_log(path: &Path, events: impl IntoIterator<Item = (String, Value)>)
 /// or denials, results, denied network calls; deterministic.
 pub fn synthetic_events(n: u64) -> impl Iterator<Item = (String, Value)> {
     let tools = [
-        "read_file", "write_file", "fetch", "run_command", "send_email", "list_directory",
-        "search_files", "create_issue", "post_message", "git_status",
+        "read_file",
+        "write_file",
+        "fetch",
+        "run_command",
+        "send_email",
+        "list_directory",
+        "search_files",
+        "create_issue",
+        "post_message",
+        "git_status",
     ];
     let mut i = 0u64;
     let mut pending: Option<(String, String)> = None;
@@ -66,9 +74,15 @@ pub fn synthetic_events(n: u64) -> impl Iterator<Item = (String, Value)> {
             }
         } else {
             match i % 10 {
-                0..=4 => json!({"kind":"decision","session":session,"request_id":rid,"server":"bench","tool":tool,"fingerprint":"0f".repeat(32),"operations":["fs.read"],"resources":["/home/u/project/src/lib.rs"],"effect":"allow","contract":"rule","rule":"allow-workspace-read","reason":"`fs.read` of `/home/u/project/src/lib.rs` matches allow rule `allow-workspace-read`","args_sha256":"ab".repeat(32),"latency_us":120}),
-                5 | 6 => json!({"kind":"result","session":session,"request_id":rid,"server":"bench","tool":tool,"result_sha256":"cd".repeat(32),"isError":false}),
-                7 => json!({"kind":"decision","session":session,"request_id":rid,"server":"bench","tool":tool,"operations":["net.request"],"net":{"host":format!("h{}.example.net", i % 50),"method":"GET"},"effect":"deny","contract":"sink_gate","reason":"destination `x` came from untrusted output","args_sha256":"ab".repeat(32)}),
+                0..=4 => {
+                    json!({"kind":"decision","session":session,"request_id":rid,"server":"bench","tool":tool,"fingerprint":"0f".repeat(32),"operations":["fs.read"],"resources":["/home/u/project/src/lib.rs"],"effect":"allow","contract":"rule","rule":"allow-workspace-read","reason":"`fs.read` of `/home/u/project/src/lib.rs` matches allow rule `allow-workspace-read`","args_sha256":"ab".repeat(32),"latency_us":120})
+                }
+                5 | 6 => {
+                    json!({"kind":"result","session":session,"request_id":rid,"server":"bench","tool":tool,"result_sha256":"cd".repeat(32),"isError":false})
+                }
+                7 => {
+                    json!({"kind":"decision","session":session,"request_id":rid,"server":"bench","tool":tool,"operations":["net.request"],"net":{"host":format!("h{}.example.net", i % 50),"method":"GET"},"effect":"deny","contract":"sink_gate","reason":"destination `x` came from untrusted output","args_sha256":"ab".repeat(32)})
+                }
                 _ => {
                     pending = Some((session.clone(), rid.clone()));
                     json!({"kind":"decision","session":session,"request_id":rid,"server":"bench","tool":tool,"operations":["shell.exec"],"executable":"/usr/bin/make","effect":"ask","contract":"default","reason":"no rule matched; the default is ask (asking via Broker)","args_sha256":"ab".repeat(32)})

@@ -128,8 +128,11 @@ fn fixture_events() -> Vec<(String, Value)> {
         v.push((t(2, s), json!({"kind":"decision","session":"b","request_id":id,"server":"mail","tool":"fetch",
             "operations":["net.request"],"net":{"host":"api.example.com","method":"GET"},"effect":"ask","contract":"sink_gate",
             "reason":"destination `https://api.example.com/v1?key=SECRET-TOKEN-4711` in `url` is not a trusted destination"})));
-        v.push((t(2, s + 1), json!({"kind":"approval","session":"b","request_id":id,"server":"mail","tool":"fetch",
-            "effect":"allow","contract":"sink_gate","approval":{"how":"client","scope":"once"}})));
+        v.push((
+            t(2, s + 1),
+            json!({"kind":"approval","session":"b","request_id":id,"server":"mail","tool":"fetch",
+            "effect":"allow","contract":"sink_gate","approval":{"how":"client","scope":"once"}}),
+        ));
     }
     // A tainted destination approved three times anyway: never suggested.
     for s in [30, 32, 34] {
@@ -137,8 +140,11 @@ fn fixture_events() -> Vec<(String, Value)> {
         v.push((t(2, s), json!({"kind":"decision","session":"b","request_id":id,"server":"mail","tool":"fetch",
             "operations":["net.request"],"net":{"host":"tainted.example","method":"POST"},"effect":"ask","contract":"sink_gate",
             "reason":"destination `victim@attacker.example` in `url` came from untrusted output #2 of `read_email`"})));
-        v.push((t(2, s + 1), json!({"kind":"approval","session":"b","request_id":id,"server":"mail","tool":"fetch",
-            "effect":"allow","contract":"sink_gate","approval":{"how":"client","scope":"once"}})));
+        v.push((
+            t(2, s + 1),
+            json!({"kind":"approval","session":"b","request_id":id,"server":"mail","tool":"fetch",
+            "effect":"allow","contract":"sink_gate","approval":{"how":"client","scope":"once"}}),
+        ));
     }
     // Asks that were denied, timed out and cancelled.
     let id = rid();
@@ -151,13 +157,20 @@ fn fixture_events() -> Vec<(String, Value)> {
     v.push((t(3, 5), json!({"kind":"decision","session":"c","request_id":id,"server":"mail","tool":"write_note","operations":["fs.write"],"effect":"ask","contract":"default","reason":"no rule matched"})));
     v.push((t(3, 6), json!({"kind":"cancelled","session":"c","request_id":id,"server":"mail","tool":"write_note"})));
     // Denied network calls.
-    for (s, host) in [(10, "evil.example"), (11, "evil.example"), (12, "other.example")] {
+    for (s, host) in [
+        (10, "evil.example"),
+        (11, "evil.example"),
+        (12, "other.example"),
+    ] {
         v.push((t(3, s), json!({"kind":"decision","session":"c","request_id":rid(),"server":"mail","tool":"fetch",
             "operations":["net.request"],"net":{"host":host,"method":"POST"},"effect":"deny","contract":"sink_gate",
             "reason":"destination came from untrusted output"})));
     }
     v.push((t(3, 20), json!({"kind":"result","session":"c","request_id":"1","server":"mail","tool":"read_email","isError":false})));
-    v.push((t(3, 30), json!({"kind":"pin","tool":"send_email","reason":"definition changed: description"})));
+    v.push((
+        t(3, 30),
+        json!({"kind":"pin","tool":"send_email","reason":"definition changed: description"}),
+    ));
     v
 }
 
@@ -182,8 +195,14 @@ fn suggest_prints_only_policy_lines_that_load() {
     let out = s.fixture_report(&["--suggest"]);
     assert!(out.contains("executables: [\"make\"]"), "{out}");
     assert!(out.contains("https://api.example.com/*"), "{out}");
-    assert!(!out.contains("tainted.example"), "a tainted destination was suggested:\n{out}");
-    assert!(!out.contains("send_email"), "a refused ask was suggested:\n{out}");
+    assert!(
+        !out.contains("tainted.example"),
+        "a tainted destination was suggested:\n{out}"
+    );
+    assert!(
+        !out.contains("send_email"),
+        "a refused ask was suggested:\n{out}"
+    );
     // Paste-ready: appended to a policy, it loads.
     let policy = s.ws.join("pasted.yaml");
     std::fs::write(&policy, format!("version: 1\n{out}")).unwrap();
@@ -202,10 +221,19 @@ fn suggest_prints_only_policy_lines_that_load() {
 #[test]
 fn since_and_until_bound_the_audit_figures() {
     let s = Setup::new();
-    let json = s.fixture_report(&["--json", "--since", "2026-03-02", "--until", "2026-03-02T23:00:00+00:00"]);
+    let json = s.fixture_report(&[
+        "--json",
+        "--since",
+        "2026-03-02",
+        "--until",
+        "2026-03-02T23:00:00+00:00",
+    ]);
     let v: Value = serde_json::from_str(&json).unwrap();
     let a = &v["audit"];
-    assert_eq!(a["by_day"].as_object().unwrap().keys().collect::<Vec<_>>(), ["2026-03-02"]);
+    assert_eq!(
+        a["by_day"].as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["2026-03-02"]
+    );
     assert_eq!(a["decisions"]["ask"], 6);
     assert_eq!(a["first_time"], "2026-03-02T10:00:20.000Z");
     let bad = Command::new(env!("CARGO_BIN_EXE_toolgate"))
@@ -238,19 +266,32 @@ fn a_live_probe_lists_the_filesystem_servers_tools() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(started.elapsed() < Duration::from_secs(30));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let server = &v["servers"][0];
     assert_eq!(server["source"], "probe");
     assert_eq!(server["name"], "server-filesystem");
     let tools = server["tools"].as_array().unwrap();
-    let find = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("no `{name}`"));
+    let find = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no `{name}`"))
+    };
     assert_eq!(find("read_text_file")["typical"]["effect"], "allow");
     assert_eq!(find("read_text_file")["operations"], json!(["fs.read"]));
     assert_eq!(find("write_file")["typical"]["effect"], "ask");
     assert!(
-        v["findings"].as_array().unwrap().iter().any(|f| f["kind"] == "write_unconfined" && f["tool"] == "write_file"),
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["kind"] == "write_unconfined" && f["tool"] == "write_file"),
         "{}",
         v["findings"]
     );
@@ -270,12 +311,12 @@ fn hostile_html(s: &Setup) -> (PathBuf, String, String) {
         "--html",
         page.to_str().unwrap(),
     ]);
-    assert!(out.stdout.is_empty(), "--html alone prints nothing on stdout");
+    assert!(
+        out.stdout.is_empty(),
+        "--html alone prints nothing on stdout"
+    );
     let html = std::fs::read_to_string(&page).unwrap();
-    let md = String::from_utf8(
-        s.report(&["--tools", tools.to_str().unwrap()]).stdout,
-    )
-    .unwrap();
+    let md = String::from_utf8(s.report(&["--tools", tools.to_str().unwrap()]).stdout).unwrap();
     (page, html, md)
 }
 
@@ -298,12 +339,21 @@ fn a_hostile_servers_tool_text_is_shown_as_text() {
     // Control characters are shown escaped, never raw.
     assert!(html.contains("\\u{1b}[31mred"), "escape shown as text");
     assert!(html.contains("\\u{7}") && html.contains("\\0") || html.contains("\\u{0}"));
-    assert!(!html.chars().any(|c| c.is_control() && c != '\n'), "a raw control character");
+    assert!(
+        !html.chars().any(|c| c.is_control() && c != '\n'),
+        "a raw control character"
+    );
     // No external reference at all; the CSP forbids loading anything.
     assert!(html.contains("default-src 'none'"));
-    assert!(!lower.contains("https://attacker.example/\""), "an attribute holds a URL");
+    assert!(
+        !lower.contains("https://attacker.example/\""),
+        "an attribute holds a URL"
+    );
     // Markdown: the names are in code spans, the descriptions escaped.
-    assert!(!md.contains("<script>document.body"), "raw HTML in Markdown:\n{md}");
+    assert!(
+        !md.contains("<script>document.body"),
+        "raw HTML in Markdown:\n{md}"
+    );
     assert!(!md.chars().any(|c| c.is_control() && c != '\n'));
 }
 
@@ -393,24 +443,45 @@ fn the_html_page_renders_in_headless_chromium_offline() {
         Duration::from_secs(60),
     );
     let dom = String::from_utf8_lossy(&dom.stdout).into_owned();
-    assert!(dom.contains("<title>toolgate report</title>"), "title changed or page missing:\n{}", &dom[..dom.len().min(2000)]);
-    for chart in ["chart-time", "chart-most-denied", "chart-most-asked", "chart-ask-outcomes"] {
-        assert!(dom.contains(&format!("<svg id=\"{chart}\"")), "no `{chart}` in the DOM");
+    assert!(
+        dom.contains("<title>toolgate report</title>"),
+        "title changed or page missing:\n{}",
+        &dom[..dom.len().min(2000)]
+    );
+    for chart in [
+        "chart-time",
+        "chart-most-denied",
+        "chart-most-asked",
+        "chart-ask-outcomes",
+    ] {
+        assert!(
+            dom.contains(&format!("<svg id=\"{chart}\"")),
+            "no `{chart}` in the DOM"
+        );
     }
     assert!(dom.contains("<rect class=\"deny\""), "no deny bar");
     assert!(dom.contains("<rect class=\"allow\""), "no allow bar");
     assert!(dom.contains(">allowed once</text>"), "no ask outcome label");
     assert!(dom.contains(">03-01</text>"), "no day label");
     // No script from tool text ran: it would have changed the title or the body.
-    assert!(!dom.contains("data-pwned=\"1\"") && !dom.contains("<title>pwned"), "a script ran");
-    assert!(!dom.to_ascii_lowercase().contains("<script"), "a script element in the DOM");
+    assert!(
+        !dom.contains("data-pwned=\"1\"") && !dom.contains("<title>pwned"),
+        "a script ran"
+    );
+    assert!(
+        !dom.to_ascii_lowercase().contains("<script"),
+        "a script element in the DOM"
+    );
     assert!(!dom.contains("<iframe"), "an iframe in the DOM");
     // No request left the page: every request in the net log is the browser's own
     // (initiator "not an origin"); one from the page would have the page's origin ("null"
     // for a file), and no URL from the tool text appears at all.
     let log = std::fs::read_to_string(&netlog).unwrap_or_default();
     assert!(log.contains("\"constants\""), "chromium wrote no net log");
-    assert!(!log.contains("attacker.example"), "a request to the hostile URL");
+    assert!(
+        !log.contains("attacker.example"),
+        "a request to the hostile URL"
+    );
     for (i, _) in log.match_indices("\"initiator\":\"") {
         let rest = &log[i + 13..];
         let value = &rest[..rest.find('"').unwrap_or(rest.len())];
@@ -426,6 +497,10 @@ fn the_html_page_renders_in_headless_chromium_offline() {
         Duration::from_secs(60),
     );
     let png = std::fs::read(&shot).unwrap();
-    assert!(png.starts_with(b"\x89PNG"), "no screenshot at {}", shot.display());
+    assert!(
+        png.starts_with(b"\x89PNG"),
+        "no screenshot at {}",
+        shot.display()
+    );
     eprintln!("screenshot: {}", shot.display());
 }

@@ -4,7 +4,12 @@
 //!
 //! `cargo build --release -p toolgate -p toolgate-testkit &&
 //!  target/release/bench_report [N] [path/to/toolgate]`
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::indexing_slicing
+)]
 
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -41,7 +46,10 @@ fn main() {
         assert_eq!(v["audit"]["records"], n, "every record counted");
         assert_eq!(v["audit"]["chain"]["intact"], true);
         let rss_kb = max_child_rss_kb();
-        println!("run {run}: {wall:.2} s, peak RSS {:.1} MB", rss_kb as f64 / 1024.0);
+        println!(
+            "run {run}: {wall:.2} s, peak RSS {:.1} MB",
+            rss_kb as f64 / 1024.0
+        );
     }
 }
 
@@ -55,5 +63,5 @@ fn max_child_rss_kb() -> i64 {
         return -1;
     }
     // SAFETY: getrusage succeeded, so it initialised the struct.
-    i64::from(unsafe { usage.assume_init() }.ru_maxrss)
+    unsafe { usage.assume_init() }.ru_maxrss
 }

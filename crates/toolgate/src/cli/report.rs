@@ -111,7 +111,9 @@ fn tools_from_file(path: &Path) -> anyhow::Result<Vec<Value>> {
 /// Runs `toolgate report`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if !args.command.is_empty() && !args.probe {
-        bail!("a command after `--` is only used with `--probe`\n  help: `toolgate report --probe -- CMD ARGS...`");
+        bail!(
+            "a command after `--` is only used with `--probe`\n  help: `toolgate report --probe -- CMD ARGS...`"
+        );
     }
     let workspace = match &args.workspace {
         Some(w) => canonical_dir(w)?,
@@ -165,7 +167,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .map_or_else(|| "tools".to_owned(), |s| s.to_string_lossy().into_owned())
         });
         servers.push(ServerTools {
-            pinned: args.server.as_deref().and_then(pins_of).filter(|p| !p.is_empty()),
+            pinned: args
+                .server
+                .as_deref()
+                .and_then(pins_of)
+                .filter(|p| !p.is_empty()),
             name,
             source: ToolSource::File,
             tools: tools_from_file(file)?,
@@ -186,12 +192,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         .map(str::to_owned)
                         .collect::<Vec<_>>()
                 })
-                .filter(|c| c.contains("server") || c.contains("mcp"))
-                .last()
+                .rfind(|c| c.contains("server") || c.contains("mcp"))
                 .unwrap_or_else(|| "probed".to_owned())
         });
         servers.push(ServerTools {
-            pinned: args.server.as_deref().and_then(pins_of).filter(|p| !p.is_empty()),
+            pinned: args
+                .server
+                .as_deref()
+                .and_then(pins_of)
+                .filter(|p| !p.is_empty()),
             name,
             source: ToolSource::Probe,
             tools,
@@ -234,7 +243,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|| Path::new(&workspace).join(".toolgate/audit.jsonl"));
     let (figures, note) = if audit_path.exists() {
         (
-            Some(audit::figures(&audit_path, since.as_deref(), until.as_deref())?),
+            Some(audit::figures(
+                &audit_path,
+                since.as_deref(),
+                until.as_deref(),
+            )?),
             None,
         )
     } else if args.audit.is_some() {

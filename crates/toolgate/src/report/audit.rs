@@ -280,118 +280,114 @@ pub fn figures(
             _ => f.last_time = Some(r.time.to_string()),
         }
         let ask_id = match (&r.session, &r.request_id) {
-            (s, Some(id)) => Some((
-                s.as_deref().unwrap_or("").to_owned(),
-                id.to_string(),
-            )),
+            (s, Some(id)) => Some((s.as_deref().unwrap_or("").to_owned(), id.to_string())),
             _ => None,
         };
         match &*r.kind {
             "decision" => {
                 let effect = r.effect.as_deref().unwrap_or("deny");
                 // A deny that ends an ask is the ask's outcome, not a new decision.
-                if effect != "ask" {
-                    if let Some(id) = &ask_id {
-                        if let Some(ask) = open.remove(id) {
-                            let reason = r.reason.as_deref().unwrap_or("");
-                            if reason.contains("no answer within")
-                                || reason.contains("timed out")
-                                || reason.contains("no answer on the terminal")
-                            {
-                                f.ask_outcomes.timed_out += 1;
-                            } else {
-                                f.ask_outcomes.denied += 1;
-                            }
-                            if let Some(key) = ask.key {
-                                if let Some(t) = tallies.get_mut(&key) {
-                                    t.refused += 1;
-                                }
-                            }
-                            count_denied_host(&mut denied_hosts, &r);
-                            continue;
-                        }
+                if effect != "ask"
+                    && let Some(id) = &ask_id
+                    && let Some(ask) = open.remove(id)
+                {
+                    let reason = r.reason.as_deref().unwrap_or("");
+                    if reason.contains("no answer within")
+                        || reason.contains("timed out")
+                        || reason.contains("no answer on the terminal")
+                    {
+                        f.ask_outcomes.timed_out += 1;
+                    } else {
+                        f.ask_outcomes.denied += 1;
                     }
+                    if let Some(key) = ask.key
+                        && let Some(t) = tallies.get_mut(&key)
+                    {
+                        t.refused += 1;
+                    }
+                    count_denied_host(&mut denied_hosts, &r);
+                    continue;
                 }
                 f.decisions.add(effect);
                 let tool = r.tool.as_deref().unwrap_or("(none)");
                 bump_effect(&mut f.by_tool, tool, effect);
-                bump(&mut f.by_contract, r.contract.as_deref().unwrap_or("(none)"));
+                bump(
+                    &mut f.by_contract,
+                    r.contract.as_deref().unwrap_or("(none)"),
+                );
                 if let Some(day) = r.time.get(..10) {
                     bump_effect(&mut f.by_day, day, effect);
                 }
                 if effect == "deny" {
                     count_denied_host(&mut denied_hosts, &r);
                 }
-                if effect == "ask" {
-                    if let Some(id) = ask_id {
-                        if open.len() >= MAX_OPEN_ASKS {
-                            // Forget the asks the log never resolved rather than grow.
-                            f.ask_outcomes.unknown += open.len() as u64;
-                            open.clear();
-                        }
-                        let tainted = r
-                            .reason
-                            .as_deref()
-                            .is_some_and(|x| x.contains("came from untrusted"));
-                        let key = AskKey {
-                            server: r.server.as_deref().map(str::to_owned),
-                            tool: tool.to_owned(),
-                            operation: r.operations.first().map(|o| o.to_string()),
-                            contract: r.contract.as_deref().map(str::to_owned),
-                            rule: r.rule.as_deref().map(str::to_owned),
-                            executable: r.executable.as_deref().map(|e| base_name(e).to_owned()),
-                            host: r.net.as_ref().map(|n| n.host.to_string()),
-                        };
-                        let key = if tallies.contains_key(&key)
-                            || tallies.len() < MAX_SUGGESTION_KEYS
-                        {
-                            let t = tallies.entry(key.clone()).or_default();
-                            if tainted {
-                                t.tainted += 1;
-                            }
-                            Some(key)
-                        } else {
-                            None
-                        };
-                        open.insert(id, OpenAsk { key, tainted });
+                if effect == "ask"
+                    && let Some(id) = ask_id
+                {
+                    if open.len() >= MAX_OPEN_ASKS {
+                        // Forget the asks the log never resolved rather than grow.
+                        f.ask_outcomes.unknown += open.len() as u64;
+                        open.clear();
                     }
+                    let tainted = r
+                        .reason
+                        .as_deref()
+                        .is_some_and(|x| x.contains("came from untrusted"));
+                    let key = AskKey {
+                        server: r.server.as_deref().map(str::to_owned),
+                        tool: tool.to_owned(),
+                        operation: r.operations.first().map(|o| o.to_string()),
+                        contract: r.contract.as_deref().map(str::to_owned),
+                        rule: r.rule.as_deref().map(str::to_owned),
+                        executable: r.executable.as_deref().map(|e| base_name(e).to_owned()),
+                        host: r.net.as_ref().map(|n| n.host.to_string()),
+                    };
+                    let key = if tallies.contains_key(&key) || tallies.len() < MAX_SUGGESTION_KEYS {
+                        let t = tallies.entry(key.clone()).or_default();
+                        if tainted {
+                            t.tainted += 1;
+                        }
+                        Some(key)
+                    } else {
+                        None
+                    };
+                    open.insert(id, OpenAsk { key, tainted });
                 }
             }
             "approval" => {
                 let Some(id) = ask_id else { continue };
-                let Some(ask) = open.remove(&id) else { continue };
+                let Some(ask) = open.remove(&id) else {
+                    continue;
+                };
                 match r.approval.map(|a| a.scope) {
                     Some(toolgate_audit::ApprovalScope::Session) => {
                         f.ask_outcomes.allowed_session += 1;
                     }
                     _ => f.ask_outcomes.allowed_once += 1,
                 }
-                if let Some(key) = ask.key {
-                    if let Some(t) = tallies.get_mut(&key) {
-                        if !ask.tainted {
-                            t.approved += 1;
-                        }
-                    }
+                if let Some(key) = ask.key
+                    && let Some(t) = tallies.get_mut(&key)
+                    && !ask.tainted
+                {
+                    t.approved += 1;
                 }
             }
             "cancelled" => {
-                if let Some(id) = ask_id {
-                    if open.remove(&id).is_some() {
-                        f.ask_outcomes.cancelled += 1;
-                    }
+                if let Some(id) = ask_id
+                    && open.remove(&id).is_some()
+                {
+                    f.ask_outcomes.cancelled += 1;
                 }
             }
-            "pin" => {
-                if r
-                    .reason
+            "pin"
+                if r.reason
                     .as_deref()
-                    .is_some_and(|x| x.starts_with("definition changed"))
-                {
-                    bump(
-                        &mut f.definition_changes,
-                        r.tool.as_deref().unwrap_or("(none)"),
-                    );
-                }
+                    .is_some_and(|x| x.starts_with("definition changed")) =>
+            {
+                bump(
+                    &mut f.definition_changes,
+                    r.tool.as_deref().unwrap_or("(none)"),
+                );
             }
             _ => {}
         }
@@ -483,17 +479,19 @@ pub fn parse_bound(text: &str, end_of_day: bool) -> Result<String, String> {
         return Err(bad());
     }
     let mut ms: i64 = if rest.is_empty() {
-        if end_of_day {
-            86_400_000 - 1
-        } else {
-            0
-        }
+        if end_of_day { 86_400_000 - 1 } else { 0 }
     } else {
         let rest = rest.strip_prefix(['T', 't', ' ']).ok_or_else(bad)?;
         let (hh, mm, ss) = (
-            rest.get(0..2).and_then(|x| num(x, 0..=23)).ok_or_else(bad)?,
-            rest.get(3..5).and_then(|x| num(x, 0..=59)).ok_or_else(bad)?,
-            rest.get(6..8).and_then(|x| num(x, 0..=60)).ok_or_else(bad)?,
+            rest.get(0..2)
+                .and_then(|x| num(x, 0..=23))
+                .ok_or_else(bad)?,
+            rest.get(3..5)
+                .and_then(|x| num(x, 0..=59))
+                .ok_or_else(bad)?,
+            rest.get(6..8)
+                .and_then(|x| num(x, 0..=60))
+                .ok_or_else(bad)?,
         );
         if rest.get(2..3) != Some(":") || rest.get(5..6) != Some(":") {
             return Err(bad());
@@ -521,8 +519,14 @@ pub fn parse_bound(text: &str, end_of_day: bool) -> Result<String, String> {
                 if tail.len() != 6 || tail.get(3..4) != Some(":") {
                     return Err(bad());
                 }
-                let oh = tail.get(1..3).and_then(|x| num(x, 0..=23)).ok_or_else(bad)?;
-                let om = tail.get(4..6).and_then(|x| num(x, 0..=59)).ok_or_else(bad)?;
+                let oh = tail
+                    .get(1..3)
+                    .and_then(|x| num(x, 0..=23))
+                    .ok_or_else(bad)?;
+                let om = tail
+                    .get(4..6)
+                    .and_then(|x| num(x, 0..=59))
+                    .ok_or_else(bad)?;
                 sign * (oh * 60 + om)
             }
         };
@@ -566,7 +570,12 @@ mod tests {
             parse_bound("2026-12-31T23:59:59.5Z", false).unwrap(),
             "2026-12-31T23:59:59.500Z"
         );
-        for bad in ["2026-02-30", "yesterday", "2026-03-01T25:00:00Z", "2026-03-01T10:00:00"] {
+        for bad in [
+            "2026-02-30",
+            "yesterday",
+            "2026-03-01T25:00:00Z",
+            "2026-03-01T10:00:00",
+        ] {
             assert!(parse_bound(bad, false).is_err(), "{bad}");
         }
     }

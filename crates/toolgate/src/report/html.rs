@@ -22,7 +22,11 @@ pub fn esc(s: &str) -> String {
             '\'' => out.push_str("&#39;"),
             // Noncharacters and lone surrogates cannot occur in a Rust string; these are
             // permitted by HTML but shown escaped so nothing invisible slips through.
-            '\u{fffe}' | '\u{ffff}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
+            '\u{fffe}'
+            | '\u{ffff}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}' => {
                 let _ = write!(out, "\\u{{{:x}}}", c as u32);
             }
             c => out.push(c),
@@ -34,7 +38,7 @@ pub fn esc(s: &str) -> String {
 /// Text toolgate wrote with `code` spans in it (reasons, details, findings): each span
 /// becomes a `<code>` element, everything escaped; with an odd number of backticks, plain.
 pub fn rich(s: &str) -> String {
-    if s.matches('`').count() % 2 != 0 {
+    if !s.matches('`').count().is_multiple_of(2) {
         return esc(s);
     }
     let mut out = String::with_capacity(s.len() + 16);
@@ -187,12 +191,13 @@ pub fn render(r: &Report) -> String {
                         "<b>{}</b>: {} <span class=\"muted\">({})</span>",
                         esc(c.control),
                         rich(&c.detail),
-                        rich(&c
-                            .origin
-                            .iter()
-                            .map(super::Origin::label)
-                            .collect::<Vec<_>>()
-                            .join(", "))
+                        rich(
+                            &c.origin
+                                .iter()
+                                .map(super::Origin::label)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
                     )
                 })
                 .collect();
@@ -272,7 +277,10 @@ fn audit(o: &mut String, a: &AuditFigures) {
             ),
         },
         if a.chain.intact {
-            format!("<b class=\"eff-allow\">intact</b> ({} records verified)", a.chain.verified_records)
+            format!(
+                "<b class=\"eff-allow\">intact</b> ({} records verified)",
+                a.chain.verified_records
+            )
         } else {
             format!(
                 "<b class=\"eff-deny\">BROKEN</b>: {} ({} records verified before it)",
@@ -291,13 +299,28 @@ fn audit(o: &mut String, a: &AuditFigures) {
     o.push_str("<figure><figcaption>Decisions over time</figcaption>");
     o.push_str(&time_chart(a));
     o.push_str("</figure>\n");
-    let mut denied: Vec<(&String, u64)> = a.by_tool.iter().map(|(t, e)| (t, e.deny)).filter(|x| x.1 > 0).collect();
+    let mut denied: Vec<(&String, u64)> = a
+        .by_tool
+        .iter()
+        .map(|(t, e)| (t, e.deny))
+        .filter(|x| x.1 > 0)
+        .collect();
     denied.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(y.0)));
     denied.truncate(10);
     o.push_str("<figure><figcaption>Most denied tools</figcaption>");
-    o.push_str(&bar_chart("most-denied", "Most denied tools", &denied, "deny"));
+    o.push_str(&bar_chart(
+        "most-denied",
+        "Most denied tools",
+        &denied,
+        "deny",
+    ));
     o.push_str("</figure>\n");
-    let mut asked: Vec<(&String, u64)> = a.by_tool.iter().map(|(t, e)| (t, e.ask)).filter(|x| x.1 > 0).collect();
+    let mut asked: Vec<(&String, u64)> = a
+        .by_tool
+        .iter()
+        .map(|(t, e)| (t, e.ask))
+        .filter(|x| x.1 > 0)
+        .collect();
     asked.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(y.0)));
     asked.truncate(10);
     o.push_str("<figure><figcaption>Most asked tools</figcaption>");
@@ -306,7 +329,11 @@ fn audit(o: &mut String, a: &AuditFigures) {
     let ao = &a.ask_outcomes;
     let labels = [
         ("allowed once".to_owned(), ao.allowed_once, "once"),
-        ("allowed for the session".to_owned(), ao.allowed_session, "session"),
+        (
+            "allowed for the session".to_owned(),
+            ao.allowed_session,
+            "session",
+        ),
         ("denied".to_owned(), ao.denied, "deny"),
         ("timed out".to_owned(), ao.timed_out, "timeout"),
         ("cancelled".to_owned(), ao.cancelled, "cancel"),
@@ -391,7 +418,12 @@ fn time_chart(a: &AuditFigures) -> String {
         s.push_str("<text x=\"10\" y=\"20\">no decisions in range</text></svg>");
         return s;
     }
-    let max = buckets.iter().map(|b| b.1.total()).max().unwrap_or(1).max(1) as f64;
+    let max = buckets
+        .iter()
+        .map(|b| b.1.total())
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
     let plot_w = w - left - 8.0;
     let plot_h = h - bottom - top;
     let n = buckets.len() as f64;

@@ -16,7 +16,7 @@ pub fn printable(s: &str) -> String {
 /// spans, everything else is escaped; with an odd number of backticks, all is escaped.
 pub fn text(s: &str) -> String {
     let s = printable(s);
-    if s.matches('`').count() % 2 != 0 {
+    if !s.matches('`').count().is_multiple_of(2) {
         return escaped(&s);
     }
     let mut out = String::with_capacity(s.len() + 8);
@@ -105,7 +105,11 @@ pub fn render(r: &Report) -> String {
         if p.packs.is_empty() {
             "none".to_owned()
         } else {
-            p.packs.iter().map(|x| code(x)).collect::<Vec<_>>().join(", ")
+            p.packs
+                .iter()
+                .map(|x| code(x))
+                .collect::<Vec<_>>()
+                .join(", ")
         }
     );
     let _ = writeln!(o, "## What is enforced, tool by tool\n");
@@ -128,7 +132,10 @@ pub fn render(r: &Report) -> String {
                 super::ToolSource::Probe => "a live probe",
             }
         );
-        let _ = writeln!(o, "| Tool | Operation | Typical call | Decided by | Contract |");
+        let _ = writeln!(
+            o,
+            "| Tool | Operation | Typical call | Decided by | Contract |"
+        );
         let _ = writeln!(o, "|---|---|---|---|---|");
         for t in &s.tools {
             let _ = writeln!(
@@ -145,7 +152,11 @@ pub fn render(r: &Report) -> String {
                     Some(rule) => format!("rule {}", code(rule)),
                     None => t.typical.decided_by.clone(),
                 },
-                if t.has_entry { "entry" } else { "heuristics only" }
+                if t.has_entry {
+                    "entry"
+                } else {
+                    "heuristics only"
+                }
             );
         }
         let _ = writeln!(o);
@@ -318,7 +329,10 @@ fn audit(o: &mut String, a: &AuditFigures) {
         );
     }
     if !a.by_day.is_empty() {
-        let _ = writeln!(o, "| Day (UTC) | Allow | Ask | Deny |\n|---|---:|---:|---:|");
+        let _ = writeln!(
+            o,
+            "| Day (UTC) | Allow | Ask | Deny |\n|---|---:|---:|---:|"
+        );
         for (d, e) in &a.by_day {
             let _ = writeln!(o, "| {} | {} | {} | {} |", text(d), e.allow, e.ask, e.deny);
         }

@@ -299,9 +299,8 @@ fn placeholder(name: &str, prop: &Value, contract: &ToolContract) -> Value {
     }
     let ty = prop.get("type").and_then(Value::as_str).unwrap_or("string");
     let lower = name.to_ascii_lowercase();
-    let listed = |list: &Option<Vec<String>>| {
-        list.as_ref().is_some_and(|l| l.iter().any(|x| x == name))
-    };
+    let listed =
+        |list: &Option<Vec<String>>| list.as_ref().is_some_and(|l| l.iter().any(|x| x == name));
     let text = if contract.command_param.as_deref() == Some(name) || lower == "command" {
         "ls"
     } else if listed(&contract.url_params) || lower.contains("url") || lower.contains("uri") {
@@ -327,7 +326,10 @@ fn placeholder(name: &str, prop: &Value, contract: &ToolContract) -> Value {
         "boolean" => json!(false),
         "object" => json!({}),
         "array" => {
-            let item = prop.get("items").cloned().unwrap_or(json!({"type": "string"}));
+            let item = prop
+                .get("items")
+                .cloned()
+                .unwrap_or(json!({"type": "string"}));
             json!([placeholder(name, &item, contract)])
         }
         _ => json!(text),
@@ -350,17 +352,17 @@ fn origins(
 ) -> Vec<Origin> {
     let mut out = Vec::new();
     for src in sources {
-        if let Some(c) = layer_contract(src, loaded) {
-            if has(&c) {
-                out.push(match src {
-                    EntrySource::User { key } => Origin::User { key: key.clone() },
-                    EntrySource::Pack { pack, key } => Origin::Pack {
-                        pack: pack.clone(),
-                        key: key.clone(),
-                    },
-                    EntrySource::Heuristics => Origin::Heuristic,
-                });
-            }
+        if let Some(c) = layer_contract(src, loaded)
+            && has(&c)
+        {
+            out.push(match src {
+                EntrySource::User { key } => Origin::User { key: key.clone() },
+                EntrySource::Pack { pack, key } => Origin::Pack {
+                    pack: pack.clone(),
+                    key: key.clone(),
+                },
+                EntrySource::Heuristics => Origin::Heuristic,
+            });
         }
     }
     if out.is_empty() && has(merged) {
@@ -553,8 +555,7 @@ pub fn build(inputs: Inputs<'_>) -> Report {
     };
     let mut servers = Vec::new();
     for server in &inputs.servers {
-        let mut limits =
-            SessionLimits::new(p.taint.clone().unwrap_or_default());
+        let mut limits = SessionLimits::new(p.taint.clone().unwrap_or_default());
         limits.pinning = true;
         let mut session = Session::new(limits);
         session.pin_tools(&server.tools);
@@ -625,10 +626,11 @@ pub fn build(inputs: Inputs<'_>) -> Report {
                 let Some(name) = def.get("name").and_then(Value::as_str) else {
                     continue;
                 };
-                if let Some(pin) = pinned.get(name) {
-                    if pin.fingerprint != crate::pins::fingerprint(def) {
-                        let what = crate::pins::describe_change(&pin.definition, def, 5);
-                        findings.push(Finding {
+                if let Some(pin) = pinned.get(name)
+                    && pin.fingerprint != crate::pins::fingerprint(def)
+                {
+                    let what = crate::pins::describe_change(&pin.definition, def, 5);
+                    findings.push(Finding {
                             severity: Severity::High,
                             kind: "definition_changed",
                             server: Some(server.name.clone()),
@@ -642,7 +644,6 @@ pub fn build(inputs: Inputs<'_>) -> Report {
                                 server.name, name
                             )),
                         });
-                    }
                 }
             }
         }
@@ -728,7 +729,11 @@ fn tool_findings(
         .any(|o| o == "fs.write" || o == "fs.delete");
     if writes && c.allowed_path_prefixes.is_none() && c.max_calls != Some(0) {
         push(
-            if allowed { Severity::High } else { Severity::Medium },
+            if allowed {
+                Severity::High
+            } else {
+                Severity::Medium
+            },
             "write_unconfined",
             format!("`{name}` writes files and no `allowed_path_prefixes` confines its paths"),
             Some(format!(
@@ -751,10 +756,8 @@ fn tool_findings(
             )),
         );
     }
-    let only_heuristics = !sources.is_empty()
-        && sources
-            .iter()
-            .all(|s| matches!(s, EntrySource::Heuristics));
+    let only_heuristics =
+        !sources.is_empty() && sources.iter().all(|s| matches!(s, EntrySource::Heuristics));
     let op = t
         .operations
         .first()
@@ -794,7 +797,9 @@ fn tool_findings(
         push(
             Severity::High,
             "destructive_allowed",
-            format!("`{name}` is destructive (by annotation or name) and a typical call is allowed without asking"),
+            format!(
+                "`{name}` is destructive (by annotation or name) and a typical call is allowed without asking"
+            ),
             Some(format!(
                 "rules:\n{place}  - id: ask-{}\n    effect: ask\n    operations: [{op}]\n    tools: [{key}]",
                 slug(name)
@@ -828,13 +833,19 @@ fn suggestions(a: &AuditFigures, loaded: &LoadedPolicy) -> Vec<Suggestion> {
             continue;
         }
         let tool = yaml_str(&key.tool);
-        let op = key.operation.clone().unwrap_or_else(|| "unknown".to_owned());
+        let op = key
+            .operation
+            .clone()
+            .unwrap_or_else(|| "unknown".to_owned());
         let id = slug(&format!("allow-{}", key.tool));
         let lines = match key.contract.as_deref() {
             Some("sink_gate") => {
                 let Some(host) = &key.host else { continue };
                 Some((
-                    format!("a send to host `{host}` was approved {} times", tally.approved),
+                    format!(
+                        "a send to host `{host}` was approved {} times",
+                        tally.approved
+                    ),
                     "tools",
                     format!(
                         "  {tool}:\n    trusted_destinations: [{}]",
@@ -894,6 +905,10 @@ fn suggestions(a: &AuditFigures, loaded: &LoadedPolicy) -> Vec<Suggestion> {
             });
         }
     }
-    out.sort_by(|a, b| b.approved.cmp(&a.approved).then_with(|| a.tool.cmp(&b.tool)));
+    out.sort_by(|a, b| {
+        b.approved
+            .cmp(&a.approved)
+            .then_with(|| a.tool.cmp(&b.tool))
+    });
     out
 }

@@ -13,7 +13,11 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 const MAX_PAGES: usize = 1000;
 
 /// Starts `command` in `cwd`, lists its tools and stops it. `Err` says why not.
-pub fn probe(command: &[OsString], cwd: &std::path::Path, timeout: Duration) -> Result<Vec<Value>, String> {
+pub fn probe(
+    command: &[OsString],
+    cwd: &std::path::Path,
+    timeout: Duration,
+) -> Result<Vec<Value>, String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -130,5 +134,7 @@ async fn talk(
             return Ok(tools);
         }
     }
-    Err(format!("the server listed more than {MAX_PAGES} pages of tools"))
+    Err(format!(
+        "the server listed more than {MAX_PAGES} pages of tools"
+    ))
 }
