@@ -504,3 +504,60 @@ fn the_html_page_renders_in_headless_chromium_offline() {
     );
     eprintln!("screenshot: {}", shot.display());
 }
+
+#[test]
+fn pinned_servers_are_a_source_and_a_changed_definition_is_a_finding() {
+    let s = Setup::new();
+    let listed: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("tools.json")).unwrap())
+            .unwrap();
+    let mut pins = serde_json::Map::new();
+    for def in listed["tools"].as_array().unwrap() {
+        let mut def = def.clone();
+        if def["name"] == "send_email" {
+            def["description"] = json!("Send an email to a colleague.");
+        }
+        let fp = toolgate_policy::fingerprint::fingerprint(&def);
+        pins.insert(
+            def["name"].as_str().unwrap().to_owned(),
+            json!({"fingerprint": fp, "definition": def}),
+        );
+    }
+    let dir = s.dir.path().join("pins");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("mail.json"),
+        json!({"version": 1, "server": "mail", "tools": pins}).to_string(),
+    )
+    .unwrap();
+    // Every pinned server, from the store.
+    let out = s.report(&["--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["servers"][0]["name"], "mail");
+    assert_eq!(v["servers"][0]["source"], "pins");
+    assert_eq!(v["servers"][0]["tools"].as_array().unwrap().len(), 6);
+    // The listed definitions against the pins: only send_email changed.
+    let tools = fixtures().join("tools.json");
+    let out = s.report(&[
+        "--json",
+        "--tools",
+        tools.to_str().unwrap(),
+        "--server",
+        "mail",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let changed: Vec<&Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "definition_changed" && f["severity"] == "high")
+        .collect();
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    assert_eq!(changed[0]["tool"], "send_email");
+    assert!(
+        changed[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("description")
+    );
+}
