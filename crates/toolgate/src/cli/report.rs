@@ -22,12 +22,10 @@ use crate::report::{self, Inputs, ServerTools, ToolSource, audit};
 /// Arguments of `toolgate report`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
-  toolgate report --policy toolgate.yaml > report.md
   toolgate report --policy toolgate.yaml --html report.html
   toolgate report --server filesystem --since 2026-03-01 --json | jq .findings
-  toolgate report --tools tools.json
   toolgate report --probe -- npx -y @modelcontextprotocol/server-filesystem \"$PWD\"
-  toolgate report --suggest >> toolgate.yaml   # review first
+  toolgate report --policy toolgate.yaml --suggest
 
 Tool definitions come from the pin store (every pinned server, or --server NAME), from
 --tools FILE (a tools/list result or a list of tools), or from --probe -- CMD ARGS...,
