@@ -19,7 +19,10 @@ fn main() {
     let n: u64 = args.next().map_or(1_000_000, |a| a.parse().expect("N"));
     let toolgate = args
         .next()
-        .map_or_else(|| toolgate_testkit::bin_path("toolgate"), Into::into);
+        .map_or_else(
+            || toolgate_testkit::bin_path("toolgate"),
+            |p| std::fs::canonicalize(p).expect("the toolgate binary"),
+        );
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("audit.jsonl");
     let t = Instant::now();

@@ -17,11 +17,11 @@ use serde::{Deserialize, Serialize};
 
 /// At most this many asks are followed at once to see how they end; older ones beyond
 /// it are counted as `unknown` (a log of asks nobody answered cannot grow memory).
-const MAX_OPEN_ASKS: usize = 65_536;
+const MAX_OPEN_ASKS: usize = 20_000;
 /// At most this many distinct suggestion keys are counted.
-const MAX_SUGGESTION_KEYS: usize = 65_536;
+const MAX_SUGGESTION_KEYS: usize = 20_000;
 /// At most this many distinct tools, hosts and days are counted; the rest go to `(other)`.
-const MAX_KEYS: usize = 100_000;
+const MAX_KEYS: usize = 20_000;
 
 /// Counts per effect.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
