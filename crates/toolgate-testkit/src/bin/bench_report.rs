@@ -17,12 +17,10 @@ use std::time::Instant;
 fn main() {
     let mut args = std::env::args().skip(1);
     let n: u64 = args.next().map_or(1_000_000, |a| a.parse().expect("N"));
-    let toolgate = args
-        .next()
-        .map_or_else(
-            || toolgate_testkit::bin_path("toolgate"),
-            |p| std::fs::canonicalize(p).expect("the toolgate binary"),
-        );
+    let toolgate = args.next().map_or_else(
+        || toolgate_testkit::bin_path("toolgate"),
+        |p| std::fs::canonicalize(p).expect("the toolgate binary"),
+    );
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("audit.jsonl");
     let t = Instant::now();
