@@ -14,6 +14,7 @@
 )]
 
 pub mod attack;
+pub mod auditlog;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

@@ -30,6 +30,7 @@ mod enforce;
 mod fsfacts;
 mod pins;
 mod proxy;
+mod report;
 
 use std::process::ExitCode;
 

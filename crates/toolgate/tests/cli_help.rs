@@ -18,6 +18,7 @@ const COMMANDS: &[(&str, &[&str])] = &[
     ("init", &[]),
     ("pins", &["list", "forget"]),
     ("policy", &["init", "check", "explain", "test", "schema"]),
+    ("report", &[]),
     ("serve", &[]),
     ("status", &[]),
     ("unwrap", &[]),

@@ -17,6 +17,7 @@ pub mod doctor;
 pub mod init;
 pub mod pins;
 pub mod policy;
+pub mod report;
 pub mod serve;
 pub mod status;
 pub mod unwrap;
@@ -63,6 +64,8 @@ enum Command {
     Pins(pins::Args),
     /// Write, check, explain and test policies.
     Policy(policy::Args),
+    /// Review a setup: what is enforced per tool, gaps, what happened (Markdown, JSON, HTML).
+    Report(report::Args),
     /// Run an MCP server for policy work: check verdicts, validate policies, read the audit.
     Serve(serve::Args),
     /// Show whether the approval broker is reachable and who is connected.
@@ -86,6 +89,7 @@ pub fn main() -> ExitCode {
         Command::Init(args) => init::run(args),
         Command::Pins(args) => pins::run(args),
         Command::Policy(args) => policy::run(args),
+        Command::Report(args) => report::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Status(args) => status::run(args),
         Command::Unwrap(args) => unwrap::run(args),

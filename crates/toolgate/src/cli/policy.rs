@@ -165,7 +165,7 @@ fn init(path: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_diagnostics(d: &Diagnostics) {
+pub(crate) fn print_diagnostics(d: &Diagnostics) {
     if d.items.is_empty() {
         return;
     }
@@ -178,7 +178,7 @@ fn print_diagnostics(d: &Diagnostics) {
 }
 
 /// Reads and loads a policy; on errors prints the diagnostics and returns `None`.
-fn load_policy(path: &Path) -> anyhow::Result<Option<LoadedPolicy>> {
+pub(crate) fn load_policy(path: &Path) -> anyhow::Result<Option<LoadedPolicy>> {
     let source = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read policy `{}`", path.display()))?;
     match load(&source, &path.display().to_string()) {
@@ -240,7 +240,7 @@ fn check(path: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn home_dir(home: Option<PathBuf>) -> anyhow::Result<String> {
+pub(crate) fn home_dir(home: Option<PathBuf>) -> anyhow::Result<String> {
     match home {
         Some(h) => canonical_dir(&h),
         None => match std::env::var_os("HOME") {
