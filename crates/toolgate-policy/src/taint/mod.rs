@@ -56,7 +56,11 @@ pub use window::{
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
+
+/// The hasher of the index and of the tokenizer's sets: randomly seeded (tokens are chosen
+/// by whoever wrote the output), and several times cheaper than SipHash on short keys.
+type Hasher = foldhash::fast::RandomState;
 
 use memchr::{memchr, memchr_iter, memchr2, memmem};
 
@@ -131,8 +135,10 @@ pub enum Provenance {
 
 #[derive(Debug, Clone)]
 struct Entry {
-    vouched: Option<TaintSource>,
-    tainted: Option<TaintSource>,
+    /// The map's own key, shared with the recency queue.
+    key: Arc<str>,
+    vouched: Option<Arc<TaintSource>>,
+    tainted: Option<Arc<TaintSource>>,
     stamp: u64,
 }
 
@@ -140,8 +146,8 @@ struct Entry {
 #[derive(Debug, Clone)]
 pub struct TaintIndex {
     limits: TaintLimits,
-    entries: HashMap<Box<str>, Entry>,
-    order: VecDeque<(Box<str>, u64)>,
+    entries: HashMap<Arc<str>, Entry, Hasher>,
+    order: VecDeque<(Arc<str>, u64)>,
     clock: u64,
     evicted: u64,
     /// Tokens given a source since the last [`TaintIndex::take_recorded`] (bounded).
@@ -157,7 +163,7 @@ impl TaintIndex {
     pub fn new(limits: TaintLimits) -> Self {
         TaintIndex {
             limits,
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             order: VecDeque::new(),
             clock: 0,
             evicted: 0,
@@ -235,6 +241,7 @@ impl TaintIndex {
             self.window.push(limit, text);
             self.window.end();
         }
+        let source = Arc::new(source);
         for token in tokenize(text) {
             self.insert(&token.text, trust, &source);
         }
@@ -251,6 +258,7 @@ impl TaintIndex {
         if untrusted {
             self.window.begin(limit, &source);
         }
+        let source = Arc::new(source);
         for s in strings {
             if budget == 0 {
                 break;
@@ -274,7 +282,7 @@ impl TaintIndex {
         }
     }
 
-    fn insert(&mut self, token: &str, trust: OutputTrust, source: &TaintSource) {
+    fn insert(&mut self, token: &str, trust: OutputTrust, source: &Arc<TaintSource>) {
         if self.limits.max_tokens == 0
             || token.is_empty()
             || token.len() > self.limits.max_token_len
@@ -291,10 +299,11 @@ impl TaintIndex {
             };
             let fresh = first.is_none();
             first.get_or_insert_with(|| source.clone());
+            let key = entry.key.clone();
             if fresh {
                 self.note_recorded(token);
             }
-            self.order.push_back((token.into(), stamp));
+            self.order.push_back((key, stamp));
             self.compact();
             return;
         }
@@ -307,16 +316,18 @@ impl TaintIndex {
             OutputTrust::Trusted => (Some(source.clone()), None),
             OutputTrust::Untrusted => (None, Some(source.clone())),
         };
+        let key: Arc<str> = token.into();
         self.entries.insert(
-            token.into(),
+            key.clone(),
             Entry {
+                key: key.clone(),
                 vouched,
                 tainted,
                 stamp,
             },
         );
         self.note_recorded(token);
-        self.order.push_back((token.into(), stamp));
+        self.order.push_back((key, stamp));
         self.compact();
     }
 
@@ -336,7 +347,7 @@ impl TaintIndex {
         if self.order.len() <= 2 * self.entries.len() + 64 {
             return;
         }
-        let mut live: Vec<(Box<str>, u64)> = self
+        let mut live: Vec<(Arc<str>, u64)> = self
             .entries
             .iter()
             .map(|(k, e)| (k.clone(), e.stamp))
@@ -349,9 +360,11 @@ impl TaintIndex {
         match self.entries.get(token) {
             None => TokenStatus::Unknown,
             Some(e) => match (&e.vouched, &e.tainted) {
-                (Some(_), Some(t)) if self.limits.prefer_taint => TokenStatus::Tainted(t.clone()),
-                (Some(v), _) => TokenStatus::Vouched(v.clone()),
-                (None, Some(t)) => TokenStatus::Tainted(t.clone()),
+                (Some(_), Some(t)) if self.limits.prefer_taint => {
+                    TokenStatus::Tainted(TaintSource::clone(t))
+                }
+                (Some(v), _) => TokenStatus::Vouched(TaintSource::clone(v)),
+                (None, Some(t)) => TokenStatus::Tainted(TaintSource::clone(t)),
                 (None, None) => TokenStatus::Unknown,
             },
         }
@@ -866,11 +879,11 @@ fn tokenize(text: &str) -> Vec<Token> {
     let has_at = memchr(b'@', bytes).is_some();
     let mut out: Vec<Token> = Vec::new();
     let mut url_spans: Vec<(usize, usize)> = Vec::new();
-    let mut seen: HashSet<(String, bool)> = HashSet::new();
+    let mut seen: HashSet<(String, bool), Hasher> = HashSet::default();
     // Text already turned into tokens (URLs, emails, domains as found, with whether they
     // lie inside a URL), so that repeats are skipped before any work or allocation. Each
     // kind's text has a character the others' lack (`://`, `@`, neither), so one set serves.
-    let mut seen_raw: HashSet<(&str, bool)> = HashSet::new();
+    let mut seen_raw: HashSet<(&str, bool), Hasher> = HashSet::default();
     let mut push = |out: &mut Vec<Token>, t: Token| {
         if seen.insert((t.text.clone(), t.inside_url)) {
             out.push(t);
@@ -1065,36 +1078,43 @@ fn tokenize(text: &str) -> Vec<Token> {
         if !present {
             continue;
         }
-        let Some(re) = re.get(ascii) else {
-            continue;
+        // (sigil, name start, name end): on ASCII text a scan of the sigils (every `@` of an
+        // address list would otherwise run the capturing regex), else the regex.
+        let found: Vec<(usize, usize, usize)> = if ascii {
+            scan::sigil_names(bytes, sigil)
+        } else {
+            let Some(re) = re.get(false) else {
+                continue;
+            };
+            re.captures_iter(text)
+                .filter_map(|c| {
+                    let (all, name) = (c.get(0)?, c.get(1)?);
+                    Some((all.start(), name.start(), name.end()))
+                })
+                .collect()
         };
         let sigil = char::from(sigil);
-        for c in re.captures_iter(text) {
-            let Some(name) = c.get(1) else { continue };
-            let n = name
-                .as_str()
-                .trim_end_matches(['.', '-', '_'])
-                .to_lowercase();
-            if n.is_empty() || n.chars().count() > 80 || n.chars().all(|c| c.is_ascii_digit()) {
-                continue;
-            }
+        for (start, name_start, name_end) in found {
             // The sigil starts a word: `a#b` and `bob@x` are something else.
-            let before = text
-                .get(..c.get(0).map_or(0, |m| m.start()))
-                .and_then(|s| s.chars().next_back());
+            let before = text.get(..start).and_then(|s| s.chars().next_back());
             if before.is_some_and(|b| {
                 !(b.is_whitespace()
                     || matches!(b, '(' | ',' | ';' | ':' | '[' | '<' | '|' | '"' | '\''))
             }) {
                 continue;
             }
+            let name = text.get(name_start..name_end).unwrap_or_default();
+            let n = name.trim_end_matches(['.', '-', '_']).to_lowercase();
+            if n.is_empty() || n.chars().count() > 80 || n.chars().all(|c| c.is_ascii_digit()) {
+                continue;
+            }
             // `@corp.com` style: the domain part of something else.
-            if sigil == '@' && text.get(name.end()..).is_some_and(|r| r.starts_with('@')) {
+            if sigil == '@' && text.get(name_end..).is_some_and(|r| r.starts_with('@')) {
                 continue;
             }
             push(
                 &mut out,
-                plain(format!("{sigil}{n}"), (name.start(), name.end())),
+                plain(format!("{sigil}{n}"), (name_start, name_end)),
             );
         }
     }
@@ -1285,6 +1305,22 @@ mod tests {
             "slack ids in {:?}",
             text
         );
+        for (sigil, r) in [(b'#', &CHANNEL_RE), (b'@', &HANDLE_RE)] {
+            let want: Vec<(usize, usize, usize)> = re(r)
+                .captures_iter(text)
+                .map(|c| {
+                    let (all, name) = (c.get(0).unwrap(), c.get(1).unwrap());
+                    (all.start(), name.start(), name.end())
+                })
+                .collect();
+            proptest::prop_assert_eq!(
+                scan::sigil_names(text.as_bytes(), sigil),
+                want,
+                "{} names in {:?}",
+                char::from(sigil),
+                text
+            );
+        }
         Ok(())
     }
 
