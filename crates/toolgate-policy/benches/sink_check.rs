@@ -12,7 +12,12 @@
 //! Criterion reports the mean and median; p99 over 2 000 timed checks is printed too.
 //!
 //! Run: `cargo bench -p toolgate-policy --bench sink_check`.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::indexing_slicing
+)]
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
