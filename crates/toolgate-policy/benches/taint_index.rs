@@ -4,7 +4,11 @@
 //!   escape per line);
 //! - `access_log`: a web server's log (IP addresses, versions, URLs, user agents);
 //! - `dotted`: text dense with dotted words that are not hosts (versions, IPs, `a.b.c`,
-//!   `obj.field`), the tokenizer's worst ordinary case.
+//!   `obj.field`), the tokenizer's worst ordinary case;
+//! - `crm_export`: destination-dense text (issue 21, section 4): every line a contact with
+//!   its own e-mail address and URL, as a CRM export has;
+//! - `mailing_list`: as dense, but 500 addresses and URLs repeated (a mailing list's
+//!   archive, an access log's referrers).
 //!
 //! Run: `cargo bench -p toolgate-policy --bench taint_index`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -27,7 +31,7 @@ fn repeat_lines(line: impl Fn(usize) -> String) -> String {
     text
 }
 
-fn texts() -> [(&'static str, String); 3] {
+fn texts() -> [(&'static str, String); 5] {
     let prose = repeat_lines(|_| {
         "The quarterly report covers revenue, churn and the hiring plan for the next two \
          quarters; see /srv/reports/q3/summary.md for the tables.\n"
@@ -48,10 +52,25 @@ fn texts() -> [(&'static str, String); 3] {
     let dotted = repeat_lines(|_| {
         "v1.2.3 at 10.0.0.1, a.b.c.d e.f g.h 3.14 2.71 x.y.z obj.field.sub node.js\n".to_owned()
     });
+    let crm_export = repeat_lines(|n| {
+        format!(
+            "{n},Jane Roe {n},jane.roe{n}@customer{}.example,https://crm.example.com/contacts/{n}?tab=notes,active\n",
+            n % 97
+        )
+    });
+    let mailing_list = repeat_lines(|n| {
+        let k = n % 500;
+        format!(
+            "From: Member {k} <member{k}@lists{}.example> Archived-At: https://lists.example.org/archive/{k}\n",
+            k % 13
+        )
+    });
     [
         ("prose", prose),
         ("access_log", access_log),
         ("dotted", dotted),
+        ("crm_export", crm_export),
+        ("mailing_list", mailing_list),
     ]
 }
 

@@ -101,7 +101,8 @@ pub fn policy_schema() -> Value {
             "max_tokens": {"type": "integer", "minimum": 0},
             "max_text_bytes": {"type": "integer", "minimum": 0},
             "max_token_len": {"type": "integer", "minimum": 0},
-            "prefer_taint": {"type": "boolean"}
+            "prefer_taint": {"type": "boolean"},
+            "window_bytes": {"type": "integer", "minimum": 0, "description": "Bytes of the most recent untrusted text searched verbatim for destinations of any shape (default 4 MiB; 0 turns the search off)."}
         }
     });
     json!({

@@ -28,7 +28,10 @@ use super::heuristics::is_destination_param;
 use crate::decision::{Contract, ContractResult, Effect, SinkFinding, SinkVerdict};
 use crate::normalize::ToolCall;
 use crate::session::Session;
-use crate::taint::{Provenance, canonical_destination};
+use crate::taint::{
+    MAX_VERBATIM_SEARCHES_PER_CALL, Provenance, TaintIndex, TaintSource,
+    canonical_destination_shaped,
+};
 
 /// Schema formats that make an argument a destination.
 const DESTINATION_FORMATS: &[&str] = &[
@@ -73,6 +76,9 @@ struct Walk<'a> {
     /// The values walked are destinations for sure (a sink argument or a destination-named
     /// key): one that holds no usable destination is a finding of its own.
     strict: bool,
+    /// Searches of the verbatim window made so far (at most
+    /// [`MAX_VERBATIM_SEARCHES_PER_CALL`]).
+    searches: usize,
 }
 
 impl Walk<'_> {
@@ -160,7 +166,7 @@ impl Walk<'_> {
         if trimmed.is_empty() {
             return;
         }
-        let mut tokens = canonical_destination(trimmed);
+        let (mut tokens, shaped) = canonical_destination_shaped(trimmed);
         if tokens.is_empty() {
             tokens.push(trimmed.to_lowercase());
         }
@@ -190,7 +196,13 @@ impl Walk<'_> {
                 match self.session.taint().classify(token) {
                     Provenance::Vouched(s) => (SinkVerdict::Vouched, Some(s)),
                     Provenance::Tainted(s) => (SinkVerdict::Tainted, Some(s)),
-                    Provenance::Unproven => (SinkVerdict::Unproven, None),
+                    // A recognised shape is judged by token equality only
+                    // (`bob@corp.com` is not tainted by `bob@corp.com.evil.net`).
+                    Provenance::Unproven if shaped => (SinkVerdict::Unproven, None),
+                    Provenance::Unproven => match self.verbatim(token, false) {
+                        Some(s) => (SinkVerdict::Tainted, Some(s)),
+                        None => (SinkVerdict::Unproven, None),
+                    },
                 }
             };
             let shown: String = if raw.chars().count() > 200 {
@@ -210,6 +222,70 @@ impl Walk<'_> {
                 trusted_by_rule: by_rule,
             });
         }
+    }
+
+    /// A value the token index calls unproven, searched verbatim in the recent untrusted
+    /// text (destinations of any shape); bounded per call.
+    fn verbatim(&mut self, value: &str, slug: bool) -> Option<TaintSource> {
+        if self.searches >= MAX_VERBATIM_SEARCHES_PER_CALL
+            || !TaintIndex::verbatim_searchable(value)
+        {
+            return None;
+        }
+        self.searches += 1;
+        if slug {
+            self.session.taint().verbatim_slug(value)
+        } else {
+            self.session.taint().verbatim(value)
+        }
+    }
+
+    /// A repository named by an owner and a repository argument (`owner: attacker-org`,
+    /// `repo: leaks`) is also the slug `attacker-org/leaks`, which untrusted output may
+    /// name as a whole (`file it at attacker-org/leaks`, `github.com/attacker-org/leaks`).
+    /// The slug is searched only here, for such a pair, and only when neither half passed
+    /// on its own (trusted, approved or vouched): a bare `a/b` in text (a path) means
+    /// nothing until a call names that pair.
+    fn repository_slug(&mut self, args: &serde_json::Map<String, Value>) {
+        let Some(owner) = args.get("owner").and_then(Value::as_str).map(str::trim) else {
+            return;
+        };
+        let Some(repo) = ["repo", "repository"]
+            .iter()
+            .find_map(|k| args.get(*k).and_then(Value::as_str))
+            .map(str::trim)
+        else {
+            return;
+        };
+        if owner.is_empty() || repo.is_empty() || owner.contains('/') || repo.contains('/') {
+            return;
+        }
+        let halves_passed = self.findings.iter().any(|f| {
+            matches!(f.argument.as_str(), "owner" | "repo" | "repository")
+                && matches!(
+                    f.verdict,
+                    SinkVerdict::Trusted | SinkVerdict::Approved | SinkVerdict::Vouched
+                )
+        });
+        if halves_passed || self.findings.len() >= MAX_SINK_VALUES {
+            return;
+        }
+        let slug = format!("{owner}/{repo}");
+        let source = match self.session.taint().classify(&slug) {
+            Provenance::Tainted(s) => Some(s),
+            Provenance::Vouched(_) => None,
+            Provenance::Unproven => self.verbatim(&slug, true),
+        };
+        let Some(source) = source else { return };
+        self.findings.push(SinkFinding {
+            argument: "owner/repo".to_owned(),
+            value: slug.clone(),
+            destination: slug.to_lowercase(),
+            verdict: SinkVerdict::Tainted,
+            source_server: source.server.clone(),
+            source_tool: Some(source.tool.clone()),
+            source_seq: Some(source.seq),
+        });
     }
 
     fn trusted(&self, token: &str) -> bool {
@@ -250,6 +326,7 @@ pub(super) fn gate(
         findings: Vec::new(),
         overflow: false,
         strict: false,
+        searches: 0,
     };
     let mut every_argument = false;
     match call.arguments {
@@ -273,6 +350,7 @@ pub(super) fn gate(
                     walk.nested(k, v, 0);
                 }
             }
+            walk.repository_slug(args);
         }
         Value::Null => {}
         other => {

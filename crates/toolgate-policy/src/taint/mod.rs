@@ -47,10 +47,20 @@
 //! are unproven). Lookups are hash lookups, independent of how much output was recorded.
 
 mod scan;
+mod window;
+
+pub use window::{
+    DEFAULT_WINDOW_BYTES, MAX_SEARCHES_PER_CALL as MAX_VERBATIM_SEARCHES_PER_CALL,
+    MIN_DIGITS_LEN as MIN_VERBATIM_DIGITS, MIN_LEN as MIN_VERBATIM_LEN,
+};
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
+
+/// The hasher of the index and of the tokenizer's sets: randomly seeded (tokens are chosen
+/// by whoever wrote the output), and several times cheaper than SipHash on short keys.
+type Hasher = foldhash::fast::RandomState;
 
 use memchr::{memchr, memchr_iter, memchr2, memmem};
 
@@ -76,6 +86,9 @@ pub struct TaintLimits {
     /// When a token was seen in both trusted and untrusted output: tainted (`true`) or
     /// vouched (`false`, the default).
     pub prefer_taint: bool,
+    /// Bytes of the most recent untrusted text kept verbatim for [`TaintIndex::verbatim`]
+    /// (destinations of any shape); `0` turns that search off.
+    pub window_bytes: usize,
 }
 
 impl Default for TaintLimits {
@@ -85,6 +98,7 @@ impl Default for TaintLimits {
             max_text_bytes: 16 * 1024 * 1024,
             max_token_len: 512,
             prefer_taint: false,
+            window_bytes: DEFAULT_WINDOW_BYTES,
         }
     }
 }
@@ -121,8 +135,10 @@ pub enum Provenance {
 
 #[derive(Debug, Clone)]
 struct Entry {
-    vouched: Option<TaintSource>,
-    tainted: Option<TaintSource>,
+    /// The map's own key, shared with the recency queue.
+    key: Arc<str>,
+    vouched: Option<Arc<TaintSource>>,
+    tainted: Option<Arc<TaintSource>>,
     stamp: u64,
 }
 
@@ -130,12 +146,14 @@ struct Entry {
 #[derive(Debug, Clone)]
 pub struct TaintIndex {
     limits: TaintLimits,
-    entries: HashMap<Box<str>, Entry>,
-    order: VecDeque<(Box<str>, u64)>,
+    entries: HashMap<Arc<str>, Entry, Hasher>,
+    order: VecDeque<(Arc<str>, u64)>,
     clock: u64,
     evicted: u64,
     /// Tokens given a source since the last [`TaintIndex::take_recorded`] (bounded).
     recorded: Vec<Box<str>>,
+    /// The most recent untrusted text, for [`TaintIndex::verbatim`].
+    window: window::Window,
 }
 
 /// At most this many tokens wait in [`TaintIndex::take_recorded`]'s list.
@@ -145,12 +163,40 @@ impl TaintIndex {
     pub fn new(limits: TaintLimits) -> Self {
         TaintIndex {
             limits,
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             order: VecDeque::new(),
             clock: 0,
             evicted: 0,
             recorded: Vec::new(),
+            window: window::Window::default(),
         }
+    }
+
+    /// Bytes of untrusted text kept for [`TaintIndex::verbatim`].
+    pub fn window_len(&self) -> usize {
+        self.window.len()
+    }
+
+    /// The newest untrusted output whose text holds `value` verbatim (ASCII case ignored, at
+    /// word boundaries), among the most recent [`TaintLimits::window_bytes`] of untrusted
+    /// text. `None` for values too short or too long to search (see the `window` module):
+    /// what the sink gate asks about a value the token index calls unproven.
+    pub fn verbatim(&self, value: &str) -> Option<TaintSource> {
+        let needle = window::needle(value)?;
+        self.window.find(&needle, false).cloned()
+    }
+
+    /// [`TaintIndex::verbatim`] for a repository slug `owner/repo`: a match right after a
+    /// `/` counts only where that `/` ends a host (`github.com/owner/repo`), not a path
+    /// segment (`lib/src/main`).
+    pub fn verbatim_slug(&self, slug: &str) -> Option<TaintSource> {
+        let needle = window::needle(slug)?;
+        self.window.find(&needle, true).cloned()
+    }
+
+    /// Whether `value` is one [`TaintIndex::verbatim`] searches for.
+    pub fn verbatim_searchable(value: &str) -> bool {
+        window::needle(value).is_some()
     }
 
     /// The tokens that were given a source (seen for the first time, or seen for the first
@@ -189,6 +235,13 @@ impl TaintIndex {
     /// Record destination-shaped tokens from text.
     pub fn record_text(&mut self, text: &str, trust: OutputTrust, source: TaintSource) {
         let text = truncate(text, self.limits.max_text_bytes);
+        if trust == OutputTrust::Untrusted {
+            let limit = self.limits.window_bytes;
+            self.window.begin(limit, &source);
+            self.window.push(limit, text);
+            self.window.end();
+        }
+        let source = Arc::new(source);
         for token in tokenize(text) {
             self.insert(&token.text, trust, &source);
         }
@@ -200,12 +253,21 @@ impl TaintIndex {
         let mut strings = Vec::new();
         collect_strings(value, &mut strings, 0);
         let mut budget = self.limits.max_text_bytes;
+        let limit = self.limits.window_bytes;
+        let untrusted = trust == OutputTrust::Untrusted;
+        if untrusted {
+            self.window.begin(limit, &source);
+        }
+        let source = Arc::new(source);
         for s in strings {
             if budget == 0 {
                 break;
             }
             let s = truncate(s, budget);
             budget = budget.saturating_sub(s.len());
+            if untrusted {
+                self.window.push(limit, s);
+            }
             for token in tokenize(s) {
                 self.insert(&token.text, trust, &source);
             }
@@ -215,9 +277,12 @@ impl TaintIndex {
                 self.insert(&v, trust, &source);
             }
         }
+        if untrusted {
+            self.window.end();
+        }
     }
 
-    fn insert(&mut self, token: &str, trust: OutputTrust, source: &TaintSource) {
+    fn insert(&mut self, token: &str, trust: OutputTrust, source: &Arc<TaintSource>) {
         if self.limits.max_tokens == 0
             || token.is_empty()
             || token.len() > self.limits.max_token_len
@@ -234,10 +299,11 @@ impl TaintIndex {
             };
             let fresh = first.is_none();
             first.get_or_insert_with(|| source.clone());
+            let key = entry.key.clone();
             if fresh {
                 self.note_recorded(token);
             }
-            self.order.push_back((token.into(), stamp));
+            self.order.push_back((key, stamp));
             self.compact();
             return;
         }
@@ -250,16 +316,18 @@ impl TaintIndex {
             OutputTrust::Trusted => (Some(source.clone()), None),
             OutputTrust::Untrusted => (None, Some(source.clone())),
         };
+        let key: Arc<str> = token.into();
         self.entries.insert(
-            token.into(),
+            key.clone(),
             Entry {
+                key: key.clone(),
                 vouched,
                 tainted,
                 stamp,
             },
         );
         self.note_recorded(token);
-        self.order.push_back((token.into(), stamp));
+        self.order.push_back((key, stamp));
         self.compact();
     }
 
@@ -279,7 +347,7 @@ impl TaintIndex {
         if self.order.len() <= 2 * self.entries.len() + 64 {
             return;
         }
-        let mut live: Vec<(Box<str>, u64)> = self
+        let mut live: Vec<(Arc<str>, u64)> = self
             .entries
             .iter()
             .map(|(k, e)| (k.clone(), e.stamp))
@@ -292,9 +360,11 @@ impl TaintIndex {
         match self.entries.get(token) {
             None => TokenStatus::Unknown,
             Some(e) => match (&e.vouched, &e.tainted) {
-                (Some(_), Some(t)) if self.limits.prefer_taint => TokenStatus::Tainted(t.clone()),
-                (Some(v), _) => TokenStatus::Vouched(v.clone()),
-                (None, Some(t)) => TokenStatus::Tainted(t.clone()),
+                (Some(_), Some(t)) if self.limits.prefer_taint => {
+                    TokenStatus::Tainted(TaintSource::clone(t))
+                }
+                (Some(v), _) => TokenStatus::Vouched(TaintSource::clone(v)),
+                (None, Some(t)) => TokenStatus::Tainted(TaintSource::clone(t)),
                 (None, None) => TokenStatus::Unknown,
             },
         }
@@ -351,6 +421,8 @@ enum TokenStatus {
 struct SinkToken {
     forms: Vec<String>,
     host: Option<String>,
+    /// A token the tokenizer recognised (not the whole value standing for itself).
+    shaped: bool,
 }
 
 fn sink_tokens(value: &str) -> Vec<SinkToken> {
@@ -375,6 +447,7 @@ fn sink_tokens(value: &str) -> Vec<SinkToken> {
         out.push(SinkToken {
             forms,
             host: t.host.clone(),
+            shaped: true,
         });
     }
     if out.is_empty()
@@ -387,7 +460,11 @@ fn sink_tokens(value: &str) -> Vec<SinkToken> {
             forms.push(format!("#{v}"));
             forms.push(format!("@{v}"));
         }
-        out.push(SinkToken { forms, host: None });
+        out.push(SinkToken {
+            forms,
+            host: None,
+            shaped: false,
+        });
     }
     out
 }
@@ -395,8 +472,17 @@ fn sink_tokens(value: &str) -> Vec<SinkToken> {
 /// The canonical token(s) a sink value stands for: its destination tokens (a URL is followed by
 /// its host), or, when it has none, the whole value canonicalised.
 pub fn canonical_destination(value: &str) -> Vec<String> {
+    canonical_destination_shaped(value).0
+}
+
+/// [`canonical_destination`], and whether the value holds a destination of a recognised
+/// shape (an email, a URL, a domain, …: judged by token equality only, never searched
+/// verbatim) rather than standing for itself.
+pub fn canonical_destination_shaped(value: &str) -> (Vec<String>, bool) {
+    let tokens = sink_tokens(value);
+    let shaped = tokens.iter().any(|t| t.shaped);
     let mut out: Vec<String> = Vec::new();
-    for t in sink_tokens(value) {
+    for t in tokens {
         if let Some(first) = t.forms.into_iter().next()
             && !out.contains(&first)
         {
@@ -408,7 +494,7 @@ pub fn canonical_destination(value: &str) -> Vec<String> {
             out.push(h);
         }
     }
-    out
+    (out, shaped)
 }
 
 /// All destination tokens in a text, canonical, in order of appearance per kind. Exposed for
@@ -686,6 +772,93 @@ fn has_tel(bytes: &[u8]) -> bool {
     })
 }
 
+/// The canonical URL and host of a URL in the plainest form (`https://Host.example/path?q`):
+/// what [`normalize_url`] returns for it, without a full URL parse. `None` for anything
+/// else (a port, userinfo, a fragment, `%`, quotes, dot segments, an IP address, an IDN or
+/// `xn--` label, a label with a leading or trailing `-`, non-ASCII), which takes the parser.
+/// A destination-dense output (a CRM export, a mailing list) holds thousands of distinct
+/// URLs; parsing each one cost most of the time of indexing it. A property test checks
+/// this against [`normalize_url`].
+fn simple_url(raw: &str) -> Option<(String, String)> {
+    let bytes = raw.as_bytes();
+    let sep = memmem::find(bytes, b"://")?;
+    let scheme = bytes.get(..sep)?;
+    if ![&b"http"[..], b"https", b"ws", b"wss", b"ftp"]
+        .iter()
+        .any(|s| s.eq_ignore_ascii_case(scheme))
+    {
+        return None;
+    }
+    let after = bytes.get(sep + 3..)?;
+    let host_len = after
+        .iter()
+        .position(|&b| b == b'/' || b == b'?')
+        .unwrap_or(after.len());
+    let (host, rest) = after.split_at(host_len);
+    // Labels of letters, digits and inner `-`, no `xn--`; a top-level label of 2+ letters
+    // (never an IPv4 address).
+    let mut labels = host.split(|&b| b == b'.').peekable();
+    while let Some(label) = labels.next() {
+        if label.is_empty()
+            || label.len() > 63
+            || label.first() == Some(&b'-')
+            || label.last() == Some(&b'-')
+            || label
+                .get(..4)
+                .is_some_and(|p| p.eq_ignore_ascii_case(b"xn--"))
+            || !label
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || b == b'-')
+        {
+            return None;
+        }
+        if labels.peek().is_none()
+            && (label.len() < 2 || !label.iter().all(u8::is_ascii_alphabetic))
+        {
+            return None;
+        }
+    }
+    // Path and query of characters the URL parser keeps as they are.
+    if !rest.iter().all(|&b| {
+        b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b':'
+                    | b'@'
+                    | b'/'
+                    | b'?'
+            )
+    }) {
+        return None;
+    }
+    let path_end = rest.iter().position(|&b| b == b'?').unwrap_or(rest.len());
+    let path = rest.get(..path_end)?;
+    if path
+        .split(|&b| b == b'/')
+        .any(|seg| seg == b"." || seg == b"..")
+    {
+        return None;
+    }
+    let host = std::str::from_utf8(host).ok()?.to_ascii_lowercase();
+    let rest = std::str::from_utf8(rest).ok()?;
+    let scheme = std::str::from_utf8(scheme).ok()?.to_ascii_lowercase();
+    let slash = if path.is_empty() { "/" } else { "" };
+    Some((format!("{scheme}://{host}{slash}{rest}"), host))
+}
+
 /// The spans of a token regex's matches (for the kinds `scan` has no scanner for, and for
 /// non-ASCII text).
 fn regex_spans(re: &TokenRegex, ascii: bool, text: &str) -> Vec<Span> {
@@ -706,11 +879,11 @@ fn tokenize(text: &str) -> Vec<Token> {
     let has_at = memchr(b'@', bytes).is_some();
     let mut out: Vec<Token> = Vec::new();
     let mut url_spans: Vec<(usize, usize)> = Vec::new();
-    let mut seen: HashSet<(String, bool)> = HashSet::new();
+    let mut seen: HashSet<(String, bool), Hasher> = HashSet::default();
     // Text already turned into tokens (URLs, emails, domains as found, with whether they
     // lie inside a URL), so that repeats are skipped before any work or allocation. Each
     // kind's text has a character the others' lack (`://`, `@`, neither), so one set serves.
-    let mut seen_raw: HashSet<(&str, bool)> = HashSet::new();
+    let mut seen_raw: HashSet<(&str, bool), Hasher> = HashSet::default();
     let mut push = |out: &mut Vec<Token>, t: Token| {
         if seen.insert((t.text.clone(), t.inside_url)) {
             out.push(t);
@@ -744,7 +917,24 @@ fn tokenize(text: &str) -> Vec<Token> {
         if !seen_raw.insert((raw, false)) {
             continue;
         }
-        if let Ok(net) = normalize_url(raw, "") {
+        if let Some((url, host)) = simple_url(raw) {
+            push(
+                &mut out,
+                Token {
+                    text: url,
+                    host: Some(host.clone()),
+                    inside_url: false,
+                },
+            );
+            push(
+                &mut out,
+                Token {
+                    text: host,
+                    host: None,
+                    inside_url: true,
+                },
+            );
+        } else if let Ok(net) = normalize_url(raw, "") {
             push(
                 &mut out,
                 Token {
@@ -888,36 +1078,43 @@ fn tokenize(text: &str) -> Vec<Token> {
         if !present {
             continue;
         }
-        let Some(re) = re.get(ascii) else {
-            continue;
+        // (sigil, name start, name end): on ASCII text a scan of the sigils (every `@` of an
+        // address list would otherwise run the capturing regex), else the regex.
+        let found: Vec<(usize, usize, usize)> = if ascii {
+            scan::sigil_names(bytes, sigil)
+        } else {
+            let Some(re) = re.get(false) else {
+                continue;
+            };
+            re.captures_iter(text)
+                .filter_map(|c| {
+                    let (all, name) = (c.get(0)?, c.get(1)?);
+                    Some((all.start(), name.start(), name.end()))
+                })
+                .collect()
         };
         let sigil = char::from(sigil);
-        for c in re.captures_iter(text) {
-            let Some(name) = c.get(1) else { continue };
-            let n = name
-                .as_str()
-                .trim_end_matches(['.', '-', '_'])
-                .to_lowercase();
-            if n.is_empty() || n.chars().count() > 80 || n.chars().all(|c| c.is_ascii_digit()) {
-                continue;
-            }
+        for (start, name_start, name_end) in found {
             // The sigil starts a word: `a#b` and `bob@x` are something else.
-            let before = text
-                .get(..c.get(0).map_or(0, |m| m.start()))
-                .and_then(|s| s.chars().next_back());
+            let before = text.get(..start).and_then(|s| s.chars().next_back());
             if before.is_some_and(|b| {
                 !(b.is_whitespace()
                     || matches!(b, '(' | ',' | ';' | ':' | '[' | '<' | '|' | '"' | '\''))
             }) {
                 continue;
             }
+            let name = text.get(name_start..name_end).unwrap_or_default();
+            let n = name.trim_end_matches(['.', '-', '_']).to_lowercase();
+            if n.is_empty() || n.chars().count() > 80 || n.chars().all(|c| c.is_ascii_digit()) {
+                continue;
+            }
             // `@corp.com` style: the domain part of something else.
-            if sigil == '@' && text.get(name.end()..).is_some_and(|r| r.starts_with('@')) {
+            if sigil == '@' && text.get(name_end..).is_some_and(|r| r.starts_with('@')) {
                 continue;
             }
             push(
                 &mut out,
-                plain(format!("{sigil}{n}"), (name.start(), name.end())),
+                plain(format!("{sigil}{n}"), (name_start, name_end)),
             );
         }
     }
@@ -1108,6 +1305,22 @@ mod tests {
             "slack ids in {:?}",
             text
         );
+        for (sigil, r) in [(b'#', &CHANNEL_RE), (b'@', &HANDLE_RE)] {
+            let want: Vec<(usize, usize, usize)> = re(r)
+                .captures_iter(text)
+                .map(|c| {
+                    let (all, name) = (c.get(0).unwrap(), c.get(1).unwrap());
+                    (all.start(), name.start(), name.end())
+                })
+                .collect();
+            proptest::prop_assert_eq!(
+                scan::sigil_names(text.as_bytes(), sigil),
+                want,
+                "{} names in {:?}",
+                char::from(sigil),
+                text
+            );
+        }
         Ok(())
     }
 
@@ -1198,6 +1411,97 @@ mod tests {
             text.push_str(line);
         }
         check_scanners(&text).unwrap();
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+
+        /// The URL fast path gives exactly what the URL parser gives, whenever it answers.
+        #[test]
+        fn simple_url_is_normalize_url(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::strategy::Just("http://"),
+                    proptest::strategy::Just("HTTPS://"),
+                    proptest::strategy::Just("wS://"),
+                    proptest::strategy::Just("ftp://"),
+                    proptest::strategy::Just("gopher://"),
+                    proptest::strategy::Just("Crm"),
+                    proptest::strategy::Just("example"),
+                    proptest::strategy::Just(".com"),
+                    proptest::strategy::Just(".Org"),
+                    proptest::strategy::Just(".1"),
+                    proptest::strategy::Just("0x7f"),
+                    proptest::strategy::Just("xn--"),
+                    proptest::strategy::Just("XN--"),
+                    proptest::strategy::Just("-"),
+                    proptest::strategy::Just("."),
+                    proptest::strategy::Just(".."),
+                    proptest::strategy::Just("/"),
+                    proptest::strategy::Just("//"),
+                    proptest::strategy::Just("?"),
+                    proptest::strategy::Just("#"),
+                    proptest::strategy::Just("%2e"),
+                    proptest::strategy::Just("%41"),
+                    proptest::strategy::Just(":"),
+                    proptest::strategy::Just(":80"),
+                    proptest::strategy::Just("@"),
+                    proptest::strategy::Just("'"),
+                    proptest::strategy::Just("&"),
+                    proptest::strategy::Just("="),
+                    proptest::strategy::Just("~!$()*+,;"),
+                    proptest::strategy::Just("a"),
+                    proptest::strategy::Just("7"),
+                    proptest::strategy::Just("é"),
+                    proptest::strategy::Just("\\"),
+                    proptest::strategy::Just(" "),
+                ],
+                0..16,
+            )
+        ) {
+            let raw = pieces.concat();
+            if let Some((url, host)) = simple_url(&raw) {
+                let net = normalize_url(&raw, "");
+                proptest::prop_assert!(net.is_ok(), "{:?}: {:?}", raw, net);
+                let net = net.unwrap();
+                proptest::prop_assert_eq!(&url, &net.url, "{:?}", raw);
+                proptest::prop_assert_eq!(&host, &net.host, "{:?}", raw);
+            }
+        }
+    }
+
+    #[test]
+    fn simple_url_takes_the_plain_forms() {
+        for (raw, url, host) in [
+            (
+                "https://CRM.Example.com/contacts/7?tab=notes",
+                "https://crm.example.com/contacts/7?tab=notes",
+                "crm.example.com",
+            ),
+            ("HTTP://a-b.example", "http://a-b.example/", "a-b.example"),
+            ("wss://x.example?q=1", "wss://x.example/?q=1", "x.example"),
+        ] {
+            assert_eq!(
+                simple_url(raw),
+                Some((url.to_owned(), host.to_owned())),
+                "{raw}"
+            );
+            let net = normalize_url(raw, "").unwrap();
+            assert_eq!((net.url.as_str(), net.host.as_str()), (url, host));
+        }
+        for raw in [
+            "https://u:p@a.example/",
+            "https://a.example:8443/",
+            "https://a.example/x#f",
+            "https://a.example/%41",
+            "https://a.example/a/../b",
+            "https://10.0.0.1/",
+            "https://xn--bcher-kva.example/",
+            "https://bücher.example/",
+            "https://a.example/it's",
+        ] {
+            assert_eq!(simple_url(raw), None, "{raw}");
+        }
     }
 
     #[test]

@@ -29,6 +29,27 @@ pub(super) const PHONE_MAX: usize = 1 + 1 + 24 + 1;
 /// The longest IBAN match (`[A-Za-z]{2}[0-9]{2}(?: ?[A-Za-z0-9]{4}){2,7}(?: ?[A-Za-z0-9]{1,4})?`).
 pub(super) const IBAN_MAX: usize = 4 + 7 * 5 + 5;
 
+/// The `#name` channels or `@name` handles of ASCII text, as `(sigil, name start, name
+/// end)`: what `captures_iter` of `[sigil]([A-Za-z0-9][A-Za-z0-9._\-]*)` finds (a name never
+/// holds its sigil, so matches cannot overlap and each sigil followed by a letter or digit
+/// starts one).
+pub(super) fn sigil_names(b: &[u8], sigil: u8) -> Vec<(usize, usize, usize)> {
+    let mut out = Vec::new();
+    for at in memchr_iter(sigil, b) {
+        let start = at + 1;
+        let Some(rest) = b.get(start..) else { continue };
+        if !rest.first().is_some_and(u8::is_ascii_alphanumeric) {
+            continue;
+        }
+        let len = rest
+            .iter()
+            .position(|c| !(c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-')))
+            .unwrap_or(rest.len());
+        out.push((at, start, start + len));
+    }
+    out
+}
+
 /// `\w` in ASCII.
 fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'

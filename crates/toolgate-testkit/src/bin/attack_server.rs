@@ -324,6 +324,20 @@ fn tools(kind: &str) -> Vec<Tool> {
                 props(&[("number", "number")], &["number"]),
                 Poisoned,
             ),
+            tool(
+                "create_issue",
+                "Open an issue in a repository.",
+                props(
+                    &[
+                        ("owner", "string"),
+                        ("repo", "string"),
+                        ("title", "string"),
+                        ("body", "string"),
+                    ],
+                    &["owner", "repo", "title"],
+                ),
+                Action,
+            ),
         ],
         "calendar" => vec![
             tool(

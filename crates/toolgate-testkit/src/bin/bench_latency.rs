@@ -66,7 +66,7 @@ const MB: u64 = 1024; // kB per MB, as /proc reports kB
 const USAGE: &str =
     "usage: bench_latency [--suite all|relay,allowed,denied,large,list,rest,startup]
   [--calls N] [--warmup N] [--rounds N] [--startup-runs N] [--result-bytes N]
-  [--large-calls N] [--large-bytes N] [--list-tools N] [--lists N] [--timeout-ms N]
+  [--large-calls N] [--large-bytes N] [--large-dense] [--list-tools N] [--lists N] [--timeout-ms N]
   [--toolgate PATH] [--upstream PATH] [--policy PATH]
 
   --suite         what to measure (default `allowed,startup`; `all` = every suite)
@@ -77,6 +77,8 @@ const USAGE: &str =
   --result-bytes  text bytes of the result of an allowed call (default 0: `ok`)
   --large-calls   timed 1 MiB calls per side in `large` (default 1000)
   --large-bytes   result size in `large` (default 1048576)
+  --large-dense   in `large`, every line of the result holds its own e-mail address and
+                  URL (a CRM export) instead of prose
   --list-tools    tools in the `list` suite's listing (default 1000)
   --lists         timed tools/list per side in `list` (default 200)
   --timeout-ms    longest wait for one reply before the peer is killed (default 10000)
@@ -153,6 +155,7 @@ struct Options {
     result_bytes: usize,
     large_calls: usize,
     large_bytes: usize,
+    large_dense: bool,
     list_tools: usize,
     lists: usize,
     timeout: Duration,
@@ -184,6 +187,7 @@ fn parse_options() -> anyhow::Result<Option<Options>> {
         result_bytes: 0,
         large_calls: 1_000,
         large_bytes: 1 << 20,
+        large_dense: false,
         list_tools: 1_000,
         lists: 200,
         timeout: Duration::from_secs(10),
@@ -195,6 +199,10 @@ fn parse_options() -> anyhow::Result<Option<Options>> {
         if arg == "--help" || arg == "-h" {
             println!("{USAGE}");
             return Ok(None);
+        }
+        if arg == "--large-dense" {
+            options.large_dense = true;
+            continue;
         }
         let value = args
             .next()
@@ -1074,7 +1082,10 @@ fn suite_denied(setup: &Setup<'_>) -> anyhow::Result<Table> {
 
 fn suite_large(setup: &Setup<'_>) -> anyhow::Result<Table> {
     let o = setup.options;
-    let args = ["--result-bytes".to_owned(), o.large_bytes.to_string()];
+    let mut args = vec!["--result-bytes".to_owned(), o.large_bytes.to_string()];
+    if o.large_dense {
+        args.push("--dense-result".to_owned());
+    }
     let (mut direct, mut via) = setup.sessions("large", &args, 2)?;
     let warmup = (o.large_calls / 100).clamp(1, 20);
     let mut after_warmup = None;
@@ -1099,8 +1110,16 @@ fn suite_large(setup: &Setup<'_>) -> anyhow::Result<Table> {
     let (hwm, rss_end) = via.memory_kb();
     let (direct_hwm, direct_rss) = direct.memory_kb();
     let mut table = Table::new(format!(
-        "large results: `tools/call` returning {} bytes of prose (new tokens each call); {} per side (+{} warm-up), {} rounds",
-        o.large_bytes, o.large_calls, warmup, o.rounds
+        "large results: `tools/call` returning {} bytes of {} (new tokens each call); {} per side (+{} warm-up), {} rounds",
+        o.large_bytes,
+        if o.large_dense {
+            "destination-dense text (an address and a URL on every line)"
+        } else {
+            "prose"
+        },
+        o.large_calls,
+        warmup,
+        o.rounds
     ));
     millisecond_rows(&mut table, &d, &v, 2.0);
     table.rows.push(Row::new(

@@ -12,17 +12,19 @@
 //!   `--result-bytes N` about N bytes of prose whose first line (an address and a URL) is
 //!   unique to the call, so a taint index sees new tokens every time. The prose is serialised
 //!   once; each call only splices in its id and first line.
+//!   With `--dense-result` every line of that text holds its own e-mail address and URL
+//!   instead (a CRM export: the destination-dense case of issue 21 §4).
 //! - `tools/call` of `blocked` returns the text `blocked ran`: a benchmark that expects
 //!   toolgate to deny that tool can tell when the call got through instead.
 //!
-//! Usage: `bench_upstream [--result-bytes N] [--tools N]`
+//! Usage: `bench_upstream [--result-bytes N] [--dense-result] [--tools N]`
 
 use std::io::{BufRead, BufWriter, Write};
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
-const USAGE: &str = "bench_upstream [--result-bytes N] [--tools N]";
+const USAGE: &str = "bench_upstream [--result-bytes N] [--dense-result] [--tools N]";
 
 fn main() -> ExitCode {
     match run() {
@@ -36,6 +38,7 @@ fn main() -> ExitCode {
 
 struct Options {
     result_bytes: usize,
+    dense: bool,
     tools: usize,
 }
 
@@ -43,10 +46,15 @@ fn parse_options() -> anyhow::Result<Options> {
     let mut args = std::env::args().skip(1);
     let mut options = Options {
         result_bytes: 0,
+        dense: false,
         tools: 2,
     };
     while let Some(arg) = args.next() {
         let slot = match arg.as_str() {
+            "--dense-result" => {
+                options.dense = true;
+                continue;
+            }
             "--result-bytes" => &mut options.result_bytes,
             "--tools" => &mut options.tools,
             other => anyhow::bail!("unknown argument `{other}`\nhelp: {USAGE}"),
@@ -70,7 +78,7 @@ enum CallResult {
 }
 
 impl CallResult {
-    fn new(result_bytes: usize) -> anyhow::Result<CallResult> {
+    fn new(result_bytes: usize, dense: bool) -> anyhow::Result<CallResult> {
         if result_bytes == 0 {
             return Ok(CallResult::Fixed(serde_json::to_string(&json!({
                 "content": [{ "type": "text", "text": "ok" }],
@@ -80,8 +88,21 @@ impl CallResult {
         const LINE: &str = "The quarterly report covers revenue, churn and the hiring plan for the next two quarters; see /srv/reports/q3/summary.md for the tables.\n";
         // The first line takes about 100 bytes; prose fills the rest.
         let mut body = String::with_capacity(result_bytes + LINE.len());
-        while body.len() + LINE.len() + 100 <= result_bytes {
-            body.push_str(LINE);
+        let mut n = 0;
+        loop {
+            let line = if dense {
+                format!(
+                    "{n},Jane Roe {n},jane.roe{n}@customer{}.example,https://crm.example.com/contacts/{n}?tab=notes,active\n",
+                    n % 97
+                )
+            } else {
+                LINE.to_owned()
+            };
+            if body.len() + line.len() + 100 > result_bytes {
+                break;
+            }
+            body.push_str(&line);
+            n += 1;
         }
         let quoted = serde_json::to_string(&body)?;
         let escaped = quoted
@@ -191,7 +212,7 @@ fn tools_list(tools: usize) -> anyhow::Result<String> {
 
 fn run() -> anyhow::Result<()> {
     let options = parse_options()?;
-    let call_result = CallResult::new(options.result_bytes)?;
+    let call_result = CallResult::new(options.result_bytes, options.dense)?;
     let tools_result = tools_list(options.tools)?;
 
     let stdin = std::io::stdin();
