@@ -178,12 +178,13 @@ impl Walk<'_> {
                 self.overflow = true;
                 return;
             }
-            let by_rule = if self.trusted(token) {
+            let trusted = self.trusted(token);
+            let by_rule = if trusted {
                 None
             } else {
                 self.rule_trust.and_then(|f| f(token))
             };
-            let (verdict, source) = if self.trusted(token) {
+            let (verdict, source) = if trusted {
                 (SinkVerdict::Trusted, None)
             } else if by_rule.is_some() {
                 (SinkVerdict::AllowedByRule, None)
@@ -285,6 +286,7 @@ impl Walk<'_> {
             source_server: source.server.clone(),
             source_tool: Some(source.tool.clone()),
             source_seq: Some(source.seq),
+            trusted_by_rule: None,
         });
     }
 
