@@ -5,7 +5,8 @@
 //!   "network":{"url","scheme","host","port","method"},"opaque":true}]},
 //!  "decision":{"effect","rule","contract","reason","matched_rules":[]}}
 //! ```
-//! Absent fields are omitted; `matched_rules` is always present. `"opaque": true` marks
+//! Absent fields are omitted; `matched_rules` is always present. `"hidden": true` marks the
+//! parts the text form shows as `hidden: yes`. `"opaque": true` marks
 //! exactly the parts the text form shows as `opaque: yes` (not understood exactly: allow
 //! rules never match them); a part that was understood has no `opaque` member.
 
@@ -88,6 +89,10 @@ fn part_json(part: &Part) -> Value {
     if part.opaque {
         // The text form's "opaque: yes": not understood exactly, allow rules never match it.
         m.insert("opaque".into(), Value::Bool(true));
+    }
+    if part.hidden {
+        // The text form's "hidden: yes": hides what it touches, never `default: allow`.
+        m.insert("hidden".into(), Value::Bool(true));
     }
     Value::Object(m)
 }
@@ -279,6 +284,43 @@ mod tests {
             .map(|block| block.contains("opaque:     yes"))
             .collect();
         assert_eq!(json_marks, [false, true, true]);
+        assert_eq!(json_marks, text_marks);
+    }
+
+    /// `"hidden": true` in JSON exactly where the text says `hidden: yes`.
+    #[test]
+    fn json_marks_hidden_parts_as_the_text_does() {
+        let d = Decision {
+            action: Action {
+                server: None,
+                tool: "t".into(),
+                parts: vec![
+                    Part::hidden(Operation::FsRead),
+                    Part::new(Operation::FsRead),
+                ],
+            },
+            effect: Effect::Ask,
+            contract: Contract::Default,
+            rule: None,
+            reason: "r".into(),
+            matched_rules: vec![],
+            results: vec![],
+            approved_by_session: None,
+            sinks: vec![],
+        };
+        let v = to_json(&d);
+        let json_marks: Vec<bool> = v["action"]["parts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| p.get("hidden") == Some(&Value::Bool(true)))
+            .collect();
+        let text_marks: Vec<bool> = to_text(&d)
+            .split("\n  [")
+            .skip(1)
+            .map(|block| block.contains("hidden:     yes"))
+            .collect();
+        assert_eq!(json_marks, [true, false]);
         assert_eq!(json_marks, text_marks);
     }
 }
