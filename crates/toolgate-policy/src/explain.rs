@@ -244,6 +244,25 @@ mod tests {
         assert!(to_text(&d).contains("decision:  ASK (by default)"));
     }
 
+    /// A decision that asks about the action of tool `t` made of `parts`.
+    fn asked(parts: Vec<Part>) -> Decision {
+        Decision {
+            action: Action {
+                server: None,
+                tool: "t".into(),
+                parts,
+            },
+            effect: Effect::Ask,
+            contract: Contract::Default,
+            rule: None,
+            reason: "r".into(),
+            matched_rules: vec![],
+            results: vec![],
+            approved_by_session: None,
+            sinks: vec![],
+        }
+    }
+
     /// `"opaque": true` in JSON exactly where the text says `opaque: yes` (issue 21, 3h).
     #[test]
     fn json_marks_opaque_parts_as_the_text_does() {
@@ -255,21 +274,7 @@ mod tests {
             p.opaque = true;
             p
         };
-        let d = Decision {
-            action: Action {
-                server: None,
-                tool: "t".into(),
-                parts: vec![exact, unsure, unknown],
-            },
-            effect: Effect::Ask,
-            contract: Contract::Default,
-            rule: None,
-            reason: "r".into(),
-            matched_rules: vec![],
-            results: vec![],
-            approved_by_session: None,
-            sinks: vec![],
-        };
+        let d = asked(vec![exact, unsure, unknown]);
         let v = to_json(&d);
         let json_marks: Vec<bool> = v["action"]["parts"]
             .as_array()
@@ -290,24 +295,10 @@ mod tests {
     /// `"hidden": true` in JSON exactly where the text says `hidden: yes`.
     #[test]
     fn json_marks_hidden_parts_as_the_text_does() {
-        let d = Decision {
-            action: Action {
-                server: None,
-                tool: "t".into(),
-                parts: vec![
-                    Part::hidden(Operation::FsRead),
-                    Part::new(Operation::FsRead),
-                ],
-            },
-            effect: Effect::Ask,
-            contract: Contract::Default,
-            rule: None,
-            reason: "r".into(),
-            matched_rules: vec![],
-            results: vec![],
-            approved_by_session: None,
-            sinks: vec![],
-        };
+        let d = asked(vec![
+            Part::hidden(Operation::FsRead),
+            Part::new(Operation::FsRead),
+        ]);
         let v = to_json(&d);
         let json_marks: Vec<bool> = v["action"]["parts"]
             .as_array()

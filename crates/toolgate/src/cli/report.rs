@@ -158,6 +158,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Tool definitions.
     let store = PinStore::open_default().ok();
     let pins_of = |name: &str| store.as_ref().and_then(|s| s.load(name).ok());
+    // The pins of the server named with `--server`, compared with a file's or a probe's tools.
+    let pinned_of_named = || {
+        args.server
+            .as_deref()
+            .and_then(pins_of)
+            .filter(|p| !p.is_empty())
+    };
     let mut servers = Vec::new();
     if let Some(file) = &args.tools {
         let name = args.server.clone().unwrap_or_else(|| {
@@ -165,11 +172,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .map_or_else(|| "tools".to_owned(), |s| s.to_string_lossy().into_owned())
         });
         servers.push(ServerTools {
-            pinned: args
-                .server
-                .as_deref()
-                .and_then(pins_of)
-                .filter(|p| !p.is_empty()),
+            pinned: pinned_of_named(),
             name,
             source: ToolSource::File,
             tools: tools_from_file(file)?,
@@ -194,11 +197,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .unwrap_or_else(|| "probed".to_owned())
         });
         servers.push(ServerTools {
-            pinned: args
-                .server
-                .as_deref()
-                .and_then(pins_of)
-                .filter(|p| !p.is_empty()),
+            pinned: pinned_of_named(),
             name,
             source: ToolSource::Probe,
             tools,
