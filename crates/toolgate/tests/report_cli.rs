@@ -301,15 +301,20 @@ fn hostile_html(s: &Setup) -> (PathBuf, String, String) {
     let page = s.ws.join("report.html");
     let tools = fixtures().join("hostile_tools.json");
     let policy = fixtures().join("policy.yaml");
+    // A live hostile server: the probe lists its tools as a client would.
+    let server = toolgate_testkit::bin_path("fake_upstream");
     let out = s.report(&[
         "--policy",
         policy.to_str().unwrap(),
-        "--tools",
-        tools.to_str().unwrap(),
         "--server",
         "evil</svg><script>alert(1)</script>",
         "--html",
         page.to_str().unwrap(),
+        "--probe",
+        "--",
+        server.to_str().unwrap(),
+        "--tools-file",
+        tools.to_str().unwrap(),
     ]);
     assert!(
         out.stdout.is_empty(),

@@ -11,6 +11,8 @@
 //!   `page-2`).
 //! - `--tools-list-hang`: never answer `tools/list`.
 //! - `--x-description TEXT`: the description of `x` in `tools/list` (default `test tool x`).
+//! - `--tools-file PATH`: `tools/list` answers with the JSON array in PATH as its `tools`
+//!   (a server whose tool definitions a test writes, hostile ones included).
 //!
 //! Requests (`params` members in parentheses):
 //! - any method: `{"jsonrpc":"2.0","id":<id>,"result":{"method":<m>,"params":<params>}}`,
@@ -64,6 +66,7 @@ fn main() {
     let mut tools_pages = false;
     let mut tools_list_hang = false;
     let mut x_description = "test tool x".to_owned();
+    let mut tools_file = None;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--record" => record = Some(args.next().expect("--record PATH")),
@@ -82,6 +85,14 @@ fn main() {
             "--tools-pages" => tools_pages = true,
             "--tools-list-hang" => tools_list_hang = true,
             "--x-description" => x_description = args.next().expect("--x-description TEXT"),
+            "--tools-file" => {
+                let path = args.next().expect("--tools-file PATH");
+                let text = std::fs::read_to_string(&path).expect("read --tools-file");
+                let tools: serde_json::Value =
+                    serde_json::from_str(&text).expect("--tools-file holds JSON");
+                assert!(tools.is_array(), "--tools-file holds a JSON array of tools");
+                tools_file = Some(tools.to_string());
+            }
             other => {
                 eprintln!("fake_upstream: unknown argument `{other}`");
                 std::process::exit(2);
@@ -161,6 +172,16 @@ fn main() {
                 continue;
             }
             "tools/list" if tools_list_hang => continue,
+            "tools/list" if tools_file.is_some() => {
+                let tools = tools_file.as_deref().unwrap_or("[]");
+                writeln!(
+                    out,
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":{tools}}}}}"#
+                )
+                .unwrap();
+                out.flush().unwrap();
+                continue;
+            }
             "tools/list" => {
                 let x = params["testDescription"]
                     .as_str()
