@@ -31,51 +31,16 @@ use toolgate_policy::session::{Session, SessionLimits};
 use toolgate_policy::taint::TaintLimits;
 use toolgate_policy::{Action, Operation, Part};
 
-const MIB: usize = 1 << 20;
-
-fn repeat_lines(line: impl Fn(usize) -> String) -> String {
-    let mut text = String::with_capacity(MIB + 512);
-    let mut n = 0;
-    while text.len() < MIB {
-        text.push_str(&line(n));
-        n += 1;
-    }
-    text
-}
+mod common;
 
 fn outputs() -> Vec<String> {
-    let prose = repeat_lines(|_| {
-        "The quarterly report covers revenue, churn and the hiring plan for the next two \
-         quarters; see /srv/reports/q3/summary.md for the tables.\n"
-            .to_owned()
-    });
-    let access_log = repeat_lines(|n| {
-        format!(
-            "10.0.{}.{} - - [01/Dec/2026:10:{:02}:{:02} +0000] \"GET /api/v1.2/items?id={n} \
-             HTTP/1.1\" 200 {} \"https://shop.example.com/cart\"\n",
-            n % 7,
-            n % 251,
-            n / 60 % 60,
-            n % 60,
-            100 + n % 900
-        )
-    });
-    let dotted = repeat_lines(|_| {
-        "v1.2.3 at 10.0.0.1, a.b.c.d e.f g.h 3.14 2.71 x.y.z obj.field.sub node.js\n".to_owned()
-    });
-    let crm = repeat_lines(|n| {
-        format!(
-            "{n},Jane Roe {n},jane.roe{n}@customer{}.example,https://crm.example.com/contacts/{n}?tab=notes,active\n",
-            n % 97
-        )
-    });
-    let list = repeat_lines(|n| {
-        let k = n % 500;
-        format!(
-            "From: Member {k} <member{k}@lists{}.example> Archived-At: https://lists.example.org/archive/{k}\n",
-            k % 13
-        )
-    });
+    let [
+        (_, prose),
+        (_, access_log),
+        (_, dotted),
+        (_, crm),
+        (_, list),
+    ] = common::texts();
     let mut first = "Pay account 0021-4471-99321 now.\n".to_owned();
     first.push_str(&prose);
     let kinds = [prose, access_log, dotted, crm, list];
