@@ -709,6 +709,16 @@ fn unwrap_from_args(entry: &Object<'_>, splices: &mut Vec<Splice>) -> Result<Out
     Ok(Outcome::Restored)
 }
 
+/// The long names of `toolgate wrap`'s options that take a value, read from the command
+/// line's own definition so that a new option can never be missed here.
+fn wrap_options_with_values() -> Vec<String> {
+    let wrap = <crate::cli::wrap::Args as clap::Args>::augment_args(clap::Command::new("wrap"));
+    wrap.get_arguments()
+        .filter(|a| a.get_action().takes_values())
+        .filter_map(|a| a.get_long().map(str::to_owned))
+        .collect()
+}
+
 /// The number of leading `args` elements that are toolgate's own
 /// (`wrap … -- <command>`), when the array has that shape.
 fn wrap_prefix_len(array: &Array<'_>) -> Option<usize> {
@@ -718,19 +728,17 @@ fn wrap_prefix_len(array: &Array<'_>) -> Option<usize> {
     }
     // Walk the options so that an option's value (a server named `--`, say) is
     // never taken for the end of the options.
+    let with_value = wrap_options_with_values();
     let mut i = 1;
     loop {
         match strings.get(i).copied()?? {
             "--" => break,
-            "--server"
-            | "--policy"
-            | "--workspace"
-            | "--audit"
-            | "--approval"
-            | "--approval-timeout"
-            | "--listing-timeout"
-            | "--max-message-bytes"
-            | "--grace-ms" => i += 2,
+            flag if with_value
+                .iter()
+                .any(|o| flag.strip_prefix("--") == Some(o)) =>
+            {
+                i += 2
+            }
             _ => i += 1,
         }
     }
@@ -879,6 +887,29 @@ mod tests {
         let wrapped = wrap(input, &MapSpec::Auto, None, &settings()).unwrap().text;
         assert!(wrapped.contains(r#"["wrap", "--server", "--", "--", "srv", "--", "a"]"#));
         assert_eq!(unwrap(&wrapped, &MapSpec::Auto, None).unwrap().text, input);
+    }
+
+    /// Every option of `wrap` that takes a value is stepped over with its value, whatever
+    /// the value is (`--session --` and `--poll-us --` were once read as the separator).
+    #[test]
+    fn every_wrap_option_with_a_value_is_stepped_over() {
+        let options = wrap_options_with_values();
+        for expected in ["server", "session", "poll-us", "listing-timeout", "policy"] {
+            assert!(
+                options.iter().any(|o| o == expected),
+                "`--{expected}` missing"
+            );
+        }
+        for option in &options {
+            let input = format!(
+                r#"{{"mcpServers": {{"a": {{"x-toolgate-upstream": {{"command": "srv", "args": ["a"]}}, "command": "/opt/toolgate", "args": ["wrap", "--{option}", "--", "--", "srv", "a"]}}}}}}"#
+            );
+            let restored = unwrap(&input, &MapSpec::Auto, None).unwrap().text;
+            assert_eq!(
+                restored, r#"{"mcpServers": {"a": {"command": "srv", "args": ["a"]}}}"#,
+                "--{option}"
+            );
+        }
     }
 
     /// Writes `value` as JSONC with pseudo-random spacing, comments and trailing
