@@ -567,6 +567,27 @@ mod tests {
         );
     }
 
+    /// The `taint:` bounds are whole numbers too: quoted, negative or fractional values get
+    /// the diagnostic `max_calls: true` gets.
+    #[test]
+    fn quoted_taint_bounds_are_type_errors() {
+        for key in [
+            "max_tokens",
+            "max_text_bytes",
+            "max_token_len",
+            "window_bytes",
+        ] {
+            for v in ["\"3\"", "'3'", "-1", "3.5", "true"] {
+                let d = errs(&format!("version: 1\ntaint:\n  {key}: {v}\n"));
+                assert_eq!(
+                    d.items[0].message, "wrong type: expected a whole number",
+                    "{key}: {v}"
+                );
+            }
+            assert!(load(&format!("version: 1\ntaint:\n  {key}: 4096\n"), "p.yaml").is_ok());
+        }
+    }
+
     #[test]
     fn duplicate_ids_and_version() {
         let d = errs(

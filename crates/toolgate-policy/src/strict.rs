@@ -52,6 +52,13 @@ pub(crate) fn whole_u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error
         .map_err(|_| de::Error::invalid_type(Unexpected::Unsigned(v), &EXPECTED_WHOLE_NUMBER))
 }
 
+/// [`whole`] for a `usize` field (the `taint:` bounds).
+pub(crate) fn whole_usize<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    let v = whole(d)?;
+    usize::try_from(v)
+        .map_err(|_| de::Error::invalid_type(Unexpected::Unsigned(v), &EXPECTED_WHOLE_NUMBER))
+}
+
 /// [`whole`] for an optional field (`#[serde(default)]` keeps a missing field `None`).
 pub(crate) fn whole_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     whole(d).map(Some)

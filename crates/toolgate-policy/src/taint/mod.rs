@@ -78,16 +78,20 @@ use scan::Span;
 #[serde(default, deny_unknown_fields)]
 pub struct TaintLimits {
     /// Maximum number of distinct tokens kept (least recently recorded evicted first).
+    #[serde(deserialize_with = "crate::strict::whole_usize")]
     pub max_tokens: usize,
     /// Maximum bytes of one text scanned per record.
+    #[serde(deserialize_with = "crate::strict::whole_usize")]
     pub max_text_bytes: usize,
     /// Tokens longer than this (in bytes, canonical) are not kept.
+    #[serde(deserialize_with = "crate::strict::whole_usize")]
     pub max_token_len: usize,
     /// When a token was seen in both trusted and untrusted output: tainted (`true`) or
     /// vouched (`false`, the default).
     pub prefer_taint: bool,
     /// Bytes of the most recent untrusted text kept verbatim for [`TaintIndex::verbatim`]
     /// (destinations of any shape); `0` turns that search off.
+    #[serde(deserialize_with = "crate::strict::whole_usize")]
     pub window_bytes: usize,
 }
 
