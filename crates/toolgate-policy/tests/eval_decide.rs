@@ -10,45 +10,13 @@
 
 use serde_json::{Value, json};
 use toolgate_policy::decision::{Contract, Effect};
-use toolgate_policy::eval::{Decision, Engine};
 use toolgate_policy::fsfacts::MapFs;
-use toolgate_policy::load::{STARTER_POLICY, load};
-use toolgate_policy::normalize::{NormalizeContext, ToolCall};
-use toolgate_policy::rules::Vars;
-use toolgate_policy::session::{Session, SessionLimits};
-use toolgate_policy::taint::TaintLimits;
+use toolgate_policy::load::STARTER_POLICY;
 
-fn engine(src: &str) -> Engine {
-    Engine::new(
-        load(src, "p.yaml").unwrap().policy,
-        Vars {
-            workspace: "/w".into(),
-            home: "/home/u".into(),
-        },
-    )
-    .unwrap()
-}
+#[path = "support/engine.rs"]
+mod support;
 
-fn session(pinning: bool) -> Session {
-    let mut limits = SessionLimits::new(TaintLimits::default());
-    limits.pinning = pinning;
-    Session::new(limits)
-}
-
-fn decide(e: &Engine, s: &mut Session, fs: &MapFs, tool: &str, args: &Value) -> Decision {
-    let ctx = NormalizeContext {
-        workspace: "/w",
-        home: "/home/u",
-        fs,
-    };
-    let call = ToolCall {
-        server: Some("srv"),
-        tool,
-        arguments: args,
-        definition: None,
-    };
-    e.decide(&call, s, &ctx, 0)
-}
+use support::{decide, engine, session};
 
 #[test]
 fn session_approval_turns_ask_into_allow_but_never_deny() {

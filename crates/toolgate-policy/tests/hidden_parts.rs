@@ -12,13 +12,9 @@
 
 use serde_json::{Value, json};
 use toolgate_policy::decision::Effect;
-use toolgate_policy::eval::{Decision, Engine};
+use toolgate_policy::eval::Decision;
 use toolgate_policy::fsfacts::{FsFacts, LexicalFs, MapFs};
-use toolgate_policy::load::load;
-use toolgate_policy::normalize::{NormalizeContext, Scan, ToolCall, normalize, scan};
-use toolgate_policy::rules::Vars;
-use toolgate_policy::session::{Session, SessionLimits};
-use toolgate_policy::taint::TaintLimits;
+use toolgate_policy::normalize::{Scan, scan};
 use toolgate_policy::{Action, Operation};
 
 /// The policy: reads are allowed, `${home}/.ssh/**` is denied.
@@ -36,50 +32,24 @@ fn server_fs() -> MapFs {
     MapFs::new().server(PID, "/", "/srv/app")
 }
 
-fn engine(src: &str) -> Engine {
-    Engine::new(
-        load(src, "p.yaml").unwrap().policy,
-        Vars {
-            workspace: "/w".into(),
-            home: "/home/u".into(),
-        },
-    )
-    .unwrap()
-}
+#[path = "support/engine.rs"]
+mod support;
+
+use support::engine;
 
 fn decide(policy: &str, fs: &dyn FsFacts, tool: &str, args: &Value) -> Decision {
-    let e = engine(policy);
     // No pinning: these calls are about their arguments, not about listing.
-    let mut limits = SessionLimits::new(TaintLimits::default());
-    limits.pinning = false;
-    let mut s = Session::new(limits);
-    let ctx = NormalizeContext {
-        workspace: "/w",
-        home: "/home/u",
+    support::decide(
+        &engine(policy),
+        &mut support::session(false),
         fs,
-    };
-    let call = ToolCall {
-        server: Some("srv"),
         tool,
-        arguments: args,
-        definition: None,
-    };
-    e.decide(&call, &mut s, &ctx, 0)
+        args,
+    )
 }
 
 fn action(fs: &dyn FsFacts, tool: &str, args: &Value) -> Action {
-    let ctx = NormalizeContext {
-        workspace: "/w",
-        home: "/home/u",
-        fs,
-    };
-    let call = ToolCall {
-        server: Some("srv"),
-        tool,
-        arguments: args,
-        definition: None,
-    };
-    normalize(&call, None, &ctx)
+    support::normalized(fs, Some("srv"), tool, args)
 }
 
 fn read(path: &str) -> Value {

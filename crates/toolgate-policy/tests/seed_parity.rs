@@ -13,60 +13,26 @@ use serde_json::{Value, json};
 use toolgate_policy::decision::{Contract, Effect};
 use toolgate_policy::eval::{Decision, Engine};
 use toolgate_policy::fsfacts::MapFs;
-use toolgate_policy::load::load;
-use toolgate_policy::normalize::{NormalizeContext, ToolCall, base_tool_name, normalize};
-use toolgate_policy::rules::Vars;
+use toolgate_policy::normalize::base_tool_name;
 use toolgate_policy::session::{Session, SessionLimits};
 use toolgate_policy::taint::TaintLimits;
 use toolgate_policy::{Action, Operation};
 
-fn engine(src: &str) -> Engine {
-    Engine::new(
-        load(src, "p.yaml").unwrap().policy,
-        Vars {
-            workspace: "/w".into(),
-            home: "/home/u".into(),
-        },
-    )
-    .unwrap()
-}
+#[path = "support/engine.rs"]
+mod support;
+
+use support::engine;
 
 fn session() -> Session {
-    let mut limits = SessionLimits::new(TaintLimits::default());
-    limits.pinning = false;
-    Session::new(limits)
+    support::session(false)
 }
 
 fn decide(e: &Engine, s: &mut Session, tool: &str, args: &Value) -> Decision {
-    let fs = MapFs::new();
-    let ctx = NormalizeContext {
-        workspace: "/w",
-        home: "/home/u",
-        fs: &fs,
-    };
-    let call = ToolCall {
-        server: Some("srv"),
-        tool,
-        arguments: args,
-        definition: None,
-    };
-    e.decide(&call, s, &ctx, 0)
+    support::decide(e, s, &MapFs::new(), tool, args)
 }
 
 fn norm(tool: &str, args: Value) -> Action {
-    let fs = MapFs::new();
-    let ctx = NormalizeContext {
-        workspace: "/w",
-        home: "/home/u",
-        fs: &fs,
-    };
-    let call = ToolCall {
-        server: None,
-        tool,
-        arguments: &args,
-        definition: None,
-    };
-    normalize(&call, None, &ctx)
+    support::normalized(&MapFs::new(), None, tool, &args)
 }
 
 /// `(operation, resources, opaque)` of each part.
