@@ -4,6 +4,11 @@
 //! gate of one call is timed:
 //! - `email_unproven`: `send_email` to an address never seen (token lookup, then a verbatim
 //!   search of the whole window that finds nothing: the worst case);
+//! - `email_tainted_in_deferred_text`: to an address near the end of the last CRM export,
+//!   whose tokens past the first 1024 were not indexed: found by the search of the
+//!   deferred text (issue 21 §4);
+//! - `email_unproven_same_domain_as_deferred_text`: to an unseen address at a domain the
+//!   CRM export names about a hundred times per MiB (each occurrence checked);
 //! - `account_unproven`: `transfer_funds` to an account number never seen (the same);
 //! - `account_tainted`: to the account number the first output named (pushed out of the
 //!   window by the 15 outputs after it: a full search again);
@@ -79,11 +84,22 @@ fn bench(c: &mut Criterion) {
         let result = json!({"content": [{"type": "text", "text": text}]});
         contracts.record_output(&mut session, None, "read_email", &result);
     }
-    let cases: [(&str, &str, Value); 4] = [
+    let cases: [(&str, &str, Value); 6] = [
         (
             "email_unproven",
             "send_email",
             json!({"to": "nobody@else.example", "subject": "hi", "body": "hello"}),
+        ),
+        (
+            // The CRM export's tail is deferred text: searched, not looked up.
+            "email_tainted_in_deferred_text",
+            "send_email",
+            json!({"to": "jane.roe10000@customer9.example", "subject": "hi", "body": "hello"}),
+        ),
+        (
+            "email_unproven_same_domain_as_deferred_text",
+            "send_email",
+            json!({"to": "john.doe@customer9.example", "subject": "hi", "body": "hello"}),
         ),
         (
             "account_unproven",

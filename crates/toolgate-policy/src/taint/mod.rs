@@ -46,6 +46,7 @@
 //! vouched. Text beyond [`TaintLimits::max_text_bytes`] per record is not scanned (its tokens
 //! are unproven). Lookups are hash lookups, independent of how much output was recorded.
 
+mod deferred;
 mod scan;
 mod window;
 
@@ -158,6 +159,12 @@ pub struct TaintIndex {
     recorded: Vec<Box<str>>,
     /// The most recent untrusted text, for [`TaintIndex::verbatim`].
     window: window::Window,
+    /// The tails of large untrusted outputs whose tokens were not indexed (`deferred`).
+    deferred: window::Window,
+    /// The output being indexed (its `seq`) and how many of its tokens were indexed.
+    eager: (u64, usize),
+    /// Tokens of one untrusted output indexed as it arrives ([`deferred::EAGER_TOKENS`]).
+    eager_tokens: usize,
 }
 
 /// At most this many tokens wait in [`TaintIndex::take_recorded`]'s list.
@@ -173,7 +180,15 @@ impl TaintIndex {
             evicted: 0,
             recorded: Vec::new(),
             window: window::Window::default(),
+            deferred: window::Window::with_separator(b'\n'),
+            eager: (0, 0),
+            eager_tokens: deferred::EAGER_TOKENS,
         }
+    }
+
+    /// Bytes of untrusted text kept whose tokens were not indexed (see [`TaintIndex::record_text`]).
+    pub fn deferred_len(&self) -> usize {
+        self.deferred.len()
     }
 
     /// Bytes of untrusted text kept for [`TaintIndex::verbatim`].
@@ -237,17 +252,63 @@ impl TaintIndex {
     }
 
     /// Record destination-shaped tokens from text.
+    ///
+    /// Of an untrusted output, the first [`deferred::EAGER_TOKENS`] tokens are indexed now;
+    /// when there are more and its text is ASCII after decoding, the rest of the text is kept
+    /// (within `window_bytes`, like the verbatim window) and searched for a sink value when
+    /// one is classified, with the tokenizer confirming each find: the verdict is the one
+    /// indexing everything would give (see the `deferred` module), at a cost per MiB that
+    /// no longer grows with the number of destinations in it.
     pub fn record_text(&mut self, text: &str, trust: OutputTrust, source: TaintSource) {
         let text = truncate(text, self.limits.max_text_bytes);
+        let limit = self.limits.window_bytes;
         if trust == OutputTrust::Untrusted {
-            let limit = self.limits.window_bytes;
             self.window.begin(limit, &source);
             self.window.push(limit, text);
             self.window.end();
+            self.deferred.begin(limit, &source);
         }
         let source = Arc::new(source);
-        for token in tokenize(text) {
-            self.insert(&token.text, trust, &source);
+        self.index_text(text, trust, &source);
+        if trust == OutputTrust::Untrusted {
+            self.deferred.end();
+        }
+    }
+
+    /// Indexes the tokens of one string of an output (see [`TaintIndex::record_text`]).
+    fn index_text(&mut self, text: &str, trust: OutputTrust, source: &Arc<TaintSource>) {
+        let limit = self.limits.window_bytes;
+        if trust == OutputTrust::Trusted || limit == 0 {
+            for token in tokenize(text) {
+                self.insert(&token.text, trust, source);
+            }
+            return;
+        }
+        let decoded = decode(text);
+        let mut rest: &str = &decoded;
+        // The search of deferred text needs canonical forms spelled out in ASCII.
+        let deferrable = rest.is_ascii() && memchr(b'%', rest.as_bytes()).is_none();
+        while !rest.is_empty() {
+            let spent = if self.eager.0 == source.seq {
+                self.eager.1
+            } else {
+                0
+            };
+            if deferrable && spent >= self.eager_tokens {
+                self.deferred.push(limit, rest);
+                return;
+            }
+            let (piece, tail) = if deferrable {
+                split_piece(rest)
+            } else {
+                (rest, "")
+            };
+            let tokens = tokenize_decoded(piece);
+            self.eager = (source.seq, spent.saturating_add(tokens.len()));
+            for token in tokens {
+                self.insert(&token.text, trust, source);
+            }
+            rest = tail;
         }
     }
 
@@ -261,6 +322,7 @@ impl TaintIndex {
         let untrusted = trust == OutputTrust::Untrusted;
         if untrusted {
             self.window.begin(limit, &source);
+            self.deferred.begin(limit, &source);
         }
         let source = Arc::new(source);
         for s in strings {
@@ -272,9 +334,7 @@ impl TaintIndex {
             if untrusted {
                 self.window.push(limit, s);
             }
-            for token in tokenize(s) {
-                self.insert(&token.text, trust, &source);
-            }
+            self.index_text(s, trust, &source);
             if trust == OutputTrust::Trusted
                 && let Some(v) = value_token(s)
             {
@@ -283,6 +343,7 @@ impl TaintIndex {
         }
         if untrusted {
             self.window.end();
+            self.deferred.end();
         }
     }
 
@@ -391,6 +452,14 @@ impl TaintIndex {
             {
                 return Provenance::Tainted(src.clone());
             }
+            let vouched = statuses
+                .iter()
+                .any(|s| matches!(s, TokenStatus::Vouched(_)));
+            if (!vouched || self.limits.prefer_taint)
+                && let Some(src) = t.forms.iter().find_map(|f| self.deferred_source(f))
+            {
+                return Provenance::Tainted(src);
+            }
             if let Some(TokenStatus::Vouched(src)) = statuses
                 .iter()
                 .find(|s| matches!(s, TokenStatus::Vouched(_)))
@@ -399,10 +468,16 @@ impl TaintIndex {
                 continue;
             }
             // Not vouched itself: its host may taint it.
-            if let Some(host) = &t.host
-                && let TokenStatus::Tainted(src) = self.status(host)
-            {
-                return Provenance::Tainted(src);
+            if let Some(host) = &t.host {
+                match self.status(host) {
+                    TokenStatus::Tainted(src) => return Provenance::Tainted(src),
+                    TokenStatus::Vouched(_) if !self.limits.prefer_taint => {}
+                    _ => {
+                        if let Some(src) = self.deferred_source(host) {
+                            return Provenance::Tainted(src);
+                        }
+                    }
+                }
             }
             all_vouched = false;
         }
@@ -410,6 +485,31 @@ impl TaintIndex {
             Some(src) if all_vouched => Provenance::Vouched(src),
             _ => Provenance::Unproven,
         }
+    }
+}
+
+impl TaintIndex {
+    /// The newest deferred output that holds `token`, if any (see the `deferred` module).
+    fn deferred_source(&self, token: &str) -> Option<TaintSource> {
+        if token.len() > self.limits.max_token_len {
+            return None;
+        }
+        deferred::find(&self.deferred, token).cloned()
+    }
+}
+
+/// The first piece of decoded ASCII text to index: about [`deferred::PIECE`] bytes, cut
+/// right after a newline or `"` (no token holds either, and the tokenizer reads the start
+/// of a text as it reads the byte after one), or all of it.
+fn split_piece(text: &str) -> (&str, &str) {
+    let cut = text
+        .as_bytes()
+        .get(deferred::PIECE..)
+        .and_then(|rest| memchr2(b'\n', b'"', rest))
+        .map(|i| deferred::PIECE + i + 1);
+    match cut {
+        Some(cut) if cut < text.len() => text.split_at(cut),
+        _ => (text, ""),
     }
 }
 
@@ -872,13 +972,15 @@ fn regex_spans(re: &TokenRegex, ascii: bool, text: &str) -> Vec<Span> {
 }
 
 fn tokenize(text: &str) -> Vec<Token> {
-    let decoded = decode(text);
-    let text: &str = &decoded;
+    tokenize_decoded(&decode(text))
+}
+
+/// [`tokenize`] of text that is already decoded.
+fn tokenize_decoded(text: &str) -> Vec<Token> {
     let bytes = text.as_bytes();
     // ASCII text (most tool output) is scanned by `scan` where a regex would cost a pass
-    // over the whole text; the regexes' Unicode forms handle everything else. `decode`
-    // borrows only ASCII text, which it has just checked.
-    let ascii = matches!(decoded, Cow::Borrowed(_)) || text.is_ascii();
+    // over the whole text; the regexes' Unicode forms handle everything else.
+    let ascii = text.is_ascii();
     // Emails and handles both need an `@`.
     let has_at = memchr(b'@', bytes).is_some();
     let mut out: Vec<Token> = Vec::new();
@@ -1582,5 +1684,205 @@ mod tests {
             idx.classify("bob@corp.com.evil.net"),
             Provenance::Tainted(_)
         ));
+    }
+
+    /// An index that indexes `eager` tokens of each untrusted output and defers the rest.
+    fn index_with(eager: usize, texts: &[&str]) -> TaintIndex {
+        let mut idx = TaintIndex::new(TaintLimits::default());
+        idx.eager_tokens = eager;
+        for (i, t) in texts.iter().enumerate() {
+            idx.record_text(
+                t,
+                OutputTrust::Untrusted,
+                TaintSource {
+                    server: None,
+                    tool: "read".into(),
+                    seq: i as u64 + 1,
+                },
+            );
+        }
+        idx
+    }
+
+    #[test]
+    fn deferred_text_answers_as_the_index_would() {
+        let text = "intro\n\
+            1,Jane,.Jane.Roe.@Customer1.Example.,HTTPS://CRM.example.com:443/a/../contacts/42?tab=notes#x\n\
+            2,Bob,bob@corp.com.evil.net,http://user:pw@evil.com/x/.\n\
+            3,x.carol@corp.com, call tel:\n+1 (415) 555-0100 or DE89 3704 0044 0532 0130 00\n\
+            4,\"#General-\",@alice.,U0123ABCD9,a@b.com_dave@corp.com,\\hidden.org,notes.txt\n";
+        let lazy = index_with(0, &[text]);
+        assert_eq!(lazy.len(), 0, "nothing indexed eagerly");
+        assert!(lazy.deferred_len() > 0);
+        let tainted = [
+            "jane.roe@customer1.example",
+            "https://crm.example.com/contacts/42?tab=notes",
+            "crm.example.com",
+            "bob@corp.com.evil.net",
+            "https://evil.com/x/",
+            "https://other.example/?a=1#ignored",
+            "evil.com",
+            "x.carol@corp.com",
+            "+14155550100",
+            "DE89370400440532013000",
+            "#general",
+            "@alice",
+            "U0123ABCD9",
+            "_dave@corp.com",
+        ];
+        let eager = index_with(usize::MAX, &[text]);
+        for v in tainted {
+            let want = eager.classify(v);
+            assert_eq!(lazy.classify(v), want, "{v}");
+            if v != "https://other.example/?a=1#ignored" {
+                assert!(matches!(want, Provenance::Tainted(_)), "{v}: {want:?}");
+            }
+        }
+        for v in [
+            "bob@corp.com",
+            "carol@corp.com",
+            "dave@corp.com",
+            "roe@customer1.example",
+            "https://crm.example.org/contacts/42?tab=notes",
+            "example.com",
+            "hidden.org",
+            "notes.txt",
+            "+1415555010",
+            "#gen",
+            "@ali",
+        ] {
+            assert_eq!(lazy.classify(v), eager.classify(v), "{v}");
+            assert_eq!(lazy.classify(v), Provenance::Unproven, "{v}");
+        }
+    }
+
+    #[test]
+    fn a_dense_output_indexes_its_first_tokens_and_defers_the_rest() {
+        let mut text = String::new();
+        for n in 0..5000 {
+            text.push_str(&format!(
+                "{n},c{n}@customer{}.example,https://crm.example.com/c/{n}\n",
+                n % 97
+            ));
+        }
+        let idx = index_with(deferred::EAGER_TOKENS, &[&text]);
+        assert!(idx.len() >= deferred::EAGER_TOKENS, "{}", idx.len());
+        assert!(idx.len() < 3 * deferred::EAGER_TOKENS, "{}", idx.len());
+        assert!(idx.deferred_len() > text.len() / 2);
+        for v in [
+            "c0@customer0.example",
+            "c4999@customer52.example",
+            "https://crm.example.com/c/4321",
+        ] {
+            assert!(matches!(idx.classify(v), Provenance::Tainted(_)), "{v}");
+        }
+        assert_eq!(
+            idx.classify("c5000@customer53.example"),
+            Provenance::Unproven
+        );
+        // Non-ASCII text is indexed whole.
+        let accented = text.replace("customer", "cüstomer");
+        let idx = index_with(deferred::EAGER_TOKENS, &[&accented]);
+        assert_eq!(idx.deferred_len(), 0);
+        assert!(matches!(
+            idx.classify("c4999@cüstomer52.example"),
+            Provenance::Tainted(_)
+        ));
+    }
+
+    fn dense_piece() -> impl proptest::strategy::Strategy<Value = &'static str> {
+        use proptest::strategy::Just;
+        proptest::prop_oneof![
+            Just("bob@corp.com"),
+            Just("BOB@Corp.COM"),
+            Just(".bob.@corp.com."),
+            Just("x.bob@corp.com"),
+            Just("_bob@evil.com"),
+            Just("a@b.com_bob@evil.com"),
+            Just("mailto:bob@corp.com"),
+            Just("bob%40corp.com"),
+            Just("bob&#64;corp.com"),
+            Just("https://crm.example.com/contacts/42?tab=notes"),
+            Just("HTTPS://CRM.Example.com:443/a/../contacts/42?tab=notes#frag"),
+            Just("http://user:pw@evil.com/x"),
+            Just("http://evil.com"),
+            Just("http://evil.com./"),
+            Just("https://evil.com/x/."),
+            Just("http://10.0.0.1/"),
+            Just("http://0x0a.0.0.1/"),
+            Just("evil.com"),
+            Just("sub.evil.com"),
+            Just("evil.com.au"),
+            Just("notes.txt"),
+            Just("\\evil.org"),
+            Just("+1 (415) 555-0100"),
+            Just("tel:\n4155550100"),
+            Just("TEL: +44 20 7946 0958"),
+            Just("DE89 3704 0044 0532 0130 00"),
+            Just("GB82WEST12345698765432"),
+            Just("#general"),
+            Just("#General-"),
+            Just("@alice"),
+            Just("@alice."),
+            Just("U0123ABCD9"),
+            Just("C0123ABCD"),
+            Just("bücher.de"),
+            Just(" "),
+            Just("\n"),
+            Just("\""),
+            Just(","),
+            Just("("),
+            Just(")"),
+            Just("<"),
+            Just("/"),
+            Just("@"),
+            Just("."),
+            Just(":"),
+            Just("-"),
+            Just("_"),
+            Just("x"),
+            Just("1"),
+            Just("%2e"),
+            Just("&amp;"),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+
+        /// Deferring a text's tokens never changes a verdict to anything but taint, and
+        /// changes none at all for lower-case values that are not Slack-like ids.
+        #[test]
+        fn deferred_text_is_as_strict_as_indexing_it(
+            pieces in proptest::collection::vec(dense_piece(), 0..40),
+            noise in ascii_text(),
+            probe in proptest::collection::vec(dense_piece(), 0..12),
+        ) {
+            let mut text = pieces.concat();
+            let mut mid = text.len() / 2;
+            while !text.is_char_boundary(mid) {
+                mid -= 1;
+            }
+            text.insert_str(mid, &noise);
+            let eager = index_with(usize::MAX, &[&text]);
+            let lazy = index_with(0, &[&text]);
+            let mut values: Vec<String> = tokenize_destinations(&text);
+            values.extend(tokenize_destinations(&probe.concat()));
+            values.extend(tokenize_destinations(&noise));
+            values.extend(probe.iter().map(|p| (*p).to_owned()));
+            for v in values {
+                let (want, got) = (eager.classify(&v), lazy.classify(&v));
+                if matches!(want, Provenance::Tainted(_)) {
+                    proptest::prop_assert!(matches!(got, Provenance::Tainted(_)), "{:?} in {:?}: {:?}", v, text, got);
+                }
+                // A Slack-like id is searched in lower case: written in lower case (or a
+                // channel or handle with such a name) it counts too, toward taint.
+                let name = v.trim_start_matches(['#', '@']);
+                let slack_like = name.len() <= 12 && name.bytes().all(|b| b.is_ascii_alphanumeric());
+                if v == v.to_lowercase() && !slack_like {
+                    proptest::prop_assert_eq!(&got, &want, "{:?} in {:?}", v, text);
+                }
+            }
+        }
     }
 }

@@ -56,6 +56,9 @@ struct Chunk {
 pub(super) struct Window {
     chunks: VecDeque<Chunk>,
     bytes: usize,
+    /// The byte between two strings of one output: [`SEPARATOR`] (the default) here, a
+    /// newline in the deferred text (`super::deferred`), where it must end every token.
+    separator: u8,
 }
 
 /// Characters that continue a word for the boundary rule (`-` joins the parts of names and
@@ -91,6 +94,22 @@ pub(super) fn needle(value: &str) -> Option<Vec<u8>> {
 }
 
 impl Window {
+    /// A window whose strings are joined by `separator` instead of NUL.
+    pub(super) fn with_separator(separator: u8) -> Window {
+        Window {
+            separator,
+            ..Window::default()
+        }
+    }
+
+    /// The kept outputs, newest first: their lower-cased text and source.
+    pub(super) fn newest_first(&self) -> impl Iterator<Item = (&[u8], &TaintSource)> {
+        self.chunks
+            .iter()
+            .rev()
+            .map(|c| (c.text.as_slice(), &c.source))
+    }
+
     /// Starts recording one output: the strings pushed next are one chunk.
     pub(super) fn begin(&mut self, limit: usize, source: &TaintSource) {
         if limit == 0 {
@@ -121,7 +140,7 @@ impl Window {
         };
         let before = last.text.len();
         if before > 0 {
-            last.text.push(SEPARATOR);
+            last.text.push(self.separator);
         } else {
             last.text.reserve_exact(take);
         }
