@@ -359,6 +359,54 @@ tools:
     assert!(!is_denied(&g.recv_response(&json!(3))));
 }
 
+/// Issue 21 §4: of a destination-dense output only the first tokens are indexed as it
+/// arrives; an address far past them is still found when a sink call names it.
+#[test]
+fn an_address_deep_in_a_dense_output_still_taints_the_sink_call() {
+    let policy = r#"
+version: 1
+default: allow
+packs: []
+tools:
+  send_email:
+    exfiltrating: true
+    sink_params: [to]
+    trusted_destinations: ["*@team.example"]
+"#;
+    let mut g = Gate::start(policy, &["--approval", "none"]);
+    g.init(json!({}));
+    let export = g.base().join("work/contacts.csv");
+    let mut csv = String::new();
+    for n in 0..4000 {
+        csv.push_str(&format!(
+            "{n},Contact {n},contact{n}@customer{}.example,https://crm.example.com/c/{n}\n",
+            n % 31
+        ));
+    }
+    std::fs::write(&export, csv).unwrap();
+    let uri = format!("file://{}", export.display());
+    g.send(json!({"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":uri}}));
+    assert!(g.recv_response(&json!(1)).get("result").is_some());
+    // 4000 lines of 3 tokens: line 3900 lies far past the first 1024 tokens.
+    let deep = format!("Contact3900@Customer{}.example", 3900 % 31);
+    g.call(
+        2,
+        "send_email",
+        json!({"to": deep, "subject": "s", "body": "b"}),
+    );
+    let r = g.recv_response(&json!(2));
+    assert!(is_denied(&r), "{r}");
+    assert!(text(&r).contains("resources/read"), "{}", text(&r));
+    g.call(
+        3,
+        "send_email",
+        json!({"to": "alice@team.example", "subject": "s", "body": "b"}),
+    );
+    assert!(!is_denied(&g.recv_response(&json!(3))));
+    let saw = g.upstream_saw();
+    assert!(!saw.contains("ontact3900"), "{saw}");
+}
+
 #[test]
 fn approval_channel_failure_denies_with_the_reason() {
     let mut g = Gate::start(POLICY, &["--approval", "client"]);

@@ -57,7 +57,7 @@ use serde_json::Value;
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench_latency","version":"0"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-const BENCH_POLICY: &str = "version: 1\ndefault: allow\npacks: []\nrules:\n  - id: bench-deny-blocked\n    description: The benchmark's denied call.\n    effect: deny\n    operations: [unknown]\n    tools: [\"blocked\"]\n";
+const BENCH_POLICY: &str = "version: 1\ndefault: allow\npacks: []\nrules:\n  - id: bench-deny-blocked\n    description: The benchmark's denied call.\n    effect: deny\n    operations: [unknown]\n    tools: [\"blocked\"]\ntools:\n  send_email:\n    exfiltrating: true\n    sink_params: [to]\n";
 /// The `_meta` key of toolgate's verdict on a call it answered itself.
 const META_DECISION: &str = "dev.toolgate/decision";
 
@@ -577,6 +577,8 @@ enum Request {
     Ping,
     Call(&'static str),
     List,
+    /// `send_email` to this address.
+    Mail(&'static str),
 }
 
 impl Request {
@@ -587,6 +589,9 @@ impl Request {
                 r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{}}}}}}"#
             ),
             Request::List => format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#),
+            Request::Mail(to) => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"send_email","arguments":{{"to":"{to}","body":"hi"}}}}}}"#
+            ),
         }
         .into_bytes()
     }
@@ -1086,7 +1091,8 @@ fn suite_large(setup: &Setup<'_>) -> anyhow::Result<Table> {
     if o.large_dense {
         args.push("--dense-result".to_owned());
     }
-    let (mut direct, mut via) = setup.sessions("large", &args, 2)?;
+    let tools = if o.large_dense { 3 } else { 2 };
+    let (mut direct, mut via) = setup.sessions("large", &args, tools)?;
     let warmup = (o.large_calls / 100).clamp(1, 20);
     let mut after_warmup = None;
     let call = Request::Call("bench");
@@ -1152,8 +1158,70 @@ fn suite_large(setup: &Setup<'_>) -> anyhow::Result<Table> {
         mb(hwm),
         String::new(),
     ));
+    if o.large_dense {
+        sink_after_dense(o, &mut direct, &mut via, &mut table)?;
+    }
     finish_both(direct, via)?;
     Ok(table)
+}
+
+/// Issue 21 §4: the sink call right after a destination-dense result, to an address in the
+/// middle of it (past the tokens indexed as it arrives): `send_email` runs directly, and
+/// toolgate denies it as tainted. Each side alternates a dense result (untimed) and the
+/// timed sink call, in the same sessions as the large results before.
+fn sink_after_dense(
+    o: &Options,
+    direct: &mut Peer,
+    via: &mut Peer,
+    table: &mut Table,
+) -> anyhow::Result<()> {
+    let n = o.large_bytes / 200;
+    let to: &'static str =
+        Box::leak(format!("jane.roe{n}@customer{}.example", n % 97).into_boxed_str());
+    let calls = o.large_calls.clamp(1, 200);
+    let mut id = 1_000_000;
+    let mut series = [Series::default(), Series::default()];
+    for _ in 0..calls {
+        for (side, (peer, expect)) in [(&mut *direct, Expect::Result), (&mut *via, Expect::Denied)]
+            .into_iter()
+            .enumerate()
+        {
+            peer.round_trip(&Request::Call("bench").frame(id))?;
+            peer.check(&Value::from(id), Expect::Result)?;
+            id += 1;
+            let elapsed = peer.round_trip(&Request::Mail(to).frame(id))?;
+            peer.check(&Value::from(id), expect)?;
+            id += 1;
+            if let Some(s) = series.get_mut(side) {
+                s.samples_ns
+                    .push(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
+            }
+        }
+    }
+    let [d, v] = series.map(|s| s.summary());
+    let (d50, v50) = (d.p50_us / 1000.0, v.p50_us / 1000.0);
+    let (d99, v99) = (d.p99_us / 1000.0, v.p99_us / 1000.0);
+    table.rows.push(
+        Row::new(
+            format!(
+                "`send_email` to an address of the result just received, p50 (ms; {calls} per side)"
+            ),
+            ms(d50),
+            ms(v50),
+            plus(v50 - d50, 3),
+        )
+        .target("≤1 ms (#21 §4: the sink decision that follows)", v50 <= 1.0),
+    );
+    table.rows.push(Row::new(
+        "the same, p99 (ms)",
+        ms(d99),
+        ms(v99),
+        plus(v99 - d99, 3),
+    ));
+    table.notes.push(format!(
+        "sink call: `send_email` to `{to}`, which the result names; toolgate denies it (tainted), the server runs it"
+    ));
+    Ok(())
 }
 
 fn suite_list(setup: &Setup<'_>) -> anyhow::Result<Table> {

@@ -13,9 +13,11 @@
 //!   unique to the call, so a taint index sees new tokens every time. The prose is serialised
 //!   once; each call only splices in its id and first line.
 //!   With `--dense-result` every line of that text holds its own e-mail address and URL
-//!   instead (a CRM export: the destination-dense case of issue 21 §4).
-//! - `tools/call` of `blocked` returns the text `blocked ran`: a benchmark that expects
-//!   toolgate to deny that tool can tell when the call got through instead.
+//!   instead (a CRM export: the destination-dense case of issue 21 §4), and the server
+//!   also lists `send_email` (`to`, `body`), the sink call that follows such a result.
+//! - `tools/call` of `blocked` (or `send_email`) returns the text `blocked ran` (`send_email
+//!   ran`): a benchmark that expects toolgate to deny that tool can tell when the call got
+//!   through instead.
 //!
 //! Usage: `bench_upstream [--result-bytes N] [--dense-result] [--tools N]`
 
@@ -193,7 +195,7 @@ fn generated_tool(i: usize) -> Value {
     })
 }
 
-fn tools_list(tools: usize) -> anyhow::Result<String> {
+fn tools_list(tools: usize, dense: bool) -> anyhow::Result<String> {
     let mut list = vec![
         json!({
             "name": "bench",
@@ -206,14 +208,26 @@ fn tools_list(tools: usize) -> anyhow::Result<String> {
             "inputSchema": { "type": "object", "properties": {} }
         }),
     ];
-    list.extend((0..tools.saturating_sub(2)).map(generated_tool));
+    if dense {
+        // The sink call that follows a destination-dense result (issue 21 §4).
+        list.push(json!({
+            "name": "send_email",
+            "description": "Sends an e-mail.",
+            "inputSchema": {
+                "type": "object",
+                "properties": { "to": { "type": "string" }, "body": { "type": "string" } },
+                "required": ["to"]
+            }
+        }));
+    }
+    list.extend((0..tools.saturating_sub(list.len())).map(generated_tool));
     Ok(serde_json::to_string(&json!({ "tools": list }))?)
 }
 
 fn run() -> anyhow::Result<()> {
     let options = parse_options()?;
     let call_result = CallResult::new(options.result_bytes, options.dense)?;
-    let tools_result = tools_list(options.tools)?;
+    let tools_result = tools_list(options.tools, options.dense)?;
 
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
@@ -246,10 +260,10 @@ fn run() -> anyhow::Result<()> {
             "tools/call" => {
                 calls += 1;
                 let tool = message.pointer("/params/name").and_then(Value::as_str);
-                if tool == Some("blocked") {
+                if let Some(ran @ ("blocked" | "send_email")) = tool {
                     write!(
                         out,
-                        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"blocked ran\"}}],\"isError\":false}}}}"
+                        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{ran} ran\"}}],\"isError\":false}}}}"
                     )?;
                 } else {
                     call_result.write(&mut out, &id, calls)?;
