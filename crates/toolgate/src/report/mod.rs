@@ -19,7 +19,7 @@ use toolgate_policy::contracts::heuristics::{
     is_destination_param, is_destructive_name, is_recipient_param,
 };
 use toolgate_policy::contracts::packs::parsed_pack;
-use toolgate_policy::contracts::{EntrySource, OutputLabel, OutputSpec, ToolContract};
+use toolgate_policy::contracts::{EntrySource, OutputLabel, OutputSpec, TextFormat, ToolContract};
 use toolgate_policy::decision::Effect;
 use toolgate_policy::diag::Severity as DiagSeverity;
 use toolgate_policy::eval::Engine;
@@ -478,8 +478,17 @@ fn controls(
         detail: match &c.output {
             Some(OutputSpec::Label(OutputLabel::Trusted)) => "output trusted".to_owned(),
             Some(OutputSpec::Fields(f)) => format!(
-                "output trusted at {} only",
-                list(&Some(f.trusted_fields.clone()))
+                "output trusted at {} only (structured content, and text content read as {}; text that does not parse is untrusted; {})",
+                list(&Some(f.trusted_fields.clone())),
+                match f.format() {
+                    TextFormat::Json => "JSON",
+                    TextFormat::Yaml => "YAML",
+                },
+                if f.trusted_wins() {
+                    "a value an untrusted field repeats stays trusted"
+                } else {
+                    "a value an untrusted field repeats is untrusted"
+                }
             ),
             _ => "output untrusted (destinations in it are tainted)".to_owned(),
         },
