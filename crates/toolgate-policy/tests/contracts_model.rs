@@ -218,7 +218,9 @@ fn validate_table() {
     // `text_format` takes `json` or `yaml`; `trusted_wins` a boolean.
     assert!(parse("output: {trusted_fields: [a], text_format: yaml, trusted_wins: true}").is_ok());
     assert!(parse("output: {trusted_fields: [a], text_format: xml}").is_err());
-    assert!(parse("output: {trusted_fields: [a], trusted_wins: 'yes'}").is_err());
+    assert!(parse("output: {trusted_fields: [a], trusted_wins: [true]}").is_err());
+    assert!(parse("output: {trusted_fields: [a], bogus: 1}").is_err());
+    assert!(parse("output: trustd").is_err());
     assert!(Contracts::compile(&BTreeMap::new(), &["nope".into()]).is_err());
 }
 

@@ -107,11 +107,41 @@ impl TrustedFields {
 }
 
 /// The trust label of a tool's output.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(untagged)]
 pub enum OutputSpec {
     Label(OutputLabel),
     Fields(TrustedFields),
+}
+
+/// A label or a map, each read by its own deserializer so that a mistake inside the map
+/// (`text_format: xml`, an unknown key) is reported as itself, where it is, rather than as
+/// "did not match any variant".
+impl<'de> Deserialize<'de> for OutputSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = OutputSpec;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("`trusted`, `untrusted` or `{trusted_fields: [...]}`")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<OutputSpec, E> {
+                OutputLabel::deserialize(serde::de::value::StrDeserializer::<E>::new(v))
+                    .map(OutputSpec::Label)
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<OutputSpec, A::Error> {
+                TrustedFields::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(OutputSpec::Fields)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// One `tools:` entry (or pack entry). Every field is optional; see the module docs for how
