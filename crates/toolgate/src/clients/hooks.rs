@@ -611,7 +611,11 @@ fn pretty(value: &J, unit: &str) -> String {
 }
 
 /// `value` as JSON text for a place indented by `indent`, in the file's line endings.
+/// With an empty `unit`, on one line.
 fn render(text: &str, value: &J, indent: &str, unit: &str) -> String {
+    if unit.is_empty() {
+        return value.to_string();
+    }
     let nl = newline(text);
     pretty(value, unit).replace('\n', &format!("{nl}{indent}"))
 }
@@ -638,10 +642,14 @@ fn append(
         (Some(first), Some(last)) => {
             let indent = line_indent(text, first.start);
             let item_indent = indent.clone().unwrap_or_else(|| outer.clone());
-            let step = item_indent
-                .strip_prefix(outer.as_str())
-                .filter(|s| !s.is_empty())
-                .map_or(step, str::to_owned);
+            // Items on one line with their bracket get a new item on that line too.
+            let step = match &indent {
+                None => String::new(),
+                Some(_) => item_indent
+                    .strip_prefix(outer.as_str())
+                    .filter(|s| !s.is_empty())
+                    .map_or(step, str::to_owned),
+            };
             let sep = separator_before(text, last.start);
             let with = items(&item_indent, &step)
                 .into_iter()
