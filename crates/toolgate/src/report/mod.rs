@@ -516,33 +516,6 @@ fn output_trust_detail(output: Option<&OutputSpec>) -> String {
     }
 }
 
-#[cfg(test)]
-mod output_trust_tests {
-    #![allow(clippy::unwrap_used)]
-
-    use super::*;
-
-    #[test]
-    fn the_detail_says_how_text_is_read() {
-        let spec: OutputSpec = serde_json::from_str(
-            r#"{"trusted_fields": ["participants[*]"], "text_format": "yaml", "trusted_wins": true}"#,
-        )
-        .unwrap();
-        let d = output_trust_detail(Some(&spec));
-        assert!(d.contains("`participants[*]`"), "{d}");
-        assert!(d.contains("read as YAML"), "{d}");
-        assert!(d.contains("does not parse is untrusted"), "{d}");
-        assert!(d.contains("stays trusted"), "{d}");
-        let spec: OutputSpec = serde_json::from_str(r#"{"trusted_fields": ["a"]}"#).unwrap();
-        let d = output_trust_detail(Some(&spec));
-        assert!(
-            d.contains("read as JSON") && d.contains("repeats is untrusted"),
-            "{d}"
-        );
-        assert!(output_trust_detail(None).starts_with("output untrusted"));
-    }
-}
-
 fn yaml_str(s: &str) -> String {
     // A JSON string is a valid YAML flow scalar, with every character escaped.
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
@@ -952,4 +925,31 @@ fn suggestions(a: &AuditFigures, loaded: &LoadedPolicy) -> Vec<Suggestion> {
             .then_with(|| a.tool.cmp(&b.tool))
     });
     out
+}
+
+#[cfg(test)]
+mod output_trust_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_detail_says_how_text_is_read() {
+        let spec: OutputSpec = serde_json::from_str(
+            r#"{"trusted_fields": ["participants[*]"], "text_format": "yaml", "trusted_wins": true}"#,
+        )
+        .unwrap();
+        let d = output_trust_detail(Some(&spec));
+        assert!(d.contains("`participants[*]`"), "{d}");
+        assert!(d.contains("read as YAML"), "{d}");
+        assert!(d.contains("does not parse is untrusted"), "{d}");
+        assert!(d.contains("stays trusted"), "{d}");
+        let spec: OutputSpec = serde_json::from_str(r#"{"trusted_fields": ["a"]}"#).unwrap();
+        let d = output_trust_detail(Some(&spec));
+        assert!(
+            d.contains("read as JSON") && d.contains("repeats is untrusted"),
+            "{d}"
+        );
+        assert!(output_trust_detail(None).starts_with("output untrusted"));
+    }
 }
