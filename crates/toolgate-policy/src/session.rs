@@ -877,10 +877,12 @@ impl RecordedOutput {
 }
 
 /// The untrusted part of one output, to find the trusted strings it repeats.
-struct Untrusted {
+struct Untrusted<'s> {
+    strings: &'s [&'s str],
     tokens: HashSet<String>,
-    /// Every untrusted string, lower-cased, joined by newlines.
-    text: String,
+    /// Every untrusted string, lower-cased, joined by newlines: built when a trusted string
+    /// that is no destination is first looked for.
+    text: Option<String>,
     /// Bytes left to search for strings that are no destination.
     work: usize,
 }
@@ -889,23 +891,21 @@ struct Untrusted {
 /// (one search per such string); past it such a string counts as repeated (not vouched).
 const MAX_REPEAT_SEARCH_BYTES: usize = 256 * 1024 * 1024;
 
-impl Untrusted {
+impl<'s> Untrusted<'s> {
     /// `None` when the strings are longer than `limit` bytes in all.
-    fn of(strings: &[&str], limit: usize) -> Option<Untrusted> {
+    fn of(strings: &'s [&'s str], limit: usize) -> Option<Untrusted<'s>> {
         let total = strings.iter().map(|s| s.len()).sum::<usize>();
         if total > limit {
             return None;
         }
         let mut tokens = HashSet::new();
-        let mut text = String::with_capacity(total.saturating_add(strings.len()));
         for s in strings {
             tokens.extend(crate::taint::tokenize_destinations(s));
-            text.push_str(&s.to_lowercase());
-            text.push('\n');
         }
         Some(Untrusted {
+            strings,
             tokens,
-            text,
+            text: None,
             work: MAX_REPEAT_SEARCH_BYTES,
         })
     }
@@ -934,11 +934,20 @@ impl Untrusted {
             // Never vouched as a whole value (see `TaintIndex::record_json`).
             return false;
         }
-        if self.work < self.text.len() {
+        let strings = self.strings;
+        let text = self.text.get_or_insert_with(|| {
+            let mut t = String::new();
+            for s in strings {
+                t.push_str(&s.to_lowercase());
+                t.push('\n');
+            }
+            t
+        });
+        if self.work < text.len() {
             return true;
         }
-        self.work -= self.text.len();
-        let hay = self.text.as_bytes();
+        self.work -= text.len();
+        let hay = text.as_bytes();
         let n = needle.as_bytes();
         let word = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
         memchr::memmem::find_iter(hay, n).any(|at| {
