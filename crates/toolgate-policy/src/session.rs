@@ -736,7 +736,8 @@ impl Session {
             .collect();
         let limit = self.taint.limits().max_text_bytes;
         let mut trusted: Vec<Value> = Vec::new();
-        // The untrusted parts of the documents, each followed by an array of its member names.
+        // The untrusted parts of the documents, each followed by an array of its member names
+        // and numbers.
         let mut rests: Vec<Value> = Vec::new();
         let split = |mut doc: Value, trusted: &mut Vec<Value>, rests: &mut Vec<Value>| {
             for p in &paths {
@@ -956,13 +957,15 @@ impl<'s> Untrusted<'s> {
     }
 }
 
-/// Every member name in `value` (as strings), to index them as untrusted text: a name is
-/// text the model reads too.
+/// Every member name and every number in `value` (as strings), to index them as untrusted
+/// text: the model reads them too (an address as a name, an account number as a number),
+/// and the index reads only string values.
 fn collect_names(value: &Value, out: &mut Vec<Value>, depth: usize) {
     if depth > 64 {
         return;
     }
     match value {
+        Value::Number(n) => out.push(Value::String(n.to_string())),
         Value::Array(items) => items.iter().for_each(|v| collect_names(v, out, depth + 1)),
         Value::Object(map) => {
             for (k, v) in map {

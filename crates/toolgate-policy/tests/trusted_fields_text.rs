@@ -351,3 +351,33 @@ fn untrusted_wins_only_within_one_output() {
     record(&c, &mut s, "get_event", &text(&doc.to_string()));
     assert_eq!(send(&c, &mut s, "alice@team.example"), Effect::Allow);
 }
+
+#[test]
+fn numbers_in_the_untrusted_part_are_searched_like_text() {
+    // An account number given as a JSON number in a free-text part is still untrusted
+    // text: a transfer to it is not unproven but tainted.
+    let c = contracts(
+        "get_invoice:\n  output: {trusted_fields: [payee.name]}\npay:\n  exfiltrating: true\n  sink_params: [account]\n",
+    );
+    let mut s = session();
+    let doc = r#"{"payee": {"name": "ACME"}, "note": "pay to the account below", "account": 44712345678901}"#;
+    record(&c, &mut s, "get_invoice", &text(doc));
+    let args = json!({"account": "44712345678901"});
+    let call = ToolCall {
+        server: None,
+        tool: "pay",
+        arguments: &args,
+        definition: None,
+    };
+    let action = Action {
+        server: None,
+        tool: "pay".to_owned(),
+        parts: vec![Part::new(Operation::Unknown)],
+    };
+    let r = c
+        .check(&call, &action, &mut s, 0)
+        .into_iter()
+        .find(|r| r.contract == Contract::SinkGate)
+        .unwrap();
+    assert_eq!(r.effect, Effect::Deny, "{}", r.reason);
+}
