@@ -279,6 +279,22 @@ mod tests {
         (out, doc)
     }
 
+    proptest::proptest! {
+        /// Total: any path and any text, no panic; a path that parses takes only values the
+        /// document holds.
+        #[test]
+        fn any_path_and_text_is_handled(path in "[a-z.\\[\\]*0-9/~]{0,12}", t in "\\PC{0,40}") {
+            if let Ok(steps) = parse_path(&path) {
+                let mut doc = json!({"a": [{"b": "x"}, "y"], "0": {"1": ["z"]}});
+                let mut out = Vec::new();
+                take(&mut doc, &steps, &mut out);
+                proptest::prop_assert!(out.len() <= 4);
+            }
+            let _ = parse_text(&t, TextFormat::Json);
+            let _ = parse_text(&t, TextFormat::Yaml);
+        }
+    }
+
     #[test]
     fn paths_parse_into_steps() {
         use Step::*;
