@@ -790,8 +790,8 @@ impl Session {
                 collect_strings(item, &mut strings, 0);
             }
             strings.extend(texts.iter().copied());
-            match Untrusted::of(&strings, limit) {
-                Some(mut untrusted) => {
+            match Untrusted::of(&strings, limit, &trusted) {
+                Some(untrusted) => {
                     for v in &mut trusted {
                         out.overridden += untrusted.drop_repeated(v);
                     }
@@ -878,23 +878,23 @@ impl RecordedOutput {
 }
 
 /// The untrusted part of one output, to find the trusted strings it repeats.
-struct Untrusted<'s> {
-    strings: &'s [&'s str],
+struct Untrusted {
+    /// The destination tokens of the untrusted part.
     tokens: HashSet<String>,
-    /// Every untrusted string, lower-cased, joined by newlines: built when a trusted string
-    /// that is no destination is first looked for.
-    text: Option<String>,
-    /// Bytes left to search for strings that are no destination.
-    work: usize,
+    /// The trusted strings that are no destination and that the untrusted part holds at
+    /// word boundaries (lower-cased).
+    repeated: HashSet<String>,
+    /// Such strings past [`MAX_SEARCHED_VALUES`]: not searched, so counted as repeated.
+    unsearched: HashSet<String>,
 }
 
-/// Bytes of untrusted text searched, in all, for trusted strings that are no destination
-/// (one search per such string); past it such a string counts as repeated (not vouched).
-const MAX_REPEAT_SEARCH_BYTES: usize = 256 * 1024 * 1024;
+/// Trusted strings that are no destination searched in one output (all at once); past it
+/// such a string counts as repeated (it does not vouch).
+const MAX_SEARCHED_VALUES: usize = 10_000;
 
-impl<'s> Untrusted<'s> {
+impl Untrusted {
     /// `None` when the strings are longer than `limit` bytes in all.
-    fn of(strings: &'s [&'s str], limit: usize) -> Option<Untrusted<'s>> {
+    fn of(strings: &[&str], limit: usize, trusted: &[Value]) -> Option<Untrusted> {
         let total = strings.iter().map(|s| s.len()).sum::<usize>();
         if total > limit {
             return None;
@@ -903,17 +903,62 @@ impl<'s> Untrusted<'s> {
         for s in strings {
             tokens.extend(crate::taint::tokenize_destinations(s));
         }
+        // The trusted strings that are no destination: searched in one pass over the text.
+        let mut needles: Vec<String> = Vec::new();
+        let mut seen = HashSet::new();
+        for v in trusted {
+            let mut found = Vec::new();
+            collect_strings(v, &mut found, 0);
+            for s in found {
+                if let Some(n) = needle(s)
+                    && crate::taint::tokenize_destinations(s).is_empty()
+                    && seen.insert(n.clone())
+                {
+                    needles.push(n);
+                }
+            }
+        }
+        let unsearched: HashSet<String> = needles
+            .get(MAX_SEARCHED_VALUES..)
+            .unwrap_or_default()
+            .iter()
+            .cloned()
+            .collect();
+        needles.truncate(MAX_SEARCHED_VALUES);
+        let mut repeated = HashSet::new();
+        if !needles.is_empty() {
+            let mut text = String::with_capacity(total.saturating_add(strings.len()));
+            for s in strings {
+                text.push_str(&s.to_lowercase());
+                text.push('\n');
+            }
+            match aho_corasick::AhoCorasick::new(&needles) {
+                Ok(ac) => {
+                    let hay = text.as_bytes();
+                    let word =
+                        |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
+                    for m in ac.find_overlapping_iter(hay) {
+                        let bounded = !word(m.start().checked_sub(1).and_then(|i| hay.get(i)))
+                            && !word(hay.get(m.end()));
+                        if bounded && let Some(n) = needles.get(m.pattern().as_usize()) {
+                            repeated.insert(n.clone());
+                        }
+                    }
+                }
+                // Cannot search: none of them vouches.
+                Err(_) => repeated.extend(needles),
+            }
+        }
         Some(Untrusted {
-            strings,
             tokens,
-            text: None,
-            work: MAX_REPEAT_SEARCH_BYTES,
+            repeated,
+            unsearched,
         })
     }
 
     /// Replaces every string in `value` that the untrusted part repeats by `null`; returns
     /// how many.
-    fn drop_repeated(&mut self, value: &mut Value) -> usize {
+    fn drop_repeated(&self, value: &mut Value) -> usize {
         match value {
             Value::String(s) if self.repeats(s) => {
                 *value = Value::Null;
@@ -925,36 +970,22 @@ impl<'s> Untrusted<'s> {
         }
     }
 
-    fn repeats(&mut self, s: &str) -> bool {
+    fn repeats(&self, s: &str) -> bool {
         let tokens = crate::taint::tokenize_destinations(s);
         if !tokens.is_empty() {
             return tokens.iter().any(|t| self.tokens.contains(t));
         }
-        let needle = s.trim().to_lowercase();
-        if needle.is_empty() || needle.chars().any(char::is_whitespace) || needle.len() > 256 {
-            // Never vouched as a whole value (see `TaintIndex::record_json`).
-            return false;
-        }
-        let strings = self.strings;
-        let text = self.text.get_or_insert_with(|| {
-            let mut t = String::new();
-            for s in strings {
-                t.push_str(&s.to_lowercase());
-                t.push('\n');
-            }
-            t
-        });
-        if self.work < text.len() {
-            return true;
-        }
-        self.work -= text.len();
-        let hay = text.as_bytes();
-        let n = needle.as_bytes();
-        let word = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
-        memchr::memmem::find_iter(hay, n).any(|at| {
-            !word(at.checked_sub(1).and_then(|i| hay.get(i))) && !word(hay.get(at + n.len()))
-        })
+        // A string with whitespace, or too long, is never vouched as a whole value (see
+        // `TaintIndex::record_json`).
+        needle(s).is_some_and(|n| self.repeated.contains(&n) || self.unsearched.contains(&n))
     }
+}
+
+/// A trusted string as searched in the untrusted text: trimmed, lower-cased, without
+/// whitespace, at most 256 bytes.
+fn needle(s: &str) -> Option<String> {
+    let n = s.trim().to_lowercase();
+    (!n.is_empty() && !n.chars().any(char::is_whitespace) && n.len() <= 256).then_some(n)
 }
 
 /// Every member name and every number in `value` (as strings), to index them as untrusted
