@@ -201,6 +201,15 @@ fn claude_code_user_hooks_in_a_new_file() {
     let r = fake.run(&["unwrap", "--client", "claude-code", "--hooks", "--yes"]);
     ok(&r);
     assert!(r.stdout.contains("nothing to change"), "{}", r.stdout);
+    // No file at all: nothing to remove, nothing created.
+    let r = fake.run(&["unwrap", "--client", "cursor", "--hooks", "--yes"]);
+    ok(&r);
+    assert!(
+        r.stdout.contains("no such file") && r.stdout.contains("nothing to change"),
+        "{}",
+        r.stdout
+    );
+    assert!(!fake.home.join(".cursor").exists());
 }
 
 #[test]

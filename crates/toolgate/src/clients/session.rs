@@ -292,7 +292,11 @@ fn run_hooks(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode>
         path.display(),
         client.name(),
         selection.scope.name(),
-        if existing.is_none() { ", new file" } else { "" }
+        match (&existing, action) {
+            (Some(_), _) => "",
+            (None, Action::Init(_)) => ", new file",
+            (None, Action::Unwrap) => ", no such file",
+        }
     );
     for (event, outcome) in &events {
         let verb = match outcome {
