@@ -143,7 +143,27 @@ pub struct Session {
     /// resolved under (none when no definition was pinned). A pinned definition changes
     /// only together with its fingerprint, so a listing that repeats the tools keeps them.
     resolutions: HashMap<String, Kept>,
+    /// What `record_output_fields` noted about the latest outputs, for the sink gate's
+    /// reason (at most [`MAX_FIELD_NOTES`]).
+    field_notes: VecDeque<FieldNote>,
 }
+
+/// What reading one output under `trusted_fields` found that makes a destination in it
+/// untrusted although the contract trusts fields of it.
+#[derive(Debug)]
+struct FieldNote {
+    seq: u64,
+    /// Positions of the text blocks that were not a document.
+    unparsed: Vec<usize>,
+    /// Destinations (and other values) of trusted fields that an untrusted part of the same
+    /// output repeats (at most [`MAX_NOTED_VALUES`]).
+    overridden: HashSet<String>,
+}
+
+/// Outputs whose [`FieldNote`] is kept.
+const MAX_FIELD_NOTES: usize = 32;
+/// Overridden values kept per [`FieldNote`].
+const MAX_NOTED_VALUES: usize = 256;
 
 /// The fields of a definition that the fingerprint covers.
 const PINNED_FIELDS: [&str; 4] = ["description", "inputSchema", "outputSchema", "annotations"];
@@ -227,7 +247,33 @@ impl Session {
             seq: 0,
             baseline: false,
             resolutions: HashMap::new(),
+            field_notes: VecDeque::new(),
         }
+    }
+
+    /// Why the output `seq` taints `destination` although its contract trusts some of its
+    /// fields, when that is the reason (for the sink gate's explanation): the value is in a
+    /// trusted field but an untrusted part of the same output repeats it, or a text block of
+    /// that output was not a JSON/YAML document.
+    pub fn output_note(&self, seq: u64, destination: &str) -> Option<String> {
+        let note = self.field_notes.iter().find(|n| n.seq == seq)?;
+        if note.overridden.contains(destination) {
+            return Some(
+                "it is in a trusted field of that output, but an untrusted part of the same output repeats it; `trusted_wins: true` would trust it".to_owned(),
+            );
+        }
+        if note.unparsed.is_empty() {
+            return None;
+        }
+        let list = note
+            .unparsed
+            .iter()
+            .map(|i| format!("#{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some(format!(
+            "text content {list} of that output is not a JSON/YAML document, so all of it is untrusted"
+        ))
     }
 
     pub fn limits(&self) -> &SessionLimits {
@@ -781,6 +827,7 @@ impl Session {
                 }
             }
         }
+        let mut overridden: HashSet<String> = HashSet::new();
         if !trusted.is_empty() && !spec.trusted_wins() {
             let mut strings: Vec<&str> = Vec::new();
             for r in &rests {
@@ -793,7 +840,7 @@ impl Session {
             match Untrusted::of(&strings, limit, &trusted) {
                 Some(untrusted) => {
                     for v in &mut trusted {
-                        out.overridden += untrusted.drop_repeated(v);
+                        out.overridden += untrusted.drop_repeated(v, &mut overridden);
                     }
                 }
                 None => {
@@ -816,6 +863,16 @@ impl Session {
         }
         for item in items_left {
             record_item(&mut self.taint, item, OutputTrust::Untrusted, &source);
+        }
+        if !out.unparsed_texts.is_empty() || !overridden.is_empty() {
+            if self.field_notes.len() >= MAX_FIELD_NOTES {
+                self.field_notes.pop_front();
+            }
+            self.field_notes.push_back(FieldNote {
+                seq: out.seq,
+                unparsed: out.unparsed_texts.clone(),
+                overridden,
+            });
         }
         out
     }
@@ -957,15 +1014,23 @@ impl Untrusted {
     }
 
     /// Replaces every string in `value` that the untrusted part repeats by `null`; returns
-    /// how many.
-    fn drop_repeated(&self, value: &mut Value) -> usize {
+    /// how many, and notes their destinations (or values) in `noted`.
+    fn drop_repeated(&self, value: &mut Value, noted: &mut HashSet<String>) -> usize {
         match value {
             Value::String(s) if self.repeats(s) => {
+                if noted.len() < MAX_NOTED_VALUES {
+                    let tokens = crate::taint::tokenize_destinations(s);
+                    if tokens.is_empty() {
+                        noted.extend(needle(s));
+                    } else {
+                        noted.extend(tokens);
+                    }
+                }
                 *value = Value::Null;
                 1
             }
-            Value::Array(items) => items.iter_mut().map(|v| self.drop_repeated(v)).sum(),
-            Value::Object(map) => map.values_mut().map(|v| self.drop_repeated(v)).sum(),
+            Value::Array(items) => items.iter_mut().map(|v| self.drop_repeated(v, noted)).sum(),
+            Value::Object(map) => map.values_mut().map(|v| self.drop_repeated(v, noted)).sum(),
             _ => 0,
         }
     }

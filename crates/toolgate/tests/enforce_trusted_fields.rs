@@ -57,7 +57,11 @@ fn a_json_text_result_vouches_at_its_trusted_fields_only() {
     // In the trusted field and repeated by the description: untrusted wins (default).
     let r = send(&mut g, 3, "bob@partner.example");
     assert!(is_denied(&r), "{r}");
-    assert!(text(&r).contains("untrusted"), "{}", text(&r));
+    assert!(
+        text(&r).contains("an untrusted part of the same output repeats it"),
+        "{}",
+        text(&r)
+    );
     // Only in the description.
     let r = send(&mut g, 4, "eve@attacker.example");
     assert!(is_denied(&r), "{r}");
@@ -66,6 +70,20 @@ fn a_json_text_result_vouches_at_its_trusted_fields_only() {
     assert!(!is_denied(&g.recv_response(&json!(5))));
     let r = send(&mut g, 6, "dave@partner.example");
     assert!(is_denied(&r), "{r}");
+    assert!(
+        text(&r).contains("text content #0 of that output is not a JSON/YAML document"),
+        "{}",
+        text(&r)
+    );
+    // The audit's decision records carry the same reasons.
+    let audit = g.synced_audit();
+    assert!(
+        audit.iter().any(|a| a["kind"] == "decision"
+            && a["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("is not a JSON/YAML document"))),
+        "{audit:?}"
+    );
     let saw = g.upstream_saw();
     assert!(saw.contains("carol@partner.example"), "{saw}");
     assert!(!saw.contains("\"to\":\"bob@"), "{saw}");
