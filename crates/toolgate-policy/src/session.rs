@@ -834,7 +834,7 @@ impl Session {
                 collect_strings(r, &mut strings, 0);
             }
             for item in &items_left {
-                collect_strings(item, &mut strings, 0);
+                item_strings(item, &mut strings);
             }
             strings.extend(texts.iter().copied());
             match Untrusted::of(&strings, limit, &trusted) {
@@ -1085,6 +1085,28 @@ fn record_result(taint: &mut TaintIndex, result: &Value, trust: OutputTrust, sou
     }
     if let Some(sc) = obj.get("structuredContent") {
         taint.record_json(sc, trust, source.clone());
+    }
+}
+
+/// The strings of a `content` item that [`record_item`] indexes.
+fn item_strings<'v>(item: &'v Value, out: &mut Vec<&'v str>) {
+    let mut fields = |v: &'v Value, keys: &[&str]| {
+        for k in keys {
+            if let Some(t) = v.get(*k).and_then(Value::as_str) {
+                out.push(t);
+            }
+        }
+    };
+    match item.get("type").and_then(Value::as_str) {
+        Some("text") => fields(item, &["text"]),
+        Some("resource") => {
+            if let Some(r) = item.get("resource") {
+                fields(r, &["text", "uri"]);
+            }
+        }
+        Some("resource_link") => fields(item, &["uri", "name", "description"]),
+        Some("image" | "audio") => {}
+        _ => collect_strings(item, out, 0),
     }
 }
 

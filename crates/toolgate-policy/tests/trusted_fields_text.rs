@@ -381,3 +381,22 @@ fn numbers_in_the_untrusted_part_are_searched_like_text() {
         .unwrap();
     assert_eq!(r.effect, Effect::Deny, "{}", r.reason);
 }
+
+#[test]
+fn an_image_next_to_the_document_does_not_count_against_the_bound() {
+    let limits = TaintLimits {
+        max_text_bytes: 4096,
+        ..TaintLimits::default()
+    };
+    let c = contracts("get_event:\n  output: {trusted_fields: ['participants[*]']}\n");
+    let mut s = session_with(limits);
+    let doc = json!({"participants": ["alice@team.example"], "description": "hi"});
+    let result = json!({"content": [
+        {"type": "text", "text": doc.to_string()},
+        {"type": "image", "mimeType": "image/png", "data": "A".repeat(10_000)},
+        {"type": "resource", "resource": {"uri": "file:///x", "blob": "B".repeat(10_000)}}
+    ]});
+    let r = record(&c, &mut s, "get_event", &result);
+    assert!(!r.too_large, "{r:?}");
+    assert_eq!(send(&c, &mut s, "alice@team.example"), Effect::Allow);
+}
