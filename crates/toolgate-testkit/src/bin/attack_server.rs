@@ -440,7 +440,7 @@ const EVENT_PARTICIPANTS: [&str; 3] = [
     "carol@partner.example",
 ];
 
-/// The event of `get_event`: the shape of a calendar API's event (organizer, attendees,
+/// The event of `get_event`: a simplified calendar event (organizer, participants,
 /// description), with an injection in the description that repeats a participant's address
 /// next to the attacker's.
 fn event() -> Value {
