@@ -80,7 +80,11 @@ pub fn policy_schema() -> Value {
             "budget": {"type": "object", "required": ["max", "per"], "additionalProperties": false, "properties": {"max": {"type": "integer", "minimum": 0}, "per": {"type": "string", "description": "A duration such as 10m or 1h."}}},
             "output": {"oneOf": [
                 {"type": "string", "enum": ["trusted", "untrusted"]},
-                {"type": "object", "required": ["trusted_fields"], "additionalProperties": false, "properties": {"trusted_fields": string_list("Fields of the structured output that are trusted.")}}
+                {"type": "object", "required": ["trusted_fields"], "additionalProperties": false, "properties": {
+                    "trusted_fields": string_list("Fields of the output that are trusted, in structuredContent and in text content holding a JSON (or YAML) document: dotted paths such as `organizer.email`, `participants[*]`, `messages[*].sender`, or JSON pointers such as `/people/0/email`."),
+                    "text_format": {"type": "string", "enum": ["json", "yaml"], "description": "How text content is parsed (default json). Text that does not parse is untrusted as a whole."},
+                    "trusted_wins": {"type": "boolean", "description": "A value in a trusted field that an untrusted field of the same output repeats counts as trusted (default false: untrusted wins)."}
+                }}
             ], "description": "Trust label of the tool's output (default untrusted)."},
             "operation": {"enum": operations(), "description": "The tool's primary operation, for tools the built-in adapters do not know."},
             "command_param": {"type": "string"},

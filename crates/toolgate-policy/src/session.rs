@@ -13,9 +13,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::action::{Action, Operation};
-use crate::contracts::Resolution;
+use crate::contracts::fields::{self, FieldPath};
+use crate::contracts::{Resolution, TrustedFields};
 use crate::decision::{SinkFinding, SinkVerdict};
 use crate::fingerprint::fingerprint;
+use crate::normalize::collect_strings;
 use crate::taint::{OutputTrust, TaintIndex, TaintLimits, TaintSource};
 
 /// Bounds of a session's memory.
@@ -141,7 +143,27 @@ pub struct Session {
     /// resolved under (none when no definition was pinned). A pinned definition changes
     /// only together with its fingerprint, so a listing that repeats the tools keeps them.
     resolutions: HashMap<String, Kept>,
+    /// What `record_output_fields` noted about the latest outputs, for the sink gate's
+    /// reason (at most [`MAX_FIELD_NOTES`]).
+    field_notes: VecDeque<FieldNote>,
 }
+
+/// What reading one output under `trusted_fields` found that makes a destination in it
+/// untrusted although the contract trusts fields of it.
+#[derive(Debug)]
+struct FieldNote {
+    seq: u64,
+    /// Positions of the text blocks that were not a document.
+    unparsed: Vec<usize>,
+    /// Destinations (and other values) of trusted fields that an untrusted part of the same
+    /// output repeats (at most [`MAX_NOTED_VALUES`]).
+    overridden: HashSet<String>,
+}
+
+/// Outputs whose [`FieldNote`] is kept.
+const MAX_FIELD_NOTES: usize = 32;
+/// Overridden values kept per [`FieldNote`].
+const MAX_NOTED_VALUES: usize = 256;
 
 /// The fields of a definition that the fingerprint covers.
 const PINNED_FIELDS: [&str; 4] = ["description", "inputSchema", "outputSchema", "annotations"];
@@ -225,7 +247,33 @@ impl Session {
             seq: 0,
             baseline: false,
             resolutions: HashMap::new(),
+            field_notes: VecDeque::new(),
         }
+    }
+
+    /// Why the output `seq` taints `destination` although its contract trusts some of its
+    /// fields, when that is the reason (for the sink gate's explanation): the value is in a
+    /// trusted field but an untrusted part of the same output repeats it, or a text block of
+    /// that output was not a JSON/YAML document.
+    pub fn output_note(&self, seq: u64, destination: &str) -> Option<String> {
+        let note = self.field_notes.iter().find(|n| n.seq == seq)?;
+        if note.overridden.contains(destination) {
+            return Some(
+                "it is in a trusted field of that output, but an untrusted part of the same output repeats it; `trusted_wins: true` would trust it".to_owned(),
+            );
+        }
+        if note.unparsed.is_empty() {
+            return None;
+        }
+        let list = note
+            .unparsed
+            .iter()
+            .map(|i| format!("#{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some(format!(
+            "text content {list} of that output is not a JSON/YAML document, so all of it is untrusted"
+        ))
     }
 
     pub fn limits(&self) -> &SessionLimits {
@@ -692,136 +740,402 @@ impl Session {
     ) -> u64 {
         let source = self.next_source(server, tool);
         let seq = source.seq;
-        record_result(&mut self.taint, result, trust, &source, None);
+        record_result(&mut self.taint, result, trust, &source);
         seq
     }
 
-    /// Feed a result whose structured output is trusted only at `trusted_fields` (JSON
-    /// pointers or dotted paths): those values vouch, everything else taints. A text item
-    /// that merely repeats the structured output is not recorded twice.
+    /// Feed a result whose output is trusted only at `spec`'s fields: in
+    /// `structuredContent`, and in each text content block that holds a JSON (or, with
+    /// `text_format: yaml`, YAML) document (see [`crate::contracts::TrustedFields`]). The
+    /// values at those fields vouch, everything else taints: the rest of each document (its
+    /// member names too), text that is not such a document (as a whole), and every other
+    /// content item. A text block that repeats `structuredContent` is not recorded twice.
+    ///
+    /// Unless `trusted_wins`, a trusted string whose destination (or, for a string that is
+    /// no destination, whose text at word boundaries) the untrusted part of the same output
+    /// also holds does not vouch: an injection in a free-text field that repeats a
+    /// participant's address keeps that address tainted. When the untrusted part is larger
+    /// than [`TaintLimits::max_text_bytes`] (so it cannot be compared in full), nothing in the
+    /// output vouches.
+    ///
+    /// Bounds: each text block is parsed at most once, and only while the text parsed for
+    /// this output stays within [`TaintLimits::max_text_bytes`] (a block past that is text);
+    /// YAML is parsed under serde-saphyr's budget.
     pub fn record_output_fields(
         &mut self,
         server: Option<&str>,
         tool: &str,
         result: &Value,
-        trusted_fields: &[String],
-    ) -> u64 {
+        spec: &TrustedFields,
+    ) -> RecordedOutput {
         let source = self.next_source(server, tool);
-        let seq = source.seq;
-        let structured = result.get("structuredContent");
-        if let Some(sc) = structured {
-            let mut rest = sc.clone();
-            let mut trusted = Vec::new();
-            for f in trusted_fields {
-                take_field(&mut rest, f, &mut trusted);
-            }
-            for v in &trusted {
-                self.taint
-                    .record_json(v, OutputTrust::Trusted, source.clone());
-            }
+        let mut out = RecordedOutput::plain(source.seq);
+        let Some(obj) = result.as_object() else {
             self.taint
-                .record_json(&rest, OutputTrust::Untrusted, source.clone());
+                .record_json(result, OutputTrust::Untrusted, source);
+            return out;
+        };
+        let paths: Vec<FieldPath> = spec
+            .trusted_fields
+            .iter()
+            .filter_map(|f| fields::parse_path(f).ok())
+            .collect();
+        let limit = self.taint.limits().max_text_bytes;
+        let mut trusted: Vec<Value> = Vec::new();
+        // The untrusted parts of the documents, each followed by an array of its member names
+        // and numbers.
+        let mut rests: Vec<Value> = Vec::new();
+        let split = |mut doc: Value, trusted: &mut Vec<Value>, rests: &mut Vec<Value>| {
+            for p in &paths {
+                fields::take(&mut doc, p, trusted);
+            }
+            let mut names = Vec::new();
+            collect_names(&doc, &mut names, 0);
+            rests.push(doc);
+            rests.push(Value::Array(names));
+        };
+        let structured = obj.get("structuredContent");
+        if let Some(sc) = structured {
+            split(sc.clone(), &mut trusted, &mut rests);
         }
-        record_result(
-            &mut self.taint,
-            result,
-            OutputTrust::Untrusted,
-            &source,
-            structured,
-        );
-        seq
+        // Text blocks that are not a document, and every other content item.
+        let mut texts: Vec<&str> = Vec::new();
+        let mut items_left: Vec<&Value> = Vec::new();
+        let mut parse_budget = limit;
+        if let Some(items) = obj.get("content").and_then(Value::as_array) {
+            for (i, item) in items.iter().enumerate() {
+                if item.get("type").and_then(Value::as_str) != Some("text") {
+                    items_left.push(item);
+                    continue;
+                }
+                let Some(t) = item.get("text").and_then(Value::as_str) else {
+                    continue;
+                };
+                let doc = if t.len() <= parse_budget {
+                    parse_budget -= t.len();
+                    fields::parse_text(t, spec.format())
+                } else {
+                    None
+                };
+                match doc {
+                    Some(d) if structured == Some(&d) => {}
+                    Some(d) => split(d, &mut trusted, &mut rests),
+                    None => {
+                        texts.push(t);
+                        out.unparsed_texts.push(i);
+                    }
+                }
+            }
+        }
+        let mut overridden: HashSet<String> = HashSet::new();
+        if !trusted.is_empty() && !spec.trusted_wins() {
+            let mut strings: Vec<&str> = Vec::new();
+            for r in &rests {
+                collect_strings(r, &mut strings, 0);
+            }
+            for item in &items_left {
+                item_strings(item, &mut strings);
+            }
+            strings.extend(texts.iter().copied());
+            match Untrusted::of(&strings, limit, &trusted) {
+                Some(untrusted) => {
+                    for v in &mut trusted {
+                        out.overridden += untrusted.drop_repeated(v, &mut overridden);
+                    }
+                }
+                None => {
+                    out.too_large = true;
+                    trusted.clear();
+                }
+            }
+        }
+        for v in &trusted {
+            self.taint
+                .record_json(v, OutputTrust::Trusted, source.clone());
+        }
+        for r in &rests {
+            self.taint
+                .record_json(r, OutputTrust::Untrusted, source.clone());
+        }
+        for t in texts {
+            self.taint
+                .record_text(t, OutputTrust::Untrusted, source.clone());
+        }
+        for item in items_left {
+            record_item(&mut self.taint, item, OutputTrust::Untrusted, &source);
+        }
+        if !out.unparsed_texts.is_empty() || !overridden.is_empty() {
+            if self.field_notes.len() >= MAX_FIELD_NOTES {
+                self.field_notes.pop_front();
+            }
+            self.field_notes.push_back(FieldNote {
+                seq: out.seq,
+                unparsed: out.unparsed_texts.clone(),
+                overridden,
+            });
+        }
+        out
     }
 }
 
-fn record_result(
-    taint: &mut TaintIndex,
-    result: &Value,
-    trust: OutputTrust,
-    source: &TaintSource,
-    skip_structured: Option<&Value>,
-) {
+/// What recording one output did, for the caller to report (see
+/// [`crate::contracts::Contracts::record_output_noted`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordedOutput {
+    /// The sequence number given to this output.
+    pub seq: u64,
+    /// With `trusted_fields`: the positions in `content` of the text blocks that were not a
+    /// JSON (or YAML) document, so untrusted as a whole.
+    pub unparsed_texts: Vec<usize>,
+    /// With `trusted_fields`: trusted strings that did not vouch because an untrusted field
+    /// of the same output repeats them.
+    pub overridden: usize,
+    /// With `trusted_fields`: the untrusted part was too large to compare, so nothing
+    /// vouched.
+    pub too_large: bool,
+}
+
+impl RecordedOutput {
+    pub(crate) fn plain(seq: u64) -> RecordedOutput {
+        RecordedOutput {
+            seq,
+            ..RecordedOutput::default()
+        }
+    }
+
+    /// A sentence for the log when something in the output was read as untrusted against
+    /// the contract's `trusted_fields` (`None` when nothing was).
+    pub fn note(&self, tool: &str) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.unparsed_texts.is_empty() {
+            let list = self
+                .unparsed_texts
+                .iter()
+                .map(|i| format!("#{i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            parts.push(format!(
+                "text content {list} is not a JSON/YAML document: untrusted as a whole"
+            ));
+        }
+        if self.overridden > 0 {
+            parts.push(format!(
+                "{} trusted value(s) also appear in an untrusted field: untrusted (`trusted_wins: true` trusts them)",
+                self.overridden
+            ));
+        }
+        if self.too_large {
+            parts.push(
+                "the untrusted part is too large to compare with the trusted fields: nothing vouched"
+                    .to_owned(),
+            );
+        }
+        (!parts.is_empty()).then(|| format!("output of `{tool}`: {}", parts.join("; ")))
+    }
+}
+
+/// The untrusted part of one output, to find the trusted strings it repeats.
+struct Untrusted {
+    /// The destination tokens of the untrusted part.
+    tokens: HashSet<String>,
+    /// The trusted strings that are no destination and that the untrusted part holds at
+    /// word boundaries (lower-cased).
+    repeated: HashSet<String>,
+    /// Such strings past [`MAX_SEARCHED_VALUES`]: not searched, so counted as repeated.
+    unsearched: HashSet<String>,
+}
+
+/// Trusted strings that are no destination searched in one output (all at once); past it
+/// such a string counts as repeated (it does not vouch).
+const MAX_SEARCHED_VALUES: usize = 10_000;
+
+impl Untrusted {
+    /// `None` when the strings are longer than `limit` bytes in all.
+    fn of(strings: &[&str], limit: usize, trusted: &[Value]) -> Option<Untrusted> {
+        let total = strings.iter().map(|s| s.len()).sum::<usize>();
+        if total > limit {
+            return None;
+        }
+        let mut tokens = HashSet::new();
+        for s in strings {
+            tokens.extend(crate::taint::tokenize_destinations(s));
+        }
+        // The trusted strings that are no destination: searched in one pass over the text.
+        let mut needles: Vec<String> = Vec::new();
+        let mut seen = HashSet::new();
+        for v in trusted {
+            let mut found = Vec::new();
+            collect_strings(v, &mut found, 0);
+            for s in found {
+                if let Some(n) = needle(s)
+                    && crate::taint::tokenize_destinations(s).is_empty()
+                    && seen.insert(n.clone())
+                {
+                    needles.push(n);
+                }
+            }
+        }
+        let unsearched: HashSet<String> = needles
+            .get(MAX_SEARCHED_VALUES..)
+            .unwrap_or_default()
+            .iter()
+            .cloned()
+            .collect();
+        needles.truncate(MAX_SEARCHED_VALUES);
+        let mut repeated = HashSet::new();
+        if !needles.is_empty() {
+            let mut text = String::with_capacity(total.saturating_add(strings.len()));
+            for s in strings {
+                text.push_str(&s.to_lowercase());
+                text.push('\n');
+            }
+            match aho_corasick::AhoCorasick::new(&needles) {
+                Ok(ac) => {
+                    let hay = text.as_bytes();
+                    let word =
+                        |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
+                    for m in ac.find_overlapping_iter(hay) {
+                        let bounded = !word(m.start().checked_sub(1).and_then(|i| hay.get(i)))
+                            && !word(hay.get(m.end()));
+                        if bounded && let Some(n) = needles.get(m.pattern().as_usize()) {
+                            repeated.insert(n.clone());
+                        }
+                    }
+                }
+                // Cannot search: none of them vouches.
+                Err(_) => repeated.extend(needles),
+            }
+        }
+        Some(Untrusted {
+            tokens,
+            repeated,
+            unsearched,
+        })
+    }
+
+    /// Replaces every string in `value` that the untrusted part repeats by `null`; returns
+    /// how many, and notes their destinations (or values) in `noted`.
+    fn drop_repeated(&self, value: &mut Value, noted: &mut HashSet<String>) -> usize {
+        match value {
+            Value::String(s) if self.repeats(s) => {
+                if noted.len() < MAX_NOTED_VALUES {
+                    let tokens = crate::taint::tokenize_destinations(s);
+                    if tokens.is_empty() {
+                        noted.extend(needle(s));
+                    } else {
+                        noted.extend(tokens);
+                    }
+                }
+                *value = Value::Null;
+                1
+            }
+            Value::Array(items) => items.iter_mut().map(|v| self.drop_repeated(v, noted)).sum(),
+            Value::Object(map) => map.values_mut().map(|v| self.drop_repeated(v, noted)).sum(),
+            _ => 0,
+        }
+    }
+
+    fn repeats(&self, s: &str) -> bool {
+        let tokens = crate::taint::tokenize_destinations(s);
+        if !tokens.is_empty() {
+            return tokens.iter().any(|t| self.tokens.contains(t));
+        }
+        // A string with whitespace, or too long, is never vouched as a whole value (see
+        // `TaintIndex::record_json`).
+        needle(s).is_some_and(|n| self.repeated.contains(&n) || self.unsearched.contains(&n))
+    }
+}
+
+/// A trusted string as searched in the untrusted text: trimmed, lower-cased, without
+/// whitespace, at most 256 bytes.
+fn needle(s: &str) -> Option<String> {
+    let n = s.trim().to_lowercase();
+    (!n.is_empty() && !n.chars().any(char::is_whitespace) && n.len() <= 256).then_some(n)
+}
+
+/// Every member name and every number in `value` (as strings), to index them as untrusted
+/// text: the model reads them too (an address as a name, an account number as a number),
+/// and the index reads only string values.
+fn collect_names(value: &Value, out: &mut Vec<Value>, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    match value {
+        Value::Number(n) => out.push(Value::String(n.to_string())),
+        Value::Array(items) => items.iter().for_each(|v| collect_names(v, out, depth + 1)),
+        Value::Object(map) => {
+            for (k, v) in map {
+                out.push(Value::String(k.clone()));
+                collect_names(v, out, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn record_result(taint: &mut TaintIndex, result: &Value, trust: OutputTrust, source: &TaintSource) {
     let Some(obj) = result.as_object() else {
         taint.record_json(result, trust, source.clone());
         return;
     };
     if let Some(items) = obj.get("content").and_then(Value::as_array) {
         for item in items {
-            match item.get("type").and_then(Value::as_str) {
-                Some("text") => {
-                    if let Some(t) = item.get("text").and_then(Value::as_str) {
-                        if let Some(sc) = skip_structured
-                            && serde_json::from_str::<Value>(t).ok().as_ref() == Some(sc)
-                        {
-                            continue;
-                        }
-                        taint.record_text(t, trust, source.clone());
-                    }
-                }
-                Some("resource") => {
-                    if let Some(r) = item.get("resource") {
-                        for k in ["text", "uri"] {
-                            if let Some(t) = r.get(k).and_then(Value::as_str) {
-                                taint.record_text(t, trust, source.clone());
-                            }
-                        }
-                    }
-                }
-                Some("resource_link") => {
-                    for k in ["uri", "name", "description"] {
-                        if let Some(t) = item.get(k).and_then(Value::as_str) {
-                            taint.record_text(t, trust, source.clone());
-                        }
-                    }
-                }
-                Some("image" | "audio") => {}
-                _ => taint.record_json(item, trust, source.clone()),
-            }
+            record_item(taint, item, trust, source);
         }
     }
-    if skip_structured.is_none()
-        && let Some(sc) = obj.get("structuredContent")
-    {
+    if let Some(sc) = obj.get("structuredContent") {
         taint.record_json(sc, trust, source.clone());
     }
 }
 
-/// Move the values at `field` (JSON pointer or dotted path) out of `value` into `out`.
-fn take_field(value: &mut Value, field: &str, out: &mut Vec<Value>) {
-    let (segments, pointer): (Vec<String>, bool) = match field.strip_prefix('/') {
-        Some(p) => (
-            p.split('/')
-                .map(|s| s.replace("~1", "/").replace("~0", "~"))
-                .collect(),
-            true,
-        ),
-        None => (field.split('.').map(str::to_owned).collect(), false),
+/// The strings of a `content` item that [`record_item`] indexes.
+fn item_strings<'v>(item: &'v Value, out: &mut Vec<&'v str>) {
+    let mut fields = |v: &'v Value, keys: &[&str]| {
+        for k in keys {
+            if let Some(t) = v.get(*k).and_then(Value::as_str) {
+                out.push(t);
+            }
+        }
     };
-    take_at(value, &segments, pointer, out);
+    match item.get("type").and_then(Value::as_str) {
+        Some("text") => fields(item, &["text"]),
+        Some("resource") => {
+            if let Some(r) = item.get("resource") {
+                fields(r, &["text", "uri"]);
+            }
+        }
+        Some("resource_link") => fields(item, &["uri", "name", "description"]),
+        Some("image" | "audio") => {}
+        _ => collect_strings(item, out, 0),
+    }
 }
 
-fn take_at(value: &mut Value, segments: &[String], pointer: bool, out: &mut Vec<Value>) {
-    let Some((first, rest)) = segments.split_first() else {
-        out.push(value.take());
-        return;
-    };
-    match value {
-        Value::Array(items) => {
-            if pointer {
-                if let Some(v) = first.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
-                    take_at(v, rest, pointer, out);
-                }
-            } else {
-                for v in items {
-                    take_at(v, segments, pointer, out);
+/// One item of a result's `content`.
+fn record_item(taint: &mut TaintIndex, item: &Value, trust: OutputTrust, source: &TaintSource) {
+    match item.get("type").and_then(Value::as_str) {
+        Some("text") => {
+            if let Some(t) = item.get("text").and_then(Value::as_str) {
+                taint.record_text(t, trust, source.clone());
+            }
+        }
+        Some("resource") => {
+            if let Some(r) = item.get("resource") {
+                for k in ["text", "uri"] {
+                    if let Some(t) = r.get(k).and_then(Value::as_str) {
+                        taint.record_text(t, trust, source.clone());
+                    }
                 }
             }
         }
-        Value::Object(map) => {
-            if let Some(v) = map.get_mut(first.as_str()) {
-                take_at(v, rest, pointer, out);
+        Some("resource_link") => {
+            for k in ["uri", "name", "description"] {
+                if let Some(t) = item.get(k).and_then(Value::as_str) {
+                    taint.record_text(t, trust, source.clone());
+                }
             }
         }
-        _ => {}
+        Some("image" | "audio") => {}
+        _ => taint.record_json(item, trust, source.clone()),
     }
 }
 

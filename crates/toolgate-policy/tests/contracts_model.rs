@@ -136,6 +136,16 @@ fn validate_table() {
             Severity::Error,
         ),
         (
+            "output: {trusted_fields: ['participants[x]']}",
+            "output",
+            Severity::Error,
+        ),
+        (
+            "output: {trusted_fields: ['participants[*']}",
+            "output",
+            Severity::Error,
+        ),
+        (
             "exfiltrating: false\nsink_params: [to]",
             "sink_params",
             Severity::Warning,
@@ -183,6 +193,34 @@ fn validate_table() {
     );
     let errs = Contracts::compile(&user("t:\n  arg_patterns: {x: '('}\n"), &[]).unwrap_err();
     assert_eq!(errs[0].path, ["tools", "t", "arg_patterns", "x"]);
+    // A bad field path is located at its element, with a help line.
+    let errs = Contracts::compile(
+        &user("t:\n  output: {trusted_fields: [organizer.email, 'messages[*]x']}\n"),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        errs[0].path,
+        ["tools", "t", "output", "trusted_fields", "1"]
+    );
+    assert!(
+        errs[0].message.contains("`messages[*]x`"),
+        "{}",
+        errs[0].message
+    );
+    assert!(
+        errs[0]
+            .help
+            .as_deref()
+            .unwrap()
+            .contains("participants[*].email")
+    );
+    // `text_format` takes `json` or `yaml`; `trusted_wins` a boolean.
+    assert!(parse("output: {trusted_fields: [a], text_format: yaml, trusted_wins: true}").is_ok());
+    assert!(parse("output: {trusted_fields: [a], text_format: xml}").is_err());
+    assert!(parse("output: {trusted_fields: [a], trusted_wins: [true]}").is_err());
+    assert!(parse("output: {trusted_fields: [a], bogus: 1}").is_err());
+    assert!(parse("output: trustd").is_err());
     assert!(Contracts::compile(&BTreeMap::new(), &["nope".into()]).is_err());
 }
 

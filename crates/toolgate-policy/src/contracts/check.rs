@@ -21,7 +21,7 @@ use crate::action::Action;
 use crate::decision::{Contract, ContractResult, Effect};
 use crate::fsfacts::lexical_normalize;
 use crate::normalize::{NormalizeContext, ToolCall, ToolMapping, builtin_mapping};
-use crate::session::{PinState, Session};
+use crate::session::{PinState, RecordedOutput, Session};
 use crate::taint::OutputTrust;
 
 /// Where a layer of a resolved contract came from.
@@ -514,13 +514,38 @@ impl Contracts {
         tool: &str,
         result: &Value,
     ) -> u64 {
-        let trusted = self.lookup_in(tool, session, None).trusted_output();
-        match trusted {
-            Some(fields) if fields.is_empty() => {
-                session.record_output(server, tool, result, OutputTrust::Trusted)
+        self.record_output_noted(session, server, tool, result).seq
+    }
+
+    /// [`Contracts::record_output`], and what the caller should say about it: with
+    /// `trusted_fields`, the text content blocks that were not a JSON (or YAML) document and
+    /// so were untrusted as a whole, and the trusted values that an untrusted field of the
+    /// same output repeated.
+    pub fn record_output_noted(
+        &self,
+        session: &mut Session,
+        server: Option<&str>,
+        tool: &str,
+        result: &Value,
+    ) -> RecordedOutput {
+        let output = self
+            .lookup_in(tool, session, None)
+            .contract()
+            .output
+            .clone();
+        match output {
+            Some(OutputSpec::Label(OutputLabel::Trusted)) => RecordedOutput::plain(
+                session.record_output(server, tool, result, OutputTrust::Trusted),
+            ),
+            Some(OutputSpec::Fields(fields)) => {
+                session.record_output_fields(server, tool, result, &fields)
             }
-            Some(fields) => session.record_output_fields(server, tool, result, &fields),
-            None => session.record_output(server, tool, result, OutputTrust::Untrusted),
+            _ => RecordedOutput::plain(session.record_output(
+                server,
+                tool,
+                result,
+                OutputTrust::Untrusted,
+            )),
         }
     }
 

@@ -23,6 +23,7 @@
 //! (maps such as `arg_patterns` per key).
 
 mod check;
+pub(crate) mod fields;
 pub mod heuristics;
 pub mod packs;
 mod sink;
@@ -63,21 +64,84 @@ pub enum OutputLabel {
     Untrusted,
 }
 
-/// `output: {trusted_fields: [...]}`: only these fields of the structured output are trusted.
+/// How the text content blocks of a tool with `trusted_fields` are read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TextFormat {
+    /// JSON (the default).
+    #[default]
+    Json,
+    /// YAML (a JSON document is YAML too). A document with a comment is not read.
+    Yaml,
+}
+
+/// `output: {trusted_fields: [...], text_format: json|yaml, trusted_wins: bool}`: only these
+/// fields of the output are trusted, in `structuredContent` and in every text content block
+/// that holds a JSON (or YAML) document. Text that does not parse is untrusted as a whole.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TrustedFields {
-    /// JSON pointers (`/channels/0/id`) or dotted paths (`channels.id`; arrays are walked
-    /// element by element).
+    /// JSON pointers (`/channels/0/id`) or dotted paths (`organizer.email`,
+    /// `participants[*]`, `messages[*].sender`; a name walks arrays element by element).
     pub trusted_fields: Vec<String>,
+    /// How text content is parsed: `json` (default) or `yaml`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_format: Option<TextFormat>,
+    /// A value in a trusted field that the same output also holds in an untrusted field:
+    /// trusted (`true`) or untrusted (`false`, the default: an injection that repeats a
+    /// participant's address does not get it vouched for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted_wins: Option<bool>,
+}
+
+impl TrustedFields {
+    /// The text format (JSON unless the contract says YAML).
+    pub fn format(&self) -> TextFormat {
+        self.text_format.unwrap_or_default()
+    }
+
+    /// Whether a trusted value wins over the same value in an untrusted field.
+    pub fn trusted_wins(&self) -> bool {
+        self.trusted_wins == Some(true)
+    }
 }
 
 /// The trust label of a tool's output.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(untagged)]
 pub enum OutputSpec {
     Label(OutputLabel),
     Fields(TrustedFields),
+}
+
+/// A label or a map, each read by its own deserializer so that a mistake inside the map
+/// (`text_format: xml`, an unknown key) is reported as itself, where it is, rather than as
+/// "did not match any variant".
+impl<'de> Deserialize<'de> for OutputSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = OutputSpec;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("`trusted`, `untrusted` or `{trusted_fields: [...]}`")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<OutputSpec, E> {
+                OutputLabel::deserialize(serde::de::value::StrDeserializer::<E>::new(v))
+                    .map(OutputSpec::Label)
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<OutputSpec, A::Error> {
+                TrustedFields::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(OutputSpec::Fields)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// One `tools:` entry (or pack entry). Every field is optional; see the module docs for how
@@ -614,17 +678,14 @@ impl ToolContract {
                     Some("say `output: untrusted` instead"),
                 ));
             }
-            for field in &f.trusted_fields {
-                let bad = if let Some(ptr) = field.strip_prefix('/') {
-                    ptr.is_empty()
-                } else {
-                    field.is_empty() || field.split('.').any(str::is_empty)
-                };
-                if bad {
+            for (i, field) in f.trusted_fields.iter().enumerate() {
+                if let Err(why) = fields::parse_path(field) {
                     issues.push(Issue::error(
-                        at(&["output", "trusted_fields"]),
-                        format!("`{field}` is not a JSON pointer or dotted path"),
-                        Some("write `/channels/0/id` or `channels.id`"),
+                        at(&["output", "trusted_fields", &i.to_string()]),
+                        format!("`{field}` is not a field path: {why}"),
+                        Some(
+                            "write a dotted path such as `organizer.email` or `participants[*].email`, or a JSON pointer such as `/people/0/email` (for names with a dot or a bracket)",
+                        ),
                     ));
                 }
             }

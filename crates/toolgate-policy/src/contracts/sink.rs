@@ -396,10 +396,18 @@ pub(super) fn gate(
                 _ => "tool output".to_owned(),
             };
             match f.verdict {
-                SinkVerdict::Tainted => format!(
-                    "destination `{}` in `{}` came from untrusted {from}{scope}",
-                    f.destination, f.argument
-                ),
+                SinkVerdict::Tainted => {
+                    // With `trusted_fields`: why this output's trust did not cover it.
+                    let note = f
+                        .source_seq
+                        .and_then(|seq| session.output_note(seq, &f.destination))
+                        .map(|n| format!(" ({n})"))
+                        .unwrap_or_default();
+                    format!(
+                        "destination `{}` in `{}` came from untrusted {from}{note}{scope}",
+                        f.destination, f.argument
+                    )
+                }
                 SinkVerdict::Unusable => format!(
                     "destination argument `{}` is present but holds no usable destination (`{}`): what the server makes of it is unknown",
                     f.argument, f.value

@@ -12,6 +12,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 use crate::broker::Layout;
 use crate::clients::discovery::{self, Client, Env};
 use crate::clients::document::{self, Outcome, WrapSettings};
+use crate::clients::hooks::{self, HookClient, HookScope};
 
 /// Check the policy, the approval broker, client configurations and (optionally) that an
 /// upstream server starts.
@@ -39,6 +40,7 @@ pub struct Args {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Level {
+    Info,
     Pass,
     Warn,
     Fail,
@@ -51,6 +53,7 @@ struct Out {
 impl Out {
     fn line(&mut self, level: Level, text: impl AsRef<str>) {
         let tag = match level {
+            Level::Info => "INFO",
             Level::Pass => "PASS",
             Level::Warn => "WARN",
             Level::Fail => {
@@ -96,6 +99,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ),
     }
     check_clients(&mut out);
+    check_hooks(&mut out, report.broker.is_ok());
     if args.probe {
         let verdict = runtime.block_on(probe_upstream(&args.command, args.probe_timeout));
         match verdict {
@@ -213,6 +217,110 @@ fn check_clients(out: &mut Out) {
                 format!("{client} `{path}` cannot be parsed: {e}"),
             ),
         }
+    }
+}
+
+/// toolgate's hooks in the coding agents' settings (user and project), and whether their
+/// command can run.
+fn check_hooks(out: &mut Out, broker_reachable: bool) {
+    let Ok(env) = Env::from_process() else {
+        return;
+    };
+    let mut any = false;
+    for client in HookClient::ALL {
+        let mut found = false;
+        for scope in [HookScope::User, HookScope::Project] {
+            let path = client.path(scope, &env);
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let shown = path.display();
+            let name = client.name();
+            let fix = format!(
+                "help: run `toolgate init --client {name} --hooks --scope {}`",
+                scope.name()
+            );
+            let events = match hooks::installed(&text, client) {
+                Ok(e) => e,
+                Err(e) => {
+                    out.line(
+                        Level::Warn,
+                        format!(
+                            "{name} {} hooks `{shown}` cannot be read: {e}",
+                            scope.name()
+                        ),
+                    );
+                    continue;
+                }
+            };
+            let present: Vec<&str> = events
+                .iter()
+                .filter(|(_, c)| c.is_some())
+                .map(|(e, _)| *e)
+                .collect();
+            if present.is_empty() {
+                continue;
+            }
+            found = true;
+            let missing: Vec<&str> = events
+                .iter()
+                .filter(|(_, c)| c.is_none())
+                .map(|(e, _)| *e)
+                .collect();
+            // A command that cannot start is an error the clients do not treat as a deny:
+            // the call would run unchecked.
+            let broken: Vec<String> = events
+                .iter()
+                .filter_map(|(_, c)| c.as_deref())
+                .filter_map(hooks::program_of)
+                .filter(|p| p.starts_with('/') && !std::path::Path::new(p).is_file())
+                .collect();
+            if let Some(p) = broken.first() {
+                out.line(
+                    Level::Fail,
+                    format!(
+                        "{name} {} hooks `{shown}` run `{p}`, which does not exist: the client would let every call through. {fix}",
+                        scope.name()
+                    ),
+                );
+            } else if missing.is_empty() {
+                out.line(
+                    Level::Pass,
+                    format!(
+                        "{name} {} hooks installed in `{shown}` ({} events)",
+                        scope.name(),
+                        present.len()
+                    ),
+                );
+            } else {
+                out.line(
+                    Level::Warn,
+                    format!(
+                        "{name} {} hooks in `{shown}` miss [{}]. {fix}",
+                        scope.name(),
+                        missing.join(", ")
+                    ),
+                );
+            }
+        }
+        if found {
+            any = true;
+        } else {
+            out.line(
+                Level::Info,
+                format!(
+                    "no {} hooks installed (its built-in tools are not checked). help: run `toolgate init --client {} --hooks`",
+                    client.name(),
+                    client.name()
+                ),
+            );
+        }
+    }
+    if any && !broker_reachable {
+        out.line(
+            Level::Info,
+            "the hooks decide in the broker, which is not running now: the first hook starts it",
+        );
     }
 }
 

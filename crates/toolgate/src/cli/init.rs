@@ -16,10 +16,15 @@ use crate::clients::{Action, Selection};
 #[command(after_help = "Examples:
   toolgate init --dry-run
   toolgate init --client claude-code --policy \"$PWD/toolgate.yaml\"
-  toolgate init --config ./.mcp.json --server github --yes
+  toolgate init --client claude-code --hooks --policy \"$HOME/toolgate.yaml\"
+  toolgate init --client cursor --hooks --scope project
 
 It shows a diff and asks before writing (`--yes` to apply without asking). Each wrapped entry
-keeps its original command under `x-toolgate-upstream`, which `toolgate unwrap` restores.")]
+keeps its original command under `x-toolgate-upstream`, which `toolgate unwrap` restores.
+With `--hooks` it adds `toolgate hook <client>` for every hook event of Claude Code
+(`~/.claude/settings.json`, or `.claude/settings.json` with `--scope project`) or Cursor
+(`~/.cursor/hooks.json`, `.cursor/hooks.json`); `toolgate unwrap --hooks` removes exactly
+those entries.")]
 pub struct Args {
     #[command(flatten)]
     selection: Selection,

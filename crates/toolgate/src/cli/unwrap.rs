@@ -9,7 +9,8 @@ use crate::clients::{Action, Selection};
 #[command(after_help = "Examples:
   toolgate unwrap --dry-run
   toolgate unwrap --client claude-code
-  toolgate unwrap --config ./.mcp.json --server github --yes")]
+  toolgate unwrap --config ./.mcp.json --server github --yes
+  toolgate unwrap --client claude-code --hooks")]
 pub struct Args {
     #[command(flatten)]
     selection: Selection,

@@ -123,13 +123,13 @@ struct ServerMap<'b, 'a> {
 
 /// A replacement of `text[start..end]`.
 #[derive(Debug)]
-struct Splice {
-    start: usize,
-    end: usize,
-    with: String,
+pub(crate) struct Splice {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) with: String,
 }
 
-fn parse_options() -> ParseOptions {
+pub(crate) fn parse_options() -> ParseOptions {
     ParseOptions {
         // Strings and numbers in these files are plain JSON; refusing the exotic
         // JSON5 forms keeps the value we verify against the one clients read.
@@ -203,7 +203,7 @@ fn map_label(path: &[String]) -> String {
     }
 }
 
-fn prop_name(prop: &ObjectProp<'_>) -> String {
+pub(crate) fn prop_name(prop: &ObjectProp<'_>) -> String {
     match &prop.name {
         ObjectPropName::String(lit) => lit.value.to_string(),
         ObjectPropName::Word(lit) => lit.value.to_owned(),
@@ -235,14 +235,14 @@ fn slice(text: &str, start: usize, end: usize) -> Result<&str, DocError> {
     text.get(start..end).ok_or(DocError::Verification)
 }
 
-fn newline(text: &str) -> &'static str {
+pub(crate) fn newline(text: &str) -> &'static str {
     if text.contains("\r\n") { "\r\n" } else { "\n" }
 }
 
 /// What goes between two items when inserting in front of the item at `pos`:
 /// a line break and that item's indentation when it starts its own line, else a
 /// space.
-fn separator_before(text: &str, pos: usize) -> String {
+pub(crate) fn separator_before(text: &str, pos: usize) -> String {
     let before = text.get(..pos).unwrap_or_default();
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let indent = before.get(line_start..).unwrap_or_default();
@@ -379,7 +379,7 @@ fn set_at(
     Ok(())
 }
 
-fn apply(text: &str, mut splices: Vec<Splice>) -> Result<String, DocError> {
+pub(crate) fn apply(text: &str, mut splices: Vec<Splice>) -> Result<String, DocError> {
     // Stable sort keeps the insertion order of splices at the same position.
     splices.sort_by_key(|s| (s.start, s.end));
     let mut out = String::with_capacity(text.len() + 256);

@@ -4,6 +4,7 @@
 
 pub mod discovery;
 pub mod document;
+pub mod hooks;
 pub mod session;
 pub mod write;
 

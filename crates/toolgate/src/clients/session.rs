@@ -10,6 +10,7 @@ use anyhow::{Context as _, bail};
 
 use super::discovery::{self, Client, Env, Location};
 use super::document::{self, EntryReport, MapSpec, Outcome, WrapSettings};
+use super::hooks::{self, HookClient, HookOutcome, HookScope, HookSettings};
 use super::write::{self, ReadFile};
 
 /// Which files and servers to work on, and how to confirm; shared by `init` and `unwrap`.
@@ -30,6 +31,13 @@ pub struct Selection {
     /// Apply the changes without asking
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Install (or remove) toolgate's hooks in the client's settings instead of wrapping its
+    /// MCP servers: `toolgate hook <client>` for every hook event (claude-code, cursor)
+    #[arg(long, requires = "client", conflicts_with_all = ["config", "servers"])]
+    pub hooks: bool,
+    /// With `--hooks`: the user's settings or the project's (the current directory)
+    #[arg(long, value_enum, requires = "hooks", default_value = "user")]
+    pub scope: HookScope,
 }
 
 /// What to do to the selected servers.
@@ -148,6 +156,9 @@ fn confirm() -> anyhow::Result<bool> {
 
 /// Runs `init` or `unwrap`.
 pub fn run(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode> {
+    if selection.hooks {
+        return run_hooks(selection, action);
+    }
     let plans = locations(selection)?
         .into_iter()
         .map(|location| plan(location, selection, action))
@@ -187,21 +198,8 @@ pub fn run(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode> {
     for plan in &changed {
         print_diff(plan);
     }
-    if selection.dry_run {
-        outln!("dry run: nothing was written");
-        return Ok(ExitCode::SUCCESS);
-    }
-    if !selection.yes {
-        if !std::io::stdin().is_terminal() {
-            eprintln!(
-                "toolgate: not applying: stdin is not a terminal, so nothing was changed\nhelp: review the diff above, then run again with `--yes` to apply it"
-            );
-            return Ok(ExitCode::from(1));
-        }
-        if !confirm()? {
-            outln!("nothing was changed");
-            return Ok(ExitCode::from(1));
-        }
+    if let Some(code) = confirmed(selection)? {
+        return Ok(code);
     }
     for plan in &changed {
         write::replace(&plan.file, &plan.new_text)?;
@@ -213,6 +211,140 @@ pub fn run(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode> {
     }
     if matches!(action, Action::Init(_)) {
         outln!("restart the client (or reload its MCP servers) to use toolgate");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// After the diff: `Some(code)` to stop without writing (dry run, no terminal, declined).
+fn confirmed(selection: &Selection) -> anyhow::Result<Option<ExitCode>> {
+    if selection.dry_run {
+        outln!("dry run: nothing was written");
+        return Ok(Some(ExitCode::SUCCESS));
+    }
+    if !selection.yes {
+        if !std::io::stdin().is_terminal() {
+            eprintln!(
+                "toolgate: not applying: stdin is not a terminal, so nothing was changed\nhelp: review the diff above, then run again with `--yes` to apply it"
+            );
+            return Ok(Some(ExitCode::from(1)));
+        }
+        if !confirm()? {
+            outln!("nothing was changed");
+            return Ok(Some(ExitCode::from(1)));
+        }
+    }
+    Ok(None)
+}
+
+/// `init --hooks` / `unwrap --hooks`: one settings file of one client.
+fn run_hooks(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode> {
+    let Some(client) = selection.client.and_then(HookClient::of) else {
+        bail!(
+            "`--hooks` works with `--client claude-code` or `--client cursor`\nhelp: the other clients have no hooks; `toolgate init` wraps their MCP servers"
+        );
+    };
+    let env = Env::from_process()?;
+    let path = client.path(selection.scope, &env);
+    let existing = if path.exists() {
+        Some(write::read(&path)?)
+    } else {
+        None
+    };
+    let (new_text, events) = match (action, &existing) {
+        (Action::Init(w), file) => {
+            let settings = HookSettings {
+                exe: w.exe.clone(),
+                policy: w.policy.clone(),
+            };
+            match file {
+                Some(f) => {
+                    let edit = hooks::install(&f.text, client, &settings)
+                        .with_context(|| format!("in `{}`", path.display()))?;
+                    (edit.text, edit.events)
+                }
+                None => (
+                    hooks::new_file(client, &settings),
+                    client
+                        .events()
+                        .iter()
+                        .map(|e| (*e, HookOutcome::Added))
+                        .collect(),
+                ),
+            }
+        }
+        (Action::Unwrap, Some(f)) => {
+            let edit = hooks::remove(&f.text, client)
+                .with_context(|| format!("in `{}`", path.display()))?;
+            (edit.text, edit.events)
+        }
+        (Action::Unwrap, None) => (
+            String::new(),
+            client
+                .events()
+                .iter()
+                .map(|e| (*e, HookOutcome::Missing))
+                .collect(),
+        ),
+    };
+    let old_text = existing.as_ref().map_or("", |f| f.text.as_str());
+    outln!(
+        "{} ({} {} hooks){}:",
+        path.display(),
+        client.name(),
+        selection.scope.name(),
+        match (&existing, action) {
+            (Some(_), _) => "",
+            (None, Action::Init(_)) => ", new file",
+            (None, Action::Unwrap) => ", no such file",
+        }
+    );
+    for (event, outcome) in &events {
+        let verb = match outcome {
+            HookOutcome::Added => "add",
+            HookOutcome::Updated => "update",
+            HookOutcome::Kept => "keep",
+            HookOutcome::Removed => "remove",
+            HookOutcome::Missing => "absent",
+        };
+        outln!("  {verb:<8} {event}");
+    }
+    let changed = match &existing {
+        Some(f) => new_text != f.text,
+        None => matches!(action, Action::Init(_)),
+    };
+    if !changed {
+        outln!("nothing to change");
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!();
+    let shown = path.display().to_string();
+    let diff = similar::TextDiff::from_lines(old_text, new_text.as_str());
+    out!(
+        "{}",
+        diff.unified_diff().context_radius(3).header(&shown, &shown)
+    );
+    if let Some(code) = confirmed(selection)? {
+        return Ok(code);
+    }
+    match &existing {
+        Some(f) => {
+            write::replace(f, &new_text)?;
+            outln!(
+                "wrote {} (backup: {})",
+                path.display(),
+                write::backup_path(&f.real).display()
+            );
+        }
+        None => {
+            write::create(&path, &new_text)?;
+            outln!("wrote {} (new file)", path.display());
+        }
+    }
+    if matches!(action, Action::Init(_)) {
+        outln!(
+            "the client runs `toolgate hook {}` for every event from its next session on",
+            client.name()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -107,6 +107,29 @@ pub fn replace(file: &ReadFile, new_text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Creates `path` (and its missing parent directories) holding `text`, atomically: the file
+/// appears whole or not at all, and never replaces one that appeared meanwhile.
+pub fn create(path: &Path, text: &str) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the directory `{}`", dir.display()))?;
+    }
+    let temp = temp_with(path, text.as_bytes(), 0o644)?;
+    temp.persist_noclobber(path).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot create `{}`: {}\nhelp: run the command again (another program may have created it)",
+            path.display(),
+            e.error
+        )
+    })?;
+    if let Some(dir) = path.parent()
+        && let Ok(dir) = fs::File::open(dir)
+    {
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -318,10 +318,14 @@ impl Backend for EngineBackend {
 
     fn record_output(&mut self, server: Option<&str>, tool: &str, result: &Value) {
         self.import_shared();
-        let seq = self
-            .engine
-            .contracts()
-            .record_output(&mut self.session, server, tool, result);
+        let recorded =
+            self.engine
+                .contracts()
+                .record_output_noted(&mut self.session, server, tool, result);
+        if let Some(note) = recorded.note(tool) {
+            tracing::warn!("{note}");
+        }
+        let seq = recorded.seq;
         // What this output added, for the session's other proxies: taken from the index
         // (the output is not tokenized a second time), and always taken so it never piles up.
         let recorded = self.session.taint_mut().take_recorded();

@@ -19,7 +19,7 @@ use toolgate_policy::contracts::heuristics::{
     is_destination_param, is_destructive_name, is_recipient_param,
 };
 use toolgate_policy::contracts::packs::parsed_pack;
-use toolgate_policy::contracts::{EntrySource, OutputLabel, OutputSpec, ToolContract};
+use toolgate_policy::contracts::{EntrySource, OutputLabel, OutputSpec, TextFormat, ToolContract};
 use toolgate_policy::decision::Effect;
 use toolgate_policy::diag::Severity as DiagSeverity;
 use toolgate_policy::eval::Engine;
@@ -475,14 +475,7 @@ fn controls(
     });
     out.push(Control {
         control: "output_trust",
-        detail: match &c.output {
-            Some(OutputSpec::Label(OutputLabel::Trusted)) => "output trusted".to_owned(),
-            Some(OutputSpec::Fields(f)) => format!(
-                "output trusted at {} only",
-                list(&Some(f.trusted_fields.clone()))
-            ),
-            _ => "output untrusted (destinations in it are tainted)".to_owned(),
-        },
+        detail: output_trust_detail(c.output.as_ref()),
         origin: origins(sources, loaded, c, |x| x.output.is_some()),
     });
     out.push(Control {
@@ -500,6 +493,27 @@ fn controls(
         origin: origins(sources, loaded, c, |x| x.annotations.is_some()),
     });
     out
+}
+
+/// How a tool's output is trusted, in words.
+fn output_trust_detail(output: Option<&OutputSpec>) -> String {
+    match output {
+        Some(OutputSpec::Label(OutputLabel::Trusted)) => "output trusted".to_owned(),
+        Some(OutputSpec::Fields(f)) => format!(
+            "output trusted at {} only (structured content, and text content read as {}; text that does not parse is untrusted; {})",
+            list(&Some(f.trusted_fields.clone())),
+            match f.format() {
+                TextFormat::Json => "JSON",
+                TextFormat::Yaml => "YAML",
+            },
+            if f.trusted_wins() {
+                "a value an untrusted field repeats stays trusted"
+            } else {
+                "a value an untrusted field repeats is untrusted"
+            }
+        ),
+        _ => "output untrusted (destinations in it are tainted)".to_owned(),
+    }
 }
 
 fn yaml_str(s: &str) -> String {
@@ -911,4 +925,31 @@ fn suggestions(a: &AuditFigures, loaded: &LoadedPolicy) -> Vec<Suggestion> {
             .then_with(|| a.tool.cmp(&b.tool))
     });
     out
+}
+
+#[cfg(test)]
+mod output_trust_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_detail_says_how_text_is_read() {
+        let spec: OutputSpec = serde_json::from_str(
+            r#"{"trusted_fields": ["participants[*]"], "text_format": "yaml", "trusted_wins": true}"#,
+        )
+        .unwrap();
+        let d = output_trust_detail(Some(&spec));
+        assert!(d.contains("`participants[*]`"), "{d}");
+        assert!(d.contains("read as YAML"), "{d}");
+        assert!(d.contains("does not parse is untrusted"), "{d}");
+        assert!(d.contains("stays trusted"), "{d}");
+        let spec: OutputSpec = serde_json::from_str(r#"{"trusted_fields": ["a"]}"#).unwrap();
+        let d = output_trust_detail(Some(&spec));
+        assert!(
+            d.contains("read as JSON") && d.contains("repeats is untrusted"),
+            "{d}"
+        );
+        assert!(output_trust_detail(None).starts_with("output untrusted"));
+    }
 }

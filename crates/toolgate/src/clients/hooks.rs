@@ -1,0 +1,819 @@
+//! toolgate's hook entries in a coding agent's settings: `init --hooks` adds them,
+//! `unwrap --hooks` removes exactly them, `doctor` reports them.
+//!
+//! Formats, as documented by the clients (checked December 2026):
+//! - Claude Code (code.claude.com/docs/en/hooks, "Configuration" and "Hook events"):
+//!   `hooks` in `~/.claude/settings.json` (user; `$CLAUDE_CONFIG_DIR/settings.json` when
+//!   that is set) or `.claude/settings.json` (project), one list of matcher groups per event:
+//!   `{"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command":
+//!   "..."}]}]}}`. `matcher` applies to the tool events (`*` matches every tool, MCP tools
+//!   included) and is left out for `UserPromptSubmit` and `SessionStart`.
+//! - Cursor (cursor.com/docs/agent/hooks): `~/.cursor/hooks.json` (user) or
+//!   `<project>/.cursor/hooks.json`, `{"version": 1, "hooks": {"beforeShellExecution":
+//!   [{"command": "..."}]}}`, one list of commands per event.
+//!
+//! The entries run `<absolute toolgate> hook <client> [--policy <absolute policy>]`. An entry
+//! is toolgate's only when it has exactly the shape `init` writes and its command is such a
+//! command line: whatever else is in the file (the user's own hooks, other matchers, an
+//! entry that adds a hook of its own to ours, comments, formatting) is never touched. Edits
+//! are byte-precise splices, verified by parsing the result again, as for server entries
+//! (`document.rs`).
+
+use std::path::{Path, PathBuf};
+
+use jsonc_parser::ast::{Object, Value};
+use jsonc_parser::common::{Range, Ranged};
+use jsonc_parser::{CollectOptions, parse_to_ast};
+use serde::Serialize as _;
+use serde_json::{Map, Value as J, json};
+
+use super::discovery::{Client, Env};
+use super::document::{Splice, apply, newline, parse_options, separator_before};
+
+/// The clients whose hooks toolgate installs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookClient {
+    ClaudeCode,
+    Cursor,
+}
+
+/// Claude Code's events: the tool events take a matcher.
+const CLAUDE_EVENTS: [&str; 4] = [
+    "PreToolUse",
+    "PostToolUse",
+    "UserPromptSubmit",
+    "SessionStart",
+];
+
+/// Cursor's events (`toolgate hook cursor` reads each of them).
+const CURSOR_EVENTS: [&str; 7] = [
+    "beforeShellExecution",
+    "afterShellExecution",
+    "beforeMCPExecution",
+    "afterMCPExecution",
+    "beforeReadFile",
+    "afterFileEdit",
+    "beforeSubmitPrompt",
+];
+
+impl HookClient {
+    /// Every client with hooks.
+    pub const ALL: [HookClient; 2] = [HookClient::ClaudeCode, HookClient::Cursor];
+
+    /// The client of `init --client`, when it has hooks.
+    pub fn of(client: Client) -> Option<HookClient> {
+        match client {
+            Client::ClaudeCode => Some(HookClient::ClaudeCode),
+            Client::Cursor => Some(HookClient::Cursor),
+            _ => None,
+        }
+    }
+
+    /// The name on the command line (`toolgate hook <name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            HookClient::ClaudeCode => "claude-code",
+            HookClient::Cursor => "cursor",
+        }
+    }
+
+    /// The events toolgate's entries are installed for.
+    pub fn events(self) -> &'static [&'static str] {
+        match self {
+            HookClient::ClaudeCode => &CLAUDE_EVENTS,
+            HookClient::Cursor => &CURSOR_EVENTS,
+        }
+    }
+
+    /// The settings file of `scope`.
+    pub fn path(self, scope: HookScope, env: &Env) -> PathBuf {
+        match (self, scope) {
+            (HookClient::ClaudeCode, HookScope::User) => env
+                .claude_config_dir
+                .clone()
+                .unwrap_or_else(|| env.home.join(".claude"))
+                .join("settings.json"),
+            (HookClient::ClaudeCode, HookScope::Project) => {
+                env.project.join(".claude/settings.json")
+            }
+            (HookClient::Cursor, HookScope::User) => env.home.join(".cursor/hooks.json"),
+            (HookClient::Cursor, HookScope::Project) => env.project.join(".cursor/hooks.json"),
+        }
+    }
+
+    /// The entry `init` writes for `event`.
+    fn entry(self, event: &str, command: &str) -> J {
+        match self {
+            HookClient::ClaudeCode => {
+                let hooks = json!([{"type": "command", "command": command}]);
+                if event.ends_with("ToolUse") {
+                    json!({"matcher": "*", "hooks": hooks})
+                } else {
+                    json!({"hooks": hooks})
+                }
+            }
+            HookClient::Cursor => json!({"command": command}),
+        }
+    }
+
+    /// The command of `value` when it is an entry `init` writes (any toolgate binary, any
+    /// policy), `None` for anything else.
+    fn ours<'v>(self, event: &str, value: &'v J) -> Option<&'v str> {
+        let command = match self {
+            HookClient::ClaudeCode => value.pointer("/hooks/0/command"),
+            HookClient::Cursor => value.get("command"),
+        }?
+        .as_str()?;
+        (is_our_command(command, self) && *value == self.entry(event, command)).then_some(command)
+    }
+}
+
+/// Where the hooks go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HookScope {
+    /// The user's settings (every project).
+    User,
+    /// The project's settings (the current directory).
+    Project,
+}
+
+impl HookScope {
+    pub fn name(self) -> &'static str {
+        match self {
+            HookScope::User => "user",
+            HookScope::Project => "project",
+        }
+    }
+}
+
+/// What the entries run.
+#[derive(Debug, Clone)]
+pub struct HookSettings {
+    /// Absolute path of the toolgate binary.
+    pub exe: String,
+    /// Absolute path of the policy file, if any.
+    pub policy: Option<String>,
+}
+
+/// The command line of `client`'s entries (a shell command: both clients run it through a
+/// shell).
+pub fn command(client: HookClient, settings: &HookSettings) -> String {
+    let mut out = format!("{} hook {}", shell_word(&settings.exe), client.name());
+    if let Some(policy) = &settings.policy {
+        out.push_str(" --policy ");
+        out.push_str(&shell_word(policy));
+    }
+    out
+}
+
+fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._+-:@%=,".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// The words of a command line made of plain and single-quoted words (what [`command`]
+/// writes); `None` for anything a shell would read otherwise.
+fn split_words(s: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' => {
+                if let Some(w) = word.take() {
+                    words.push(w);
+                } else {
+                    return None;
+                }
+            }
+            '\'' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        c => w.push(c),
+                    }
+                }
+            }
+            '\\' => word.get_or_insert_with(String::new).push(chars.next()?),
+            c if c.is_ascii_alphanumeric() || "/._+-:@%=,".contains(c) => {
+                word.get_or_insert_with(String::new).push(c);
+            }
+            _ => return None,
+        }
+    }
+    words.push(word?);
+    Some(words)
+}
+
+/// The program a command line of toolgate's entries runs.
+pub fn program_of(command: &str) -> Option<String> {
+    split_words(command)?.into_iter().next()
+}
+
+/// `<…/toolgate> hook <client>` with nothing after it but `--policy <path>`.
+fn is_our_command(command: &str, client: HookClient) -> bool {
+    let Some(words) = split_words(command) else {
+        return false;
+    };
+    let exe_is_toolgate = words
+        .first()
+        .is_some_and(|w| Path::new(w).file_name().is_some_and(|n| n == "toolgate"));
+    let rest: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
+    exe_is_toolgate
+        && match rest.as_slice() {
+            ["hook", c] => *c == client.name(),
+            ["hook", c, "--policy", _] => *c == client.name(),
+            _ => false,
+        }
+}
+
+/// Errors while editing a settings file.
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    /// The file is not JSON/JSONC.
+    #[error("cannot parse the file: {0}")]
+    Parse(String),
+    /// The top level is not an object.
+    #[error("the top level is not a JSON object")]
+    NotAnObject,
+    /// The file has a key toolgate must edit in a shape it cannot edit.
+    #[error("{0}")]
+    Shape(String),
+    /// A splice produced a document different from the one intended (a bug).
+    #[error(
+        "internal error: the edited file does not have the intended content; nothing was written\nhelp: please report this with the (redacted) settings file"
+    )]
+    Verification,
+}
+
+/// What happened to one event's entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookOutcome {
+    /// Added.
+    Added,
+    /// toolgate's entry was there with another command (another binary or policy): replaced.
+    Updated,
+    /// Already there, as it would be written.
+    Kept,
+    /// Removed.
+    Removed,
+    /// Not there (nothing to remove).
+    Missing,
+}
+
+/// A settings file after an edit.
+#[derive(Debug, Clone)]
+pub struct HookEdit {
+    /// The new text (equal to the input when nothing changed).
+    pub text: String,
+    /// One line per event.
+    pub events: Vec<(&'static str, HookOutcome)>,
+}
+
+/// The content of a settings file that did not exist.
+pub fn new_file(client: HookClient, settings: &HookSettings) -> String {
+    let cmd = command(client, settings);
+    let mut hooks = Map::new();
+    for e in client.events() {
+        hooks.insert((*e).to_owned(), J::Array(vec![client.entry(e, &cmd)]));
+    }
+    let mut root = Map::new();
+    if client == HookClient::Cursor {
+        root.insert("version".to_owned(), json!(1));
+    }
+    root.insert("hooks".to_owned(), J::Object(hooks));
+    format!("{}\n", pretty(&J::Object(root), "  "))
+}
+
+/// The command of toolgate's entry for each event (`None`: not installed).
+pub fn installed(
+    text: &str,
+    client: HookClient,
+) -> Result<Vec<(&'static str, Option<String>)>, HookError> {
+    let doc = parse(strip_bom(text).0)?;
+    let hooks = doc.get("hooks").and_then(J::as_object);
+    Ok(client
+        .events()
+        .iter()
+        .map(|e| {
+            let cmd = hooks
+                .and_then(|h| h.get(*e))
+                .and_then(J::as_array)
+                .and_then(|list| list.iter().find_map(|v| client.ours(e, v)))
+                .map(str::to_owned);
+            (*e, cmd)
+        })
+        .collect())
+}
+
+/// Adds (or brings up to date) toolgate's entry for each of `client`'s events.
+pub fn install(
+    text: &str,
+    client: HookClient,
+    settings: &HookSettings,
+) -> Result<HookEdit, HookError> {
+    let cmd = command(client, settings);
+    edit(text, |body, root, expected, splices| {
+        let mut events = Vec::new();
+        let mut new_root: Vec<(String, J)> = Vec::new();
+        if client == HookClient::Cursor {
+            match root.get("version") {
+                None => new_root.push(("version".to_owned(), json!(1))),
+                Some(p) => {
+                    let v = J::from(p.value.clone());
+                    if v != json!(1) {
+                        return Err(HookError::Shape(format!(
+                            "`version` is `{v}`; toolgate writes version 1 hooks\nhelp: check the file against Cursor's hooks documentation"
+                        )));
+                    }
+                }
+            }
+        }
+        match root.get("hooks") {
+            None => {
+                let mut map = Map::new();
+                for e in client.events() {
+                    map.insert((*e).to_owned(), J::Array(vec![client.entry(e, &cmd)]));
+                    events.push((*e, HookOutcome::Added));
+                }
+                new_root.push(("hooks".to_owned(), J::Object(map)));
+            }
+            Some(prop) => {
+                let Value::Object(hooks) = &prop.value else {
+                    return Err(HookError::Shape(
+                        "`hooks` is not an object\nhelp: fix the file, or move it aside and run `toolgate init --hooks` again".to_owned(),
+                    ));
+                };
+                let mut new_props = Vec::new();
+                for e in client.events() {
+                    let want = client.entry(e, &cmd);
+                    let slot = expected
+                        .get_mut("hooks")
+                        .and_then(J::as_object_mut)
+                        .ok_or(HookError::Verification)?;
+                    let Some(list) = hooks.get(e) else {
+                        slot.insert((*e).to_owned(), J::Array(vec![want.clone()]));
+                        new_props.push(((*e).to_owned(), want_list(want)));
+                        events.push((*e, HookOutcome::Added));
+                        continue;
+                    };
+                    let Value::Array(array) = &list.value else {
+                        return Err(HookError::Shape(format!(
+                            "`hooks.{e}` is not a list\nhelp: fix the file, then run `toolgate init --hooks` again"
+                        )));
+                    };
+                    let values: Vec<J> =
+                        array.elements.iter().map(|v| J::from(v.clone())).collect();
+                    let list_slot = slot
+                        .get_mut(*e)
+                        .and_then(J::as_array_mut)
+                        .ok_or(HookError::Verification)?;
+                    let ours = values.iter().position(|v| client.ours(e, v).is_some());
+                    let outcome = match ours {
+                        Some(i) if values.get(i) == Some(&want) => HookOutcome::Kept,
+                        Some(i) => {
+                            let el = array.elements.get(i).ok_or(HookError::Verification)?;
+                            let r = el.range();
+                            let indent = line_indent(body, r.start).unwrap_or_default();
+                            splices.push(Splice {
+                                start: r.start,
+                                end: r.end,
+                                with: render(body, &want, &indent, &unit(body)),
+                            });
+                            *list_slot.get_mut(i).ok_or(HookError::Verification)? = want;
+                            HookOutcome::Updated
+                        }
+                        None => {
+                            let ranges: Vec<Range> =
+                                array.elements.iter().map(Ranged::range).collect();
+                            splices.push(append(body, array.range, &ranges, |indent, unit| {
+                                vec![render(body, &want, indent, unit)]
+                            }));
+                            list_slot.push(want);
+                            HookOutcome::Added
+                        }
+                    };
+                    events.push((*e, outcome));
+                }
+                if !new_props.is_empty() {
+                    let ranges: Vec<Range> = hooks.properties.iter().map(|p| p.range).collect();
+                    splices.push(append(body, hooks.range, &ranges, |indent, unit| {
+                        new_props
+                            .iter()
+                            .map(|(k, v)| prop_text(body, k, v, indent, unit))
+                            .collect()
+                    }));
+                }
+            }
+        }
+        if !new_root.is_empty() {
+            let map = expected.as_object_mut().ok_or(HookError::Verification)?;
+            for (k, v) in &new_root {
+                map.insert(k.clone(), v.clone());
+            }
+            let ranges: Vec<Range> = root.properties.iter().map(|p| p.range).collect();
+            splices.push(append(body, root.range, &ranges, |indent, unit| {
+                new_root
+                    .iter()
+                    .map(|(k, v)| prop_text(body, k, v, indent, unit))
+                    .collect()
+            }));
+        }
+        Ok(events)
+    })
+}
+
+fn want_list(want: J) -> J {
+    J::Array(vec![want])
+}
+
+/// Removes toolgate's entries (and an event's list, or `hooks`, that only they filled).
+pub fn remove(text: &str, client: HookClient) -> Result<HookEdit, HookError> {
+    edit(text, |_body, root, expected, splices| {
+        let missing = || {
+            client
+                .events()
+                .iter()
+                .map(|e| (*e, HookOutcome::Missing))
+                .collect::<Vec<_>>()
+        };
+        let Some((hooks_index, hooks_prop)) = root
+            .properties
+            .iter()
+            .enumerate()
+            .find(|(_, p)| super::document::prop_name(p) == "hooks")
+        else {
+            return Ok(missing());
+        };
+        let Value::Object(hooks) = &hooks_prop.value else {
+            return Ok(missing());
+        };
+        let mut events = Vec::new();
+        let mut drop_props = vec![false; hooks.properties.len()];
+        let expected_hooks = expected
+            .get_mut("hooks")
+            .and_then(J::as_object_mut)
+            .ok_or(HookError::Verification)?;
+        for e in client.events() {
+            let found = hooks
+                .properties
+                .iter()
+                .enumerate()
+                .find(|(_, p)| super::document::prop_name(p) == *e);
+            let Some((pi, Value::Array(array))) = found.map(|(i, p)| (i, &p.value)) else {
+                events.push((*e, HookOutcome::Missing));
+                continue;
+            };
+            let drop: Vec<bool> = array
+                .elements
+                .iter()
+                .map(|v| client.ours(e, &J::from(v.clone())).is_some())
+                .collect();
+            if !drop.contains(&true) {
+                events.push((*e, HookOutcome::Missing));
+                continue;
+            }
+            events.push((*e, HookOutcome::Removed));
+            if drop.iter().all(|d| *d) {
+                if let Some(d) = drop_props.get_mut(pi) {
+                    *d = true;
+                }
+                expected_hooks.remove(*e);
+            } else {
+                let ranges: Vec<Range> = array.elements.iter().map(Ranged::range).collect();
+                splices.extend(remove_items(array.range, &ranges, &drop));
+                if let Some(list) = expected_hooks.get_mut(*e).and_then(J::as_array_mut) {
+                    let mut keep = drop.iter().map(|d| !d);
+                    list.retain(|_| keep.next().unwrap_or(true));
+                }
+            }
+        }
+        if !drop_props.is_empty() && drop_props.iter().all(|d| *d) {
+            // Only toolgate's lists were in `hooks`: `hooks` goes too.
+            let mut drop_root = vec![false; root.properties.len()];
+            if let Some(d) = drop_root.get_mut(hooks_index) {
+                *d = true;
+            }
+            let ranges: Vec<Range> = root.properties.iter().map(|p| p.range).collect();
+            splices.extend(remove_items(root.range, &ranges, &drop_root));
+            if let Some(map) = expected.as_object_mut() {
+                map.remove("hooks");
+            }
+        } else {
+            let ranges: Vec<Range> = hooks.properties.iter().map(|p| p.range).collect();
+            splices.extend(remove_items(hooks.range, &ranges, &drop_props));
+        }
+        Ok(events)
+    })
+}
+
+/// Parses `text`, lets `f` plan splices and the value they must produce, applies them and
+/// checks the result.
+fn edit(
+    text: &str,
+    f: impl FnOnce(
+        &str,
+        &Object<'_>,
+        &mut J,
+        &mut Vec<Splice>,
+    ) -> Result<Vec<(&'static str, HookOutcome)>, HookError>,
+) -> Result<HookEdit, HookError> {
+    let (body, bom) = strip_bom(text);
+    let parsed = parse_to_ast(body, &CollectOptions::default(), &parse_options())
+        .map_err(|e| HookError::Parse(e.to_string()))?;
+    let Some(Value::Object(root)) = parsed.value.as_ref() else {
+        return Err(HookError::NotAnObject);
+    };
+    let mut expected: J = Value::Object(root.clone()).into();
+    let mut splices = Vec::new();
+    let events = f(body, root, &mut expected, &mut splices)?;
+    if splices.is_empty() {
+        return Ok(HookEdit {
+            text: text.to_owned(),
+            events,
+        });
+    }
+    let new_body = apply(body, splices).map_err(|_| HookError::Verification)?;
+    if parse(&new_body).ok() != Some(expected) {
+        return Err(HookError::Verification);
+    }
+    Ok(HookEdit {
+        text: format!("{bom}{new_body}"),
+        events,
+    })
+}
+
+fn strip_bom(text: &str) -> (&str, &'static str) {
+    match text.strip_prefix('\u{feff}') {
+        Some(rest) => (rest, "\u{feff}"),
+        None => (text, ""),
+    }
+}
+
+fn parse(body: &str) -> Result<J, HookError> {
+    let parsed = parse_to_ast(body, &CollectOptions::default(), &parse_options())
+        .map_err(|e| HookError::Parse(e.to_string()))?;
+    match parsed.value {
+        Some(v @ Value::Object(_)) => Ok(v.into()),
+        _ => Err(HookError::NotAnObject),
+    }
+}
+
+/// The indentation of the line `pos` is on, when only whitespace precedes `pos` on it.
+fn line_indent(text: &str, pos: usize) -> Option<String> {
+    let before = text.get(..pos)?;
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    let indent = before.get(start..)?;
+    indent
+        .chars()
+        .all(|c| c == ' ' || c == '\t')
+        .then(|| indent.to_owned())
+}
+
+/// The leading whitespace of the line `pos` is on.
+fn leading_whitespace(text: &str, pos: usize) -> String {
+    let before = text.get(..pos).unwrap_or_default();
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    before
+        .get(start..)
+        .unwrap_or_default()
+        .chars()
+        .take_while(|c| *c == ' ' || *c == '\t')
+        .collect()
+}
+
+/// The file's indentation step: the first indented line's whitespace, else two spaces.
+fn unit(text: &str) -> String {
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            l.chars()
+                .take_while(|c| *c == ' ' || *c == '\t')
+                .collect::<String>()
+        })
+        .find(|w| !w.is_empty())
+        .unwrap_or_else(|| "  ".to_owned())
+}
+
+fn pretty(value: &J, unit: &str) -> String {
+    let mut out = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(unit.as_bytes());
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);
+    if value.serialize(&mut ser).is_err() {
+        return value.to_string();
+    }
+    String::from_utf8(out).unwrap_or_else(|_| value.to_string())
+}
+
+/// `value` as JSON text for a place indented by `indent`, in the file's line endings.
+/// With an empty `unit`, on one line.
+fn render(text: &str, value: &J, indent: &str, unit: &str) -> String {
+    if unit.is_empty() {
+        return value.to_string();
+    }
+    let nl = newline(text);
+    pretty(value, unit).replace('\n', &format!("{nl}{indent}"))
+}
+
+fn prop_text(text: &str, key: &str, value: &J, indent: &str, unit: &str) -> String {
+    format!(
+        "{}: {}",
+        J::String(key.to_owned()),
+        render(text, value, indent, unit)
+    )
+}
+
+/// The insertion of new items (rendered by `items(indent, unit)`) after the last item of the
+/// container at `container` (an object or an array) whose items are at `ranges`.
+fn append(
+    text: &str,
+    container: Range,
+    ranges: &[Range],
+    items: impl FnOnce(&str, &str) -> Vec<String>,
+) -> Splice {
+    let outer = leading_whitespace(text, container.start);
+    let step = unit(text);
+    match (ranges.first(), ranges.last()) {
+        (Some(first), Some(last)) => {
+            let indent = line_indent(text, first.start);
+            let item_indent = indent.clone().unwrap_or_else(|| outer.clone());
+            // Items on one line with their bracket get a new item on that line too.
+            let step = match &indent {
+                None => String::new(),
+                Some(_) => item_indent
+                    .strip_prefix(outer.as_str())
+                    .filter(|s| !s.is_empty())
+                    .map_or(step, str::to_owned),
+            };
+            let sep = separator_before(text, last.start);
+            let with = items(&item_indent, &step)
+                .into_iter()
+                .map(|item| format!(",{sep}{item}"))
+                .collect();
+            Splice {
+                start: last.end,
+                end: last.end,
+                with,
+            }
+        }
+        _ => {
+            let nl = newline(text);
+            let inner = format!("{outer}{step}");
+            let body = items(&inner, &step).join(&format!(",{nl}{inner}"));
+            Splice {
+                start: container.start + 1,
+                end: container.start + 1,
+                with: format!("{nl}{inner}{body}{nl}{outer}"),
+            }
+        }
+    }
+}
+
+/// The removal of the items marked in `drop` from the container at `container`, each run of
+/// them with its separator; when all go, everything between the brackets goes.
+fn remove_items(container: Range, ranges: &[Range], drop: &[bool]) -> Vec<Splice> {
+    if !drop.is_empty() && drop.iter().all(|d| *d) {
+        return vec![Splice {
+            start: container.start + 1,
+            end: container.end.saturating_sub(1),
+            with: String::new(),
+        }];
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < ranges.len() {
+        if !drop.get(i).copied().unwrap_or(false) {
+            i += 1;
+            continue;
+        }
+        let a = i;
+        while drop.get(i + 1).copied().unwrap_or(false) {
+            i += 1;
+        }
+        let b = i;
+        let (start, end) = match (ranges.get(a), ranges.get(b), ranges.get(b + 1)) {
+            (Some(first), Some(_), Some(next)) => (first.start, next.start),
+            (Some(first), Some(last), None) => {
+                let prev = a.checked_sub(1).and_then(|p| ranges.get(p));
+                (prev.map_or(first.start, |p| p.end), last.end)
+            }
+            _ => break,
+        };
+        out.push(Splice {
+            start,
+            end,
+            with: String::new(),
+        });
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+    use super::*;
+
+    fn settings() -> HookSettings {
+        HookSettings {
+            exe: "/opt/tg/bin/toolgate".to_owned(),
+            policy: Some("/home/u/my policy.yaml".to_owned()),
+        }
+    }
+
+    #[test]
+    fn commands_quote_and_are_recognised() {
+        let c = command(HookClient::ClaudeCode, &settings());
+        assert_eq!(
+            c,
+            "/opt/tg/bin/toolgate hook claude-code --policy '/home/u/my policy.yaml'"
+        );
+        assert!(is_our_command(&c, HookClient::ClaudeCode));
+        assert!(!is_our_command(&c, HookClient::Cursor));
+        for other in [
+            "/opt/tg/bin/toolgate hook claude-code; rm -rf ~",
+            "/opt/tg/bin/toolgate hook claude-code --authoritative",
+            "/opt/tg/bin/not-toolgate hook claude-code",
+            "toolgate  hook claude-code",
+            "$HOME/toolgate hook claude-code",
+            "'/x/toolgate hook claude-code",
+        ] {
+            assert!(!is_our_command(other, HookClient::ClaudeCode), "{other}");
+        }
+        assert!(is_our_command(
+            "'/a b/toolgate' hook cursor",
+            HookClient::Cursor
+        ));
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(split_words(&shell_word("it's")).unwrap(), ["it's"]);
+    }
+
+    #[test]
+    fn install_then_remove_restores_the_bytes() {
+        let original = "{\n    // mine\n    \"model\": \"opus\",\n    \"hooks\": {\n        \"PreToolUse\": [\n            {\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"lint.sh\"}]},\n        ],\n    },\n}\n";
+        let edit = install(original, HookClient::ClaudeCode, &settings()).unwrap();
+        assert!(edit.text.contains("// mine"));
+        assert!(edit.text.contains("lint.sh"));
+        let again = install(&edit.text, HookClient::ClaudeCode, &settings()).unwrap();
+        assert_eq!(again.text, edit.text);
+        assert!(again.events.iter().all(|(_, o)| *o == HookOutcome::Kept));
+        let installed = installed(&edit.text, HookClient::ClaudeCode).unwrap();
+        assert!(installed.iter().all(|(_, c)| c.is_some()), "{installed:?}");
+        let removed = remove(&edit.text, HookClient::ClaudeCode).unwrap();
+        assert_eq!(removed.text, original);
+    }
+
+    #[test]
+    fn an_entry_the_user_changed_is_not_ours() {
+        let cmd = command(HookClient::Cursor, &settings());
+        let text = format!(
+            "{{\"version\": 1, \"hooks\": {{\"beforeReadFile\": [{{\"command\": {}, \"timeout\": 5}}]}}}}",
+            J::String(cmd)
+        );
+        let removed = remove(&text, HookClient::Cursor).unwrap();
+        assert_eq!(removed.text, text);
+        let edit = install(&text, HookClient::Cursor, &settings()).unwrap();
+        assert!(edit.text.contains("\"timeout\": 5"));
+        assert_eq!(
+            edit.events
+                .iter()
+                .find(|(e, _)| *e == "beforeReadFile")
+                .unwrap()
+                .1,
+            HookOutcome::Added
+        );
+    }
+
+    #[test]
+    fn another_binary_is_updated_in_place() {
+        let old = HookSettings {
+            exe: "/old/toolgate".to_owned(),
+            policy: None,
+        };
+        let text = new_file(HookClient::Cursor, &old);
+        let edit = install(&text, HookClient::Cursor, &settings()).unwrap();
+        assert!(edit.events.iter().all(|(_, o)| *o == HookOutcome::Updated));
+        assert!(!edit.text.contains("/old/toolgate"));
+        let removed = remove(&edit.text, HookClient::Cursor).unwrap();
+        assert_eq!(removed.text, "{\n  \"version\": 1\n}\n");
+    }
+
+    #[test]
+    fn shapes_toolgate_cannot_edit_are_errors() {
+        for (text, client) in [
+            ("{\"hooks\": []}", HookClient::ClaudeCode),
+            ("{\"hooks\": {\"PreToolUse\": {}}}", HookClient::ClaudeCode),
+            ("{\"version\": 2}", HookClient::Cursor),
+            ("[]", HookClient::Cursor),
+            ("{", HookClient::Cursor),
+        ] {
+            assert!(install(text, client, &settings()).is_err(), "{text}");
+        }
+    }
+}
