@@ -28,6 +28,7 @@ mod clients;
 mod demo;
 mod enforce;
 mod fsfacts;
+mod hook;
 mod pins;
 mod proxy;
 mod report;

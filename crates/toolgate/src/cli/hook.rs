@@ -1,0 +1,126 @@
+//! `toolgate hook claude-code|cursor`: the command a client's hook configuration runs for
+//! each hook event. Reads the event on stdin, asks the per-user broker (starting it if none
+//! runs), writes the client's decision on stdout and exits the way the client honours.
+//! Every failure is the client's deny with exit code 2, which both clients treat as blocking.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use crate::broker::Layout;
+use crate::broker::proto::HookDecision;
+use crate::hook::{self, Client, Output, Verdict};
+
+/// Decide a coding agent's own tool calls (a client hook): reads the hook event on stdin.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples (the command a hook entry runs):
+  toolgate hook claude-code --policy \"$HOME/toolgate.yaml\"
+  toolgate hook cursor --policy \"$HOME/toolgate.yaml\" --authoritative
+
+Claude Code: PreToolUse, PostToolUse, UserPromptSubmit, SessionStart. Cursor:
+beforeShellExecution, afterShellExecution, beforeMCPExecution, afterMCPExecution,
+beforeReadFile, afterFileEdit, beforeSubmitPrompt. A deny exits 2 (blocking for both
+clients); an allow says nothing unless --authoritative, so the client's own permission
+rules still apply.")]
+pub struct Args {
+    /// The client whose hook format stdin and stdout use.
+    #[arg(value_enum)]
+    pub client: Client,
+    /// The policy file [default: the built-in starter policy, as for `wrap`].
+    #[arg(long, value_name = "PATH")]
+    pub policy: Option<PathBuf>,
+    /// Answer an allowed call with an explicit allow (skipping the client's own permission
+    /// prompt) instead of no decision.
+    #[arg(long)]
+    pub authoritative: bool,
+    /// The agent session at the broker [default: `ppid-<client pid>`, the session of the
+    /// `toolgate wrap` proxies the same client started].
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
+    /// How long the whole hook may take before it denies (keep it below the client's own
+    /// hook timeout, after which a client lets the action run).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::enforce::setup::parse_duration)]
+    pub timeout: Duration,
+}
+
+/// Runs `toolgate hook`. Never returns: it exits with the client's code.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let client = args.client;
+    // A panic would exit 101, a non-blocking error to both clients: it denies instead.
+    std::panic::set_hook(Box::new(move |info| {
+        let reason =
+            format!("internal error ({info}). help: report it; until then the call is denied");
+        hook::finish(&hook::fail(client, None, &reason));
+    }));
+    let deadline = Instant::now() + args.timeout;
+    let timeout = args.timeout;
+    // The watchdog: whatever hangs (stdin never closed, a broker that does not answer)
+    // ends in a deny before the client's own timeout lets the action run.
+    let _ = std::thread::Builder::new()
+        .name("toolgate-hook-watchdog".to_owned())
+        .spawn(move || {
+            std::thread::sleep(timeout);
+            let reason = format!(
+                "the hook did not finish within {} ms (timed out). help: check `toolgate status`; raise --timeout if the machine is very busy",
+                timeout.as_millis()
+            );
+            hook::finish(&hook::fail(client, None, &reason));
+        });
+    let output = decide(&args, deadline);
+    hook::finish(&output)
+}
+
+fn decide(args: &Args, deadline: Instant) -> Output {
+    let client = args.client;
+    let bytes = match hook::read_input(std::io::stdin().lock()) {
+        Ok(b) => b,
+        Err(reason) => return hook::fail(client, None, &reason),
+    };
+    let name = hook::event_name_of(&bytes);
+    let parsed = match hook::parse(client, &bytes) {
+        Ok(p) => p,
+        Err(reason) => return hook::fail(client, name.as_deref(), &reason),
+    };
+    drop(bytes);
+    let Some(event) = parsed.event else {
+        let verdict = Verdict {
+            decision: HookDecision::Abstain,
+            reason: String::new(),
+        };
+        return hook::render(client, &parsed.name, &verdict, args.authoritative);
+    };
+    let policy = match &args.policy {
+        Some(p) if p.is_absolute() => Some(p.clone()),
+        Some(p) => match std::env::current_dir() {
+            Ok(cwd) => Some(cwd.join(p)),
+            Err(e) => {
+                return hook::fail(
+                    client,
+                    Some(&parsed.name),
+                    &format!(
+                        "cannot resolve the policy path `{}` ({e}). help: pass an absolute --policy",
+                        p.display()
+                    ),
+                );
+            }
+        },
+        None => None,
+    };
+    let session = hook::link::session_key(args.session.as_deref());
+    match hook::link::ask(
+        &Layout::for_user(),
+        &session,
+        policy.as_deref(),
+        &parsed.workspace,
+        event,
+        deadline,
+    ) {
+        Ok(mut verdict) => {
+            if verdict.decision != HookDecision::Abstain {
+                verdict.reason = format!("toolgate: {}", verdict.reason);
+            }
+            hook::render(client, &parsed.name, &verdict, args.authoritative)
+        }
+        Err(reason) => hook::fail(client, Some(&parsed.name), &reason),
+    }
+}
