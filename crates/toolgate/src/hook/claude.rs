@@ -118,7 +118,13 @@ pub fn render(name: &str, verdict: &Verdict, authoritative: bool) -> Output {
         stderr: String::new(),
         code: 0,
     };
-    if name == "PreToolUse" {
+    // PreToolUse, and any event toolgate does not know (a failure on it is shaped like a
+    // tool call's deny; exit 2 blocks whatever it is).
+    let other_known = name == "PostToolUse"
+        || name == "UserPromptSubmit"
+        || name == "SessionStart"
+        || IGNORED.contains(&name);
+    if !other_known {
         let decision = |d: &str| {
             json!({"hookSpecificOutput": {
                 "hookEventName": "PreToolUse",

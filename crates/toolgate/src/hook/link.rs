@@ -89,14 +89,9 @@ fn connect(
     deadline: Instant,
 ) -> Result<BufReader<UnixStream>, ConnectError> {
     use ConnectError::{NotRunning, Other};
-    match std::fs::symlink_metadata(&layout.dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(NotRunning(format!(
-                "`{}` does not exist",
-                layout.dir.display()
-            )));
-        }
-        _ => {}
+    if let Err(e) = std::fs::symlink_metadata(&layout.dir) {
+        // Missing (or impossible, e.g. under a regular file): starting one says why not.
+        return Err(NotRunning(format!("`{}`: {e}", layout.dir.display())));
     }
     paths::check_dir(&layout.dir).map_err(|e| {
         Other(format!(
