@@ -13,11 +13,11 @@ use crate::hook::{self, Client, Output, Verdict};
 
 /// Decide a coding agent's own tool calls (a client hook): reads the hook event on stdin.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples (the command a hook entry runs):
+#[command(after_help = "Examples:
   toolgate hook claude-code --policy \"$HOME/toolgate.yaml\"
   toolgate hook cursor --policy \"$HOME/toolgate.yaml\" --authoritative
 
-Claude Code: PreToolUse, PostToolUse, UserPromptSubmit, SessionStart. Cursor:
+These are the commands a client's hook entries run, with the event on stdin. Claude Code: PreToolUse, PostToolUse, UserPromptSubmit, SessionStart. Cursor:
 beforeShellExecution, afterShellExecution, beforeMCPExecution, afterMCPExecution,
 beforeReadFile, afterFileEdit, beforeSubmitPrompt. A deny exits 2 (blocking for both
 clients); an allow says nothing unless --authoritative, so the client's own permission

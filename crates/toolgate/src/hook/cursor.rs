@@ -87,10 +87,10 @@ pub fn parse(v: &Value) -> Result<Parsed, String> {
     };
     let event = match name.as_str() {
         "beforeShellExecution" => {
-            let mut arguments = json!({ "command": field("command")? });
-            if let Some(cwd) = str_field(v, "cwd") {
-                arguments["cwd"] = Value::String(cwd.to_owned());
-            }
+            let arguments = match str_field(v, "cwd") {
+                Some(cwd) => json!({ "command": field("command")?, "cwd": cwd }),
+                None => json!({ "command": field("command")? }),
+            };
             Some(HookEvent::Before {
                 server: None,
                 tool: SHELL_TOOL.to_owned(),
