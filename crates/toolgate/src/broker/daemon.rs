@@ -321,7 +321,15 @@ impl State {
                 server,
                 tool,
                 arguments,
-            } => hook.decide(&engine, server.as_deref(), &tool, &arguments, now_ms()),
+                output,
+            } => {
+                let verdict = hook.decide(&engine, server.as_deref(), &tool, &arguments, now_ms());
+                if let Some(output) = output.filter(|_| verdict.0 != HookDecision::Deny) {
+                    let tokens = hook.record(&engine, server.as_deref(), &tool, &output);
+                    self.share_from_hook(key, tokens);
+                }
+                verdict
+            }
             HookEvent::After {
                 server,
                 tool,

@@ -162,6 +162,10 @@ pub enum HookEvent {
         server: Option<String>,
         tool: String,
         arguments: serde_json::Value,
+        /// What the call returns, when the client sends it with the question (Cursor's
+        /// `beforeReadFile` carries the file's content): indexed unless the call is denied.
+        #[serde(default)]
+        output: Option<serde_json::Value>,
     },
     /// A tool ran: its output feeds the session's taint index (never stored as such).
     After {
@@ -644,6 +648,7 @@ mod tests {
             server: None,
             tool: "t".repeat(MAX_NAME + 1),
             arguments: json!({}),
+            output: None,
         };
         assert!(long.validate().is_err());
         assert!(validate_digests(&["ab".repeat(32)]).is_ok());

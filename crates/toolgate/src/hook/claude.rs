@@ -74,6 +74,7 @@ pub fn parse(v: &Value) -> Result<Parsed, String> {
                 server,
                 tool,
                 arguments,
+                output: None,
             })
         }
         "PostToolUse" => {

@@ -95,6 +95,7 @@ pub fn parse(v: &Value) -> Result<Parsed, String> {
                 server: None,
                 tool: SHELL_TOOL.to_owned(),
                 arguments,
+                output: None,
             })
         }
         "afterShellExecution" => Some(HookEvent::After {
@@ -118,6 +119,7 @@ pub fn parse(v: &Value) -> Result<Parsed, String> {
                 server,
                 tool,
                 arguments,
+                output: None,
             })
         }
         "afterMCPExecution" => {
@@ -137,6 +139,8 @@ pub fn parse(v: &Value) -> Result<Parsed, String> {
             server: None,
             tool: READ_TOOL.to_owned(),
             arguments: json!({ "file_path": field("file_path")? }),
+            // The content Cursor is about to give the agent: indexed unless denied.
+            output: str_field(v, "content").map(|c| json!({ "content": c })),
         }),
         "beforeSubmitPrompt" => Some(HookEvent::Prompt {
             text: field("prompt")?.to_owned(),
