@@ -43,6 +43,39 @@ pub struct Args {
     pub timeout: Duration,
 }
 
+/// The arguments of `toolgate hook` read without clap (`args` after `hook`), for the common
+/// case: a client runs the hook for every tool call, and building the whole command-line
+/// definition costs start-up time and memory. `None` (help, an unknown or malformed
+/// option) leaves it to clap, which then reports or explains.
+pub fn quick_args(args: &[std::ffi::OsString]) -> Option<Args> {
+    let mut client = None;
+    let mut parsed = Args {
+        client: Client::ClaudeCode,
+        policy: None,
+        authoritative: false,
+        session: None,
+        timeout: Duration::from_secs(10),
+    };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let arg = arg.to_str()?;
+        match arg {
+            "claude-code" if client.is_none() => client = Some(Client::ClaudeCode),
+            "cursor" if client.is_none() => client = Some(Client::Cursor),
+            "--authoritative" => parsed.authoritative = true,
+            "--policy" => parsed.policy = Some(PathBuf::from(it.next()?)),
+            "--session" => parsed.session = Some(it.next()?.to_str()?.to_owned()),
+            "--timeout" => {
+                parsed.timeout =
+                    crate::enforce::setup::parse_duration(it.next()?.to_str()?).ok()?;
+            }
+            _ => return None,
+        }
+    }
+    parsed.client = client?;
+    Some(parsed)
+}
+
 /// Runs `toolgate hook`. Never returns: it exits with the client's code.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let client = args.client;
@@ -122,5 +155,47 @@ fn decide(args: &Args, deadline: Instant) -> Output {
             hook::render(client, &parsed.name, &verdict, args.authoritative)
         }
         Err(reason) => hook::fail(client, Some(&parsed.name), &reason),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(args: &[&str]) -> Vec<std::ffi::OsString> {
+        args.iter().map(std::ffi::OsString::from).collect()
+    }
+
+    #[test]
+    fn quick_args_read_the_usual_options_and_leave_the_rest_to_clap() {
+        let a = quick_args(&os(&[
+            "cursor",
+            "--policy",
+            "/p.yaml",
+            "--authoritative",
+            "--session",
+            "s",
+            "--timeout",
+            "2s",
+        ]))
+        .unwrap();
+        assert_eq!(a.client, Client::Cursor);
+        assert_eq!(a.policy, Some(PathBuf::from("/p.yaml")));
+        assert!(a.authoritative);
+        assert_eq!(a.session.as_deref(), Some("s"));
+        assert_eq!(a.timeout, Duration::from_secs(2));
+        let a = quick_args(&os(&["claude-code"])).unwrap();
+        assert_eq!(a.timeout, Duration::from_secs(10));
+        for other in [
+            &["--help"][..],
+            &["claude-code", "--help"],
+            &["vscode"],
+            &[],
+            &["cursor", "claude-code"],
+            &["cursor", "--policy"],
+            &["cursor", "--timeout", "soon"],
+        ] {
+            assert!(quick_args(&os(other)).is_none(), "{other:?}");
+        }
     }
 }
