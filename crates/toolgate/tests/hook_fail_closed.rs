@@ -229,3 +229,24 @@ fn racing_hooks_start_one_broker() {
     assert!(!log.contains("already running"), "{log}");
     assert!(w.broker_pid().is_some());
 }
+
+#[test]
+fn a_broker_that_never_answers_is_a_timeout_deny() {
+    let w = World::new();
+    // Something listens on the broker's socket (with a valid-looking token) and never answers.
+    std::fs::create_dir_all(&w.broker_dir).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&w.broker_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let token = w.broker_dir.join("token");
+    std::fs::write(&token, "ab".repeat(32)).unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let _listener =
+        std::os::unix::net::UnixListener::bind(w.broker_dir.join("broker.sock")).unwrap();
+    for (client, input) in [("claude-code", bash(&w)), ("cursor", shell(&w))] {
+        let mut cmd = w.cmd(&["hook", client, "--timeout", "400ms"]);
+        cmd.arg("--policy").arg(w.policy());
+        let r = w.run(cmd, input.to_string().as_bytes());
+        assert_eq!(r.code, Some(2), "{client}: {r:?}");
+        assert!(r.stderr.contains("timed out"), "{client}: {r:?}");
+    }
+}
