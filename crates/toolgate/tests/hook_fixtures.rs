@@ -122,3 +122,68 @@ fn cursor_fixtures() {
         assert_eq!((r.code, r.json()), (Some(0), json!({})), "{name}: {r:?}");
     }
 }
+
+/// Every decision a hook asks for is in the workspace's audit log (as `wrap` records one:
+/// operations, resources, effect, rule, never the arguments), and the chain verifies.
+#[test]
+fn hook_decisions_are_audited() {
+    let w = World::new();
+    let r = w.hook(
+        "claude-code",
+        &w.fixture("claude-code", "pre_tool_use_write.json"),
+        &[],
+    );
+    assert_eq!(r.code, Some(2), "{r:?}");
+    let r = w.hook(
+        "cursor",
+        &w.fixture("cursor", "before_shell_execution.json"),
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+    // Events that decide nothing write nothing.
+    w.hook(
+        "claude-code",
+        &w.fixture("claude-code", "user_prompt_submit.json"),
+        &[],
+    );
+    let log = w.project().join(".toolgate/audit.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &serde_json::Value| r["kind"] == "decision")
+        .collect();
+    assert_eq!(records.len(), 2, "{text}");
+    assert_eq!(records[0]["tool"], "Write");
+    assert_eq!(records[0]["effect"], "deny");
+    assert_eq!(records[0]["rule"], "protect-secrets");
+    assert_eq!(records[0]["operations"], json!(["fs.write"]));
+    assert_eq!(records[1]["tool"], "Shell");
+    assert_eq!(records[1]["effect"], "allow");
+    assert!(
+        !text.contains("changeme"),
+        "arguments leaked into the log: {text}"
+    );
+    let verify = w
+        .cmd(&["audit", "verify", "--audit"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(verify.status.success(), "{verify:?}");
+}
+
+/// A decision that cannot be recorded is denied (no record, no call), like `wrap`'s.
+#[test]
+fn an_audit_log_that_cannot_be_written_denies() {
+    let w = World::new();
+    let blocker = w.base().join("file");
+    std::fs::write(&blocker, "x").unwrap();
+    let audit = blocker.join("audit.jsonl");
+    let r = w.hook(
+        "claude-code",
+        &w.fixture("claude-code", "pre_tool_use_bash.json"),
+        &["--audit", audit.to_str().unwrap()],
+    );
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("cannot record"), "{r:?}");
+}

@@ -11,7 +11,7 @@ use tokio::io::{AsyncWriteExt as _, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
 
-use super::hooks::{HookSession, Policies};
+use super::hooks::{Audits, HookSession, Policies};
 use super::paths::{self, Layout};
 use super::proto::{
     self, Decision, ErrorCode, FromBroker, HookDecision, HookEvent, MAX_PENDING_PER_PROXY,
@@ -96,6 +96,8 @@ struct State {
     clock: u64,
     /// The policies hooks decide with, compiled.
     policies: Policies,
+    /// The audit logs of hook decisions, open.
+    audits: Audits,
 }
 
 impl State {
@@ -271,6 +273,7 @@ impl State {
         key: &str,
         policy: Option<&std::path::Path>,
         workspace: &std::path::Path,
+        audit: &std::path::Path,
         event: HookEvent,
     ) -> (HookDecision, String) {
         // An MCP tool of a server that a proxy of this session wraps is decided once: there.
@@ -323,12 +326,19 @@ impl State {
                 arguments,
                 output,
             } => {
-                let verdict = hook.decide(&engine, server.as_deref(), &tool, &arguments, now_ms());
-                if let Some(output) = output.filter(|_| verdict.0 != HookDecision::Deny) {
-                    let tokens = hook.record(&engine, server.as_deref(), &tool, &output);
-                    self.share_from_hook(key, tokens);
+                let mut ruling =
+                    hook.decide(&engine, server.as_deref(), &tool, &arguments, now_ms());
+                let mut tokens = Vec::new();
+                if let Some(output) = output.filter(|_| ruling.decision != HookDecision::Deny) {
+                    tokens = hook.record(&engine, server.as_deref(), &tool, &output);
                 }
-                verdict
+                // No record, no call: a decision that cannot be written is a deny.
+                ruling.event.session = Some(key.to_owned());
+                if let Err(reason) = self.audits.record(audit, &ruling.event) {
+                    return (HookDecision::Deny, reason);
+                }
+                self.share_from_hook(key, tokens);
+                (ruling.decision, ruling.reason)
             }
             HookEvent::After {
                 server,
@@ -758,12 +768,13 @@ async fn hook_conn(
             );
         }
     };
-    let (policy, workspace, event) = match serde_json::from_slice::<ToBroker>(&line) {
+    let (policy, workspace, audit, event) = match serde_json::from_slice::<ToBroker>(&line) {
         Ok(ToBroker::Hook {
             policy,
             workspace,
+            audit,
             event,
-        }) => (policy, workspace, event),
+        }) => (policy, workspace, audit, event),
         Ok(_) => return error(ErrorCode::Invalid, "a hook may only send `hook`"),
         Err(e) => return error(ErrorCode::Invalid, format!("invalid hook event: {e}")),
     };
@@ -771,7 +782,10 @@ async fn hook_conn(
         return error(ErrorCode::Invalid, why);
     }
     let absolute = |p: &str| p.len() <= proto::MAX_PATH && p.starts_with('/');
-    if !absolute(&workspace) || policy.as_deref().is_some_and(|p| !absolute(p)) {
+    if !absolute(&workspace)
+        || policy.as_deref().is_some_and(|p| !absolute(p))
+        || audit.as_deref().is_some_and(|p| !absolute(p))
+    {
         return error(
             ErrorCode::Invalid,
             format!(
@@ -780,10 +794,17 @@ async fn hook_conn(
             ),
         );
     }
+    let audit = match audit {
+        Some(path) => std::path::PathBuf::from(path),
+        None => std::path::Path::new(&workspace)
+            .join(".toolgate")
+            .join("audit.jsonl"),
+    };
     let (decision, reason) = shared.lock().hook(
         &session,
         policy.as_deref().map(std::path::Path::new),
         std::path::Path::new(&workspace),
+        &audit,
         event,
     );
     FromBroker::Verdict { decision, reason }

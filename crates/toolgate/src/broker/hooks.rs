@@ -22,6 +22,8 @@ use toolgate_policy::session::{Session, SessionLimits, prompt_digests};
 use toolgate_policy::taint::{OutputTrust, Provenance, TaintSource, tokenize_destinations};
 use toolgate_policy::{Effect, Operation};
 
+use toolgate_audit::{AuditWriter, Event, Kind as AuditKind, Net};
+
 use super::proto::{HookDecision, MAX_TOKENS_PER_MESSAGE, TaintToken};
 use crate::enforce::backend::RealFs;
 use crate::enforce::setup;
@@ -69,6 +71,60 @@ impl Policies {
         );
         engine
     }
+}
+
+/// Audit logs kept open at once (all closed past it; they open again on use).
+const MAX_AUDITS: usize = 32;
+
+/// The audit logs hook decisions are written to, open: per log path, or the reason it
+/// cannot be opened (every call is then denied, as `wrap` denies calls it cannot record).
+#[derive(Default)]
+pub struct Audits {
+    open: HashMap<PathBuf, Result<Arc<AuditWriter>, String>>,
+}
+
+impl Audits {
+    /// Writes `event` to the log at `path`; `Err` is the reason to deny.
+    pub fn record(&mut self, path: &Path, event: &Event) -> Result<(), String> {
+        if self.open.len() >= MAX_AUDITS && !self.open.contains_key(path) {
+            self.open.clear();
+        }
+        let writer = self
+            .open
+            .entry(path.to_path_buf())
+            .or_insert_with(|| {
+                AuditWriter::open(path)
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone();
+        let help = "help: fix the path or permissions, or pass --audit PATH";
+        match writer {
+            Ok(w) => w.append(event).map(|_| ()).map_err(|e| {
+                // Reopened at the next call (the log may have been fixed meanwhile).
+                self.open.remove(path);
+                format!(
+                    "the audit log `{}` cannot be written ({e}); toolgate denies calls it cannot record. {help}",
+                    path.display()
+                )
+            }),
+            Err(e) => {
+                self.open.remove(path);
+                Err(format!(
+                    "the audit log `{}` cannot be opened ({e}); toolgate denies calls it cannot record. {help}",
+                    path.display()
+                ))
+            }
+        }
+    }
+}
+
+/// A hook decision: the verdict, its reason, and the audit record to write before it is
+/// answered.
+pub struct HookRuling {
+    pub decision: HookDecision,
+    pub reason: String,
+    pub event: Event,
 }
 
 /// The policy session of one agent session's hooks.
@@ -119,7 +175,7 @@ impl HookSession {
         tool: &str,
         arguments: &Value,
         now_ms: u64,
-    ) -> (HookDecision, String) {
+    ) -> HookRuling {
         let vars = engine.vars();
         let fs = RealFs;
         let ctx = NormalizeContext {
@@ -146,6 +202,29 @@ impl HookSession {
             Some(server) => format!("`{tool}` of `{server}`"),
             None => format!("`{tool}`"),
         };
+        // The audit record, as `wrap` writes it for a decision (never the arguments).
+        let mut event = Event::new(AuditKind::Decision);
+        event.server = server.map(str::to_owned);
+        event.tool = Some(tool.to_owned());
+        for part in &decision.action.parts {
+            let op = part.operation.as_str().to_owned();
+            if !event.operations.contains(&op) {
+                event.operations.push(op);
+            }
+            event.resources.extend(part.resources.iter().cloned());
+            if event.executable.is_none() {
+                event.executable = part.executable.clone();
+            }
+            if event.net.is_none() {
+                event.net = part.network.as_ref().map(|n| Net {
+                    host: n.host.clone(),
+                    method: Some(n.method.clone()),
+                });
+            }
+        }
+        event.contract = Some(decision.contract.as_str().to_owned());
+        event.rule = decision.rule.clone();
+        event.args_sha256 = toolgate_audit::canonical_sha256(arguments).ok();
         let shell = decision
             .action
             .parts
@@ -159,19 +238,31 @@ impl HookSession {
                 Some(s) => format!("`{s}`/`{}`", source.tool),
                 None => format!("`{}`", source.tool),
             };
-            return (
-                HookDecision::Deny,
-                format!(
-                    "{what}: the command names `{token}`, which came from untrusted output of {from} (a prompt injection can put it there)"
-                ),
+            let reason = format!(
+                "{what}: the command names `{token}`, which came from untrusted output of {from} (a prompt injection can put it there)"
             );
+            event.effect = Some(Effect::Deny.as_str().to_owned());
+            event.contract = Some("sink_gate".to_owned());
+            event.rule = None;
+            event.reason = Some(reason.clone());
+            return HookRuling {
+                decision: HookDecision::Deny,
+                reason,
+                event,
+            };
         }
         let effect = match decision.effect {
             Effect::Allow => HookDecision::Allow,
             Effect::Ask => HookDecision::Ask,
             Effect::Deny => HookDecision::Deny,
         };
-        (effect, format!("{named}: {}", decision.reason))
+        event.effect = Some(decision.effect.as_str().to_owned());
+        event.reason = Some(decision.reason.clone());
+        HookRuling {
+            decision: effect,
+            reason: format!("{named}: {}", decision.reason),
+            event,
+        }
     }
 
     /// A destination in a shell call's arguments that only untrusted output named (and the

@@ -357,6 +357,9 @@ pub enum ToBroker {
     Hook {
         policy: Option<String>,
         workspace: String,
+        /// The audit log (absolute; none: `<workspace>/.toolgate/audit.jsonl`, as `wrap`).
+        #[serde(default)]
+        audit: Option<String>,
         event: HookEvent,
     },
 }

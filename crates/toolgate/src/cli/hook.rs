@@ -29,6 +29,10 @@ pub struct Args {
     /// The policy file [default: the built-in starter policy, as for `wrap`].
     #[arg(long, value_name = "PATH")]
     pub policy: Option<PathBuf>,
+    /// The audit log of the decisions [default: the workspace's `.toolgate/audit.jsonl`,
+    /// as for `wrap`].
+    #[arg(long, value_name = "PATH")]
+    pub audit: Option<PathBuf>,
     /// Answer an allowed call with an explicit allow (skipping the client's own permission
     /// prompt) instead of no decision.
     #[arg(long)]
@@ -52,6 +56,7 @@ pub fn quick_args(args: &[std::ffi::OsString]) -> Option<Args> {
     let mut parsed = Args {
         client: Client::ClaudeCode,
         policy: None,
+        audit: None,
         authoritative: false,
         session: None,
         timeout: Duration::from_secs(10),
@@ -64,6 +69,7 @@ pub fn quick_args(args: &[std::ffi::OsString]) -> Option<Args> {
             "cursor" if client.is_none() => client = Some(Client::Cursor),
             "--authoritative" => parsed.authoritative = true,
             "--policy" => parsed.policy = Some(PathBuf::from(it.next()?)),
+            "--audit" => parsed.audit = Some(PathBuf::from(it.next()?)),
             "--session" => parsed.session = Some(it.next()?.to_str()?.to_owned()),
             "--timeout" => {
                 parsed.timeout =
@@ -122,22 +128,28 @@ fn decide(args: &Args, deadline: Instant) -> Output {
         };
         return hook::render(client, &parsed.name, &verdict, args.authoritative);
     };
-    let policy = match &args.policy {
-        Some(p) if p.is_absolute() => Some(p.clone()),
-        Some(p) => match std::env::current_dir() {
-            Ok(cwd) => Some(cwd.join(p)),
-            Err(e) => {
-                return hook::fail(
-                    client,
-                    Some(&parsed.name),
-                    &format!(
-                        "cannot resolve the policy path `{}` ({e}). help: pass an absolute --policy",
+    let absolute = |p: &Option<PathBuf>, what: &str| -> Result<Option<PathBuf>, String> {
+        match p {
+            Some(p) if p.is_absolute() => Ok(Some(p.clone())),
+            Some(p) => std::env::current_dir()
+                .map(|cwd| Some(cwd.join(p)))
+                .map_err(|e| {
+                    format!(
+                        "cannot resolve the {what} path `{}` ({e}). help: pass an absolute --{what}",
                         p.display()
-                    ),
-                );
-            }
-        },
-        None => None,
+                    )
+                }),
+            None => Ok(None),
+        }
+    };
+    let (policy, audit) = match (
+        absolute(&args.policy, "policy"),
+        absolute(&args.audit, "audit"),
+    ) {
+        (Ok(policy), Ok(audit)) => (policy, audit),
+        (Err(reason), _) | (_, Err(reason)) => {
+            return hook::fail(client, Some(&parsed.name), &reason);
+        }
     };
     let session = hook::link::session_key(args.session.as_deref());
     match hook::link::ask(
@@ -145,6 +157,7 @@ fn decide(args: &Args, deadline: Instant) -> Output {
         &session,
         policy.as_deref(),
         &parsed.workspace,
+        audit.as_deref(),
         event,
         deadline,
     ) {

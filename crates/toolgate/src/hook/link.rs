@@ -235,11 +235,13 @@ fn connect_or_start(
 
 /// Sends one event to the broker of `layout` and returns its verdict; any failure is a
 /// reason (the hook denies with it).
+#[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
 pub fn ask(
     layout: &Layout,
     session: &str,
     policy: Option<&Path>,
     workspace: &Path,
+    audit: Option<&Path>,
     event: HookEvent,
     deadline: Instant,
 ) -> Result<Verdict, String> {
@@ -247,6 +249,7 @@ pub fn ask(
     let message = ToBroker::Hook {
         policy: policy.map(|p| p.display().to_string()),
         workspace: workspace.display().to_string(),
+        audit: audit.map(|p| p.display().to_string()),
         event,
     };
     let line = proto::line(&message);
