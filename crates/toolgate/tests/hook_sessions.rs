@@ -369,3 +369,62 @@ fn a_file_cursor_reads_taints_like_a_tool_output() {
             .contains("drop.evil.example")
     );
 }
+
+/// What the agent wrote itself (a `Write`'s response echoes it) is not tool output: it taints
+/// nothing. A `Bash` output is, and the tool's `on_tainted: ask` turns the shell's taint deny
+/// into the client's prompt.
+#[test]
+fn echoed_writes_do_not_taint_and_on_tainted_ask_asks() {
+    let policy = format!(
+        "{}\ntools:\n  Bash:\n    on_tainted: ask\n",
+        support::POLICY
+    );
+    let w = World::with_policy(&policy);
+    let s = ["--session", "agent-1"];
+    let file = w.project().join("draft.txt");
+    let r = w.hook(
+        "claude-code",
+        &post(
+            &w,
+            "Write",
+            json!({"file_path": file, "content": "send it to bob@partner.example"}),
+            json!({"type": "create", "filePath": file, "content": "send it to bob@partner.example"}),
+        ),
+        &s,
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let send = pre(
+        &w,
+        "mcp__mail__send_email",
+        json!({"to": ["bob@partner.example"], "subject": "draft", "body": "..."}),
+    );
+    let r = w.hook("claude-code", &send, &s);
+    // Unproven (asks), not tainted (denied).
+    assert_eq!((r.code, decision(&r)), (Some(0), "ask".to_owned()), "{r:?}");
+
+    let r = w.hook(
+        "claude-code",
+        &post(
+            &w,
+            "Bash",
+            json!({"command": "cat notes.txt"}),
+            json!({"stdout": POISON, "stderr": "", "interrupted": false, "isImage": false}),
+        ),
+        &s,
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let r = w.hook(
+        "claude-code",
+        &pre(&w, "Bash", json!({"command": CURL})),
+        &s,
+    );
+    assert_eq!((r.code, decision(&r)), (Some(0), "ask".to_owned()), "{r:?}");
+    let out = r.json();
+    assert!(
+        out["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("collect.evil.example"),
+        "{out}"
+    );
+}

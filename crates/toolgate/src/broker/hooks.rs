@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
+use toolgate_policy::contracts::OnTainted;
 use toolgate_policy::eval::{Engine, describe_part};
 use toolgate_policy::normalize::{NormalizeContext, ToolCall};
 use toolgate_policy::session::{Session, SessionLimits, prompt_digests};
@@ -238,15 +239,28 @@ impl HookSession {
                 Some(s) => format!("`{s}`/`{}`", source.tool),
                 None => format!("`{}`", source.tool),
             };
+            // The tool's `on_tainted` says what a tainted destination gets (deny by default;
+            // `tools: {Bash: {on_tainted: ask}}` asks instead).
+            let ask = engine
+                .contracts()
+                .lookup_in(tool, &mut self.session, None)
+                .contract()
+                .on_tainted
+                == Some(OnTainted::Ask);
+            let (effect, decided) = if ask {
+                (Effect::Ask, HookDecision::Ask)
+            } else {
+                (Effect::Deny, HookDecision::Deny)
+            };
             let reason = format!(
                 "{what}: the command names `{token}`, which came from untrusted output of {from} (a prompt injection can put it there)"
             );
-            event.effect = Some(Effect::Deny.as_str().to_owned());
+            event.effect = Some(effect.as_str().to_owned());
             event.contract = Some("sink_gate".to_owned());
             event.rule = None;
             event.reason = Some(reason.clone());
             return HookRuling {
-                decision: HookDecision::Deny,
+                decision: decided,
                 reason,
                 event,
             };

@@ -29,6 +29,18 @@ const IGNORED: &[&str] = &[
     "SessionEnd",
 ];
 
+/// Tools whose response only echoes what the agent wrote (the file it wrote, its to-do
+/// list): their `PostToolUse` is not tool output to index (destinations the agent itself
+/// wrote would otherwise count as seen in untrusted output).
+const ECHO_TOOLS: &[&str] = &[
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "NotebookEdit",
+    "TodoWrite",
+    "ExitPlanMode",
+];
+
 /// Tools that search a directory, `path` defaulting to the working directory.
 const SEARCH_TOOLS: &[&str] = &["Grep", "Glob", "LS"];
 
@@ -83,11 +95,15 @@ pub fn parse(v: &Value) -> Result<Parsed, String> {
                 .get("tool_response")
                 .cloned()
                 .ok_or(format!("the `{name}` hook input has no `tool_response`"))?;
-            Some(HookEvent::After {
-                server,
-                tool,
-                output,
-            })
+            if server.is_none() && ECHO_TOOLS.contains(&tool.as_str()) {
+                None
+            } else {
+                Some(HookEvent::After {
+                    server,
+                    tool,
+                    output,
+                })
+            }
         }
         "UserPromptSubmit" => {
             let text =
