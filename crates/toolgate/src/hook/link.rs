@@ -73,7 +73,12 @@ fn read_line(reader: &mut BufReader<UnixStream>, max: usize) -> Result<Vec<u8>, 
         .by_ref()
         .take(limit)
         .read_until(b'\n', &mut buf)
-        .map_err(|e| format!("the broker could not be read ({e})"))?;
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                "the broker did not answer in time (timed out). help: check `toolgate status`; stop a broker that hangs, the next hook starts a new one".to_owned()
+            }
+            _ => format!("the broker could not be read ({e})"),
+        })?;
     if buf.last() == Some(&b'\n') {
         buf.pop();
     } else {
