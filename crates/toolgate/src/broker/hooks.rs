@@ -29,6 +29,8 @@ use super::proto::{HookDecision, MAX_TOKENS_PER_MESSAGE, TaintToken};
 use crate::enforce::backend::RealFs;
 use crate::enforce::setup;
 
+/// The largest policy file a hook may name.
+const MAX_POLICY_BYTES: u64 = 4 * 1024 * 1024;
 /// Compiled policies kept at once (all dropped past it; they compile again on use).
 const MAX_POLICIES: usize = 32;
 /// Strings of a shell call's arguments searched for destinations, and their total bytes.
@@ -53,6 +55,26 @@ impl Policies {
     /// the file's content is unchanged, else compiled again. `Err` is a reason with the fix
     /// (the hook denies with it).
     pub fn get(&mut self, policy: Option<&Path>, workspace: &Path) -> Result<Arc<Engine>, String> {
+        if let Some(path) = policy {
+            // Read under the broker's lock: only a regular file of a sane size (never a
+            // FIFO or a device that would never end).
+            match std::fs::metadata(path) {
+                Ok(m) if !m.is_file() => {
+                    return Err(format!(
+                        "the policy `{}` is not a regular file. help: fix the path given with --policy",
+                        path.display()
+                    ));
+                }
+                Ok(m) if m.len() > MAX_POLICY_BYTES => {
+                    return Err(format!(
+                        "the policy `{}` is larger than {} MiB. help: fix the path given with --policy",
+                        path.display(),
+                        MAX_POLICY_BYTES / (1024 * 1024)
+                    ));
+                }
+                _ => {}
+            }
+        }
         let source = setup::read_policy(policy)?;
         let digest: [u8; 32] = Sha256::digest(source.as_bytes()).into();
         let key = (policy.map(Path::to_path_buf), workspace.to_path_buf());
@@ -418,5 +440,17 @@ mod tests {
                 .contains("see evil.example")
         );
         assert_eq!(cut("héllo", 2), "h");
+    }
+
+    #[test]
+    fn policies_that_are_no_regular_files_are_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut policies = Policies::default();
+        let err = policies
+            .get(Some(Path::new("/dev/zero")), dir.path())
+            .unwrap_err();
+        assert!(err.contains("not a regular file"), "{err}");
+        let err = policies.get(Some(dir.path()), dir.path()).unwrap_err();
+        assert!(err.contains("not a regular file"), "{err}");
     }
 }
