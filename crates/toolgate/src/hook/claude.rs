@@ -180,3 +180,60 @@ pub fn render(name: &str, verdict: &Verdict, authoritative: bool) -> Output {
         HookDecision::Allow | HookDecision::Abstain => silent,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(event: &str, extra: Value) -> Value {
+        let mut v = json!({"session_id": "s", "transcript_path": "/t", "cwd": "/w", "hook_event_name": event});
+        if let (Some(o), Value::Object(e)) = (v.as_object_mut(), extra) {
+            o.extend(e);
+        }
+        v
+    }
+
+    #[test]
+    fn searches_without_a_path_search_the_working_directory() {
+        let p = parse(&input(
+            "PreToolUse",
+            json!({"tool_name": "Grep", "tool_input": {"pattern": "x"}}),
+        ))
+        .unwrap();
+        let Some(HookEvent::Before { arguments, .. }) = p.event else {
+            panic!("not a before event");
+        };
+        assert_eq!(arguments["path"], "/w");
+    }
+
+    #[test]
+    fn mcp_tools_are_split_and_echoed_writes_are_not_indexed() {
+        let p = parse(&input(
+            "PreToolUse",
+            json!({"tool_name": "mcp__mail__send_email", "tool_input": {}}),
+        ))
+        .unwrap();
+        assert!(matches!(
+            p.event,
+            Some(HookEvent::Before { server: Some(ref s), ref tool, .. }) if s == "mail" && tool == "send_email"
+        ));
+        let p = parse(&input(
+            "PostToolUse",
+            json!({"tool_name": "Write", "tool_input": {}, "tool_response": {"content": "x"}}),
+        ))
+        .unwrap();
+        assert_eq!(p.event, None);
+        // A tool input that is not an object is not understood.
+        assert!(
+            parse(&input(
+                "PreToolUse",
+                json!({"tool_name": "Bash", "tool_input": "ls"})
+            ))
+            .is_err()
+        );
+        // A relative cwd is refused.
+        let mut v = input("SessionStart", json!({}));
+        v["cwd"] = json!("rel");
+        assert!(parse(&v).is_err());
+    }
+}

@@ -211,3 +211,54 @@ pub fn render(name: &str, verdict: &Verdict, authoritative: bool) -> Output {
         HookDecision::Allow | HookDecision::Abstain => out("{}".to_owned(), 0),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_tool_names_split_into_server_and_tool() {
+        assert_eq!(
+            mcp_tool("MCP:mail:send_email"),
+            (Some("mail".to_owned()), "send_email".to_owned())
+        );
+        assert_eq!(
+            mcp_tool("mcp__mail__send_email"),
+            (Some("mail".to_owned()), "send_email".to_owned())
+        );
+        assert_eq!(
+            mcp_tool("database_query"),
+            (None, "database_query".to_owned())
+        );
+        assert_eq!(mcp_tool("MCP::x"), (None, "MCP::x".to_owned()));
+    }
+
+    #[test]
+    fn tool_input_may_be_json_text_or_an_object() {
+        assert_eq!(
+            json_or_text(&json!("{\"a\":1}"), "x").unwrap(),
+            json!({"a": 1})
+        );
+        assert_eq!(
+            json_or_text(&json!({"a": 1}), "x").unwrap(),
+            json!({"a": 1})
+        );
+        assert!(json_or_text(&json!("{"), "x").is_err());
+    }
+
+    #[test]
+    fn prompts_are_answered_with_continue_and_denies_with_both_spellings() {
+        let deny = Verdict {
+            decision: HookDecision::Deny,
+            reason: "r".to_owned(),
+        };
+        let out = render("beforeShellExecution", &deny, false);
+        assert_eq!(out.code, 2);
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!(v["userMessage"], "r");
+        assert_eq!(v["user_message"], "r");
+        let out = render("beforeSubmitPrompt", &deny, false);
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!((out.code, v["continue"].clone()), (2, json!(false)));
+    }
+}
