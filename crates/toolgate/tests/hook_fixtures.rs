@@ -71,8 +71,14 @@ fn cursor_fixtures() {
     let w = World::new();
     let hook = |name: &str, extra: &[&str]| w.hook("cursor", &w.fixture("cursor", name), extra);
 
+    // Cursor has no "no decision" on a permission event (an answer without `permission`
+    // blocks): an allow is `permission: allow`, authoritative or not.
     let r = hook("before_shell_execution.json", &[]);
-    assert_eq!((r.code, r.json()), (Some(0), json!({})), "{r:?}");
+    assert_eq!(
+        (r.code, r.json()),
+        (Some(0), json!({"permission": "allow"})),
+        "{r:?}"
+    );
     let r = hook("before_shell_execution.json", &["--authoritative"]);
     assert_eq!(
         (r.code, r.json()),

@@ -11,6 +11,11 @@ use crate::broker::Layout;
 use crate::broker::proto::HookDecision;
 use crate::hook::{self, Client, Output, Verdict};
 
+/// The default `--timeout` for Claude Code (whose own hook timeout is 60 s by default).
+const CLAUDE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default `--timeout` for Cursor (whose hook timeouts are a few seconds).
+const CURSOR_TIMEOUT: Duration = Duration::from_secs(4);
+
 /// Decide a coding agent's own tool calls (a client hook): reads the hook event on stdin.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
@@ -41,10 +46,11 @@ pub struct Args {
     /// `toolgate wrap` proxies the same client started].
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
-    /// How long the whole hook may take before it denies (keep it below the client's own
-    /// hook timeout, after which a client lets the action run).
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::enforce::setup::parse_duration)]
-    pub timeout: Duration,
+    /// How long the whole hook may take before it denies; keep it below the client's own
+    /// hook timeout, after which a client lets the action run [default: 10s for claude-code,
+    /// 4s for cursor].
+    #[arg(long, value_name = "DURATION", value_parser = crate::enforce::setup::parse_duration)]
+    pub timeout: Option<Duration>,
 }
 
 /// The arguments of `toolgate hook` read without clap (`args` after `hook`), for the common
@@ -59,7 +65,7 @@ pub fn quick_args(args: &[std::ffi::OsString]) -> Option<Args> {
         audit: None,
         authoritative: false,
         session: None,
-        timeout: Duration::from_secs(10),
+        timeout: None,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -73,7 +79,7 @@ pub fn quick_args(args: &[std::ffi::OsString]) -> Option<Args> {
             "--session" => parsed.session = Some(it.next()?.to_str()?.to_owned()),
             "--timeout" => {
                 parsed.timeout =
-                    crate::enforce::setup::parse_duration(it.next()?.to_str()?).ok()?;
+                    Some(crate::enforce::setup::parse_duration(it.next()?.to_str()?).ok()?);
             }
             _ => return None,
         }
@@ -91,8 +97,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             format!("internal error ({info}). help: report it; until then the call is denied");
         hook::finish(&hook::fail(client, None, &reason));
     }));
-    let deadline = Instant::now() + args.timeout;
-    let timeout = args.timeout;
+    let timeout = args.timeout.unwrap_or(match client {
+        Client::ClaudeCode => CLAUDE_TIMEOUT,
+        Client::Cursor => CURSOR_TIMEOUT,
+    });
+    let deadline = Instant::now() + timeout;
     // The watchdog: whatever hangs (stdin never closed, a broker that does not answer)
     // ends in a deny before the client's own timeout lets the action run.
     let _ = std::thread::Builder::new()
@@ -196,9 +205,9 @@ mod tests {
         assert_eq!(a.policy, Some(PathBuf::from("/p.yaml")));
         assert!(a.authoritative);
         assert_eq!(a.session.as_deref(), Some("s"));
-        assert_eq!(a.timeout, Duration::from_secs(2));
+        assert_eq!(a.timeout, Some(Duration::from_secs(2)));
         let a = quick_args(&os(&["claude-code"])).unwrap();
-        assert_eq!(a.timeout, Duration::from_secs(10));
+        assert_eq!(a.timeout, None);
         for other in [
             &["--help"][..],
             &["claude-code", "--help"],

@@ -11,8 +11,9 @@
 //! agent (written both as `user_message` / `agent_message` and as the earlier
 //! `userMessage` / `agentMessage`); `continue` for beforeSubmitPrompt. Exit codes: 0 reads
 //! the JSON, 2 denies, others are hook errors that let the action run unless the hook is
-//! `failClosed`. toolgate denies with exit 2 and the JSON, asks with exit 0, and answers `{}`
-//! when Cursor's own settings should decide.
+//! `failClosed`. toolgate denies with exit 2 and the JSON, asks with exit 0, allows with
+//! `permission: allow` (an answer without `permission` is invalid JSON to Cursor, which then
+//! blocks), and answers `{}` to events that decide nothing.
 
 use serde_json::{Value, json};
 
@@ -186,10 +187,13 @@ pub fn render(name: &str, verdict: &Verdict, authoritative: bool) -> Output {
         return match verdict.decision {
             HookDecision::Deny => out(permission("deny", reason), super::BLOCKING_EXIT),
             HookDecision::Ask => out(permission("ask", reason), 0),
-            HookDecision::Allow if authoritative => {
+            // Cursor has no "no decision" here: an answer without `permission` is invalid
+            // and blocks. Allow is `permission: allow` with or without --authoritative;
+            // Cursor's own settings (auto-run, allowlists) still apply after it.
+            HookDecision::Allow | HookDecision::Abstain => {
+                let _ = authoritative;
                 out(json!({"permission": "allow"}).to_string(), 0)
             }
-            HookDecision::Allow | HookDecision::Abstain => out("{}".to_owned(), 0),
         };
     }
     if name == "beforeSubmitPrompt" {
