@@ -26,6 +26,11 @@ const IGNORED: &[&str] = &[
     "afterAgentResponse",
     "afterAgentThought",
     "stop",
+    "sessionEnd",
+    "subagentStart",
+    "subagentStop",
+    "preCompact",
+    "postToolUseFailure",
 ];
 
 /// Events answered with `permission`.
@@ -143,13 +148,14 @@ pub fn parse(v: &Value) -> Result<Parsed, String> {
             // The content Cursor is about to give the agent: indexed unless denied.
             output: str_field(v, "content").map(|c| json!({ "content": c })),
         }),
+        "sessionStart" => Some(HookEvent::SessionStart {}),
         "beforeSubmitPrompt" => Some(HookEvent::Prompt {
             text: field("prompt")?.to_owned(),
         }),
         other if IGNORED.contains(&other) => None,
         other => {
             return Err(format!(
-                "unknown Cursor hook event `{other}`. help: install toolgate only on beforeShellExecution, afterShellExecution, beforeMCPExecution, afterMCPExecution, beforeReadFile, afterFileEdit and beforeSubmitPrompt"
+                "unknown Cursor hook event `{other}`. help: install toolgate only on sessionStart, beforeShellExecution, afterShellExecution, beforeMCPExecution, afterMCPExecution, beforeReadFile, afterFileEdit and beforeSubmitPrompt"
             ));
         }
     };
