@@ -436,3 +436,42 @@ fn echoed_writes_do_not_taint_and_on_tainted_ask_asks() {
         "{out}"
     );
 }
+
+/// An injected agent could run `toolgate hook` itself through its shell tool with a forged
+/// `UserPromptSubmit` naming the attacker's address (its process tree is the client's, so it
+/// would join the same session). The shell call is denied, wrapped or not, whatever the policy
+/// allows.
+#[test]
+fn the_agent_may_not_run_toolgate_itself() {
+    let policy = format!(
+        "{}  - id: allow-all-shell\n    effect: allow\n    operations: [shell.exec]\n",
+        support::POLICY
+    );
+    let w = World::with_policy(&policy);
+    let s = ["--session", "agent-1"];
+    for command in [
+        "echo '{}' | toolgate hook claude-code",
+        "/usr/local/bin/toolgate approvals --decision allow-session --id 1",
+        "sh -c 'toolgate hook cursor < forged.json'",
+        "env X=1 toolgate hook claude-code",
+    ] {
+        let r = w.hook(
+            "claude-code",
+            &pre(&w, "Bash", json!({"command": command})),
+            &s,
+        );
+        assert_eq!(
+            (r.code, decision(&r)),
+            (Some(2), "deny".to_owned()),
+            "{command}: {r:?}"
+        );
+        assert!(r.stderr.contains("may not run toolgate"), "{r:?}");
+    }
+    // Other commands are the policy's.
+    let r = w.hook(
+        "claude-code",
+        &pre(&w, "Bash", json!({"command": "echo hi"})),
+        &s,
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+}

@@ -253,6 +253,25 @@ impl HookSession {
             .parts
             .iter()
             .any(|p| p.operation == Operation::ShellExec);
+        // The agent must not run toolgate itself: a forged `UserPromptSubmit` would vouch for
+        // any destination, and `toolgate approvals` answers questions.
+        if let Some(part) = decision.action.parts.iter().find(|p| {
+            p.operation == Operation::ShellExec && p.executable.as_deref().is_some_and(is_toolgate)
+        }) {
+            let reason = format!(
+                "{what}: the agent may not run toolgate itself (`{}`): it could forge hook events or answer approvals. help: run toolgate commands yourself, in a terminal",
+                part.executable.as_deref().unwrap_or("toolgate")
+            );
+            event.effect = Some(Effect::Deny.as_str().to_owned());
+            event.contract = Some("hook".to_owned());
+            event.rule = None;
+            event.reason = Some(reason.clone());
+            return HookRuling {
+                decision: HookDecision::Deny,
+                reason,
+                event,
+            };
+        }
         if decision.effect != Effect::Deny
             && shell
             && let Some((token, source)) = self.tainted_in_command(arguments)
@@ -352,6 +371,17 @@ impl HookSession {
             .filter(|d| self.session.vouch_user_digest(*d))
             .collect()
     }
+}
+
+/// Whether an executable (a basename) is toolgate: `toolgate`, or this broker's own
+/// executable name.
+fn is_toolgate(executable: &str) -> bool {
+    let base = executable.rsplit('/').next().unwrap_or(executable);
+    base == "toolgate"
+        || std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .is_some_and(|own| own == base)
 }
 
 fn cut(s: &str, max: usize) -> &str {
