@@ -276,18 +276,26 @@ impl State {
         audit: &std::path::Path,
         event: HookEvent,
     ) -> (HookDecision, String) {
-        // An MCP tool of a server that a proxy of this session wraps is decided once: there.
-        if let HookEvent::Before {
+        // An MCP tool of a server that a proxy of this session wraps is decided once, there;
+        // its output is indexed there too (and shared with this session).
+        let (HookEvent::Before {
             server: Some(server),
             tool,
             ..
-        } = &event
-            && self.conns.values().any(|c| {
-                c.role == Role::Proxy
-                    && c.session.as_deref() == Some(key)
-                    && c.server.as_deref() == Some(server.as_str())
-            })
-        {
+        }
+        | HookEvent::After {
+            server: Some(server),
+            tool,
+            ..
+        }) = &event
+        else {
+            return self.hook_decide(key, policy, workspace, audit, event);
+        };
+        if self.conns.values().any(|c| {
+            c.role == Role::Proxy
+                && c.session.as_deref() == Some(key)
+                && c.server.as_deref() == Some(server.as_str())
+        }) {
             return (
                 HookDecision::Abstain,
                 format!(
@@ -295,6 +303,18 @@ impl State {
                 ),
             );
         }
+        self.hook_decide(key, policy, workspace, audit, event)
+    }
+
+    /// [`State::hook`] for an event no proxy of the session takes care of.
+    fn hook_decide(
+        &mut self,
+        key: &str,
+        policy: Option<&std::path::Path>,
+        workspace: &std::path::Path,
+        audit: &std::path::Path,
+        event: HookEvent,
+    ) -> (HookDecision, String) {
         let engine = match self.policies.get(policy, workspace) {
             Ok(engine) => engine,
             Err(reason) => return (HookDecision::Deny, reason),
