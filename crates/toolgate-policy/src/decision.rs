@@ -116,6 +116,9 @@ pub enum SinkVerdict {
     /// Matched by one of the user's own allow rules (a `net.request` rule that names its
     /// hosts, and the method): the user trusts it. The rule is in `trusted_by_rule`.
     AllowedByRule,
+    /// The user typed this destination in a prompt of the agent session (a client hook
+    /// vouched for it): it passes even when untrusted output repeats it.
+    UserVouched,
 }
 
 impl SinkVerdict {
@@ -128,6 +131,7 @@ impl SinkVerdict {
             SinkVerdict::Unproven => "unproven",
             SinkVerdict::Unusable => "unusable",
             SinkVerdict::AllowedByRule => "allowed_by_rule",
+            SinkVerdict::UserVouched => "user_vouched",
         }
     }
 }

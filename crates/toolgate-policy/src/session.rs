@@ -146,6 +146,54 @@ pub struct Session {
     /// What `record_output_fields` noted about the latest outputs, for the sink gate's
     /// reason (at most [`MAX_FIELD_NOTES`]).
     field_notes: VecDeque<FieldNote>,
+    /// SHA-256 digests of the destination tokens the user typed in a prompt of this agent
+    /// session ([`prompt_digests`]): such a destination passes the sink gate as
+    /// [`SinkVerdict::UserVouched`], even when untrusted output repeats it. Only digests are
+    /// kept, never the prompt. Bounded by [`MAX_USER_VOUCHED`] (oldest forgotten first).
+    user_vouched: HashSet<[u8; 32]>,
+    user_vouched_order: VecDeque<[u8; 32]>,
+}
+
+/// The most prompt digests a session keeps ([`Session::vouch_user_digest`]).
+pub const MAX_USER_VOUCHED: usize = 10_000;
+
+/// The SHA-256 of one canonical destination token, as [`Session::vouch_user_digest`] keeps it.
+pub fn token_digest(token: &str) -> [u8; 32] {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(token.as_bytes()).into()
+}
+
+/// The digests of the destinations a user typed in a prompt: every destination token the
+/// taint tokenizer finds (addresses, URLs and their hosts, bare domains, phone numbers,
+/// IBANs, channel and user names) and every repository slug `owner/repo` (lower case), each
+/// as [`token_digest`] of its canonical form. The text itself is not kept.
+pub fn prompt_digests(prompt: &str) -> Vec<[u8; 32]> {
+    let mut tokens: Vec<String> = crate::taint::tokenize_destinations(prompt);
+    for word in prompt.split(|c: char| {
+        c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '"' | '\'' | '`' | '<' | '>')
+    }) {
+        let word = word.trim_end_matches(['.', ':', '!', '?']);
+        if let Some((owner, repo)) = word.split_once('/') {
+            let part_ok = |p: &str| {
+                !p.is_empty()
+                    && p.len() <= 100
+                    && p.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                    && p.chars().any(|c| c.is_ascii_alphanumeric())
+            };
+            if part_ok(owner) && part_ok(repo) {
+                tokens.push(word.to_ascii_lowercase());
+            }
+        }
+    }
+    let mut out: Vec<[u8; 32]> = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        let d = token_digest(&t);
+        if !out.contains(&d) {
+            out.push(d);
+        }
+    }
+    out
 }
 
 /// What reading one output under `trusted_fields` found that makes a destination in it
@@ -248,7 +296,29 @@ impl Session {
             baseline: false,
             resolutions: HashMap::new(),
             field_notes: VecDeque::new(),
+            user_vouched: HashSet::new(),
+            user_vouched_order: VecDeque::new(),
         }
+    }
+
+    /// Remembers the digest of a destination the user typed ([`prompt_digests`]). Returns
+    /// false when it was already known.
+    pub fn vouch_user_digest(&mut self, digest: [u8; 32]) -> bool {
+        if !self.user_vouched.insert(digest) {
+            return false;
+        }
+        self.user_vouched_order.push_back(digest);
+        while self.user_vouched_order.len() > MAX_USER_VOUCHED {
+            if let Some(old) = self.user_vouched_order.pop_front() {
+                self.user_vouched.remove(&old);
+            }
+        }
+        true
+    }
+
+    /// Whether the user typed this canonical destination token in a prompt of the session.
+    pub fn user_vouched(&self, token: &str) -> bool {
+        !self.user_vouched.is_empty() && self.user_vouched.contains(&token_digest(token))
     }
 
     /// Why the output `seq` taints `destination` although its contract trusts some of its

@@ -28,6 +28,7 @@ mod clients;
 mod demo;
 mod enforce;
 mod fsfacts;
+mod hook;
 mod pins;
 mod proxy;
 mod report;
@@ -35,6 +36,17 @@ mod report;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // `toolgate hook` runs once per tool call of a coding agent: its usual arguments are read
+    // without building the whole command line (see `cli::hook::quick_args`).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if args.first().is_some_and(|a| a == "hook")
+        && let Some(hook) = cli::hook::quick_args(args.get(1..).unwrap_or_default())
+    {
+        return match cli::hook::run(hook) {
+            Ok(code) => code,
+            Err(_) => ExitCode::from(crate::hook::BLOCKING_EXIT),
+        };
+    }
     cli::main()
 }
 

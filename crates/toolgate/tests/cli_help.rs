@@ -15,6 +15,7 @@ const COMMANDS: &[(&str, &[&str])] = &[
     ("completions", &[]),
     ("demo", &[]),
     ("doctor", &[]),
+    ("hook", &[]),
     ("init", &[]),
     ("pins", &["list", "forget"]),
     ("policy", &["init", "check", "explain", "test", "schema"]),

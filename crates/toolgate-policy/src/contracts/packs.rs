@@ -36,6 +36,7 @@ pub const PACKS: &[(&str, &str)] = &[
     ("slack", include_str!("packs/slack.yaml")),
     ("github", include_str!("packs/github.yaml")),
     ("gdrive", include_str!("packs/gdrive.yaml")),
+    ("agent-tools", include_str!("packs/agent-tools.yaml")),
 ];
 
 /// The names of every embedded pack (the default of `packs:`).

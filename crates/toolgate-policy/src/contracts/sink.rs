@@ -7,7 +7,9 @@
 //! are checked element by element. Each destination token is, in order: trusted (a
 //! `trusted_destinations` glob) → pass; approved for the session → pass; vouched by trusted
 //! output → pass; tainted (seen in untrusted output) → deny, or ask with `on_tainted: ask`;
-//! unproven → ask.
+//! unproven → ask. A destination the user typed in a prompt of the agent session (a client
+//! hook recorded its digest: [`crate::session::prompt_digests`]) passes before the taint
+//! index is asked, so an injection that repeats it does not block it.
 //!
 //! Two more verdicts:
 //! - **allowed by a rule**: a URL whose `net.request` part one of the user's own allow rules
@@ -79,6 +81,9 @@ struct Walk<'a> {
     /// Searches of the verbatim window made so far (at most
     /// [`MAX_VERBATIM_SEARCHES_PER_CALL`]).
     searches: usize,
+    /// The user named the repository `owner/repo` of this call's `owner` and `repo`
+    /// arguments in a prompt: both halves are theirs.
+    slug_vouched: bool,
 }
 
 impl Walk<'_> {
@@ -193,6 +198,11 @@ impl Walk<'_> {
                 .destination_approved(&self.resolved.tool, token)
             {
                 (SinkVerdict::Approved, None)
+            } else if self.session.user_vouched(token)
+                || (self.slug_vouched && matches!(path, "owner" | "repo" | "repository"))
+            {
+                // The user named it: an injection repeating it does not make it theirs.
+                (SinkVerdict::UserVouched, None)
             } else {
                 match self.session.taint().classify(token) {
                     Provenance::Vouched(s) => (SinkVerdict::Vouched, Some(s)),
@@ -265,13 +275,19 @@ impl Walk<'_> {
             matches!(f.argument.as_str(), "owner" | "repo" | "repository")
                 && matches!(
                     f.verdict,
-                    SinkVerdict::Trusted | SinkVerdict::Approved | SinkVerdict::Vouched
+                    SinkVerdict::Trusted
+                        | SinkVerdict::Approved
+                        | SinkVerdict::Vouched
+                        | SinkVerdict::UserVouched
                 )
         });
-        if halves_passed || self.findings.len() >= MAX_SINK_VALUES {
+        let slug = format!("{owner}/{repo}");
+        if halves_passed || self.session.user_vouched(&slug.to_lowercase()) {
             return;
         }
-        let slug = format!("{owner}/{repo}");
+        if self.findings.len() >= MAX_SINK_VALUES {
+            return;
+        }
         let source = match self.session.taint().classify(&slug) {
             Provenance::Tainted(s) => Some(s),
             Provenance::Vouched(_) => None,
@@ -303,6 +319,22 @@ impl Walk<'_> {
     }
 }
 
+/// Whether the user named the repository of an `owner` + `repo` (or `repository`) pair in a
+/// prompt ([`crate::session::prompt_digests`] keeps slugs in lower case).
+fn user_vouched_slug(session: &Session, args: &serde_json::Map<String, Value>) -> bool {
+    let owner = args.get("owner").and_then(Value::as_str).map(str::trim);
+    let repo = ["repo", "repository"]
+        .iter()
+        .find_map(|k| args.get(*k).and_then(Value::as_str))
+        .map(str::trim);
+    match (owner, repo) {
+        (Some(o), Some(r)) if !o.is_empty() && !r.is_empty() => {
+            session.user_vouched(&format!("{o}/{r}").to_lowercase())
+        }
+        _ => false,
+    }
+}
+
 fn host_of(token: &str) -> Option<String> {
     if !token.contains("://") {
         return None;
@@ -329,7 +361,11 @@ pub(super) fn gate(
         overflow: false,
         strict: false,
         searches: 0,
+        slug_vouched: false,
     };
+    if let Value::Object(args) = call.arguments {
+        walk.slug_vouched = user_vouched_slug(session, args);
+    }
     let mut every_argument = false;
     match call.arguments {
         Value::Object(args) => {
@@ -424,6 +460,9 @@ pub(super) fn gate(
             let why = |f: &SinkFinding| match (f.verdict, &f.trusted_by_rule) {
                 (SinkVerdict::Approved, _) => "approved for this session".to_owned(),
                 (SinkVerdict::Vouched, _) => "vouched for by trusted output".to_owned(),
+                (SinkVerdict::UserVouched, _) => {
+                    "named by the user in a prompt of this session".to_owned()
+                }
                 (SinkVerdict::AllowedByRule, Some(id)) => {
                     format!("trusted by allow rule `{id}` (it matches its host and method)")
                 }

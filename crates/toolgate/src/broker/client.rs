@@ -178,6 +178,8 @@ struct Inbox {
     approvals: Vec<String>,
     /// `(tool, at_ms)` attempts on this proxy's server.
     attempts: Vec<(String, u64)>,
+    /// Digests of destinations the user typed in a prompt of the session (client hooks).
+    vouched: Vec<[u8; 32]>,
 }
 
 /// What this proxy has to share, not yet sent.
@@ -192,6 +194,7 @@ struct Outbox {
 const MAX_INBOX_TOKENS: usize = 100_000;
 const MAX_QUEUED_APPROVALS: usize = 4096;
 const MAX_QUEUED_ATTEMPTS: usize = 100_000;
+const MAX_INBOX_DIGESTS: usize = 10_000;
 
 /// The broker as an approval channel for `toolgate wrap`.
 pub struct BrokerChannel {
@@ -395,6 +398,11 @@ impl BrokerChannel {
         std::mem::take(&mut lock(&self.inbox).approvals)
     }
 
+    /// Takes the digests of destinations the user typed in a prompt of the session.
+    pub fn take_vouched(&self) -> Vec<[u8; 32]> {
+        std::mem::take(&mut lock(&self.inbox).vouched)
+    }
+
     /// Takes the `(tool, at_ms)` attempts the session's other proxies made on this server.
     pub fn take_attempts(&self) -> Vec<(String, u64)> {
         std::mem::take(&mut lock(&self.inbox).attempts)
@@ -484,6 +492,22 @@ impl BrokerChannel {
                             for a in attempts.into_iter().filter(|a| a.server == r_server) {
                                 if inbox.attempts.len() < MAX_QUEUED_ATTEMPTS {
                                     inbox.attempts.push((a.tool, a.at_ms));
+                                }
+                            }
+                        }
+                    }
+                    Ok(FromBroker::Vouched { digests }) => {
+                        if proto::validate_digests(&digests).is_ok() {
+                            let mut inbox = lock(&r_inbox);
+                            for d in digests {
+                                let Some(d) = hex::decode(d)
+                                    .ok()
+                                    .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
+                                else {
+                                    continue;
+                                };
+                                if inbox.vouched.len() < MAX_INBOX_DIGESTS {
+                                    inbox.vouched.push(d);
                                 }
                             }
                         }

@@ -11,16 +11,24 @@ use tokio::io::{AsyncWriteExt as _, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
 
+use super::hooks::{Audits, HookSession, Policies};
 use super::paths::{self, Layout};
 use super::proto::{
-    self, Decision, ErrorCode, FromBroker, MAX_PENDING_PER_PROXY, MAX_TIMEOUT_MS, Pending,
-    Question, Role, SharedApproval, SharedAttempt, TaintToken, ToBroker, VERSION, Withdrawal,
+    self, Decision, ErrorCode, FromBroker, HookDecision, HookEvent, MAX_PENDING_PER_PROXY,
+    MAX_TIMEOUT_MS, Pending, Question, Role, SharedApproval, SharedAttempt, TaintToken, ToBroker,
+    VERSION, Withdrawal,
 };
 
 /// How long a new connection has to say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// The most connections served at once.
 const MAX_CONNECTIONS: usize = 512;
+
+fn decode_digest(hex_digest: &str) -> Option<[u8; 32]> {
+    hex::decode(hex_digest)
+        .ok()
+        .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
+}
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -32,6 +40,8 @@ fn now_ms() -> u64 {
 struct Conn {
     role: Role,
     pid: u32,
+    /// The proxy's `--server` name.
+    server: Option<String>,
     session: Option<String>,
     tx: mpsc::UnboundedSender<FromBroker>,
 }
@@ -54,7 +64,12 @@ const MAX_SESSION_APPROVALS: usize = 1024;
 /// first; every proxy still counts its own calls).
 const MAX_SESSION_ATTEMPTS: usize = 20_000;
 
-/// What the proxies of one agent session share.
+/// Prompt digests kept per agent session (oldest dropped first).
+const MAX_SESSION_DIGESTS: usize = 10_000;
+/// How long a hook connection has to send its event after `welcome`.
+const HOOK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the proxies (and hooks) of one agent session share.
 #[derive(Default)]
 struct SharedSession {
     tokens: std::collections::VecDeque<TaintToken>,
@@ -63,6 +78,11 @@ struct SharedSession {
     approved: std::collections::HashSet<SharedApproval>,
     /// With the pid of the proxy that made them (not replayed to that proxy).
     attempts: std::collections::VecDeque<(u32, SharedAttempt)>,
+    /// Digests (hex) of destinations the user typed in a prompt (client hooks).
+    vouched: std::collections::VecDeque<String>,
+    vouched_set: std::collections::HashSet<String>,
+    /// The policy session the session's hooks decide in, once a hook came.
+    hook: Option<HookSession>,
     touched: u64,
 }
 
@@ -74,6 +94,10 @@ struct State {
     pending: BTreeMap<u64, Entry>,
     sessions: HashMap<String, SharedSession>,
     clock: u64,
+    /// The policies hooks decide with, compiled.
+    policies: Policies,
+    /// The audit logs of hook decisions, open.
+    audits: Audits,
 }
 
 impl State {
@@ -87,6 +111,12 @@ impl State {
     /// dropped at the bound), with its key.
     fn session_of(&mut self, from: u64) -> Option<(String, &mut SharedSession)> {
         let session = self.conns.get(&from).and_then(|c| c.session.clone())?;
+        Some((session.clone(), self.session_named(session)))
+    }
+
+    /// The shared state of the session `session` (created, the oldest session dropped at the
+    /// bound).
+    fn session_named(&mut self, session: String) -> &mut SharedSession {
         self.clock = self.clock.wrapping_add(1);
         if !self.sessions.contains_key(&session) && self.sessions.len() >= MAX_SESSIONS {
             let oldest = self
@@ -98,9 +128,9 @@ impl State {
                 self.sessions.remove(&k);
             }
         }
-        let shared = self.sessions.entry(session.clone()).or_default();
+        let shared = self.sessions.entry(session).or_default();
         shared.touched = self.clock;
-        Some((session, shared))
+        shared
     }
 
     /// Sends `message` to the other proxies of `session`.
@@ -159,6 +189,9 @@ impl State {
         let mut fresh = Vec::new();
         for t in tokens {
             if shared.seen.insert(t.clone()) {
+                if let Some(hook) = shared.hook.as_mut() {
+                    hook.import_token(&t);
+                }
                 shared.tokens.push_back(t.clone());
                 fresh.push(t);
             }
@@ -177,6 +210,181 @@ impl State {
                 let _ = conn.tx.send(FromBroker::Taint {
                     tokens: fresh.clone(),
                 });
+            }
+        }
+    }
+
+    /// Stores tokens a hook's tool output added and relays them to the session's proxies
+    /// (the hook session has them already).
+    fn share_from_hook(&mut self, session: &str, tokens: Vec<TaintToken>) {
+        let shared = self.session_named(session.to_owned());
+        let mut fresh = Vec::new();
+        for t in tokens {
+            if shared.seen.insert(t.clone()) {
+                shared.tokens.push_back(t.clone());
+                fresh.push(t);
+            }
+        }
+        while shared.tokens.len() > MAX_SESSION_TOKENS {
+            if let Some(old) = shared.tokens.pop_front() {
+                shared.seen.remove(&old);
+            }
+        }
+        for chunk in fresh.chunks(proto::MAX_TOKENS_PER_MESSAGE) {
+            self.relay(
+                0,
+                session,
+                &FromBroker::Taint {
+                    tokens: chunk.to_vec(),
+                },
+            );
+        }
+    }
+
+    /// Stores prompt digests (hex) of a session and relays them to its proxies.
+    fn share_digests(&mut self, session: &str, digests: Vec<String>) {
+        let shared = self.session_named(session.to_owned());
+        let mut fresh = Vec::new();
+        for d in digests {
+            if shared.vouched_set.insert(d.clone()) {
+                shared.vouched.push_back(d.clone());
+                fresh.push(d);
+            }
+        }
+        while shared.vouched.len() > MAX_SESSION_DIGESTS {
+            if let Some(old) = shared.vouched.pop_front() {
+                shared.vouched_set.remove(&old);
+            }
+        }
+        for chunk in fresh.chunks(proto::MAX_DIGESTS_PER_MESSAGE) {
+            self.relay(
+                0,
+                session,
+                &FromBroker::Vouched {
+                    digests: chunk.to_vec(),
+                },
+            );
+        }
+    }
+
+    /// Decides (or records) one hook event of the agent session `key`.
+    fn hook(
+        &mut self,
+        key: &str,
+        policy: Option<&std::path::Path>,
+        workspace: &std::path::Path,
+        audit: &std::path::Path,
+        event: HookEvent,
+    ) -> (HookDecision, String) {
+        // An MCP tool of a server that a proxy of this session wraps is decided once, there;
+        // its output is indexed there too (and shared with this session).
+        let (HookEvent::Before {
+            server: Some(server),
+            tool,
+            ..
+        }
+        | HookEvent::After {
+            server: Some(server),
+            tool,
+            ..
+        }) = &event
+        else {
+            return self.hook_decide(key, policy, workspace, audit, event);
+        };
+        if self.conns.values().any(|c| {
+            c.role == Role::Proxy
+                && c.session.as_deref() == Some(key)
+                && c.server.as_deref() == Some(server.as_str())
+        }) {
+            return (
+                HookDecision::Abstain,
+                format!(
+                    "`{tool}` of `{server}` is decided by the `toolgate wrap` proxy of `{server}` in this session"
+                ),
+            );
+        }
+        self.hook_decide(key, policy, workspace, audit, event)
+    }
+
+    /// [`State::hook`] for an event no proxy of the session takes care of.
+    fn hook_decide(
+        &mut self,
+        key: &str,
+        policy: Option<&std::path::Path>,
+        workspace: &std::path::Path,
+        audit: &std::path::Path,
+        event: HookEvent,
+    ) -> (HookDecision, String) {
+        let engine = match self.policies.get(policy, workspace) {
+            Ok(engine) => engine,
+            Err(reason) => return (HookDecision::Deny, reason),
+        };
+        let shared = self.session_named(key.to_owned());
+        if shared.hook.is_none() {
+            // The first hook of the session: it starts from what the proxies shared so far.
+            let mut hook = HookSession::new(&engine);
+            for t in &shared.tokens {
+                hook.import_token(t);
+            }
+            for d in &shared.vouched {
+                if let Some(d) = decode_digest(d) {
+                    hook.import_digest(d);
+                }
+            }
+            shared.hook = Some(hook);
+        }
+        let Some(hook) = shared.hook.as_mut() else {
+            return (
+                HookDecision::Deny,
+                "internal error: the agent session has no hook state".to_owned(),
+            );
+        };
+        match event {
+            HookEvent::Before {
+                server,
+                tool,
+                arguments,
+                output,
+            } => {
+                let mut ruling =
+                    hook.decide(&engine, server.as_deref(), &tool, &arguments, now_ms());
+                let mut tokens = Vec::new();
+                if let Some(output) = output.filter(|_| ruling.decision != HookDecision::Deny) {
+                    tokens = hook.record(&engine, server.as_deref(), &tool, &output);
+                }
+                // No record, no call: a decision that cannot be written is a deny.
+                ruling.event.session = Some(key.to_owned());
+                if let Err(reason) = self.audits.record(audit, &ruling.event) {
+                    return (HookDecision::Deny, reason);
+                }
+                self.share_from_hook(key, tokens);
+                (ruling.decision, ruling.reason)
+            }
+            HookEvent::After {
+                server,
+                tool,
+                output,
+            } => {
+                let tokens = hook.record(&engine, server.as_deref(), &tool, &output);
+                let n = tokens.len();
+                self.share_from_hook(key, tokens);
+                (
+                    HookDecision::Abstain,
+                    format!("the output of `{tool}` was indexed ({n} new destinations)"),
+                )
+            }
+            HookEvent::Prompt { text } => {
+                let fresh: Vec<String> = hook.vouch(&text).iter().map(hex::encode).collect();
+                drop(text);
+                let n = fresh.len();
+                self.share_digests(key, fresh);
+                (
+                    HookDecision::Abstain,
+                    format!("{n} destinations the user typed are vouched for in this session"),
+                )
+            }
+            HookEvent::SessionStart {} => {
+                (HookDecision::Abstain, "joined the agent session".to_owned())
             }
         }
     }
@@ -384,11 +592,12 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
             return;
         }
     }
-    let (role, pid, session) = match serde_json::from_slice::<ToBroker>(&hello) {
+    let (role, pid, server, session) = match serde_json::from_slice::<ToBroker>(&hello) {
         Ok(ToBroker::Hello {
             token,
             role,
             pid,
+            server,
             session,
             ..
         }) => {
@@ -397,13 +606,21 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
                 reject(&mut write, error(ErrorCode::Unauthenticated, "wrong token")).await;
                 return;
             }
-            (role, pid, session)
+            (role, pid, server, session)
         }
         Ok(_) | Err(_) => {
             reject(&mut write, error(ErrorCode::Invalid, "malformed `hello`")).await;
             return;
         }
     };
+    if role == Role::Hook && session.as_deref().is_none_or(str::is_empty) {
+        reject(
+            &mut write,
+            error(ErrorCode::Invalid, "a hook must name its agent session"),
+        )
+        .await;
+        return;
+    }
     let (tx, mut rx) = mpsc::unbounded_channel::<FromBroker>();
     let writer = tokio::spawn(async move {
         while let Some(message) = rx.recv().await {
@@ -470,17 +687,27 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
                         });
                     }
                 }
+                if let Some(shared) = session.as_ref().and_then(|k| st.sessions.get(k)) {
+                    let digests: Vec<String> = shared.vouched.iter().cloned().collect();
+                    for chunk in digests.chunks(proto::MAX_DIGESTS_PER_MESSAGE) {
+                        let _ = tx.send(FromBroker::Vouched {
+                            digests: chunk.to_vec(),
+                        });
+                    }
+                }
                 // Sent under the same lock: nothing shared later comes before it.
                 let _ = tx.send(FromBroker::Synced {});
             }
+            Role::Hook => {}
         }
-        if role != Role::Status {
+        if !matches!(role, Role::Status | Role::Hook) {
             st.conns.insert(
                 id,
                 Conn {
                     role,
                     pid,
-                    session,
+                    server,
+                    session: session.clone(),
                     tx: tx.clone(),
                 },
             );
@@ -488,6 +715,13 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
         id
     };
     if role == Role::Status {
+        drop(tx);
+        let _ = writer.await;
+        return;
+    }
+    if role == Role::Hook {
+        let verdict = hook_conn(&shared, &mut reader, session.unwrap_or_default()).await;
+        let _ = tx.send(verdict);
         drop(tx);
         let _ = writer.await;
         return;
@@ -529,6 +763,71 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
     }
     drop(tx);
     let _ = writer.await;
+}
+
+/// Reads a hook's one event and decides it: a verdict, or an error that the hook turns into
+/// a deny.
+async fn hook_conn(
+    shared: &Arc<Shared>,
+    reader: &mut BufReader<tokio::net::unix::OwnedReadHalf>,
+    session: String,
+) -> FromBroker {
+    let line = match tokio::time::timeout(
+        HOOK_TIMEOUT,
+        proto::read_line_within(reader, proto::MAX_HOOK_LINE),
+    )
+    .await
+    {
+        Ok(Ok(Some(line))) => line,
+        Ok(Ok(None)) => return error(ErrorCode::Invalid, "the hook sent no event"),
+        Ok(Err(e)) => return error(ErrorCode::Invalid, e.to_string()),
+        Err(_) => {
+            return error(
+                ErrorCode::Invalid,
+                format!("the hook sent no event within {} s", HOOK_TIMEOUT.as_secs()),
+            );
+        }
+    };
+    let (policy, workspace, audit, event) = match serde_json::from_slice::<ToBroker>(&line) {
+        Ok(ToBroker::Hook {
+            policy,
+            workspace,
+            audit,
+            event,
+        }) => (policy, workspace, audit, event),
+        Ok(_) => return error(ErrorCode::Invalid, "a hook may only send `hook`"),
+        Err(e) => return error(ErrorCode::Invalid, format!("invalid hook event: {e}")),
+    };
+    if let Err(why) = event.validate() {
+        return error(ErrorCode::Invalid, why);
+    }
+    let absolute = |p: &str| p.len() <= proto::MAX_PATH && p.starts_with('/');
+    if !absolute(&workspace)
+        || policy.as_deref().is_some_and(|p| !absolute(p))
+        || audit.as_deref().is_some_and(|p| !absolute(p))
+    {
+        return error(
+            ErrorCode::Invalid,
+            format!(
+                "the workspace and the policy must be absolute paths of at most {} bytes",
+                proto::MAX_PATH
+            ),
+        );
+    }
+    let audit = match audit {
+        Some(path) => std::path::PathBuf::from(path),
+        None => std::path::Path::new(&workspace)
+            .join(".toolgate")
+            .join("audit.jsonl"),
+    };
+    let (decision, reason) = shared.lock().hook(
+        &session,
+        policy.as_deref().map(std::path::Path::new),
+        std::path::Path::new(&workspace),
+        &audit,
+        event,
+    );
+    FromBroker::Verdict { decision, reason }
 }
 
 /// Handles one message; `Err` is a protocol violation that closes the connection.

@@ -7,6 +7,7 @@
 
 pub mod client;
 pub mod daemon;
+pub mod hooks;
 pub mod paths;
 pub mod proto;
 

@@ -5,7 +5,10 @@
 //! session's other proxies shared so far (`taint`, `approvals`, `attempts`) and `synced` after
 //! it, and later what they share as they go. Proxies send `ask` / `withdraw` and receive `answer`;
 //! approvers receive a `snapshot` of the queue followed by `added` / `resolved` / `withdrawn`
-//! events and send `decide`; a `status` connection receives one `status` message.
+//! events and send `decide`; a `status` connection receives one `status` message. A `hook`
+//! connection (`toolgate hook <client>`, one per hook event) sends one `hook` message and
+//! receives one `verdict`; the broker decides it with the policy it keeps compiled and the
+//! agent session's state.
 //!
 //! Requests carry toolgate's normalised description of an action and the reason it is asked
 //! about, never the call's raw arguments.
@@ -13,8 +16,8 @@
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncReadExt as _};
 
-/// The protocol version this build speaks (2: `synced`).
-pub const VERSION: u32 = 2;
+/// The protocol version this build speaks (2: `synced`; 3: the `hook` role, `vouched`).
+pub const VERSION: u32 = 3;
 /// The longest accepted line, in bytes.
 pub const MAX_LINE: usize = 64 * 1024;
 /// The longest accepted text field, in bytes.
@@ -27,6 +30,12 @@ pub const MAX_PENDING_PER_PROXY: usize = 256;
 pub const MAX_TOKENS_PER_MESSAGE: usize = 1024;
 /// The longest taint token, in bytes.
 pub const MAX_TOKEN_LEN: usize = 512;
+/// The longest `hook` message, in bytes (a tool's output or a prompt of up to 4 MiB, as JSON).
+pub const MAX_HOOK_LINE: usize = 9 * 1024 * 1024;
+/// The longest path (policy, workspace) in a `hook` message, in bytes.
+pub const MAX_PATH: usize = 4096;
+/// Prompt digests in one `vouched` message.
+pub const MAX_DIGESTS_PER_MESSAGE: usize = 1024;
 
 /// One destination token seen in a tool output, shared with the other proxies of the same
 /// agent session: the canonical token and where it was seen, never the output itself.
@@ -138,6 +147,67 @@ pub enum Role {
     Approver,
     /// `toolgate status`: one status message, then the connection closes.
     Status,
+    /// `toolgate hook <client>`: one hook event, one verdict, then the connection closes.
+    Hook,
+}
+
+/// One event a client hook reports (see `toolgate hook`). Tool names and arguments are the
+/// client's, with an MCP tool's server split off (`mcp__mail__send_email` → server `mail`,
+/// tool `send_email`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case", deny_unknown_fields)]
+pub enum HookEvent {
+    /// A tool is about to run: decide it.
+    Before {
+        server: Option<String>,
+        tool: String,
+        arguments: serde_json::Value,
+        /// What the call returns, when the client sends it with the question (Cursor's
+        /// `beforeReadFile` carries the file's content): indexed unless the call is denied.
+        #[serde(default)]
+        output: Option<serde_json::Value>,
+    },
+    /// A tool ran: its output feeds the session's taint index (never stored as such).
+    After {
+        server: Option<String>,
+        tool: String,
+        output: serde_json::Value,
+    },
+    /// The user submitted a prompt: the destinations in it are vouched for in the session.
+    /// The broker keeps only digests of its tokens, never the text.
+    Prompt { text: String },
+    /// The agent session started or resumed.
+    SessionStart {},
+}
+
+impl HookEvent {
+    /// Size limits of names (texts and values are bounded by [`MAX_HOOK_LINE`]).
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            HookEvent::Before { server, tool, .. } | HookEvent::After { server, tool, .. } => {
+                if name_ok(server.as_deref(), Some(tool)) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "a hook event names an empty tool, or a tool or server longer than {MAX_NAME} bytes"
+                    ))
+                }
+            }
+            HookEvent::Prompt { .. } | HookEvent::SessionStart {} => Ok(()),
+        }
+    }
+}
+
+/// The broker's verdict on a hook event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookDecision {
+    Allow,
+    Ask,
+    Deny,
+    /// No opinion: an event that decides nothing (a tool's output, a prompt), or an MCP tool
+    /// whose server a `toolgate wrap` proxy of the same session decides itself.
+    Abstain,
 }
 
 /// A human's decision.
@@ -282,6 +352,16 @@ pub enum ToBroker {
     Approvals { approvals: Vec<SharedApproval> },
     /// A proxy shares attempts to call budgeted tools.
     Attempts { attempts: Vec<SharedAttempt> },
+    /// A hook reports one event. `policy` is an absolute path (none: the starter policy),
+    /// `workspace` the absolute directory the agent works in.
+    Hook {
+        policy: Option<String>,
+        workspace: String,
+        /// The audit log (absolute; none: `<workspace>/.toolgate/audit.jsonl`, as `wrap`).
+        #[serde(default)]
+        audit: Option<String>,
+        event: HookEvent,
+    },
 }
 
 /// Error codes in `error` messages.
@@ -359,6 +439,32 @@ pub enum FromBroker {
     /// To a proxy, once, right after `welcome` and its session's state at that moment: all
     /// that the session's other proxies shared before it connected has been sent.
     Synced {},
+    /// SHA-256 digests (hex) of destinations the user typed in a prompt of the session.
+    Vouched {
+        digests: Vec<String>,
+    },
+    /// The answer to a `hook` message.
+    Verdict {
+        decision: HookDecision,
+        reason: String,
+    },
+}
+
+/// Size limits of a batch of prompt digests: at most [`MAX_DIGESTS_PER_MESSAGE`], each 64
+/// hex digits.
+pub fn validate_digests(digests: &[String]) -> Result<(), String> {
+    if digests.len() > MAX_DIGESTS_PER_MESSAGE {
+        return Err(format!(
+            "more than {MAX_DIGESTS_PER_MESSAGE} digests in one message"
+        ));
+    }
+    if digests
+        .iter()
+        .any(|d| d.len() != 64 || !d.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        return Err("a digest is not 64 hex digits".to_owned());
+    }
+    Ok(())
 }
 
 /// Reads one line of at most [`MAX_LINE`] bytes (without the newline). `Ok(None)` at end of
@@ -366,10 +472,16 @@ pub enum FromBroker {
 pub async fn read_line<R: AsyncBufRead + Unpin>(
     reader: &mut R,
 ) -> std::io::Result<Option<Vec<u8>>> {
+    read_line_within(reader, MAX_LINE).await
+}
+
+/// [`read_line`] with another bound (a `hook` message: [`MAX_HOOK_LINE`]).
+pub async fn read_line_within<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    max: usize,
+) -> std::io::Result<Option<Vec<u8>>> {
     let mut buf = Vec::new();
-    let limit = u64::try_from(MAX_LINE)
-        .unwrap_or(u64::MAX)
-        .saturating_add(1);
+    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
     let n = (&mut *reader)
         .take(limit)
         .read_until(b'\n', &mut buf)
@@ -379,10 +491,10 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
     }
     if buf.last() == Some(&b'\n') {
         buf.pop();
-    } else if buf.len() > MAX_LINE {
+    } else if buf.len() > max {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            format!("a message is longer than {MAX_LINE} bytes"),
+            format!("a message is longer than {max} bytes"),
         ));
     }
     Ok(Some(buf))
@@ -515,6 +627,36 @@ mod tests {
             ],
         };
         assert!(line(&big).len() <= MAX_LINE);
+    }
+
+    #[test]
+    fn hook_messages_are_strict() {
+        let ok = json!({"type":"hook","policy":null,"workspace":"/w","event":{"event":"before","server":"mail","tool":"send_email","arguments":{"to":"a@b.c"}}});
+        let Ok(ToBroker::Hook { event, .. }) = serde_json::from_value::<ToBroker>(ok) else {
+            panic!("hook did not parse");
+        };
+        assert!(event.validate().is_ok());
+        for bad in [
+            json!({"type":"hook","policy":null,"workspace":"/w","event":{"event":"before","server":null,"tool":"t","arguments":{},"extra":1}}),
+            json!({"type":"hook","policy":null,"workspace":"/w","event":{"event":"later"}}),
+            json!({"type":"hook","policy":null,"workspace":"/w","extra":1,"event":{"event":"session_start"}}),
+            json!({"type":"hook","policy":null,"event":{"event":"prompt","text":"x"}}),
+        ] {
+            assert!(
+                serde_json::from_value::<ToBroker>(bad.clone()).is_err(),
+                "{bad}"
+            );
+        }
+        let long = HookEvent::Before {
+            server: None,
+            tool: "t".repeat(MAX_NAME + 1),
+            arguments: json!({}),
+            output: None,
+        };
+        assert!(long.validate().is_err());
+        assert!(validate_digests(&["ab".repeat(32)]).is_ok());
+        assert!(validate_digests(&["xy".repeat(32)]).is_err());
+        assert!(validate_digests(&["ab".to_owned()]).is_err());
     }
 
     #[tokio::test]

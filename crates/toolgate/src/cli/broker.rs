@@ -11,16 +11,27 @@ use crate::broker::{Layout, daemon};
 #[command(after_help = "Examples:
   toolgate broker                 # in a terminal of its own; Ctrl-C stops it
   nohup toolgate broker >/dev/null 2>&1 &   # in the background; `toolgate status` checks it")]
-pub struct Args {}
+pub struct Args {
+    /// Detach from the terminal and the starting process's session (used when a hook
+    /// starts the broker).
+    #[arg(long, hide = true)]
+    pub daemon: bool,
+}
 
 /// Runs `toolgate broker`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.daemon {
+        // A session of its own: the client's signals to its process group and terminal
+        // never reach it. (Fails only for a group leader, which a spawned child is not.)
+        let _ = rustix::process::setsid();
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
     let layout = Layout::for_user();
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -14,6 +14,7 @@ pub mod broker;
 pub mod completions;
 pub mod demo;
 pub mod doctor;
+pub mod hook;
 pub mod init;
 pub mod pins;
 pub mod policy;
@@ -58,6 +59,8 @@ enum Command {
     Demo(demo::Args),
     /// Check the policy, the broker, client configurations and a server's start-up.
     Doctor(doctor::Args),
+    /// Decide a coding agent's own tools from a client hook (Claude Code, Cursor).
+    Hook(hook::Args),
     /// Put toolgate in front of a client's MCP servers (Claude Code, Cursor, …).
     Init(init::Args),
     /// List or forget the tool definitions trusted on first use.
@@ -86,6 +89,7 @@ pub fn main() -> ExitCode {
         Command::Completions(args) => completions::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Hook(args) => hook::run(args),
         Command::Init(args) => init::run(args),
         Command::Pins(args) => pins::run(args),
         Command::Policy(args) => policy::run(args),

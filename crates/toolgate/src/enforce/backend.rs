@@ -185,6 +185,10 @@ impl EngineBackend {
         for (tool, at_ms) in shared.take_attempts() {
             self.session.import_attempt(&tool, at_ms);
         }
+        // Destinations the user typed in a prompt (client hooks of the same agent session).
+        for digest in shared.take_vouched() {
+            self.session.vouch_user_digest(digest);
+        }
     }
 
     /// Shares a counted attempt of a budgeted tool with the session's other proxies: the

@@ -105,19 +105,36 @@ fn canonical_dir(path: &Path) -> Option<String> {
 /// Loads the policy and compiles it for this workspace and home; `Err` is a reason that
 /// ends up in every denial.
 fn engine(policy: Option<&Path>, workspace: &Path) -> Result<Engine, String> {
-    let (source, name) = match policy {
-        Some(path) => match std::fs::read_to_string(path) {
-            Ok(s) => (s, path.display().to_string()),
-            Err(e) => {
-                return Err(format!(
-                    "the policy `{}` cannot be read ({e}). help: fix the path given with --policy",
-                    path.display()
-                ));
-            }
-        },
-        None => (STARTER_POLICY.to_owned(), "starter policy".to_owned()),
+    let source = read_policy(policy)?;
+    engine_from_source(&source, policy, workspace)
+}
+
+/// The text of the policy at `policy` (none: the built-in starter policy); `Err` is a reason
+/// with the fix.
+pub fn read_policy(policy: Option<&Path>) -> Result<String, String> {
+    match policy {
+        Some(path) => std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "the policy `{}` cannot be read ({e}). help: fix the path given with --policy",
+                path.display()
+            )
+        }),
+        None => Ok(STARTER_POLICY.to_owned()),
+    }
+}
+
+/// Compiles the policy text `source` (read from `policy`, none: the starter policy) for
+/// `workspace` and `$HOME`: what `wrap` runs, and what the broker keeps compiled for hooks.
+pub fn engine_from_source(
+    source: &str,
+    policy: Option<&Path>,
+    workspace: &Path,
+) -> Result<Engine, String> {
+    let name = match policy {
+        Some(path) => path.display().to_string(),
+        None => "starter policy".to_owned(),
     };
-    let loaded = load(&source, &name).map_err(|d| {
+    let loaded = load(source, &name).map_err(|d| {
         format!(
             "the policy `{name}` does not load: {}. help: run `toolgate policy check --policy {name}`",
             d.render_plain().lines().next().unwrap_or("invalid policy")

@@ -44,7 +44,7 @@ rules:                    # every matching deny wins; otherwise the FIRST matchi
     # optional filters: servers: [NAME], tools: [NAME], executables: [dd, mkfs],
     # commands: [[cargo, test]], hosts: ["api.example.com"], methods: [GET, HEAD],
     # annotations: {readOnlyHint: true}
-packs: [filesystem, git, fetch, shell, email, slack, github, gdrive]   # built-in per-tool contracts (all when absent)
+packs: [filesystem, git, fetch, shell, email, slack, github, gdrive, agent-tools]   # built-in per-tool contracts (all when absent)
 tools:                    # per-tool contracts; an entry REPLACES a pack's entry for that tool
   send_email:
     exfiltrating: true                 # its destinations go through the sink gate

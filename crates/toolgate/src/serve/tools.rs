@@ -81,7 +81,7 @@ pub fn definitions() -> Vec<Value> {
             "name": "list_packs",
             "title": "List the built-in packs",
             "description": "List toolgate's built-in packs (per-tool contracts for common MCP servers: filesystem, \
-        git, fetch, shell, email, slack, github, gdrive): what each covers, its tools and the tools it leaves to the rules.",
+        git, fetch, shell, email, slack, github, gdrive, agent-tools): what each covers, its tools and the tools it leaves to the rules.",
             "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
             "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}
         }),

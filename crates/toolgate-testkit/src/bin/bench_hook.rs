@@ -1,0 +1,268 @@
+//! `bench_hook`: the cost of one `toolgate hook` invocation, as a client pays it: a new
+//! process per event (start, read stdin, connect to the warm broker, decide, print, exit),
+//! measured from spawn to exit, and the peak RSS of the hook processes.
+//!
+//! ```sh
+//! cargo build --release -p toolgate -p toolgate-testkit
+//! target/release/bench_hook --toolgate target/release/toolgate --runs 1000
+//! ```
+//!
+//! It starts its own broker (the first hook does, as in real use) in a temporary directory,
+//! runs a warm-up, then `--runs` invocations of each event kind in turn: a Claude Code
+//! `PreToolUse` of `Bash` (`npm test`, allowed), a `PreToolUse` of an MCP `send_email` (the
+//! sink gate), a `PostToolUse` with a 64 KiB tool output (indexed for taint) and a
+//! `UserPromptSubmit`. Prints p50 / p99 / max per kind and the peak RSS of any hook process
+//! (`getrusage(RUSAGE_CHILDREN)`). The broker is stopped at the end.
+#![allow(
+    clippy::print_stdout,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const POLICY: &str = r#"version: 1
+default: ask
+rules:
+  - id: allow-tests
+    effect: allow
+    operations: [shell.exec]
+    commands:
+      - [npm, test]
+  - id: allow-mail
+    effect: allow
+    operations: [unknown]
+    tools: [send_email]
+"#;
+
+struct Options {
+    toolgate: PathBuf,
+    runs: usize,
+    warmup: usize,
+}
+
+fn options() -> Options {
+    let mut o = Options {
+        toolgate: PathBuf::new(),
+        runs: 500,
+        warmup: 50,
+    };
+    let mut toolgate = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || {
+            args.next().unwrap_or_else(|| {
+                eprintln!("bench_hook: `{arg}` needs a value");
+                std::process::exit(2)
+            })
+        };
+        match arg.as_str() {
+            "--toolgate" => toolgate = Some(PathBuf::from(value())),
+            "--runs" => o.runs = value().parse().unwrap_or(o.runs),
+            "--warmup" => o.warmup = value().parse().unwrap_or(o.warmup),
+            other => {
+                eprintln!("bench_hook: unknown argument `{other}`");
+                std::process::exit(2);
+            }
+        }
+    }
+    o.toolgate = toolgate.unwrap_or_else(|| toolgate_testkit::bin_path("toolgate"));
+    o
+}
+
+fn event(project: &Path, name: &str, extra: Value) -> Vec<u8> {
+    let mut v = json!({
+        "session_id": "bench",
+        "transcript_path": "/tmp/bench.jsonl",
+        "cwd": project,
+        "permission_mode": "default",
+        "hook_event_name": name,
+    });
+    if let (Some(o), Value::Object(e)) = (v.as_object_mut(), extra) {
+        o.extend(e);
+    }
+    v.to_string().into_bytes()
+}
+
+/// One hook invocation: wall time from spawn to exit, and its exit code.
+fn once(o: &Options, base: &Path, input: &[u8]) -> (Duration, Option<i32>) {
+    let start = Instant::now();
+    let mut child = Command::new(&o.toolgate)
+        .args(["hook", "claude-code", "--session", "bench", "--policy"])
+        .arg(base.join("policy.yaml"))
+        .env("TOOLGATE_BROKER_DIR", base.join("b"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            eprintln!("bench_hook: cannot start toolgate: {e}");
+            std::process::exit(1)
+        });
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(input);
+    }
+    let status = child.wait().ok().and_then(|s| s.code());
+    (start.elapsed(), status)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((p / 100.0) * (sorted.len() as f64 - 1.0)).round() as usize;
+    sorted
+        .get(rank.min(sorted.len() - 1))
+        .copied()
+        .unwrap_or_default()
+}
+
+/// The peak RSS of the largest child waited for, in KiB (`getrusage(RUSAGE_CHILDREN)`).
+#[allow(unsafe_code)]
+fn max_child_rss_kb() -> i64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `usage` is a valid, writable `rusage`; getrusage only writes into it.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr()) };
+    if rc != 0 {
+        return -1;
+    }
+    // SAFETY: getrusage succeeded, so it initialised the struct.
+    unsafe { usage.assume_init() }.ru_maxrss
+}
+
+fn stop_broker(o: &Options, base: &Path) {
+    let out = Command::new(&o.toolgate)
+        .arg("status")
+        .env("TOOLGATE_BROKER_DIR", base.join("b"))
+        .output();
+    let Ok(out) = out else { return };
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let pid = text
+        .find("reachable (pid ")
+        .and_then(|at| text.get(at + "reachable (pid ".len()..))
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|p| p.parse::<u32>().ok());
+    if let Some(pid) = pid {
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+    }
+}
+
+fn main() {
+    let o = options();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| {
+        eprintln!("bench_hook: no temp dir: {e}");
+        std::process::exit(1)
+    });
+    let base = dir
+        .path()
+        .canonicalize()
+        .unwrap_or_else(|_| dir.path().to_path_buf());
+    let project = base.join("project");
+    let _ = std::fs::create_dir_all(&project);
+    let _ = std::fs::write(base.join("policy.yaml"), POLICY);
+    let output =
+        "lorem ipsum dolor sit amet, see https://docs.example.com/page and mail bob@corp.example. "
+            .repeat(64 * 1024 / 90);
+    let kinds: Vec<(&str, Vec<u8>, i32)> = vec![
+        (
+            "PreToolUse Bash (allowed)",
+            event(
+                &project,
+                "PreToolUse",
+                json!({"tool_name": "Bash", "tool_input": {"command": "npm test"}, "tool_use_id": "t"}),
+            ),
+            0,
+        ),
+        (
+            "PreToolUse mcp__mail__send_email (sink gate)",
+            event(
+                &project,
+                "PreToolUse",
+                json!({"tool_name": "mcp__mail__send_email", "tool_input": {"to": ["bob@corp.example"], "subject": "s", "body": "b"}, "tool_use_id": "t"}),
+            ),
+            0,
+        ),
+        (
+            "PostToolUse Bash, 64 KiB output",
+            event(
+                &project,
+                "PostToolUse",
+                json!({"tool_name": "Bash", "tool_input": {"command": "cat notes"}, "tool_response": {"stdout": output, "stderr": "", "interrupted": false}, "tool_use_id": "t"}),
+            ),
+            0,
+        ),
+        (
+            "UserPromptSubmit",
+            event(
+                &project,
+                "UserPromptSubmit",
+                json!({"prompt": "reply to bob@corp.example and open https://docs.example.com/page"}),
+            ),
+            0,
+        ),
+    ];
+    // The first hook starts the broker; the warm-up compiles the policy and fills caches.
+    let cold = once(
+        &o,
+        &base,
+        kinds.first().map(|k| k.1.as_slice()).unwrap_or_default(),
+    );
+    println!(
+        "first hook (starts the broker): {:.2} ms",
+        cold.0.as_secs_f64() * 1e3
+    );
+    for i in 0..o.warmup {
+        if let Some((_, input, _)) = kinds.get(i % kinds.len()) {
+            once(&o, &base, input);
+        }
+    }
+    println!(
+        "toolgate hook claude-code, {} runs per event kind (after {} warm-up runs):",
+        o.runs, o.warmup
+    );
+    let mut all = Vec::new();
+    for (name, input, expected) in &kinds {
+        let mut times = Vec::with_capacity(o.runs);
+        let mut wrong = 0;
+        for _ in 0..o.runs {
+            let (t, code) = once(&o, &base, input);
+            if code != Some(*expected) {
+                wrong += 1;
+            }
+            times.push(t);
+        }
+        times.sort();
+        all.extend(times.iter().copied());
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        println!(
+            "  {name:<46} p50 {:6.2} ms  p99 {:6.2} ms  max {:6.2} ms{}",
+            ms(percentile(&times, 50.0)),
+            ms(percentile(&times, 99.0)),
+            ms(percentile(&times, 100.0)),
+            if wrong > 0 {
+                format!("  ({wrong} unexpected exit codes)")
+            } else {
+                String::new()
+            }
+        );
+    }
+    all.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "  {:<46} p50 {:6.2} ms  p99 {:6.2} ms",
+        "all events",
+        ms(percentile(&all, 50.0)),
+        ms(percentile(&all, 99.0))
+    );
+    println!(
+        "peak RSS of any hook process: {:.2} MiB",
+        max_child_rss_kb() as f64 / 1024.0
+    );
+    stop_broker(&o, &base);
+}
