@@ -5,7 +5,7 @@
 //! - `email_unproven`: `send_email` to an address never seen (token lookup, then a verbatim
 //!   search of the whole window that finds nothing: the worst case);
 //! - `email_tainted_in_deferred_text`: to an address near the end of the last CRM export,
-//!   whose tokens past the first 1024 were not indexed: found by the search of the
+//!   whose tokens past the first 256 were not indexed: found by the search of the
 //!   deferred text (issue 21 §4);
 //! - `email_unproven_same_domain_as_deferred_text`: to an unseen address at a domain the
 //!   CRM export names about a hundred times per MiB (each occurrence checked);

@@ -387,7 +387,7 @@ tools:
     let uri = format!("file://{}", export.display());
     g.send(json!({"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":uri}}));
     assert!(g.recv_response(&json!(1)).get("result").is_some());
-    // 4000 lines of 3 tokens: line 3900 lies far past the first 1024 tokens.
+    // 4000 lines of 3 tokens: line 3900 lies far past the first 256 tokens.
     let deep = format!("Contact3900@Customer{}.example", 3900 % 31);
     g.call(
         2,

@@ -39,10 +39,10 @@ use memchr::memmem;
 use super::{TaintSource, tokenize_decoded, window::Window};
 
 /// Tokens of one untrusted output indexed as it arrives; the rest of its text is deferred.
-pub(super) const EAGER_TOKENS: usize = 1024;
+pub(super) const EAGER_TOKENS: usize = 256;
 /// Text is indexed in pieces of about this many bytes (cut after a newline or `"`), the
 /// eager budget checked between them.
-pub(super) const PIECE: usize = 16 * 1024;
+pub(super) const PIECE: usize = 4 * 1024;
 /// How far from a key the confirmation looks for the text's ends.
 pub(super) const MAX_CONTEXT: usize = 64 * 1024;
 
