@@ -26,6 +26,7 @@ mod child;
 mod cli;
 mod clients;
 mod demo;
+mod duration;
 mod enforce;
 mod fsfacts;
 mod hook;

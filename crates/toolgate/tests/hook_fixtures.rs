@@ -66,6 +66,56 @@ fn claude_code_fixtures() {
     }
 }
 
+/// `toolgate-hook` (what `init --hooks` installs) answers every fixture exactly as
+/// `toolgate hook` does, starting the broker from the `toolgate` beside it.
+#[test]
+fn the_small_hook_executable_answers_as_toolgate_hook() {
+    for (client, names) in [
+        (
+            "claude-code",
+            &[
+                "pre_tool_use_bash.json",
+                "pre_tool_use_write.json",
+                "pre_tool_use_mcp.json",
+                "post_tool_use.json",
+                "user_prompt_submit.json",
+                "session_start.json",
+            ][..],
+        ),
+        (
+            "cursor",
+            &[
+                "before_shell_execution.json",
+                "before_mcp_execution.json",
+                "before_read_file.json",
+                "before_submit_prompt.json",
+                "after_shell_execution.json",
+                "after_mcp_execution.json",
+                "after_file_edit.json",
+                "stop.json",
+            ][..],
+        ),
+    ] {
+        let (full, small) = (World::new(), World::new());
+        for name in names {
+            let a = full.hook(client, &full.fixture(client, name), &["--authoritative"]);
+            let b = small.small_hook(client, &small.fixture(client, name), &["--authoritative"]);
+            let same = |s: &str, w: &World| s.replace(&w.base().display().to_string(), "<base>");
+            assert_eq!(
+                (a.code, same(&a.stdout, &full)),
+                (b.code, same(&b.stdout, &small)),
+                "{client} {name}: {a:?} / {b:?}"
+            );
+        }
+        assert!(small.broker_pid().is_some(), "the small hook started the broker");
+    }
+    // Garbage on stdin: the client's deny, exit 2, from the small executable too.
+    let w = World::new();
+    let r = w.small_hook("claude-code", &serde_json::json!("garbage"), &[]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.json()["hookSpecificOutput"]["permissionDecision"], "deny");
+}
+
 #[test]
 fn cursor_fixtures() {
     let w = World::new();

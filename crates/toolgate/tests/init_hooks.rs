@@ -1,7 +1,8 @@
 //! `toolgate init --hooks`, `toolgate unwrap --hooks` and `toolgate doctor` against real
 //! settings files in a fake `HOME` and project directory, through the real binary. Golden
-//! files under `tests/clients/hooks/` (repo root) use the placeholders `@TOOLGATE@` (the
-//! binary's canonical path) and `@POLICY@` (the policy file), JSON-escaped. Run with
+//! files under `tests/clients/hooks/` (repo root) use the placeholders `@HOOK@` (the
+//! canonical path of `toolgate-hook`, which the entries run), `@TOOLGATE@` (the `toolgate`
+//! binary's) and `@POLICY@` (the policy file), JSON-escaped. Run with
 //! `TOOLGATE_BLESS=1` to rewrite the expected files.
 #![allow(
     clippy::unwrap_used,
@@ -68,13 +69,21 @@ impl Fake {
         path.canonicalize().unwrap().to_str().unwrap().to_owned()
     }
 
+    /// What the hook entries run: `toolgate-hook`, built beside `toolgate`.
+    fn hook_exe() -> String {
+        let path = assert_cmd::cargo::cargo_bin("toolgate-hook");
+        path.canonicalize().unwrap().to_str().unwrap().to_owned()
+    }
+
     fn fill(&self, text: &str) -> String {
-        text.replace("@TOOLGATE@", &json_escaped(&Self::exe()))
+        text.replace("@HOOK@", &json_escaped(&Self::hook_exe()))
+            .replace("@TOOLGATE@", &json_escaped(&Self::exe()))
             .replace("@POLICY@", &json_escaped(self.policy.to_str().unwrap()))
     }
 
     fn unfill(&self, text: &str) -> String {
-        text.replace(&json_escaped(&Self::exe()), "@TOOLGATE@")
+        text.replace(&json_escaped(&Self::hook_exe()), "@HOOK@")
+            .replace(&json_escaped(&Self::exe()), "@TOOLGATE@")
             .replace(&json_escaped(self.policy.to_str().unwrap()), "@POLICY@")
     }
 
@@ -162,7 +171,7 @@ fn claude_code_user_hooks_in_a_new_file() {
     ok(&r);
     assert!(r.stdout.contains("new file"), "{}", r.stdout);
     let text = fs::read_to_string(fake.claude_user()).unwrap();
-    let want = format!("{} hook claude-code --policy {policy}", Fake::exe());
+    let want = format!("{} claude-code --policy {policy}", Fake::hook_exe());
     let commands = claude_commands(&text);
     let events: Vec<&str> = commands.iter().map(|(e, _)| e.as_str()).collect();
     assert_eq!(
@@ -294,7 +303,7 @@ fn cursor_project_hooks_round_trip_with_crlf() {
     )
     .unwrap();
     assert_eq!(doc["version"], 1);
-    let want = format!("{} hook cursor", Fake::exe());
+    let want = format!("{} cursor", Fake::hook_exe());
     for event in [
         "beforeShellExecution",
         "afterShellExecution",
@@ -465,9 +474,9 @@ fn doctor_reports_the_hooks() {
     );
 
     // A binary that is gone: the client would treat the failing hook as non-blocking.
-    let gone = fake.home.join("old/toolgate");
+    let gone = fake.home.join("old/toolgate-hook");
     let text = fs::read_to_string(&path).unwrap().replace(
-        &json_escaped(&Fake::exe()),
+        &json_escaped(&Fake::hook_exe()),
         &json_escaped(gone.to_str().unwrap()),
     );
     fs::write(&path, text).unwrap();

@@ -1,9 +1,12 @@
-//! `bench_hook`: the cost of one `toolgate hook` invocation, as a client pays it: a new
-//! process per event (start, read stdin, connect to the warm broker, decide, print, exit),
-//! measured from spawn to exit, and the peak RSS of the hook processes.
+//! `bench_hook`: the cost of one hook invocation, as a client pays it: a new process per
+//! event (start, read stdin, connect to the warm broker, decide, print, exit), measured from
+//! spawn to exit, and the peak RSS of the hook processes. `--toolgate` names the executable:
+//! `toolgate-hook` (what `toolgate init --hooks` installs; the default) or `toolgate`, which
+//! is run as `toolgate hook`.
 //!
 //! ```sh
 //! cargo build --release -p toolgate -p toolgate-testkit
+//! target/release/bench_hook --toolgate target/release/toolgate-hook --runs 1000
 //! target/release/bench_hook --toolgate target/release/toolgate --runs 1000
 //! ```
 //!
@@ -72,7 +75,7 @@ fn options() -> Options {
             }
         }
     }
-    o.toolgate = toolgate.unwrap_or_else(|| toolgate_testkit::bin_path("toolgate"));
+    o.toolgate = toolgate.unwrap_or_else(|| toolgate_testkit::bin_path("toolgate-hook"));
     o
 }
 
@@ -93,8 +96,12 @@ fn event(project: &Path, name: &str, extra: Value) -> Vec<u8> {
 /// One hook invocation: wall time from spawn to exit, and its exit code.
 fn once(o: &Options, base: &Path, input: &[u8]) -> (Duration, Option<i32>) {
     let start = Instant::now();
-    let mut child = Command::new(&o.toolgate)
-        .args(["hook", "claude-code", "--session", "bench", "--policy"])
+    let mut command = Command::new(&o.toolgate);
+    if o.toolgate.file_name().is_none_or(|n| n != "toolgate-hook") {
+        command.arg("hook");
+    }
+    let mut child = command
+        .args(["claude-code", "--session", "bench", "--policy"])
         .arg(base.join("policy.yaml"))
         .env("TOOLGATE_BROKER_DIR", base.join("b"))
         .stdin(Stdio::piped())

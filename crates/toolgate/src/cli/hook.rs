@@ -49,7 +49,7 @@ pub struct Args {
     /// How long the whole hook may take before it denies; keep it below the client's own
     /// hook timeout, after which a client lets the action run [default: 10s for claude-code,
     /// 4s for cursor].
-    #[arg(long, value_name = "DURATION", value_parser = crate::enforce::setup::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_duration)]
     pub timeout: Option<Duration>,
 }
 
@@ -79,7 +79,7 @@ pub fn quick_args(args: &[std::ffi::OsString]) -> Option<Args> {
             "--session" => parsed.session = Some(it.next()?.to_str()?.to_owned()),
             "--timeout" => {
                 parsed.timeout =
-                    Some(crate::enforce::setup::parse_duration(it.next()?.to_str()?).ok()?);
+                    Some(crate::duration::parse_duration(it.next()?.to_str()?).ok()?);
             }
             _ => return None,
         }

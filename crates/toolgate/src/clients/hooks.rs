@@ -149,7 +149,8 @@ impl HookScope {
 /// What the entries run.
 #[derive(Debug, Clone)]
 pub struct HookSettings {
-    /// Absolute path of the toolgate binary.
+    /// Absolute path of the executable: `toolgate-hook` (run as `toolgate-hook <client>`), or
+    /// `toolgate` (run as `toolgate hook <client>`) where no `toolgate-hook` is installed.
     pub exe: String,
     /// Absolute path of the policy file, if any.
     pub policy: Option<String>,
@@ -158,7 +159,8 @@ pub struct HookSettings {
 /// The command line of `client`'s entries (a shell command: both clients run it through a
 /// shell).
 pub fn command(client: HookClient, settings: &HookSettings) -> String {
-    let mut out = format!("{} hook {}", shell_word(&settings.exe), client.name());
+    let hook = if is_hook_exe(&settings.exe) { "" } else { " hook" };
+    let mut out = format!("{}{hook} {}", shell_word(&settings.exe), client.name());
     if let Some(policy) = &settings.policy {
         out.push_str(" --policy ");
         out.push_str(&shell_word(policy));
@@ -215,21 +217,44 @@ pub fn program_of(command: &str) -> Option<String> {
     split_words(command)?.into_iter().next()
 }
 
-/// `<…/toolgate> hook <client>` with nothing after it but `--policy <path>`.
+/// Whether `exe` is the small hook executable, `toolgate-hook`.
+fn is_hook_exe(exe: &str) -> bool {
+    Path::new(exe)
+        .file_name()
+        .is_some_and(|n| n == "toolgate-hook")
+}
+
+/// The executable hook entries run: `toolgate-hook` beside `toolgate` (a hook runs once per
+/// tool call, and that executable is a fraction of the size), else `toolgate` itself.
+pub fn hook_exe(toolgate: &str) -> String {
+    let sibling = Path::new(toolgate).with_file_name("toolgate-hook");
+    if Path::new(toolgate).is_absolute() && sibling.is_file() {
+        sibling.to_string_lossy().into_owned()
+    } else {
+        toolgate.to_owned()
+    }
+}
+
+/// `<…/toolgate> hook <client>` or `<…/toolgate-hook> <client>`, with nothing after it but
+/// `--policy <path>`.
 fn is_our_command(command: &str, client: HookClient) -> bool {
     let Some(words) = split_words(command) else {
         return false;
     };
-    let exe_is_toolgate = words
-        .first()
-        .is_some_and(|w| Path::new(w).file_name().is_some_and(|n| n == "toolgate"));
-    let rest: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
-    exe_is_toolgate
-        && match rest.as_slice() {
-            ["hook", c] => *c == client.name(),
-            ["hook", c, "--policy", _] => *c == client.name(),
-            _ => false,
-        }
+    let Some(exe) = words.first() else {
+        return false;
+    };
+    let mut rest: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
+    if is_hook_exe(exe) {
+        rest.insert(0, "hook");
+    } else if Path::new(exe).file_name().is_none_or(|n| n != "toolgate") {
+        return false;
+    }
+    match rest.as_slice() {
+        ["hook", c] => *c == client.name(),
+        ["hook", c, "--policy", _] => *c == client.name(),
+        _ => false,
+    }
 }
 
 /// Errors while editing a settings file.
@@ -740,6 +765,7 @@ mod tests {
             "/opt/tg/bin/toolgate hook claude-code; rm -rf ~",
             "/opt/tg/bin/toolgate hook claude-code --authoritative",
             "/opt/tg/bin/not-toolgate hook claude-code",
+            "/opt/tg/bin/toolgate-hook hook claude-code",
             "toolgate  hook claude-code",
             "$HOME/toolgate hook claude-code",
             "'/x/toolgate hook claude-code",
@@ -750,6 +776,15 @@ mod tests {
             "'/a b/toolgate' hook cursor",
             HookClient::Cursor
         ));
+        // The small hook executable takes the client right away.
+        let small = HookSettings {
+            exe: "/opt/tg/bin/toolgate-hook".to_owned(),
+            policy: None,
+        };
+        let c = command(HookClient::Cursor, &small);
+        assert_eq!(c, "/opt/tg/bin/toolgate-hook cursor");
+        assert!(is_our_command(&c, HookClient::Cursor));
+        assert!(!is_our_command(&c, HookClient::ClaudeCode));
         assert_eq!(shell_word("it's"), r"'it'\''s'");
         assert_eq!(split_words(&shell_word("it's")).unwrap(), ["it's"]);
     }

@@ -253,7 +253,7 @@ fn run_hooks(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode>
     let (new_text, events) = match (action, &existing) {
         (Action::Init(w), file) => {
             let settings = HookSettings {
-                exe: w.exe.clone(),
+                exe: hooks::hook_exe(&w.exe),
                 policy: w.policy.clone(),
             };
             match file {

@@ -56,22 +56,7 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
     s.parse()
 }
 
-/// Parses `90`, `90s`, `1500ms`, `2m`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (digits, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("invalid duration `{s}` (expected e.g. `120s`, `2m`, `1500ms`)"))?;
-    match unit {
-        "" | "s" => Ok(Duration::from_secs(n)),
-        "ms" => Ok(Duration::from_millis(n)),
-        "m" => Ok(Duration::from_secs(n.saturating_mul(60))),
-        _ => Err(format!(
-            "invalid duration unit in `{s}` (expected `ms`, `s` or `m`)"
-        )),
-    }
-}
+pub use crate::duration::parse_duration;
 
 /// Denies every call with one reason: the policy could not be loaded.
 #[derive(Debug)]

@@ -198,8 +198,7 @@ fn connect_or_start(
         Err(ConnectError::Other(why)) => return Err(why),
         Err(ConnectError::NotRunning(_)) => {}
     }
-    let exe = std::env::current_exe()
-        .map_err(|e| format!("cannot find the toolgate executable to start the broker ({e})"))?;
+    let exe = broker_executable()?;
     let log_path = layout.dir.join(LOG);
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -276,6 +275,24 @@ pub fn ask(
         }
         _ => Err("the broker answered out of protocol".to_owned()),
     }
+}
+
+/// The `toolgate` executable that runs the broker: this one, or for `toolgate-hook` the
+/// `toolgate` installed beside it.
+fn broker_executable() -> Result<std::path::PathBuf, String> {
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find the toolgate executable to start the broker ({e})"))?;
+    if exe.file_name().is_some_and(|n| n == "toolgate-hook") {
+        let sibling = exe.with_file_name("toolgate");
+        if !sibling.is_file() {
+            return Err(format!(
+                "cannot start the broker: `{}` is missing. help: install toolgate and toolgate-hook together (`cargo install toolgate`), or start it with `toolgate broker`",
+                sibling.display()
+            ));
+        }
+        return Ok(sibling);
+    }
+    Ok(exe)
 }
 
 #[cfg(test)]

@@ -132,6 +132,20 @@ impl World {
     }
 
     /// Runs `toolgate hook <client> --policy <policy> EXTRA` with `input` on stdin.
+    /// `toolgate-hook CLIENT --policy <this world's> EXTRA` (the small executable that
+    /// `init --hooks` installs) with `input` on stdin.
+    pub fn small_hook(&self, client: &str, input: &Value, extra: &[&str]) -> Run {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate-hook"));
+        cmd.arg(client)
+            .arg("--policy")
+            .arg(self.policy())
+            .args(extra)
+            .env("TOOLGATE_BROKER_DIR", &self.broker_dir)
+            .env("HOME", self.base().join("home"))
+            .env_remove("TOOLGATE_LOG");
+        self.run(cmd, input.to_string().as_bytes())
+    }
+
     pub fn hook(&self, client: &str, input: &Value, extra: &[&str]) -> Run {
         let mut cmd = self.cmd(&["hook", client]);
         cmd.arg("--policy").arg(self.policy()).args(extra);
