@@ -29,7 +29,11 @@ use std::process::ExitCode;
 
 /// Unusual arguments (`--help`, a typo) are left to clap, which explains or reports them.
 #[derive(Debug, clap::Parser)]
-#[command(name = "toolgate-hook", version, about = "Decide a coding agent's own tool calls (a client hook): reads the hook event on stdin; the arguments of `toolgate hook`")]
+#[command(
+    name = "toolgate-hook",
+    version,
+    about = "Decide a coding agent's own tool calls (a client hook): reads the hook event on stdin; the arguments of `toolgate hook`"
+)]
 struct Cli {
     #[command(flatten)]
     args: cli::hook::Args,

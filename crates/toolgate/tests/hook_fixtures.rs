@@ -107,7 +107,10 @@ fn the_small_hook_executable_answers_as_toolgate_hook() {
                 "{client} {name}: {a:?} / {b:?}"
             );
         }
-        assert!(small.broker_pid().is_some(), "the small hook started the broker");
+        assert!(
+            small.broker_pid().is_some(),
+            "the small hook started the broker"
+        );
     }
     // Garbage on stdin: the client's deny, exit 2, from the small executable too.
     let w = World::new();

@@ -475,3 +475,30 @@ fn the_agent_may_not_run_toolgate_itself() {
     );
     assert_eq!(r.code, Some(0), "{r:?}");
 }
+
+/// A budget counts the calls hooks decide: the call past `max_calls` is denied.
+#[test]
+fn hook_calls_count_against_a_budget() {
+    let w = World::with_policy(
+        "version: 1\ndefault: allow\npacks: [agent-tools]\ntools:\n  WebFetch:\n    max_calls: 2\n",
+    );
+    let fetch = |n: u32| {
+        let input = pre(
+            &w,
+            "WebFetch",
+            json!({"url": format!("https://docs.example.com/page{n}"), "prompt": "summarise"}),
+        );
+        w.hook("claude-code", &input, &["--session", "budget"])
+    };
+    for n in 0..2 {
+        let r = fetch(n);
+        assert_ne!(decision(&r), "deny", "call {n}: {r:?}");
+    }
+    let r = fetch(2);
+    assert_eq!(decision(&r), "deny", "{r:?}");
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(
+        r.stdout.contains("max_calls") || r.stdout.contains("budget"),
+        "{r:?}"
+    );
+}

@@ -78,8 +78,7 @@ pub fn quick_args(args: &[std::ffi::OsString]) -> Option<Args> {
             "--audit" => parsed.audit = Some(PathBuf::from(it.next()?)),
             "--session" => parsed.session = Some(it.next()?.to_str()?.to_owned()),
             "--timeout" => {
-                parsed.timeout =
-                    Some(crate::duration::parse_duration(it.next()?.to_str()?).ok()?);
+                parsed.timeout = Some(crate::duration::parse_duration(it.next()?.to_str()?).ok()?);
             }
             _ => return None,
         }

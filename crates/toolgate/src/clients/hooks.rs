@@ -159,7 +159,11 @@ pub struct HookSettings {
 /// The command line of `client`'s entries (a shell command: both clients run it through a
 /// shell).
 pub fn command(client: HookClient, settings: &HookSettings) -> String {
-    let hook = if is_hook_exe(&settings.exe) { "" } else { " hook" };
+    let hook = if is_hook_exe(&settings.exe) {
+        ""
+    } else {
+        " hook"
+    };
     let mut out = format!("{}{hook} {}", shell_word(&settings.exe), client.name());
     if let Some(policy) = &settings.policy {
         out.push_str(" --policy ");
