@@ -163,7 +163,7 @@ pub struct TaintIndex {
     deferred: window::Window,
     /// The output being indexed (its `seq`) and how many of its tokens were indexed.
     eager: (u64, usize),
-    /// Tokens of one untrusted output indexed as it arrives ([`deferred::EAGER_TOKENS`]).
+    /// Tokens of one untrusted output indexed as it arrives (`deferred::EAGER_TOKENS`).
     eager_tokens: usize,
 }
 
@@ -253,7 +253,7 @@ impl TaintIndex {
 
     /// Record destination-shaped tokens from text.
     ///
-    /// Of an untrusted output, the first [`deferred::EAGER_TOKENS`] tokens are indexed now;
+    /// Of an untrusted output, the first 256 tokens are indexed now;
     /// when there are more and its text is ASCII after decoding, the rest of the text is kept
     /// (within `window_bytes`, like the verbatim window) and searched for a sink value when
     /// one is classified, with the tokenizer confirming each find: the verdict is the one

@@ -1,4 +1,4 @@
-//! Claude Code's hook format (hooks reference, https://code.claude.com/docs/en/hooks).
+//! Claude Code's hook format (hooks reference, <https://code.claude.com/docs/en/hooks>).
 //!
 //! Input: one JSON object with `session_id`, `transcript_path`, `cwd`, `hook_event_name` and
 //! per event `tool_name` / `tool_input` / `tool_use_id` (PreToolUse), plus `tool_response`

@@ -1,4 +1,4 @@
-//! Cursor's hook format (https://cursor.com/docs/agent/hooks; `hooks.json` `version: 1`).
+//! Cursor's hook format (<https://cursor.com/docs/agent/hooks>; `hooks.json` `version: 1`).
 //!
 //! Input: one JSON object with `hook_event_name`, `conversation_id`, `generation_id`,
 //! `workspace_roots` and per event `command` + `cwd` (beforeShellExecution,
