@@ -175,6 +175,39 @@ impl Step {
     fn teaches(&self) -> bool {
         self.prompt.is_some() || self.output.is_some()
     }
+
+    /// Panics unless the step does exactly one thing, with only the keys that thing takes.
+    fn check(&self, case: &str, at: usize) {
+        let actions = [
+            ("call", self.call.is_some()),
+            ("read_resource", self.read_resource.is_some()),
+            ("list", self.list),
+            ("wait", self.wait.is_some()),
+            ("restart", self.restart.is_some()),
+            ("prompt", self.prompt.is_some()),
+            ("builtin", self.builtin.is_some()),
+        ];
+        let set: Vec<&str> = actions.iter().filter(|a| a.1).map(|a| a.0).collect();
+        let [action] = set.as_slice() else {
+            panic!(
+                "case `{case}` step {at}: one of `call`, `read_resource`, `list`, `wait`, `restart`, `prompt`, `builtin` is needed, got {set:?}"
+            );
+        };
+        let decided = matches!(*action, "call" | "read_resource" | "builtin");
+        let extra = [
+            (
+                "args",
+                self.args.is_some() && !matches!(*action, "call" | "builtin"),
+            ),
+            ("expect", self.expect.is_some() && !decided),
+            ("human", self.human.is_some() && !decided),
+            ("repeat", self.repeat.is_some() && !decided),
+            ("output", self.output.is_some() && *action != "builtin"),
+        ];
+        if let Some((key, _)) = extra.iter().find(|e| e.1) {
+            panic!("case `{case}` step {at}: `{key}` does not go with `{action}`");
+        }
+    }
 }
 
 /// A verdict as the client sees it.
@@ -833,6 +866,9 @@ pub fn run_session(
     // A session with hook steps: its hooks start the broker (a `SessionStart` event first,
     // as the client sends one), and the proxy joins the same agent session when the first
     // MCP step needs it.
+    for (n, step) in spec.steps.iter().enumerate() {
+        step.check(&case.name, n + 1);
+    }
     let hooked = spec.steps.iter().any(Step::is_hook);
     check_order(&case.name, &spec.steps);
     let hooks = hooked.then(|| Hooks {
