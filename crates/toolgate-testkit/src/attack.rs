@@ -1172,3 +1172,59 @@ fn record_name(v: &Value) -> String {
             .to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn steps(yaml: &str) -> Vec<Step> {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    fn panics(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
+        let err = std::panic::catch_unwind(f).expect_err("expected a panic");
+        err.downcast_ref::<String>().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn hook_steps_parse_strictly() {
+        let s = steps(
+            "- {prompt: \"reply to bob@partner.example\"}\n- {builtin: Bash, args: {command: ls}, expect: ask, human: allow_once, output: x}\n",
+        );
+        assert!(s.iter().all(Step::is_hook));
+        assert!(s[0].teaches() && s[1].teaches());
+        s[0].check("c", 1);
+        s[1].check("c", 2);
+        assert!(serde_saphyr::from_str::<Vec<Step>>("- {builtin: Bash, stdout: x}\n").is_err());
+        let both = steps("- {prompt: x, call: send_email}\n");
+        assert!(panics(move || both[0].check("c", 1)).contains("one of"));
+        let output = steps("- {call: read_email, output: x}\n");
+        assert!(
+            panics(move || output[0].check("c", 1)).contains("`output` does not go with `call`")
+        );
+        let expect = steps("- {prompt: x, expect: deny}\n");
+        assert!(panics(move || expect[0].check("c", 1)).contains("`expect`"));
+    }
+
+    #[test]
+    fn no_mcp_step_may_follow_what_a_hook_taught_a_running_proxy() {
+        // Before the proxy starts (its first MCP step): fine.
+        check_order(
+            "c",
+            &steps(
+                "- {prompt: x}\n- {builtin: WebFetch, args: {url: u}, output: o}\n- {call: send_email}\n- {builtin: Bash, args: {command: ls}}\n",
+            ),
+        );
+        // A decision only (no output) after the proxy started: fine.
+        check_order(
+            "c",
+            &steps(
+                "- {call: read_email}\n- {builtin: Bash, args: {command: ls}}\n- {call: send_email}\n",
+            ),
+        );
+        let late =
+            steps("- {call: read_email}\n- {prompt: x}\n- {list: true}\n- {call: send_email}\n");
+        let msg = panics(move || check_order("c", &late));
+        assert!(msg.contains("step 3 (an MCP step) follows step 2"), "{msg}");
+    }
+}
