@@ -1,7 +1,8 @@
 //! The attack corpus runner: loads the declarative scenarios of `tests/attacks/*.yaml` and
 //! replays each session through the real `toolgate wrap` binary in front of the
 //! `attack_server` test server, with a scripted MCP client that answers approval prompts
-//! (`elicitation/create`) as the scenario says.
+//! (`elicitation/create`) as the scenario says, and the real `toolgate hook claude-code` for
+//! the agent's own prompt and built-in tools, sharing one agent session at a real broker.
 //!
 //! A scenario file:
 //!
@@ -23,6 +24,23 @@
 //! (default `deny`), `repeat: N`), `read_resource` (a URI, + `expect`), `list: true`
 //! (`tools/list`), `wait: list_changed` (wait for the notification, then list again),
 //! `restart: [server args]` (stop the proxy and start it again with the same pin store).
+//! Every step does exactly one of these things and takes only the keys that thing takes.
+//!
+//! Hook steps (a coding agent's own side, through `toolgate hook claude-code`, one process
+//! per event as Claude Code runs it): `prompt: TEXT` (the user's prompt, `UserPromptSubmit`:
+//! the destinations in it are vouched for), and `builtin: TOOL` (`Bash`, `WebFetch`, `Read`,
+//! …; + `args` as the tool input, `expect`, `human`, `repeat`, `output`): a `PreToolUse` whose
+//! decision is checked like a call's (exit 2 with the JSON deny = deny; exit 0 and nothing
+//! = allow; exit 0 with the JSON ask = ask, one approval: the client's own prompt, answered by
+//! `human`) and, when the tool runs and `output` is given, a `PostToolUse` with that output in
+//! the tool's response shape. A session with hook steps runs a `SessionStart` first, which
+//! starts a broker in the session's own directory (stopped at the end); hooks and the proxy
+//! join the same agent session (`--session`). The proxy starts at the session's first MCP
+//! step, so the hook events before it reach it when it joins; an MCP step may not follow a
+//! `prompt` or `output` given after that (the broker relays those to a running proxy
+//! asynchronously). Before a hook step that follows an MCP call, the runner waits (bounded)
+//! until what the call's output taught the proxy has reached the broker.
+//!
 //! `${home}` and `${workspace}` in arguments and URIs expand to the session's directories
 //! (a fresh temporary workspace and a fake home holding `.ssh/id_rsa`, `.aws/credentials`).
 //!
