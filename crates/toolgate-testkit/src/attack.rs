@@ -1,7 +1,8 @@
 //! The attack corpus runner: loads the declarative scenarios of `tests/attacks/*.yaml` and
 //! replays each session through the real `toolgate wrap` binary in front of the
 //! `attack_server` test server, with a scripted MCP client that answers approval prompts
-//! (`elicitation/create`) as the scenario says.
+//! (`elicitation/create`) as the scenario says, and the real `toolgate hook claude-code` for
+//! the agent's own prompt and built-in tools, sharing one agent session at a real broker.
 //!
 //! A scenario file:
 //!
@@ -23,6 +24,23 @@
 //! (default `deny`), `repeat: N`), `read_resource` (a URI, + `expect`), `list: true`
 //! (`tools/list`), `wait: list_changed` (wait for the notification, then list again),
 //! `restart: [server args]` (stop the proxy and start it again with the same pin store).
+//! Every step does exactly one of these things and takes only the keys that thing takes.
+//!
+//! Hook steps (a coding agent's own side, through `toolgate hook claude-code`, one process
+//! per event as Claude Code runs it): `prompt: TEXT` (the user's prompt, `UserPromptSubmit`:
+//! the destinations in it are vouched for), and `builtin: TOOL` (`Bash`, `WebFetch`, `Read`,
+//! …; + `args` as the tool input, `expect`, `human`, `repeat`, `output`): a `PreToolUse` whose
+//! decision is checked like a call's (exit 2 with the JSON deny = deny; exit 0 and nothing
+//! = allow; exit 0 with the JSON ask = ask, one approval: the client's own prompt, answered by
+//! `human`) and, when the tool runs and `output` is given, a `PostToolUse` with that output in
+//! the tool's response shape. A session with hook steps runs a `SessionStart` first, which
+//! starts a broker in the session's own directory (stopped at the end); hooks and the proxy
+//! join the same agent session (`--session`). The proxy starts at the session's first MCP
+//! step, so the hook events before it reach it when it joins; an MCP step may not follow a
+//! `prompt` or `output` given after that (the broker relays those to a running proxy
+//! asynchronously). Before a hook step that follows an MCP call, the runner waits (bounded)
+//! until what the call's output taught the proxy has reached the broker.
+//!
 //! `${home}` and `${workspace}` in arguments and URIs expand to the session's directories
 //! (a fresh temporary workspace and a fake home holding `.ssh/id_rsa`, `.aws/credentials`).
 //!
@@ -153,6 +171,61 @@ pub struct Step {
     pub human: Option<HumanAnswer>,
     #[serde(default)]
     pub repeat: Option<u32>,
+    /// The user's prompt: a Claude Code `UserPromptSubmit` hook event.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// A built-in tool call of the client (`Bash`, `WebFetch`, `Read`, …): a `PreToolUse`
+    /// hook event with `args` as the tool input, decided as `expect` says.
+    #[serde(default)]
+    pub builtin: Option<String>,
+    /// The built-in tool's output, when it runs: a `PostToolUse` hook event.
+    #[serde(default)]
+    pub output: Option<String>,
+}
+
+impl Step {
+    /// A step that runs `toolgate hook` rather than talking to the proxy.
+    fn is_hook(&self) -> bool {
+        self.prompt.is_some() || self.builtin.is_some()
+    }
+
+    /// A hook step that changes what the session knows (vouched or tainted destinations).
+    fn teaches(&self) -> bool {
+        self.prompt.is_some() || self.output.is_some()
+    }
+
+    /// Panics unless the step does exactly one thing, with only the keys that thing takes.
+    fn check(&self, case: &str, at: usize) {
+        let actions = [
+            ("call", self.call.is_some()),
+            ("read_resource", self.read_resource.is_some()),
+            ("list", self.list),
+            ("wait", self.wait.is_some()),
+            ("restart", self.restart.is_some()),
+            ("prompt", self.prompt.is_some()),
+            ("builtin", self.builtin.is_some()),
+        ];
+        let set: Vec<&str> = actions.iter().filter(|a| a.1).map(|a| a.0).collect();
+        let [action] = set.as_slice() else {
+            panic!(
+                "case `{case}` step {at}: one of `call`, `read_resource`, `list`, `wait`, `restart`, `prompt`, `builtin` is needed, got {set:?}"
+            );
+        };
+        let decided = matches!(*action, "call" | "read_resource" | "builtin");
+        let extra = [
+            (
+                "args",
+                self.args.is_some() && !matches!(*action, "call" | "builtin"),
+            ),
+            ("expect", self.expect.is_some() && !decided),
+            ("human", self.human.is_some() && !decided),
+            ("repeat", self.repeat.is_some() && !decided),
+            ("output", self.output.is_some() && *action != "builtin"),
+        ];
+        if let Some((key, _)) = extra.iter().find(|e| e.1) {
+            panic!("case `{case}` step {at}: `{key}` does not go with `{action}`");
+        }
+    }
 }
 
 /// A verdict as the client sees it.
@@ -510,7 +583,13 @@ fn label(v: Verdict) -> &'static str {
     }
 }
 
-fn proxy_command(env: &Env<'_>, sb: &Sandbox, policy: &Path, server_args: &[String]) -> Command {
+fn proxy_command(
+    env: &Env<'_>,
+    sb: &Sandbox,
+    policy: &Path,
+    server_args: &[String],
+    session: Option<&str>,
+) -> Command {
     let mut cmd = Command::new(env.toolgate);
     cmd.arg("wrap")
         .arg("--policy")
@@ -519,30 +598,42 @@ fn proxy_command(env: &Env<'_>, sb: &Sandbox, policy: &Path, server_args: &[Stri
         .arg(&sb.work)
         .arg("--audit")
         .arg(sb.base.join("audit.jsonl"))
-        .args(["--approval", "client", "--server", "attack", "--"])
+        .args(["--approval", "client", "--server", "attack"]);
+    if let Some(name) = session {
+        cmd.args(["--session", name]);
+    }
+    cmd.arg("--")
         .arg(env.server)
         .arg("--record")
         .arg(sb.base.join("record.jsonl"))
-        .args(server_args)
-        .env("HOME", &sb.home)
+        .args(server_args);
+    sandbox_env(&mut cmd, sb);
+    cmd
+}
+
+/// The environment of every `toolgate` process of a session: the fake home, the session's
+/// own pin store and broker directory, no user configuration.
+fn sandbox_env(cmd: &mut Command, sb: &Sandbox) {
+    cmd.env("HOME", &sb.home)
         .env("TOOLGATE_PINS_DIR", sb.base.join("pins"))
         .env("TOOLGATE_BROKER_DIR", sb.base.join("broker"))
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("XDG_DATA_HOME")
         .env_remove("XDG_STATE_HOME")
         .env_remove("TOOLGATE_LOG");
-    cmd
 }
 
+#[allow(clippy::too_many_arguments)]
 fn start(
     env: &Env<'_>,
     sb: &Sandbox,
     policy: &Path,
     server_args: &[String],
+    session: Option<&str>,
     list: bool,
     deadline: Instant,
 ) -> Result<Client, String> {
-    let mut client = Client::spawn(proxy_command(env, sb, policy, server_args));
+    let mut client = Client::spawn(proxy_command(env, sb, policy, server_args, session));
     let (init, _) = client.request(
         "initialize",
         json!({"protocolVersion": "2025-06-18",
@@ -562,6 +653,205 @@ fn start(
         }
     }
     Ok(client)
+}
+
+/// The agent session that the hooks and the proxy of a hook-driven session share at the
+/// broker (`--session` on both).
+const AGENT_SESSION: &str = "corpus-agent";
+
+/// What one `toolgate hook` process did.
+struct HookRun {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl HookRun {
+    /// The verdict as Claude Code sees it: exit 2 with a JSON deny; exit 0 with nothing (no
+    /// decision: the policy allowed it) or with a JSON ask; anything else is an error.
+    fn verdict(&self) -> Verdict {
+        let decision = serde_json::from_str::<Value>(&self.stdout)
+            .ok()
+            .and_then(|v| {
+                v.pointer("/hookSpecificOutput/permissionDecision")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+        match (
+            self.code,
+            self.stdout.trim().is_empty(),
+            decision.as_deref(),
+        ) {
+            (Some(2), false, Some("deny")) => Verdict::Deny,
+            (Some(0), true, _) => Verdict::Allow,
+            (Some(0), false, Some("ask")) => Verdict::Ask,
+            _ => Verdict::Error,
+        }
+    }
+
+    /// The first line of the reason the client would show.
+    fn why(&self) -> String {
+        let text = serde_json::from_str::<Value>(&self.stdout)
+            .ok()
+            .and_then(|v| {
+                v.pointer("/hookSpecificOutput/permissionDecisionReason")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| format!("exit {:?}; {}", self.code, self.stderr.trim()));
+        text.lines()
+            .next()
+            .unwrap_or("")
+            .chars()
+            .take(160)
+            .collect()
+    }
+}
+
+/// Claude Code hooks (`toolgate hook claude-code`) of one session, run as the client runs
+/// them: a fresh process per event, the event's JSON on stdin. The first one starts the
+/// session's broker (its own directory); dropping this stops it.
+struct Hooks<'a> {
+    toolgate: &'a Path,
+    sb: &'a Sandbox,
+    policy: PathBuf,
+}
+
+impl Hooks<'_> {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(self.toolgate);
+        cmd.args(args);
+        sandbox_env(&mut cmd, self.sb);
+        cmd
+    }
+
+    /// Runs one hook event: `event` with the members of `extra` (an object), shaped as
+    /// Claude Code's hooks reference shows its hook input
+    /// (https://code.claude.com/docs/en/hooks, "Hook Input").
+    fn event(&self, event: &str, extra: Value, deadline: Instant) -> Result<HookRun, String> {
+        let mut input = json!({
+            "session_id": "attack-corpus",
+            "transcript_path": self.sb.base.join("transcript.jsonl"),
+            "cwd": self.sb.work,
+            "permission_mode": "default",
+            "hook_event_name": event,
+        });
+        if let (Some(o), Value::Object(e)) = (input.as_object_mut(), extra) {
+            o.extend(e);
+        }
+        let mut cmd = self.command(&["hook", "claude-code", "--session", AGENT_SESSION]);
+        cmd.arg("--policy")
+            .arg(&self.policy)
+            .arg("--audit")
+            .arg(self.sb.base.join("hook-audit.jsonl"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot run `toolgate hook`: {e}"))?;
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
+        let bytes = serde_json::to_vec(&input).unwrap();
+        // The hook may answer before reading everything: write from a thread.
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        });
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        let left = deadline.saturating_duration_since(Instant::now());
+        let out = match rx.recv_timeout(left) {
+            Ok(Ok(out)) => out,
+            Ok(Err(e)) => return Err(format!("`toolgate hook` ({event}): {e}")),
+            Err(_) => return Err(format!("`toolgate hook` ({event}) did not exit in time")),
+        };
+        let _ = writer.join();
+        Ok(HookRun {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        })
+    }
+
+    /// The broker's pid and the taint tokens its sessions share (`toolgate status`).
+    fn status(&self) -> Option<(u32, usize)> {
+        let out = self.command(&["status"]).output().ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let number = |after: &str, end: char| -> Option<usize> {
+            let at = text.find(after)? + after.len();
+            text.get(at..)?.split(end).next()?.trim().parse().ok()
+        };
+        let pid = u32::try_from(number("reachable (pid ", ')')?).ok()?;
+        let tokens = number(" sharing ", 't').unwrap_or(0);
+        Some((pid, tokens))
+    }
+
+    /// Waits (bounded) until the broker's sessions share more than `before` taint tokens:
+    /// what a proxy saw in an output reaches the broker after the client has the result.
+    fn wait_shared(&self, before: usize) {
+        crate::wait_until(Duration::from_secs(5), || {
+            self.status().is_some_and(|(_, n)| n > before)
+        });
+    }
+
+    fn shared(&self) -> usize {
+        self.status().map_or(0, |(_, n)| n)
+    }
+}
+
+impl Drop for Hooks<'_> {
+    fn drop(&mut self) {
+        // The broker a hook starts outlives it by design: stop it.
+        if let Some((pid, _)) = self.status() {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+            let socket = self.sb.base.join("broker").join("broker.sock");
+            crate::wait_until(Duration::from_secs(10), || !socket.exists());
+        }
+    }
+}
+
+/// A built-in tool's output as Claude Code hands it to `PostToolUse` (`tool_response`). The
+/// shapes are those of Claude Code's tool results as its hook inputs carry them (the same as
+/// `crates/toolgate/tests/hook_sessions.rs`).
+fn tool_response(tool: &str, args: &Value, output: &str) -> Value {
+    let lines = output.lines().count();
+    match tool {
+        "Bash" => json!({"stdout": output, "stderr": "", "interrupted": false, "isImage": false}),
+        "WebFetch" => json!({
+            "bytes": output.len(), "code": 200, "codeText": "OK", "durationMs": 12,
+            "result": output, "url": args.get("url").cloned().unwrap_or(Value::Null)
+        }),
+        "Read" => json!({"type": "text", "file": {
+            "filePath": args.get("file_path").cloned().unwrap_or(Value::Null),
+            "content": output, "numLines": lines, "startLine": 1, "totalLines": lines
+        }}),
+        other => panic!("no `output` shape for the built-in tool `{other}` (Bash, WebFetch, Read)"),
+    }
+}
+
+/// Checks the order of a session's steps: once the proxy runs, what a later hook event
+/// teaches the session (a prompt, a tool's output) reaches the proxy asynchronously through
+/// the broker, so no MCP step may follow such a hook step (it would race the relay). Hook
+/// events before the proxy starts reach it when it joins the session.
+fn check_order(case: &str, steps: &[Step]) {
+    let Some(first_mcp) = steps.iter().position(|s| !s.is_hook()) else {
+        return;
+    };
+    if let Some(teach) = steps
+        .iter()
+        .enumerate()
+        .skip(first_mcp)
+        .find(|(_, s)| s.is_hook() && s.teaches())
+        .map(|(i, _)| i)
+        && let Some(later) = steps.iter().skip(teach).position(|s| !s.is_hook())
+    {
+        panic!(
+            "case `{case}`: step {} (an MCP step) follows step {} (a prompt or a built-in tool's output) after the proxy started; the broker relays hook events to a running proxy asynchronously. help: put the prompt or output before the first MCP step",
+            teach + later + 1,
+            teach + 1
+        );
+    }
 }
 
 /// Runs one session of `file` (with `kind` and the case's policy) and checks it.
@@ -591,28 +881,74 @@ pub fn run_session(
     let mut server_args = vec!["--kind".to_owned(), file.kind.clone()];
     server_args.extend(spec.server_args.iter().cloned());
     let mut expected_record: Vec<Value> = Vec::new();
-    let mut client = match start(
-        env,
-        &sb,
-        &policy_path,
-        &server_args,
-        !spec.no_initial_list,
-        deadline,
-    ) {
-        Ok(c) => c,
-        Err(e) => {
-            result.failures.push(format!("start: {e}"));
-            return result;
+    // A session with hook steps: its hooks start the broker (a `SessionStart` event first,
+    // as the client sends one), and the proxy joins the same agent session when the first
+    // MCP step needs it.
+    for (n, step) in spec.steps.iter().enumerate() {
+        step.check(&case.name, n + 1);
+    }
+    let hooked = spec.steps.iter().any(Step::is_hook);
+    check_order(&case.name, &spec.steps);
+    let hooks = hooked.then(|| Hooks {
+        toolgate: env.toolgate,
+        sb: &sb,
+        policy: policy_path.clone(),
+    });
+    let agent = hooked.then_some(AGENT_SESSION);
+    if let Some(h) = &hooks {
+        match h.event("SessionStart", json!({"source": "startup"}), deadline) {
+            Ok(r) if r.code == Some(0) => {}
+            Ok(r) => {
+                result.failures.push(format!(
+                    "SessionStart: exit {:?} ({})",
+                    r.code,
+                    r.stderr.trim()
+                ));
+                return result;
+            }
+            Err(e) => {
+                result.failures.push(format!("SessionStart: {e}"));
+                return result;
+            }
         }
-    };
+    }
+    let mut client: Option<Client> = None;
+    if !hooked {
+        client = match start(
+            env,
+            &sb,
+            &policy_path,
+            &server_args,
+            agent,
+            !spec.no_initial_list,
+            deadline,
+        ) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                result.failures.push(format!("start: {e}"));
+                return result;
+            }
+        };
+    }
     for (n, step) in spec.steps.iter().enumerate() {
         let at = n + 1;
+        if let Some(h) = &hooks
+            && step.is_hook()
+        {
+            if let Err(e) = hook_step(h, step, at, deadline, &mut result) {
+                result.failures.push(e);
+                return result;
+            }
+            continue;
+        }
         if let Some(args) = &step.restart {
-            client.shutdown();
+            if let Some(c) = client.take() {
+                c.shutdown();
+            }
             let mut a = vec!["--kind".to_owned(), file.kind.clone()];
             a.extend(args.iter().cloned());
-            client = match start(env, &sb, &policy_path, &a, true, deadline) {
-                Ok(c) => c,
+            client = match start(env, &sb, &policy_path, &a, agent, true, deadline) {
+                Ok(c) => Some(c),
                 Err(e) => {
                     result.failures.push(format!("step {at}: restart: {e}"));
                     return result;
@@ -620,6 +956,24 @@ pub fn run_session(
             };
             continue;
         }
+        let client = match &mut client {
+            Some(c) => c,
+            None => match start(
+                env,
+                &sb,
+                &policy_path,
+                &server_args,
+                agent,
+                !spec.no_initial_list,
+                deadline,
+            ) {
+                Ok(c) => client.insert(c),
+                Err(e) => {
+                    result.failures.push(format!("step {at}: start: {e}"));
+                    return result;
+                }
+            },
+        };
         if step.list {
             if let Err(e) = client.request("tools/list", json!({}), deadline, None) {
                 result.failures.push(format!("step {at}: tools/list: {e}"));
@@ -658,6 +1012,12 @@ pub fn run_session(
             )
         } else {
             panic!("case `{}` step {at}: nothing to do", case.name);
+        };
+        // A hook step next: wait (bounded) until what this call's output taught the proxy has
+        // reached the broker, as it would have by the time the model acts on the output.
+        let shared_before = match (&hooks, spec.steps.get(n + 1)) {
+            (Some(h), Some(next)) if next.is_hook() => Some((h, h.shared())),
+            _ => None,
         };
         for _ in 0..step.repeat.unwrap_or(1) {
             let (response, prompts) =
@@ -705,8 +1065,14 @@ pub fn run_session(
                 ));
             }
         }
+        if let Some((h, before)) = shared_before {
+            h.wait_shared(before);
+        }
     }
-    client.shutdown();
+    if let Some(c) = client {
+        c.shutdown();
+    }
+    drop(hooks);
     let record: Vec<Value> = std::fs::read_to_string(sb.base.join("record.jsonl"))
         .unwrap_or_default()
         .lines()
@@ -734,6 +1100,83 @@ pub fn run_session(
     result
 }
 
+/// One hook step: a prompt (`UserPromptSubmit`), or a built-in tool call (`PreToolUse`,
+/// checked against `expect`; an ask is one approval, answered by `human`) followed, when the
+/// tool runs and the step has an `output`, by `PostToolUse`. `Err`: the session cannot go on.
+fn hook_step(
+    hooks: &Hooks<'_>,
+    step: &Step,
+    at: usize,
+    deadline: Instant,
+    result: &mut SessionResult,
+) -> Result<(), String> {
+    if let Some(text) = &step.prompt {
+        let r = hooks.event(
+            "UserPromptSubmit",
+            json!({"prompt": hooks.sb.expand_str(text)}),
+            deadline,
+        )?;
+        if r.code != Some(0) || !r.stdout.trim().is_empty() {
+            result
+                .failures
+                .push(format!("step {at} prompt: not accepted ({})", r.why()));
+        }
+        return Ok(());
+    }
+    let tool = step.builtin.as_deref().unwrap_or_default();
+    let args = hooks.sb.expand(&step.args.clone().unwrap_or(json!({})));
+    let shown = format!("{tool} {args}");
+    for _ in 0..step.repeat.unwrap_or(1) {
+        let r = hooks.event(
+            "PreToolUse",
+            json!({"tool_name": tool, "tool_input": args, "tool_use_id": format!("toolu_{at}")}),
+            deadline,
+        )?;
+        let seen = r.verdict();
+        let answer = step.human.unwrap_or(HumanAnswer::Deny);
+        let runs = match seen {
+            Verdict::Allow => true,
+            Verdict::Ask => {
+                result.approvals += 1;
+                if answer == HumanAnswer::Deny {
+                    result.refused += 1;
+                }
+                answer != HumanAnswer::Deny
+            }
+            Verdict::Deny => {
+                result.denied += 1;
+                false
+            }
+            Verdict::Error => false,
+        };
+        let expect = step.expect.unwrap_or(Verdict::Allow);
+        if seen != expect {
+            result.failures.push(format!(
+                "step {at} `{shown}` (hook): expected {}, got {} ({})",
+                label(expect),
+                label(seen),
+                r.why()
+            ));
+        }
+        if let (true, Some(output)) = (runs, &step.output) {
+            let response = tool_response(tool, &args, &hooks.sb.expand_str(output));
+            let r = hooks.event(
+                "PostToolUse",
+                json!({"tool_name": tool, "tool_input": args, "tool_response": response,
+                       "tool_use_id": format!("toolu_{at}")}),
+                deadline,
+            )?;
+            if r.code != Some(0) || !r.stdout.trim().is_empty() {
+                result.failures.push(format!(
+                    "step {at} `{shown}` (PostToolUse): not accepted ({})",
+                    r.why()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn record_name(v: &Value) -> String {
     match v.get("method").and_then(Value::as_str) {
         Some("resources/read") => format!(
@@ -745,5 +1188,61 @@ fn record_name(v: &Value) -> String {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn steps(yaml: &str) -> Vec<Step> {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    fn panics(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
+        let err = std::panic::catch_unwind(f).expect_err("expected a panic");
+        err.downcast_ref::<String>().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn hook_steps_parse_strictly() {
+        let s = steps(
+            "- {prompt: \"reply to bob@partner.example\"}\n- {builtin: Bash, args: {command: ls}, expect: ask, human: allow_once, output: x}\n",
+        );
+        assert!(s.iter().all(Step::is_hook));
+        assert!(s[0].teaches() && s[1].teaches());
+        s[0].check("c", 1);
+        s[1].check("c", 2);
+        assert!(serde_saphyr::from_str::<Vec<Step>>("- {builtin: Bash, stdout: x}\n").is_err());
+        let both = steps("- {prompt: x, call: send_email}\n");
+        assert!(panics(move || both[0].check("c", 1)).contains("one of"));
+        let output = steps("- {call: read_email, output: x}\n");
+        assert!(
+            panics(move || output[0].check("c", 1)).contains("`output` does not go with `call`")
+        );
+        let expect = steps("- {prompt: x, expect: deny}\n");
+        assert!(panics(move || expect[0].check("c", 1)).contains("`expect`"));
+    }
+
+    #[test]
+    fn no_mcp_step_may_follow_what_a_hook_taught_a_running_proxy() {
+        // Before the proxy starts (its first MCP step): fine.
+        check_order(
+            "c",
+            &steps(
+                "- {prompt: x}\n- {builtin: WebFetch, args: {url: u}, output: o}\n- {call: send_email}\n- {builtin: Bash, args: {command: ls}}\n",
+            ),
+        );
+        // A decision only (no output) after the proxy started: fine.
+        check_order(
+            "c",
+            &steps(
+                "- {call: read_email}\n- {builtin: Bash, args: {command: ls}}\n- {call: send_email}\n",
+            ),
+        );
+        let late =
+            steps("- {call: read_email}\n- {prompt: x}\n- {list: true}\n- {call: send_email}\n");
+        let msg = panics(move || check_order("c", &late));
+        assert!(msg.contains("step 3 (an MCP step) follows step 2"), "{msg}");
     }
 }

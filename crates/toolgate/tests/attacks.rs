@@ -1,7 +1,9 @@
 //! The attack corpus: every scenario of `tests/attacks/*.yaml` (repository root), each an
 //! attack session and its benign twin, replayed through the real `toolgate wrap` binary in
 //! front of the test kit's `attack_server`, with a scripted client that answers approval
-//! prompts. Prints one line per session and a summary table (`docs/security-tests.md`).
+//! prompts, and (hook steps) through the real `toolgate hook claude-code` and a real broker
+//! in the same agent session. Prints one line per session and a summary table
+//! (`docs/security-tests.md`).
 //!
 //! Run: `cargo test -p toolgate --test attacks -- --nocapture`
 //! One file or case: `ATTACKS_FILTER=mail` (substring of `file/case`).
