@@ -318,9 +318,8 @@ fn resources_read_of_a_secret_is_denied_like_a_file_read() {
     assert!(!saw.contains("id_rsa"), "{saw}");
 }
 
-#[test]
-fn resource_text_feeds_the_taint_index() {
-    let policy = r#"
+/// `send_email` is a sink for `to`; `*@team.example` is trusted.
+const SEND_POLICY: &str = r#"
 version: 1
 default: allow
 packs: []
@@ -330,7 +329,10 @@ tools:
     sink_params: [to]
     trusted_destinations: ["*@team.example"]
 "#;
-    let mut g = Gate::start(policy, &["--approval", "none"]);
+
+#[test]
+fn resource_text_feeds_the_taint_index() {
+    let mut g = Gate::start(SEND_POLICY, &["--approval", "none"]);
     g.init(json!({}));
     let letter = g.base().join("work/letter.txt");
     std::fs::write(
@@ -363,17 +365,7 @@ tools:
 /// arrives; an address far past them is still found when a sink call names it.
 #[test]
 fn an_address_deep_in_a_dense_output_still_taints_the_sink_call() {
-    let policy = r#"
-version: 1
-default: allow
-packs: []
-tools:
-  send_email:
-    exfiltrating: true
-    sink_params: [to]
-    trusted_destinations: ["*@team.example"]
-"#;
-    let mut g = Gate::start(policy, &["--approval", "none"]);
+    let mut g = Gate::start(SEND_POLICY, &["--approval", "none"]);
     g.init(json!({}));
     let export = g.base().join("work/contacts.csv");
     let mut csv = String::new();

@@ -69,18 +69,58 @@ const MAX_SESSION_DIGESTS: usize = 10_000;
 /// How long a hook connection has to send its event after `welcome`.
 const HOOK_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// A set that keeps the order things were added in and forgets the oldest past its bound.
+struct Recent<T> {
+    order: std::collections::VecDeque<T>,
+    set: std::collections::HashSet<T>,
+}
+
+impl<T> Default for Recent<T> {
+    fn default() -> Self {
+        Recent {
+            order: std::collections::VecDeque::new(),
+            set: std::collections::HashSet::new(),
+        }
+    }
+}
+
+impl<T: Clone + Eq + std::hash::Hash> Recent<T> {
+    /// Adds the items not held yet, keeps at most `max` (oldest forgotten first), and
+    /// returns the new ones in order.
+    fn add(&mut self, items: impl IntoIterator<Item = T>, max: usize) -> Vec<T> {
+        let mut fresh = Vec::new();
+        for item in items {
+            if self.set.insert(item.clone()) {
+                self.order.push_back(item.clone());
+                fresh.push(item);
+            }
+        }
+        while self.order.len() > max {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
+        }
+        fresh
+    }
+
+    fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.order.iter()
+    }
+}
+
 /// What the proxies (and hooks) of one agent session share.
 #[derive(Default)]
 struct SharedSession {
-    tokens: std::collections::VecDeque<TaintToken>,
-    seen: std::collections::HashSet<TaintToken>,
-    approvals: std::collections::VecDeque<SharedApproval>,
-    approved: std::collections::HashSet<SharedApproval>,
+    tokens: Recent<TaintToken>,
+    approvals: Recent<SharedApproval>,
     /// With the pid of the proxy that made them (not replayed to that proxy).
     attempts: std::collections::VecDeque<(u32, SharedAttempt)>,
     /// Digests (hex) of destinations the user typed in a prompt (client hooks).
-    vouched: std::collections::VecDeque<String>,
-    vouched_set: std::collections::HashSet<String>,
+    vouched: Recent<String>,
     /// The policy session the session's hooks decide in, once a hook came.
     hook: Option<HookSession>,
     touched: u64,
@@ -147,18 +187,7 @@ impl State {
         let Some((session, shared)) = self.session_of(from) else {
             return;
         };
-        let mut fresh = Vec::new();
-        for a in approvals {
-            if shared.approved.insert(a.clone()) {
-                shared.approvals.push_back(a.clone());
-                fresh.push(a);
-            }
-        }
-        while shared.approvals.len() > MAX_SESSION_APPROVALS {
-            if let Some(old) = shared.approvals.pop_front() {
-                shared.approved.remove(&old);
-            }
-        }
+        let fresh = shared.approvals.add(approvals, MAX_SESSION_APPROVALS);
         if !fresh.is_empty() {
             self.relay(from, &session, &FromBroker::Approvals { approvals: fresh });
         }
@@ -186,19 +215,10 @@ impl State {
         let Some((session, shared)) = self.session_of(from) else {
             return;
         };
-        let mut fresh = Vec::new();
-        for t in tokens {
-            if shared.seen.insert(t.clone()) {
-                if let Some(hook) = shared.hook.as_mut() {
-                    hook.import_token(&t);
-                }
-                shared.tokens.push_back(t.clone());
-                fresh.push(t);
-            }
-        }
-        while shared.tokens.len() > MAX_SESSION_TOKENS {
-            if let Some(old) = shared.tokens.pop_front() {
-                shared.seen.remove(&old);
+        let fresh = shared.tokens.add(tokens, MAX_SESSION_TOKENS);
+        if let Some(hook) = shared.hook.as_mut() {
+            for t in &fresh {
+                hook.import_token(t);
             }
         }
         if fresh.is_empty() {
@@ -217,19 +237,10 @@ impl State {
     /// Stores tokens a hook's tool output added and relays them to the session's proxies
     /// (the hook session has them already).
     fn share_from_hook(&mut self, session: &str, tokens: Vec<TaintToken>) {
-        let shared = self.session_named(session.to_owned());
-        let mut fresh = Vec::new();
-        for t in tokens {
-            if shared.seen.insert(t.clone()) {
-                shared.tokens.push_back(t.clone());
-                fresh.push(t);
-            }
-        }
-        while shared.tokens.len() > MAX_SESSION_TOKENS {
-            if let Some(old) = shared.tokens.pop_front() {
-                shared.seen.remove(&old);
-            }
-        }
+        let fresh = self
+            .session_named(session.to_owned())
+            .tokens
+            .add(tokens, MAX_SESSION_TOKENS);
         for chunk in fresh.chunks(proto::MAX_TOKENS_PER_MESSAGE) {
             self.relay(
                 0,
@@ -243,19 +254,10 @@ impl State {
 
     /// Stores prompt digests (hex) of a session and relays them to its proxies.
     fn share_digests(&mut self, session: &str, digests: Vec<String>) {
-        let shared = self.session_named(session.to_owned());
-        let mut fresh = Vec::new();
-        for d in digests {
-            if shared.vouched_set.insert(d.clone()) {
-                shared.vouched.push_back(d.clone());
-                fresh.push(d);
-            }
-        }
-        while shared.vouched.len() > MAX_SESSION_DIGESTS {
-            if let Some(old) = shared.vouched.pop_front() {
-                shared.vouched_set.remove(&old);
-            }
-        }
+        let fresh = self
+            .session_named(session.to_owned())
+            .vouched
+            .add(digests, MAX_SESSION_DIGESTS);
         for chunk in fresh.chunks(proto::MAX_DIGESTS_PER_MESSAGE) {
             self.relay(
                 0,
@@ -323,10 +325,10 @@ impl State {
         if shared.hook.is_none() {
             // The first hook of the session: it starts from what the proxies shared so far.
             let mut hook = HookSession::new(&engine);
-            for t in &shared.tokens {
+            for t in shared.tokens.iter() {
                 hook.import_token(t);
             }
-            for d in &shared.vouched {
+            for d in shared.vouched.iter() {
                 if let Some(d) = decode_digest(d) {
                     hook.import_digest(d);
                 }
