@@ -330,7 +330,9 @@ impl HookSession {
             let s = cut(s, budget);
             budget = budget.saturating_sub(s.len());
             for token in tokenize_destinations(s) {
-                if self.session.user_vouched(&token) {
+                // A shell command reaches hosts, URLs and addresses; `@file` (curl's "read
+                // this file") and `#…` (a comment) are no chat handle or channel there.
+                if token.starts_with(['@', '#']) || self.session.user_vouched(&token) {
                     continue;
                 }
                 if let Provenance::Tainted(source) = self.session.taint().classify(&token) {
