@@ -531,3 +531,32 @@ fn a_curl_file_argument_is_not_a_tainted_handle() {
     assert_eq!((code, verdict.as_str()), (Some(2), "deny"), "{why}");
     assert!(why.contains("collect.evil.example"), "{why}");
 }
+
+/// Under the starter policy a coding agent's bookkeeping (its task list, plan mode, its
+/// questions to the user) gets no decision, so Claude Code does not prompt for it; a tool
+/// nothing describes still asks.
+#[test]
+fn the_starter_policy_lets_the_agents_bookkeeping_through() {
+    let w = World::with_policy(toolgate_policy::load::STARTER_POLICY);
+    for (tool, input) in [
+        (
+            "TodoWrite",
+            json!({"todos": [{"content": "write tests", "status": "pending"}]}),
+        ),
+        ("ExitPlanMode", json!({"plan": "1. read 2. edit"})),
+        ("AskUserQuestion", json!({"questions": []})),
+    ] {
+        let r = w.hook("claude-code", &pre(&w, tool, input), &[]);
+        assert_eq!(
+            (r.code, decision(&r)),
+            (Some(0), "none".to_owned()),
+            "{tool}: {r:?}"
+        );
+    }
+    let r = w.hook(
+        "claude-code",
+        &pre(&w, "SomethingNew", json!({"x": 1})),
+        &[],
+    );
+    assert_eq!((r.code, decision(&r)), (Some(0), "ask".to_owned()), "{r:?}");
+}
