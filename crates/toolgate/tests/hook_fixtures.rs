@@ -60,6 +60,11 @@ fn claude_code_fixtures() {
         "post_tool_use.json",
         "user_prompt_submit.json",
         "session_start.json",
+        "notification.json",
+        "stop.json",
+        "subagent_stop.json",
+        "pre_compact.json",
+        "session_end.json",
     ] {
         let r = hook(name, &[]);
         assert_eq!((r.code, r.stdout.as_str()), (Some(0), ""), "{name}: {r:?}");
