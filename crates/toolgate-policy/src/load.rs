@@ -358,6 +358,17 @@ fn yaml_error(source: &str, err: &YamlError) -> Diagnostic {
                 .with_help(format!("write {want} here"))
                 .at(at_value);
         }
+        // The strict booleans: a quoted `"true"` or `"yes"` is a string.
+        YamlError::SerdeInvalidType { expected, .. }
+            if expected == crate::strict::EXPECTED_BOOLEAN =>
+        {
+            let want = crate::strict::EXPECTED_BOOLEAN;
+            let at_value = pos.and_then(|p| value_after_key(source, p)).or(pos);
+            return Diagnostic::error(format!("wrong type: expected {want}"))
+                .with_label("wrong type")
+                .with_help(format!("write {want} here, without quotes"))
+                .at(at_value);
+        }
         YamlError::SerdeInvalidType {
             unexpected,
             expected,

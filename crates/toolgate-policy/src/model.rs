@@ -79,7 +79,11 @@ pub struct Rule {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub methods: Option<Vec<String>>,
     /// Required values of the pinned tool definition's annotations, e.g. `readOnlyHint: true`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::boolean_map_opt"
+    )]
     pub annotations: Option<BTreeMap<String, bool>>,
 }
 

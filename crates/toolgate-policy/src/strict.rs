@@ -1,4 +1,4 @@
-//! Strict whole numbers for the policy file.
+//! Strict whole numbers and booleans for the policy file.
 //!
 //! serde-saphyr parses a quoted scalar into an integer field when its text is a number, so
 //! `max_calls: "3"` would load. A quoted value is a string: these deserializers read the
@@ -62,4 +62,49 @@ pub(crate) fn whole_usize<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::E
 /// [`whole`] for an optional field (`#[serde(default)]` keeps a missing field `None`).
 pub(crate) fn whole_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     whole(d).map(Some)
+}
+
+/// What the diagnostics say a strict boolean field expects.
+pub(crate) const EXPECTED_BOOLEAN: &str = "`true` or `false`";
+
+struct Boolean;
+
+impl Visitor<'_> for Boolean {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(EXPECTED_BOOLEAN)
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<bool, E> {
+        Ok(v)
+    }
+}
+
+/// A plain `true` or `false`: serde-saphyr would read a quoted `"true"`, and YAML 1.1's
+/// `"yes"`, into a boolean field; a quoted value is a string.
+pub(crate) fn boolean<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    d.deserialize_any(Boolean)
+}
+
+/// [`boolean`] for an optional field (`#[serde(default)]` keeps a missing field `None`).
+pub(crate) fn boolean_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    boolean(d).map(Some)
+}
+
+/// A [`boolean`] as a map value.
+struct StrictBool(bool);
+
+impl<'de> serde::Deserialize<'de> for StrictBool {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        boolean(d).map(StrictBool)
+    }
+}
+
+/// An optional map of [`boolean`]s (`annotations: {readOnlyHint: true}`).
+pub(crate) fn boolean_map_opt<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<std::collections::BTreeMap<String, bool>>, D::Error> {
+    let map: std::collections::BTreeMap<String, StrictBool> = serde::Deserialize::deserialize(d)?;
+    Ok(Some(map.into_iter().map(|(k, v)| (k, v.0)).collect()))
 }

@@ -90,7 +90,11 @@ pub struct TrustedFields {
     /// A value in a trusted field that the same output also holds in an untrusted field:
     /// trusted (`true`) or untrusted (`false`, the default: an injection that repeats a
     /// participant's address does not get it vouched for).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::boolean_opt"
+    )]
     pub trusted_wins: Option<bool>,
 }
 
@@ -150,7 +154,11 @@ impl<'de> Deserialize<'de> for OutputSpec {
 #[serde(deny_unknown_fields)]
 pub struct ToolContract {
     /// The tool sends data somewhere: its sinks go through the sink gate.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::boolean_opt"
+    )]
     pub exfiltrating: Option<bool>,
     /// Arguments that carry a destination (added to the destination-named ones).
     #[serde(default, skip_serializing_if = "Option::is_none")]

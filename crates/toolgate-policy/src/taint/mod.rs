@@ -89,6 +89,7 @@ pub struct TaintLimits {
     pub max_token_len: usize,
     /// When a token was seen in both trusted and untrusted output: tainted (`true`) or
     /// vouched (`false`, the default).
+    #[serde(deserialize_with = "crate::strict::boolean")]
     pub prefer_taint: bool,
     /// Bytes of the most recent untrusted text kept verbatim for [`TaintIndex::verbatim`]
     /// (destinations of any shape); `0` turns that search off.
