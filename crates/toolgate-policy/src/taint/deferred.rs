@@ -224,10 +224,11 @@ fn keys(token: &str) -> Vec<Key> {
     // What is left is a host (of a URL, or a bare domain), a Slack-like id or an IBAN.
     let mut out = Vec::new();
     if token.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        match token.len() {
-            9..=12 => out.push(key(token, Check::Slack, false)),
-            15.. => out.push(key(token.get(..4).unwrap_or(token), Check::None, true)),
-            _ => {}
+        if is_slack_shaped(token) {
+            out.push(key(token, Check::Slack, false));
+        }
+        if token.len() >= 15 {
+            out.push(key(token.get(..4).unwrap_or(token), Check::None, true));
         }
     }
     if token.starts_with('[') || token.parse::<std::net::Ipv4Addr>().is_ok() {
@@ -239,4 +240,12 @@ fn keys(token: &str) -> Vec<Key> {
         out.push(key(token, Check::UrlHost, false));
     }
     out
+}
+
+/// A Slack-like id in lower case: `c`, `d`, `g`, `u` or `w`, then 8 to 11 letters or digits,
+/// at least one a digit (what the tokenizer takes, upper case, for one).
+fn is_slack_shaped(token: &str) -> bool {
+    (9..=12).contains(&token.len())
+        && token.starts_with(['c', 'd', 'g', 'u', 'w'])
+        && token.bytes().any(|b| b.is_ascii_digit())
 }
