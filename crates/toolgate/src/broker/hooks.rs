@@ -18,7 +18,6 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 use toolgate_policy::contracts::OnTainted;
 use toolgate_policy::eval::{Engine, describe_part};
-use toolgate_policy::normalize::{NormalizeContext, ToolCall};
 use toolgate_policy::session::{Session, SessionLimits, prompt_digests};
 use toolgate_policy::taint::{OutputTrust, Provenance, TaintSource, tokenize_destinations};
 use toolgate_policy::{Effect, Operation};
@@ -26,7 +25,7 @@ use toolgate_policy::{Effect, Operation};
 use toolgate_audit::{AuditWriter, Event, Kind as AuditKind, Net};
 
 use super::proto::{HookDecision, MAX_TOKENS_PER_MESSAGE, TaintToken};
-use crate::enforce::backend::RealFs;
+use crate::enforce::backend::decide_on_disk;
 use crate::enforce::setup;
 
 /// The largest policy file a hook may name.
@@ -199,20 +198,7 @@ impl HookSession {
         arguments: &Value,
         now_ms: u64,
     ) -> HookRuling {
-        let vars = engine.vars();
-        let fs = RealFs;
-        let ctx = NormalizeContext {
-            workspace: &vars.workspace,
-            home: &vars.home,
-            fs: &fs,
-        };
-        let call = ToolCall {
-            server,
-            tool,
-            arguments,
-            definition: None,
-        };
-        let decision = engine.decide(&call, &mut self.session, &ctx, now_ms);
+        let decision = decide_on_disk(engine, &mut self.session, server, tool, arguments, now_ms);
         let what: Vec<String> = decision
             .action
             .parts

@@ -106,6 +106,31 @@ pub trait Backend: Send {
 /// `serve` and `explain` always agree on a path.
 pub use crate::fsfacts::SoftFs as RealFs;
 
+/// Decides a call (no tool definition of its own) on the real filesystem, with the
+/// engine's workspace and home: what a hook and `serve`'s `check_verdict` ask.
+pub fn decide_on_disk(
+    engine: &Engine,
+    session: &mut Session,
+    server: Option<&str>,
+    tool: &str,
+    arguments: &Value,
+    now_ms: u64,
+) -> Decision {
+    let vars = engine.vars();
+    let ctx = NormalizeContext {
+        workspace: &vars.workspace,
+        home: &vars.home,
+        fs: &RealFs,
+    };
+    let call = ToolCall {
+        server,
+        tool,
+        arguments,
+        definition: None,
+    };
+    engine.decide(&call, session, &ctx, now_ms)
+}
+
 /// The real backend: the compiled policy and one session's state.
 #[derive(Debug)]
 pub struct EngineBackend {

@@ -11,12 +11,11 @@ use toolgate_policy::eval::Engine;
 use toolgate_policy::explain;
 use toolgate_policy::load::{STARTER_POLICY, load};
 use toolgate_policy::model::Policy;
-use toolgate_policy::normalize::{NormalizeContext, ToolCall};
 use toolgate_policy::rules::Vars;
 use toolgate_policy::taint::OutputTrust;
 
 use super::{RpcError, Server};
-use crate::enforce::backend::RealFs;
+use crate::enforce::backend::decide_on_disk;
 use crate::fsfacts::canonical_dir;
 
 /// The longest inline policy or policy file `serve` reads, in bytes.
@@ -397,20 +396,7 @@ pub fn decide(
         let result = json!({"content": [{"type": "text", "text": text}]});
         session.record_output(server, CONTEXT_TOOL, &result, OutputTrust::Untrusted);
     }
-    let vars = engine.vars();
-    let fs = RealFs;
-    let ctx = NormalizeContext {
-        workspace: &vars.workspace,
-        home: &vars.home,
-        fs: &fs,
-    };
-    let call = ToolCall {
-        server,
-        tool,
-        arguments,
-        definition: None,
-    };
-    let decision = engine.decide(&call, &mut session, &ctx, now_ms());
+    let decision = decide_on_disk(engine, &mut session, server, tool, arguments, now_ms());
     explain::to_json(&decision)
 }
 
