@@ -32,6 +32,7 @@ mod fsfacts;
 mod hook;
 mod pins;
 mod proxy;
+mod remote;
 mod report;
 
 use std::process::ExitCode;
