@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use crate::child;
 use crate::proxy::{self, ProxyConfig, RelayConfig};
 
-/// Run an MCP server (stdio) behind toolgate.
+/// Run an MCP server behind toolgate: a stdio server as a child, or a remote one (`--url`).
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   toolgate wrap -- npx -y @modelcontextprotocol/server-filesystem \"$PWD\"
@@ -21,6 +21,8 @@ use crate::proxy::{self, ProxyConfig, RelayConfig};
     -- npx -y @modelcontextprotocol/server-filesystem \"$PWD\"
   TOOLGATE_LOG=debug toolgate wrap --approval tty --approval-timeout 60s \\
     -- npx -y @modelcontextprotocol/server-filesystem \"$PWD\"
+  toolgate wrap --server github --url https://api.githubcopilot.com/mcp/ \\
+    --header 'Authorization: Bearer ${GITHUB_TOKEN}'
 
 stdout carries only MCP frames; diagnostics and the server's stderr go to stderr.")]
 pub struct Args {
@@ -45,9 +47,42 @@ pub struct Args {
     /// Policy, audit and approval options.
     #[command(flatten)]
     pub enforce: crate::enforce::setup::EnforceArgs,
+    /// Remote server options (`--url`).
+    #[command(flatten)]
+    pub remote: RemoteArgs,
     /// The server command and its arguments.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(
+        last = true,
+        required_unless_present = "url",
+        conflicts_with = "url",
+        value_name = "CMD"
+    )]
     pub command: Vec<OsString>,
+}
+
+/// `wrap --url`: a remote MCP server over Streamable HTTP (or HTTP+SSE).
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Remote servers")]
+pub struct RemoteArgs {
+    /// The remote server's MCP endpoint (https, or http to loopback), instead of a command.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<url::Url>,
+    /// A header sent with every request, `Name: value`; `${VAR}` in the value is read from
+    /// the environment (keep secrets out of argv). Repeatable.
+    #[arg(long = "header", value_name = "NAME: VALUE", requires = "url")]
+    pub headers: Vec<String>,
+    /// The transport: Streamable HTTP, falling back to HTTP+SSE (`auto`), or one of them.
+    #[arg(long, value_enum, default_value_t = crate::remote::streamable::TransportKind::Auto, requires = "url")]
+    pub transport: crate::remote::streamable::TransportKind,
+    /// Allow plain http to a host that is not loopback.
+    #[arg(long, requires = "url")]
+    pub allow_http: bool,
+    /// Trust the PEM certificates in this file besides the platform's roots.
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+    /// The longest a request waits for the remote server's response.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::duration::parse_duration, requires = "url")]
+    pub request_timeout: Duration,
 }
 
 /// Runs `toolgate wrap`.
@@ -82,6 +117,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    if let Some(url) = &args.remote.url {
+        let code = runtime.block_on(remote_upstream(config, &args.remote, url, interceptor))?;
+        runtime.shutdown_background();
+        return Ok(ExitCode::from(code));
+    }
     let code = runtime.block_on(async {
         let upstream = child::spawn_upstream(&args.command, &workspace)?;
         if let Some(pid) = upstream.id() {
@@ -92,6 +132,44 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The stdin reader thread may still be blocked in read(2): do not wait for it.
     runtime.shutdown_background();
     Ok(ExitCode::from(code))
+}
+
+/// Relays to a remote server.
+async fn remote_upstream(
+    config: ProxyConfig,
+    args: &RemoteArgs,
+    url: &url::Url,
+    interceptor: std::sync::Arc<dyn crate::proxy::Interceptor>,
+) -> anyhow::Result<u8> {
+    use crate::remote::{headers, http, streamable};
+    let net = http::NetOptions {
+        allow_http: args.allow_http,
+        ca_file: args.ca_file.clone(),
+    };
+    http::check_url(url, net.allow_http, "server URL")?;
+    let headers = headers::parse(&args.headers, |name| std::env::var(name).ok())?;
+    let client = http::client(&net)?;
+    tracing::debug!("relaying to `{}`", http::redact(url));
+    let started = streamable::start(
+        client,
+        streamable::Options {
+            url: url.clone(),
+            headers,
+            auth: None,
+            max_message_bytes: config.relay.max_message_bytes,
+            kind: args.transport,
+            request_timeout: args.request_timeout,
+            grace: config.grace,
+        },
+    );
+    proxy::run_transport(
+        config,
+        started.to_upstream,
+        started.from_upstream,
+        started.task,
+        interceptor,
+    )
+    .await
 }
 
 /// `--poll-us` when it is not given: polling only pays when the client and the server can

@@ -62,8 +62,7 @@ pub async fn run(
         Arc::clone(&interceptor),
         client_in,
         client_out,
-        child_in,
-        child_out,
+        relay::UpstreamIo::Child(child_in, child_out),
     );
 
     let mut sigint = signal(SignalKind::interrupt())?;
@@ -113,6 +112,65 @@ pub async fn run(
     relay.flush_client(Duration::from_secs(2)).await;
     interceptor.after_delivery();
     Ok(child::exit_code(status))
+}
+
+/// Runs the proxy over this process's stdin/stdout with a transport as the upstream (a
+/// remote server): the same relay and interceptor as for a child. Ends when the client has
+/// closed its input and the transport has finished (answered or given up on what was in
+/// flight, ended its session), or on SIGINT/SIGTERM/SIGHUP after `config.grace`.
+pub async fn run_transport(
+    config: ProxyConfig,
+    to_upstream: mpsc::Sender<bytes::Bytes>,
+    from_upstream: mpsc::Receiver<lines::Line>,
+    transport: tokio::task::JoinHandle<()>,
+    interceptor: Arc<dyn Interceptor>,
+) -> anyhow::Result<u8> {
+    interceptor.on_start().await;
+    let client_in = relay::client_input(config.relay.max_message_bytes)?;
+    let client_out = relay::client_sink()?;
+    let mut relay = relay::Relay::start(
+        &config.relay,
+        Arc::clone(&interceptor),
+        client_in,
+        client_out,
+        relay::UpstreamIo::Channel(to_upstream, from_upstream),
+    );
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    let mut transport = transport;
+    let mut client_open = true;
+    let mut code = 0u8;
+    loop {
+        tokio::select! {
+            biased;
+            _ = &mut transport => break,
+            _ = relay.client_done(), if client_open => {
+                // The relay closed the transport's input: it finishes what is in flight
+                // and ends its session.
+                client_open = false;
+            }
+            _ = sigint.recv() => { code = 128 + 2; break }
+            _ = sigterm.recv() => { code = 128 + 15; break }
+            _ = sighup.recv() => { code = 128 + 1; break }
+        }
+    }
+    if !transport.is_finished() {
+        relay.close_upstream().await;
+        if tokio::time::timeout(config.grace, &mut transport)
+            .await
+            .is_err()
+        {
+            warn!("the transport did not finish in time: stopping it");
+            transport.abort();
+        }
+    }
+    // Deliver what the transport received, then answer what it never will.
+    let _ = tokio::time::timeout(Duration::from_secs(1), relay.upstream_done()).await;
+    relay.upstream_gone().await;
+    relay.flush_client(Duration::from_secs(2)).await;
+    interceptor.after_delivery();
+    Ok(code)
 }
 
 fn forward(pid: u32, sig: Signal, escalation: &mut Option<(Instant, Signal)>, grace: Duration) {

@@ -199,28 +199,60 @@ impl ClientSink {
     }
 }
 
-/// The upstream's stdin, written by the sending task under a fair lock; `None` once
-/// closed.
-struct ServerSink(tokio::sync::Mutex<Option<FrameWriter<ChildStdin>>>);
+/// The upstream's two directions: a child's pipes, or a transport's channels.
+pub(crate) enum UpstreamIo {
+    /// A child process's stdin and stdout.
+    Child(ChildStdin, ChildStdout),
+    /// A transport (`remote`): the frames to send (newline included), and the lines it
+    /// received (each one message, newline included). Closing the sender tells the
+    /// transport the client is done; the transport ends the receiver when it is.
+    Channel(mpsc::Sender<Bytes>, mpsc::Receiver<Line>),
+}
+
+/// Where frames for the upstream go; `None` once closed.
+enum ServerSink {
+    /// The child's stdin, written by the sending task under a fair lock.
+    Pipe(tokio::sync::Mutex<Option<FrameWriter<ChildStdin>>>),
+    /// A transport's input queue (bounded: a slow upstream applies back-pressure).
+    Channel(tokio::sync::Mutex<Option<mpsc::Sender<Bytes>>>),
+}
 
 impl ServerSink {
     async fn send(&self, frame: impl Into<Bytes>) -> Result<(), ProxyError> {
         let frame = frame.into();
-        let mut stdin = self.0.lock().await;
-        let Some(pipe) = stdin.as_mut() else {
-            return Err(ProxyError::UpstreamGone);
-        };
-        if let Err(err) = pipe.write_frame(frame).await {
-            debug!("writing to the upstream failed: {err}");
-            *stdin = None;
-            return Err(ProxyError::UpstreamGone);
+        match self {
+            ServerSink::Pipe(stdin) => {
+                let mut stdin = stdin.lock().await;
+                let Some(pipe) = stdin.as_mut() else {
+                    return Err(ProxyError::UpstreamGone);
+                };
+                if let Err(err) = pipe.write_frame(frame).await {
+                    debug!("writing to the upstream failed: {err}");
+                    *stdin = None;
+                    return Err(ProxyError::UpstreamGone);
+                }
+                Ok(())
+            }
+            ServerSink::Channel(tx) => {
+                let mut tx = tx.lock().await;
+                let Some(queue) = tx.as_ref() else {
+                    return Err(ProxyError::UpstreamGone);
+                };
+                if queue.send(frame).await.is_err() {
+                    *tx = None;
+                    return Err(ProxyError::UpstreamGone);
+                }
+                Ok(())
+            }
         }
-        Ok(())
     }
 
-    /// Closes the upstream's stdin (after any write in progress).
+    /// Closes the upstream's input (after any write in progress).
     async fn close(&self) {
-        self.0.lock().await.take();
+        match self {
+            ServerSink::Pipe(stdin) => drop(stdin.lock().await.take()),
+            ServerSink::Channel(tx) => drop(tx.lock().await.take()),
+        }
     }
 }
 
@@ -1103,16 +1135,27 @@ impl Relay {
         interceptor: Arc<dyn Interceptor>,
         client_in: ClientInput,
         to_client: ClientSink,
-        upstream_in: ChildStdin,
-        upstream_out: ChildStdout,
+        upstream: UpstreamIo,
     ) -> Relay {
-        let growth = PipeGrowth::of(upstream_in.as_fd());
-        let to_upstream = FrameWriter::new(upstream_in, growth);
+        let (to_server, upstream_out) = match upstream {
+            UpstreamIo::Child(stdin, stdout) => {
+                let growth = PipeGrowth::of(stdin.as_fd());
+                let writer = FrameWriter::new(stdin, growth);
+                (
+                    ServerSink::Pipe(tokio::sync::Mutex::new(Some(writer))),
+                    UpstreamOut::Pipe(stdout),
+                )
+            }
+            UpstreamIo::Channel(tx, rx) => (
+                ServerSink::Channel(tokio::sync::Mutex::new(Some(tx))),
+                UpstreamOut::Channel(rx),
+            ),
+        };
         let shared = Arc::new(Shared {
             interceptor,
             state: Mutex::new(State::default()),
             to_client,
-            to_server: ServerSink(tokio::sync::Mutex::new(Some(to_upstream))),
+            to_server,
             origin_prefix: format!("{ORIGIN_ID_PREFIX}{:016x}-", random_u64()),
             next_origin: AtomicU64::new(1),
             small_frames: AtomicU64::new(0),
@@ -1168,6 +1211,11 @@ impl Relay {
         for reply in replies {
             dispatch(&self.shared, Out::Client(reply.into())).await;
         }
+        self.shared.to_server.close().await;
+    }
+
+    /// Closes the upstream's input: a transport then finishes and ends its session.
+    pub(crate) async fn close_upstream(&self) {
         self.shared.to_server.close().await;
     }
 
@@ -1254,10 +1302,37 @@ async fn client_reader(shared: Arc<Shared>, mut input: ClientInput) {
     shared.to_server.close().await;
 }
 
-async fn upstream_reader(shared: Arc<Shared>, stdout: ChildStdout, max: usize) {
-    let growth = PipeGrowth::of(stdout.as_fd());
-    let mut lines =
-        AsyncLines::new(BufReader::with_capacity(64 * 1024, stdout), max).growing(growth);
+/// What the upstream reader reads.
+enum UpstreamOut {
+    Pipe(ChildStdout),
+    Channel(mpsc::Receiver<Line>),
+}
+
+/// The upstream's lines, from a pipe or from a transport.
+enum UpstreamLines {
+    Pipe(AsyncLines<BufReader<ChildStdout>>),
+    Channel(mpsc::Receiver<Line>),
+}
+
+impl UpstreamLines {
+    async fn next_line(&mut self) -> std::io::Result<Option<Line>> {
+        match self {
+            UpstreamLines::Pipe(lines) => lines.next_line().await,
+            UpstreamLines::Channel(rx) => Ok(rx.recv().await),
+        }
+    }
+}
+
+async fn upstream_reader(shared: Arc<Shared>, upstream: UpstreamOut, max: usize) {
+    let mut lines = match upstream {
+        UpstreamOut::Pipe(stdout) => {
+            let growth = PipeGrowth::of(stdout.as_fd());
+            UpstreamLines::Pipe(
+                AsyncLines::new(BufReader::with_capacity(64 * 1024, stdout), max).growing(growth),
+            )
+        }
+        UpstreamOut::Channel(rx) => UpstreamLines::Channel(rx),
+    };
     loop {
         match lines.next_line().await {
             Ok(Some(Line::Frame(frame))) => {

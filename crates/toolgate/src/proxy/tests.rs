@@ -103,8 +103,10 @@ impl Harness {
             interceptor,
             ClientInput::Queue(client_rx),
             ClientSink::Queue(out_tx),
-            child.stdin.take().unwrap(),
-            child.stdout.take().unwrap(),
+            super::relay::UpstreamIo::Child(
+                child.stdin.take().unwrap(),
+                child.stdout.take().unwrap(),
+            ),
         );
         // Not killed on drop: it exits when the relay (and its stdin) is dropped, and
         // tokio's orphan queue reaps it.

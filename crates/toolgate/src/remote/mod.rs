@@ -9,3 +9,5 @@
 pub mod authorizer;
 pub mod headers;
 pub mod http;
+mod legacy;
+pub mod streamable;

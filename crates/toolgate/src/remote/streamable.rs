@@ -1,0 +1,1277 @@
+//! The client side of the MCP Streamable HTTP transport (revisions 2025-03-26 to
+//! 2026-07-28), as a relay upstream.
+//!
+//! The relay sends it frames (one JSON-RPC message each) and reads back lines, exactly as
+//! it would write a child's stdin and read its stdout, so the interceptor sees the same
+//! messages in the same order. Each outgoing message becomes one POST; what comes back (a
+//! JSON body, or the `data:` of each SSE event, in order) becomes one line each, bytes
+//! unchanged except that line breaks between JSON tokens become spaces (the stdio framing
+//! needs one message per line; JSON strings cannot hold a raw line break).
+//!
+//! Every request the relay sends gets exactly one answer line: the server's response, or a
+//! JSON-RPC error saying why there is none (unreachable, an HTTP error, a stream that
+//! ended and cannot be resumed, the session expired and the request could not be
+//! replayed, a timeout). Notifications and responses wait for the server's acceptance
+//! before the next message is sent, so their order is kept; requests run concurrently.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+use reqwest::StatusCode;
+use reqwest::header::{self, HeaderMap, HeaderValue};
+use tokio::sync::mpsc;
+use tokio::task::{JoinHandle, JoinSet};
+use toolgate_mcp::{Frame, INTERNAL_ERROR, IdKey, Kind, RawValue, build, classify};
+use tracing::{debug, info, warn};
+use url::Url;
+
+use super::authorizer::{AuthError, Authorizer};
+use super::http::{redact, same_origin};
+use crate::proxy::lines::{Line, OVERSIZE_PREFIX};
+
+/// `Mcp-Session-Id`.
+pub const SESSION_ID: &str = "mcp-session-id";
+/// `MCP-Protocol-Version`.
+pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// `Mcp-Method` (2026-07-28).
+pub const METHOD: &str = "mcp-method";
+/// `Mcp-Name` (2026-07-28).
+pub const NAME: &str = "mcp-name";
+const LAST_EVENT_ID: &str = "last-event-id";
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+
+/// The first revision whose requests carry `Mcp-Method` and `Mcp-Name`.
+const STATELESS_REVISION: &str = "2026-07-28";
+
+/// How many times a dropped stream is resumed (with `Last-Event-ID`) in a row without
+/// receiving an event before the request is given up.
+const MAX_RESUMES: u32 = 5;
+/// The reconnection delay when the server gave no `retry:`; and the longest honoured.
+const DEFAULT_RETRY: Duration = Duration::from_millis(500);
+const MAX_RETRY: Duration = Duration::from_secs(30);
+/// Authorization attempts per request: a 401 (or 403 step-up) retried at most this often.
+const MAX_AUTH_RETRIES: u32 = 2;
+/// Capacity of the queues between the relay and the transport.
+const QUEUE: usize = 32;
+
+/// Which transport to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TransportKind {
+    /// Streamable HTTP, falling back to the legacy HTTP+SSE transport when the server
+    /// refuses the `initialize` POST with 400, 404 or 405.
+    Auto,
+    /// Streamable HTTP only.
+    StreamableHttp,
+    /// The legacy HTTP+SSE transport (2024-11-05) only.
+    Sse,
+}
+
+/// Settings of one remote upstream.
+#[derive(Debug)]
+pub struct Options {
+    /// The server's MCP endpoint.
+    pub url: Url,
+    /// `--header` values (already expanded), sent with every request.
+    pub headers: HeaderMap,
+    /// OAuth, when the server needs it and no `Authorization` header was given.
+    pub auth: Option<Arc<dyn Authorizer>>,
+    /// The longest message relayed.
+    pub max_message_bytes: usize,
+    /// The transport (and fallback).
+    pub kind: TransportKind,
+    /// The longest a request waits for its response.
+    pub request_timeout: Duration,
+    /// After the client is done: how long in-flight requests may still take.
+    pub grace: Duration,
+}
+
+/// A running transport: the relay's two queues and the task.
+#[derive(Debug)]
+pub struct Started {
+    /// Frames to send (newline included).
+    pub to_upstream: mpsc::Sender<Bytes>,
+    /// Messages received, one line each.
+    pub from_upstream: mpsc::Receiver<Line>,
+    /// Ends once the input is closed and everything in flight is settled.
+    pub task: JoinHandle<()>,
+}
+
+/// Starts the transport.
+pub fn start(http: reqwest::Client, options: Options) -> Started {
+    let (to_upstream, input) = mpsc::channel::<Bytes>(QUEUE);
+    let (output, from_upstream) = mpsc::channel::<Line>(QUEUE);
+    let legacy_only = options.kind == TransportKind::Sse;
+    let inner = Arc::new_cyclic(|me| Inner {
+        me: me.clone(),
+        http,
+        options,
+        output,
+        session: Mutex::new(Session::default()),
+        reinit: tokio::sync::Mutex::new(()),
+        next_own_id: AtomicU64::new(1),
+    });
+    let task = if legacy_only {
+        tokio::spawn(super::legacy::run(inner, input))
+    } else {
+        tokio::spawn(run(inner, input))
+    };
+    Started {
+        to_upstream,
+        from_upstream,
+        task,
+    }
+}
+
+/// The session as the server sees it.
+#[derive(Debug, Default)]
+pub(super) struct Session {
+    /// `Mcp-Session-Id`, once the server gave one.
+    id: Option<HeaderValue>,
+    /// The protocol revision `initialize` negotiated.
+    version: Option<String>,
+    /// The client's `initialize` params, to initialize again after the session expired.
+    init_params: Option<Box<RawValue>>,
+    /// Bumped by every (re-)initialization: a request that saw an older one and got 404
+    /// re-initializes once, not once per request.
+    generation: u64,
+    /// The GET stream of server-initiated messages.
+    listener: Option<tokio::task::AbortHandle>,
+    /// The legacy transport's message endpoint.
+    pub(super) legacy_endpoint: Option<Url>,
+}
+
+pub(super) struct Inner {
+    /// This transport, for the tasks it starts.
+    me: std::sync::Weak<Inner>,
+    pub(super) http: reqwest::Client,
+    pub(super) options: Options,
+    output: mpsc::Sender<Line>,
+    session: Mutex<Session>,
+    /// Held while re-initializing.
+    reinit: tokio::sync::Mutex<()>,
+    next_own_id: AtomicU64,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inner")
+            .field("url", &redact(&self.options.url))
+            .finish_non_exhaustive()
+    }
+}
+
+/// One message to send, with what the transport needs to know of it.
+#[derive(Debug, Clone)]
+pub(super) struct Outgoing {
+    pub(super) body: Bytes,
+    pub(super) kind: Kind,
+    pub(super) method: Option<String>,
+    /// The raw id (requests only).
+    pub(super) id: Option<Box<RawValue>>,
+    /// `params.name` (or `params.uri`): `Mcp-Name`.
+    name: Option<String>,
+    /// `params._meta["io.modelcontextprotocol/protocolVersion"]`, for stateless requests.
+    meta_version: Option<String>,
+}
+
+impl Outgoing {
+    /// Reads what the transport needs from one frame; `None` for what the relay never
+    /// sends (a batch, unparsable bytes).
+    pub(super) fn parse(frame: Bytes) -> Option<Outgoing> {
+        let body = frame.slice(..frame.strip_suffix(b"\n").map_or(frame.len(), <[u8]>::len));
+        let (kind, method, id, name, meta_version) = {
+            let Frame::Single(env) = classify(&body) else {
+                return None;
+            };
+            let (name, meta_version) = env.params.map_or((None, None), params_facts);
+            (
+                env.kind,
+                env.method.map(|m| m.into_owned()),
+                env.id.map(|id| id.to_owned()),
+                name,
+                meta_version,
+            )
+        };
+        Some(Outgoing {
+            body,
+            kind,
+            method,
+            id: if kind == Kind::Request { id } else { None },
+            name,
+            meta_version,
+        })
+    }
+
+    fn is_request(&self) -> bool {
+        self.kind == Kind::Request
+    }
+
+    fn key(&self) -> Option<IdKey> {
+        self.id.as_deref().and_then(IdKey::from_raw)
+    }
+
+    fn describe(&self) -> String {
+        self.method
+            .as_deref()
+            .map_or_else(|| "a response".to_owned(), |m| format!("`{m}`"))
+    }
+}
+
+fn params_facts(params: &RawValue) -> (Option<String>, Option<String>) {
+    #[derive(serde::Deserialize)]
+    struct Params {
+        name: Option<String>,
+        uri: Option<String>,
+        #[serde(rename = "_meta")]
+        meta: Option<HashMap<String, serde_json::Value>>,
+    }
+    let Ok(p) = serde_json::from_str::<Params>(params.get()) else {
+        return (None, None);
+    };
+    let version = p
+        .meta
+        .as_ref()
+        .and_then(|m| m.get(toolgate_mcp::views::META_PROTOCOL_VERSION))
+        .and_then(|v| v.as_str().map(str::to_owned));
+    (p.name.or(p.uri), version)
+}
+
+/// Why a message could not be delivered. The text is the JSON-RPC error message the
+/// client gets for a request.
+#[derive(Debug)]
+pub(super) struct Failure(pub(super) String);
+
+/// How an exchange ended.
+enum Answer {
+    /// The message was accepted (202), or a request's response was delivered.
+    Done,
+    /// A captured response (toolgate's own requests).
+    Captured(Bytes),
+}
+
+async fn run(inner: Arc<Inner>, mut input: mpsc::Receiver<Bytes>) {
+    let mut tasks = JoinSet::new();
+    while let Some(frame) = input.recv().await {
+        while tasks.try_join_next().is_some() {}
+        let Some(out) = Outgoing::parse(frame) else {
+            warn!("the relay sent a frame the transport cannot read: dropped");
+            continue;
+        };
+        match (out.kind, out.method.as_deref()) {
+            (Kind::Request, Some("initialize")) => {
+                if inner.initialize(&out).await {
+                    // The server speaks the legacy transport: it takes over from here.
+                    super::legacy::continue_with(Arc::clone(&inner), input, out).await;
+                    return;
+                }
+            }
+            (Kind::Request, _) => {
+                let inner = Arc::clone(&inner);
+                tasks.spawn(async move { inner.send_request(out).await });
+            }
+            (_, Some("notifications/initialized")) => {
+                inner.send_message(&out).await;
+                inner.start_listener();
+            }
+            _ => inner.send_message(&out).await,
+        }
+    }
+    debug!("client done: settling {} request(s) in flight", tasks.len());
+    let grace = inner.options.grace;
+    if tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} })
+        .await
+        .is_err()
+    {
+        // Their requests are answered by the relay when this task ends.
+        tasks.abort_all();
+    }
+    inner.end_session().await;
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, Session> {
+        self.session
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn kind_is_auto(&self) -> bool {
+        self.options.kind == TransportKind::Auto
+    }
+
+    /// Sends the client's `initialize` (and waits for its answer before anything else is
+    /// sent). Returns true when the server does not take POSTs at this URL (400, 404 or
+    /// 405 without a JSON-RPC body) in `auto` mode: the legacy transport is tried instead.
+    async fn initialize(&self, out: &Outgoing) -> bool {
+        self.remember_init(out);
+        let limit = self.options.request_timeout;
+        let failure = match tokio::time::timeout(limit, self.exchange(out, false, true)).await {
+            Ok(Ok(_)) => return false,
+            Ok(Err(Fallback::Legacy)) => return true,
+            Ok(Err(Fallback::Failed(failure))) => failure,
+            Err(_) => Failure(format!(
+                "the remote server did not answer `initialize` within {}s",
+                limit.as_secs()
+            )),
+        };
+        self.fail(out, &failure).await;
+        false
+    }
+
+    fn remember_init(&self, out: &Outgoing) {
+        if let Frame::Single(env) = classify(&out.body) {
+            self.lock().init_params = env.params.map(ToOwned::to_owned);
+        }
+    }
+
+    /// Sends one request and delivers its answer (or an error) to the relay.
+    async fn send_request(&self, out: Outgoing) {
+        let limit = self.options.request_timeout;
+        let outcome = tokio::time::timeout(limit, self.exchange(&out, false, false)).await;
+        let failure = match outcome {
+            Ok(Ok(_)) => return,
+            Ok(Err(Fallback::Failed(failure))) => failure,
+            Ok(Err(Fallback::Legacy)) => Failure("the server refused the request".to_owned()),
+            Err(_) => {
+                self.cancel_upstream(&out, "toolgate: no response in time")
+                    .await;
+                Failure(format!(
+                    "no response from the remote server within {}s (help: raise `--request-timeout`)",
+                    limit.as_secs()
+                ))
+            }
+        };
+        self.fail(&out, &failure).await;
+    }
+
+    /// Sends a notification or a response and waits until the server accepted it.
+    pub(super) async fn send_message(&self, out: &Outgoing) {
+        if let Err(fallback) = self.exchange(out, false, false).await {
+            let Failure(why) = fallback.into_failure();
+            warn!(
+                "{} could not be delivered to the remote server: {why}",
+                out.describe()
+            );
+        }
+    }
+
+    /// Tells the server a request is no longer waited for.
+    async fn cancel_upstream(&self, out: &Outgoing, reason: &str) {
+        let Some(id) = out.id.as_deref() else { return };
+        let params = format!(
+            r#"{{"requestId":{},"reason":{}}}"#,
+            id.get(),
+            serde_json::Value::from(reason)
+        );
+        let Ok(params) = RawValue::from_string(params) else {
+            return;
+        };
+        let frame = build::notification("notifications/cancelled", Some(&params));
+        if let Some(cancel) = Outgoing::parse(Bytes::from(frame)) {
+            let _ =
+                tokio::time::timeout(Duration::from_secs(5), self.exchange(&cancel, false, false))
+                    .await;
+        }
+    }
+
+    /// Answers a request that will get no response from the server.
+    pub(super) async fn fail(&self, out: &Outgoing, failure: &Failure) {
+        warn!("{}: {}", out.describe(), failure.0);
+        if let Some(id) = out.id.as_deref() {
+            let reply = build::error_response(Some(id), INTERNAL_ERROR, &failure.0);
+            self.deliver_line(reply).await;
+        }
+    }
+
+    /// Hands one received message to the relay (as one line).
+    pub(super) async fn deliver_line(&self, mut message: Vec<u8>) {
+        for b in &mut message {
+            if matches!(*b, b'\n' | b'\r') {
+                *b = b' ';
+            }
+        }
+        let line = if message.len() > self.options.max_message_bytes {
+            let len = message.len() as u64;
+            message.truncate(OVERSIZE_PREFIX);
+            Line::Oversize {
+                prefix: message,
+                len,
+            }
+        } else {
+            message.push(b'\n');
+            Line::Frame(message)
+        };
+        if self.output.send(line).await.is_err() {
+            debug!("the relay is gone; message dropped");
+        }
+    }
+
+    /// Handles one message the server sent: a response to `capture` is returned instead of
+    /// delivered; anything that is not JSON is dropped (and reported).
+    pub(super) async fn receive(
+        &self,
+        payload: &[u8],
+        capture: Option<&IdKey>,
+    ) -> Result<Received, Failure> {
+        let (is_answer, is_json) = match classify(payload) {
+            Frame::Single(env) => {
+                let answers = matches!(env.kind, Kind::Response | Kind::ErrorResponse)
+                    && capture.is_some()
+                    && env.id.and_then(IdKey::from_raw).as_ref() == capture;
+                (answers, true)
+            }
+            Frame::Batch(_) => (false, true),
+            Frame::ParseError(err) => {
+                warn!(
+                    "the remote server sent a message that is not JSON ({} bytes), dropped: {err}",
+                    payload.len()
+                );
+                (false, false)
+            }
+        };
+        if !is_json {
+            return Ok(Received::Dropped);
+        }
+        if is_answer {
+            return Ok(Received::Answer(Bytes::copy_from_slice(payload)));
+        }
+        self.deliver_line(payload.to_vec()).await;
+        Ok(Received::Delivered)
+    }
+
+    /// The headers every request carries: the user's, the session's, the credentials.
+    pub(super) async fn base_headers(&self) -> Result<(HeaderMap, u64, bool), Failure> {
+        let mut headers = self.options.headers.clone();
+        let (generation, had_session) = {
+            let session = self.lock();
+            if let Some(id) = &session.id {
+                headers.insert(SESSION_ID, id.clone());
+            }
+            if let Some(version) = session
+                .version
+                .as_deref()
+                .and_then(|v| HeaderValue::from_str(v).ok())
+            {
+                headers.insert(PROTOCOL_VERSION, version);
+            }
+            (session.generation, session.id.is_some())
+        };
+        if let Some(auth) = &self.options.auth
+            && !headers.contains_key(header::AUTHORIZATION)
+        {
+            match auth.authorization().await {
+                Ok(Some(value)) => {
+                    let mut value = HeaderValue::from_str(&value)
+                        .map_err(|_| Failure("the stored access token is not a valid header value (help: run `toolgate auth login`)".to_owned()))?;
+                    value.set_sensitive(true);
+                    headers.insert(header::AUTHORIZATION, value);
+                }
+                Ok(None) => {}
+                Err(err) => return Err(auth_failure(&err)),
+            }
+        }
+        Ok((headers, generation, had_session))
+    }
+
+    /// POSTs one message and handles the answer: delivers it, or (with `capture`) returns
+    /// the response. `initial` marks the client's `initialize` (whose session id and
+    /// revision are recorded, and whose refusal may mean a legacy server).
+    async fn exchange(
+        &self,
+        out: &Outgoing,
+        capture: bool,
+        initial: bool,
+    ) -> Result<Answer, Fallback> {
+        let mut auth_retries = 0;
+        let mut reinitialized = false;
+        loop {
+            let (mut headers, generation, had_session) = self.base_headers().await?;
+            headers.insert(header::ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            if initial {
+                headers.remove(SESSION_ID);
+                headers.remove(PROTOCOL_VERSION);
+            }
+            self.stateless_headers(out, &mut headers);
+            let sent = headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let response = self
+                .http
+                .post(self.options.url.clone())
+                .headers(headers)
+                .body(out.body.clone())
+                .send()
+                .await
+                .map_err(|err| Fallback::Failed(unreachable(&self.options.url, &err)))?;
+            let status = response.status();
+            match status {
+                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+                    if self.options.auth.is_some()
+                        && auth_retries < MAX_AUTH_RETRIES
+                        && (status == StatusCode::UNAUTHORIZED
+                            || insufficient_scope(&response)) =>
+                {
+                    auth_retries += 1;
+                    let challenge = www_authenticate(&response);
+                    if let Some(auth) = &self.options.auth {
+                        auth.challenge(status.as_u16(), challenge.as_deref(), sent.as_deref())
+                            .await
+                            .map_err(|err| Fallback::Failed(auth_failure(&err)))?;
+                    }
+                    continue;
+                }
+                StatusCode::NOT_FOUND if had_session && !initial && !reinitialized => {
+                    info!("the remote server no longer knows the session: initializing again");
+                    self.reinitialize(generation)
+                        .await
+                        .map_err(Fallback::Failed)?;
+                    reinitialized = true;
+                    continue;
+                }
+                StatusCode::BAD_REQUEST
+                | StatusCode::NOT_FOUND
+                | StatusCode::METHOD_NOT_ALLOWED
+                    if initial && self.kind_is_auto() && !is_json(&response) =>
+                {
+                    return Err(Fallback::Legacy);
+                }
+                _ => {}
+            }
+            if initial && status.is_success() {
+                self.record_session(&response);
+            }
+            return self
+                .answer(out, response, capture, initial)
+                .await
+                .map_err(Fallback::Failed);
+        }
+    }
+
+    /// `Mcp-Method` and `Mcp-Name` for stateless revisions, derived from the body sent.
+    fn stateless_headers(&self, out: &Outgoing, headers: &mut HeaderMap) {
+        let version = self
+            .lock()
+            .version
+            .clone()
+            .or_else(|| out.meta_version.clone());
+        let Some(version) = version.filter(|v| v.as_str() >= STATELESS_REVISION) else {
+            return;
+        };
+        if version.len() == 10
+            && !headers.contains_key(PROTOCOL_VERSION)
+            && let Ok(value) = HeaderValue::from_str(&version)
+        {
+            headers.insert(PROTOCOL_VERSION, value);
+        }
+        if let Some(method) = out.method.as_deref() {
+            headers.insert(METHOD, header_text(method));
+        }
+        let named = matches!(
+            out.method.as_deref(),
+            Some("tools/call" | "prompts/get" | "resources/read")
+        );
+        if named && let Some(name) = out.name.as_deref() {
+            headers.insert(NAME, header_text(name));
+        }
+    }
+
+    fn record_session(&self, response: &reqwest::Response) {
+        let id = response.headers().get(SESSION_ID).cloned();
+        let mut session = self.lock();
+        session.id = id.map(|mut v| {
+            v.set_sensitive(true);
+            v
+        });
+        session.generation += 1;
+    }
+
+    /// Reads the answer to a POST.
+    async fn answer(
+        &self,
+        out: &Outgoing,
+        response: reqwest::Response,
+        capture: bool,
+        initial: bool,
+    ) -> Result<Answer, Failure> {
+        let status = response.status();
+        if status.is_redirection() {
+            let to = response
+                .headers()
+                .get(header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|loc| self.options.url.join(loc).ok());
+            return Err(Failure(match to {
+                Some(to) if !same_origin(&to, &self.options.url) => format!(
+                    "the remote server redirected to another origin (`{}`): refused; toolgate follows redirects only within one origin (help: use the final URL in `--url`)",
+                    redact(&to)
+                ),
+                _ => format!(
+                    "the remote server answered HTTP {status} (a redirect toolgate did not follow)"
+                ),
+            }));
+        }
+        let key = out.key();
+        if !status.is_success() {
+            return Err(self.http_error(out, response).await);
+        }
+        if !out.is_request() {
+            // 202 Accepted (or any 2xx): nothing to relay. A body, if any, is ignored.
+            return Ok(Answer::Done);
+        }
+        if status == StatusCode::ACCEPTED {
+            return Err(Failure(
+                "the remote server accepted the request but sent no response (HTTP 202)".to_owned(),
+            ));
+        }
+        let capture_key = key.as_ref();
+        if is_sse(&response) {
+            return self.read_stream(out, response, capture, initial).await;
+        }
+        let body = self.read_body(response).await?;
+        if initial {
+            self.record_version(&body);
+        }
+        match self.receive(&body, capture_key).await? {
+            Received::Answer(bytes) if capture => Ok(Answer::Captured(bytes)),
+            Received::Answer(bytes) => {
+                self.deliver_line(bytes.to_vec()).await;
+                Ok(Answer::Done)
+            }
+            Received::Delivered => Ok(Answer::Done),
+            Received::Dropped => Err(Failure(
+                "the remote server answered with a body that is not JSON".to_owned(),
+            )),
+        }
+    }
+
+    /// Records the revision an `initialize` response negotiated.
+    fn record_version(&self, body: &[u8]) {
+        #[derive(serde::Deserialize)]
+        struct Init {
+            result: Option<InitResult>,
+        }
+        #[derive(serde::Deserialize)]
+        struct InitResult {
+            #[serde(rename = "protocolVersion")]
+            protocol_version: Option<String>,
+        }
+        if let Ok(Init {
+            result: Some(InitResult {
+                protocol_version: Some(v),
+            }),
+        }) = serde_json::from_slice::<Init>(body)
+        {
+            debug!("the remote server speaks revision {v}");
+            self.lock().version = Some(v);
+        }
+    }
+
+    /// The JSON-RPC error for an HTTP error status: the server's own JSON-RPC error when
+    /// the body is one (re-addressed to the request), else the status.
+    async fn http_error(&self, out: &Outgoing, response: reqwest::Response) -> Failure {
+        let status = response.status();
+        let challenge = www_authenticate(&response);
+        let json = is_json(&response);
+        let body = self.read_body(response).await.unwrap_or_default();
+        if json && let Some(message) = jsonrpc_error_message(&body) {
+            return Failure(format!(
+                "the remote server answered HTTP {status}: {message}"
+            ));
+        }
+        let hint = match status {
+            StatusCode::UNAUTHORIZED if self.options.auth.is_none() => format!(
+                " (help: the server needs authorization: run `toolgate auth login {}`, or pass the credentials with `--header 'Authorization: Bearer ${{TOKEN}}'`)",
+                redact(&self.options.url)
+            ),
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => challenge
+                .map(|c| format!(" ({})", c.chars().take(200).collect::<String>()))
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        let _ = out;
+        Failure(format!("the remote server answered HTTP {status}{hint}"))
+    }
+
+    /// Reads a whole body, up to the message limit.
+    async fn read_body(&self, response: reqwest::Response) -> Result<Vec<u8>, Failure> {
+        let max = self.options.max_message_bytes;
+        let mut body = Vec::new();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|err| {
+                Failure(format!(
+                    "reading the remote server's answer failed: {}",
+                    err_text(&err)
+                ))
+            })?;
+            if body.len() + chunk.len() > max {
+                return Err(Failure(format!(
+                    "the remote server's answer exceeds the limit of {max} bytes (help: raise `--max-message-bytes`)"
+                )));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+
+    /// Reads an SSE stream until the request's response, resuming it with `Last-Event-ID`
+    /// when it drops first.
+    async fn read_stream(
+        &self,
+        out: &Outgoing,
+        response: reqwest::Response,
+        capture: bool,
+        initial: bool,
+    ) -> Result<Answer, Failure> {
+        let key = out.key();
+        let mut cursor = Cursor::default();
+        let mut response = response;
+        let mut resumes = 0;
+        loop {
+            let before = cursor.events;
+            match self
+                .drain(response, &mut cursor, key.as_ref(), initial)
+                .await?
+            {
+                Some(bytes) if capture => return Ok(Answer::Captured(bytes)),
+                Some(bytes) => {
+                    self.deliver_line(bytes.to_vec()).await;
+                    return Ok(Answer::Done);
+                }
+                None => {}
+            }
+            if cursor.events > before {
+                resumes = 0;
+            }
+            resumes += 1;
+            let Some(last) = cursor.last_id.clone() else {
+                return Err(Failure(format!(
+                    "the remote server closed the stream before responding{}",
+                    cursor.why()
+                )));
+            };
+            if resumes > MAX_RESUMES {
+                return Err(Failure(format!(
+                    "the remote server's stream kept closing before the response ({MAX_RESUMES} resumptions){}",
+                    cursor.why()
+                )));
+            }
+            tokio::time::sleep(cursor.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
+            debug!(
+                "resuming the stream of {} after event `{last}`",
+                out.describe()
+            );
+            response = self.resume(&last).await?;
+        }
+    }
+
+    /// Opens a GET stream after `last` (or the listening stream, without).
+    pub(super) async fn resume(&self, last: &str) -> Result<reqwest::Response, Failure> {
+        let (mut headers, _, _) = self.base_headers().await?;
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        if let Ok(value) = HeaderValue::from_str(last) {
+            headers.insert(LAST_EVENT_ID, value);
+        }
+        let response = self
+            .http
+            .get(self.options.url.clone())
+            .headers(headers)
+            .send()
+            .await
+            .map_err(|err| unreachable(&self.options.url, &err))?;
+        match response.status() {
+            s if s.is_success() && is_sse(&response) => Ok(response),
+            StatusCode::NOT_FOUND => Err(Failure(
+                "the remote server's session ended (it restarted?) before it responded; the request may or may not have run".to_owned(),
+            )),
+            StatusCode::METHOD_NOT_ALLOWED => Err(Failure(
+                "the remote server closed the stream before responding and does not support resuming it".to_owned(),
+            )),
+            status => Err(Failure(format!(
+                "resuming the remote server's stream failed: HTTP {status}"
+            ))),
+        }
+    }
+
+    /// Relays the events of one SSE response until it ends; returns the response to `key`
+    /// when it came (not delivered).
+    pub(super) async fn drain(
+        &self,
+        response: reqwest::Response,
+        cursor: &mut Cursor,
+        key: Option<&IdKey>,
+        initial: bool,
+    ) -> Result<Option<Bytes>, Failure> {
+        let mut events = Events::of(response, self.options.max_message_bytes);
+        self.drain_events(&mut events, cursor, key, initial).await
+    }
+
+    /// [`Inner::drain`] over events already opened.
+    pub(super) async fn drain_events(
+        &self,
+        events: &mut Events,
+        cursor: &mut Cursor,
+        key: Option<&IdKey>,
+        initial: bool,
+    ) -> Result<Option<Bytes>, Failure> {
+        loop {
+            let event = match events.next().await? {
+                None => {
+                    cursor.ended = None;
+                    return Ok(None);
+                }
+                Some(Err(why)) => {
+                    cursor.ended = Some(why);
+                    return Ok(None);
+                }
+                Some(Ok(event)) => event,
+            };
+            if let Some(id) = event.id {
+                cursor.last_id = Some(id);
+            }
+            if let Some(retry) = event.retry {
+                cursor.retry = Some(Duration::from_millis(retry));
+            }
+            cursor.events += 1;
+            let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
+                continue;
+            };
+            if event.event.as_deref().is_some_and(|e| e != "message") {
+                debug!(
+                    "ignoring an SSE event of type `{}`",
+                    event.event.as_deref().unwrap_or_default()
+                );
+                continue;
+            }
+            if initial && key.is_some() {
+                self.record_version(data.as_bytes());
+            }
+            if let Received::Answer(bytes) = self.receive(data.as_bytes(), key).await? {
+                return Ok(Some(bytes));
+            }
+        }
+    }
+
+    /// [`Inner::exchange`], boxed: re-initialization runs inside an exchange.
+    fn exchange_boxed<'a>(
+        &'a self,
+        out: &'a Outgoing,
+        capture: bool,
+        initial: bool,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Answer, Fallback>> + Send + 'a>>
+    {
+        Box::pin(self.exchange(out, capture, initial))
+    }
+
+    /// Initializes a new session with the client's original parameters, after the server
+    /// forgot the old one. Concurrent requests that hit the same expiry wait for one
+    /// re-initialization.
+    async fn reinitialize(&self, stale: u64) -> Result<(), Failure> {
+        let _one = self.reinit.lock().await;
+        if self.lock().generation != stale {
+            return Ok(());
+        }
+        let params = self.lock().init_params.clone().ok_or_else(|| {
+            Failure(
+                "the remote server's session expired and there is no initialize to replay"
+                    .to_owned(),
+            )
+        })?;
+        {
+            let mut session = self.lock();
+            session.id = None;
+            if let Some(listener) = session.listener.take() {
+                listener.abort();
+            }
+        }
+        let id = format!(
+            "{}reinit-{}",
+            crate::proxy::ORIGIN_ID_PREFIX,
+            self.next_own_id.fetch_add(1, Ordering::Relaxed)
+        );
+        let request = build::request(&id, "initialize", Some(&params));
+        let out = Outgoing::parse(Bytes::from(request))
+            .ok_or_else(|| Failure("cannot build the initialize request".to_owned()))?;
+        let answer = match self.exchange_boxed(&out, true, true).await {
+            Ok(answer) => answer,
+            Err(fallback) => {
+                let Failure(why) = fallback.into_failure();
+                return Err(Failure(format!(
+                    "the remote server's session expired and initializing again failed: {why}"
+                )));
+            }
+        };
+        if let Answer::Captured(body) = &answer
+            && jsonrpc_error_message(body).is_some()
+        {
+            return Err(Failure(
+                "the remote server's session expired and it refused to initialize again".to_owned(),
+            ));
+        }
+        let initialized = build::notification("notifications/initialized", None);
+        if let Some(note) = Outgoing::parse(Bytes::from(initialized))
+            && let Err(fallback) = self.exchange_boxed(&note, false, false).await
+        {
+            let Failure(why) = fallback.into_failure();
+            warn!("`notifications/initialized` could not be delivered to the remote server: {why}");
+        }
+        self.start_listener();
+        info!("initialized a new session with the remote server");
+        Ok(())
+    }
+
+    /// Starts the GET stream of server-initiated messages (once per session).
+    fn start_listener(&self) {
+        let mut session = self.lock();
+        if session.listener.is_some() || session.id.is_none() && session.version.is_none() {
+            return;
+        }
+        let Some(inner) = self.me.upgrade() else {
+            return;
+        };
+        let task = tokio::spawn(async move { inner.listen().await });
+        session.listener = Some(task.abort_handle());
+    }
+
+    async fn listen(&self) {
+        let mut cursor = Cursor::default();
+        let mut failures = 0u32;
+        loop {
+            let (mut headers, _, _) = match self.base_headers().await {
+                Ok(h) => h,
+                Err(Failure(why)) => {
+                    debug!("no listening stream: {why}");
+                    return;
+                }
+            };
+            headers.insert(
+                header::ACCEPT,
+                HeaderValue::from_static("text/event-stream"),
+            );
+            if let Some(last) = cursor
+                .last_id
+                .as_deref()
+                .and_then(|l| HeaderValue::from_str(l).ok())
+            {
+                headers.insert(LAST_EVENT_ID, last);
+            }
+            let response = self
+                .http
+                .get(self.options.url.clone())
+                .headers(headers)
+                .send()
+                .await;
+            let response = match response {
+                Ok(r) if r.status().is_success() && is_sse(&r) => r,
+                Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => {
+                    debug!("the remote server has no listening stream (405)");
+                    return;
+                }
+                Ok(r) => {
+                    debug!("the listening stream was refused: HTTP {}", r.status());
+                    return;
+                }
+                Err(err) => {
+                    failures += 1;
+                    debug!("opening the listening stream failed: {}", err_text(&err));
+                    if failures > MAX_RESUMES {
+                        return;
+                    }
+                    tokio::time::sleep(cursor.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
+                    continue;
+                }
+            };
+            let before = cursor.events;
+            if let Err(Failure(why)) = self.drain(response, &mut cursor, None, false).await {
+                warn!("the listening stream ended: {why}");
+            }
+            failures = if cursor.events > before {
+                0
+            } else {
+                failures + 1
+            };
+            if failures > MAX_RESUMES {
+                debug!("the listening stream keeps closing: not reopened");
+                return;
+            }
+            tokio::time::sleep(cursor.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
+        }
+    }
+
+    /// Ends the session: stops the listening stream, sends DELETE.
+    async fn end_session(&self) {
+        let id = {
+            let mut session = self.lock();
+            if let Some(listener) = session.listener.take() {
+                listener.abort();
+            }
+            session.id.take()
+        };
+        let Some(id) = id else { return };
+        let Ok((mut headers, _, _)) = self.base_headers().await else {
+            return;
+        };
+        headers.insert(SESSION_ID, id);
+        let delete = self
+            .http
+            .delete(self.options.url.clone())
+            .headers(headers)
+            .send();
+        match tokio::time::timeout(Duration::from_secs(3), delete).await {
+            Ok(Ok(r)) => debug!("ended the session: HTTP {}", r.status()),
+            Ok(Err(err)) => debug!("ending the session failed: {}", err_text(&err)),
+            Err(_) => debug!("ending the session timed out"),
+        }
+    }
+}
+
+/// What [`Inner::receive`] did with a message.
+pub(super) enum Received {
+    /// It was the awaited response (not delivered).
+    Answer(Bytes),
+    /// Handed to the relay.
+    Delivered,
+    /// Not JSON: dropped.
+    Dropped,
+}
+
+/// The events of one SSE response, with a count of the bytes read since the last one.
+pub(super) struct Events {
+    stream: std::pin::Pin<
+        Box<dyn futures_util::Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Send>,
+    >,
+    fed: Arc<AtomicU64>,
+    max: usize,
+}
+
+impl Events {
+    /// The events of `response`; an event (or garbage without a blank line) larger than
+    /// `max` bytes ends the stream before it is buffered whole.
+    pub(super) fn of(response: reqwest::Response, max: usize) -> Events {
+        let fed = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&fed);
+        let limit = max as u64 + 4096;
+        let bytes = response.bytes_stream().map(move |chunk| match chunk {
+            Ok(chunk) => {
+                let total =
+                    counter.fetch_add(chunk.len() as u64, Ordering::Relaxed) + chunk.len() as u64;
+                if total > limit {
+                    counter.store(u64::MAX, Ordering::Relaxed);
+                    Err(std::io::Error::other(OVER_LIMIT))
+                } else {
+                    Ok(chunk)
+                }
+            }
+            Err(err) => Err(std::io::Error::other(err_text(&err))),
+        });
+        Events {
+            stream: Box::pin(sse_stream::SseByteStream::new(bytes)),
+            fed,
+            max,
+        }
+    }
+
+    /// The next event; `Some(Err(why))` when the stream broke, `None` at its end, `Err`
+    /// when an event outgrew the limit.
+    pub(super) async fn next(
+        &mut self,
+    ) -> Result<Option<Result<sse_stream::Sse, String>>, Failure> {
+        let next = self.stream.next().await;
+        if self.fed.swap(0, Ordering::Relaxed) == u64::MAX {
+            let max = self.max;
+            return Err(Failure(format!(
+                "the remote server sent an event over the limit of {max} bytes (help: raise `--max-message-bytes`)"
+            )));
+        }
+        Ok(next.map(|event| event.map_err(|err| err.to_string())))
+    }
+}
+
+const OVER_LIMIT: &str = "an event over the size limit";
+
+/// Where an SSE stream stands.
+#[derive(Debug, Default)]
+pub(super) struct Cursor {
+    pub(super) last_id: Option<String>,
+    pub(super) retry: Option<Duration>,
+    pub(super) events: u64,
+    pub(super) ended: Option<String>,
+}
+
+impl Cursor {
+    fn why(&self) -> String {
+        self.ended
+            .as_deref()
+            .map(|e| format!(" ({e})"))
+            .unwrap_or_default()
+    }
+}
+
+/// An exchange failed, or (for `initialize` in `auto` mode) the server is a legacy one.
+#[derive(Debug)]
+enum Fallback {
+    Failed(Failure),
+    Legacy,
+}
+
+impl From<Failure> for Fallback {
+    fn from(f: Failure) -> Self {
+        Fallback::Failed(f)
+    }
+}
+
+impl Fallback {
+    fn into_failure(self) -> Failure {
+        match self {
+            Fallback::Failed(f) => f,
+            Fallback::Legacy => Failure("the server does not take POSTs at this URL".to_owned()),
+        }
+    }
+}
+
+fn is_sse(response: &reqwest::Response) -> bool {
+    content_type(response).is_some_and(|t| t.eq_ignore_ascii_case("text/event-stream"))
+}
+
+fn is_json(response: &reqwest::Response) -> bool {
+    content_type(response).is_some_and(|t| t.eq_ignore_ascii_case("application/json"))
+}
+
+fn content_type(response: &reqwest::Response) -> Option<&str> {
+    let value = response
+        .headers()
+        .get(header::CONTENT_TYPE)?
+        .to_str()
+        .ok()?;
+    Some(value.split(';').next().unwrap_or(value).trim())
+}
+
+fn www_authenticate(response: &reqwest::Response) -> Option<String> {
+    let all: Vec<&str> = response
+        .headers()
+        .get_all(header::WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    (!all.is_empty()).then(|| all.join(", "))
+}
+
+fn insufficient_scope(response: &reqwest::Response) -> bool {
+    www_authenticate(response).is_some_and(|c| c.contains("insufficient_scope"))
+}
+
+/// The `error.message` of a JSON-RPC error body.
+fn jsonrpc_error_message(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        error: Option<Error>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Error {
+        code: Option<i64>,
+        message: Option<String>,
+    }
+    let Body { error: Some(e) } = serde_json::from_slice(body).ok()? else {
+        return None;
+    };
+    Some(match (e.code, e.message) {
+        (Some(code), Some(m)) => format!("{m} ({code})"),
+        (None, Some(m)) => m,
+        (Some(code), None) => format!("error {code}"),
+        (None, None) => "an error".to_owned(),
+    })
+}
+
+/// A header value for a name or method: ASCII as is, anything else as `=?base64?…?=`.
+fn header_text(text: &str) -> HeaderValue {
+    let plain = text.bytes().all(|b| (0x20..0x7f).contains(&b))
+        && !text.starts_with(' ')
+        && !text.ends_with(' ')
+        && !text.starts_with("=?");
+    let encoded = if plain {
+        text.to_owned()
+    } else {
+        use base64::Engine as _;
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(text)
+        )
+    };
+    HeaderValue::from_str(&encoded).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+fn unreachable(url: &Url, err: &reqwest::Error) -> Failure {
+    Failure(format!(
+        "cannot reach the remote server `{}`: {}",
+        redact(url),
+        err_text(err)
+    ))
+}
+
+/// A reqwest error with its causes, without the URL (which may carry a query secret).
+pub(super) fn err_text(err: &reqwest::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    match err.url() {
+        Some(url) => text.replace(url.as_str(), &redact(url)),
+        None => text,
+    }
+}
+
+fn auth_failure(err: &AuthError) -> Failure {
+    Failure(format!(
+        "authorization with the remote server failed: {err}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_ascii_names_are_base64_encoded() {
+        assert_eq!(header_text("read_file"), "read_file");
+        assert_eq!(header_text("ünï"), "=?base64?w7xuw68=?=");
+        assert_eq!(header_text(" x"), "=?base64?IHg=?=");
+    }
+
+    #[test]
+    fn outgoing_facts_come_from_the_body() {
+        let frame = Bytes::from_static(
+            br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}
+"#,
+        );
+        let out = Outgoing::parse(frame).unwrap();
+        assert_eq!(out.method.as_deref(), Some("tools/call"));
+        assert_eq!(out.name.as_deref(), Some("echo"));
+        assert_eq!(out.meta_version.as_deref(), Some("2026-07-28"));
+        assert_eq!(out.id.as_deref().map(RawValue::get), Some("7"));
+        assert!(!out.body.ends_with(b"\n"));
+    }
+
+    #[test]
+    fn jsonrpc_errors_are_read_from_bodies() {
+        assert_eq!(
+            jsonrpc_error_message(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32020,"message":"header mismatch"}}"#).as_deref(),
+            Some("header mismatch (-32020)")
+        );
+        assert_eq!(jsonrpc_error_message(b"<html>"), None);
+    }
+}
