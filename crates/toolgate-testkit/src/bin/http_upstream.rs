@@ -723,7 +723,11 @@ async fn post_message(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        return (with_session(r), fault_word(fault.as_ref(), "answered"));
+        let outcome = match fault {
+            Some(Kind::Reset { .. }) => "fault: reset mid-body".to_owned(),
+            _ => "answered".to_owned(),
+        };
+        return (with_session(r), outcome);
     };
 
     // SSE mode: the request runs to completion whatever happens to the connection; its
