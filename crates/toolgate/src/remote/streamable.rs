@@ -675,7 +675,9 @@ impl Inner {
                 Some(serde_json::Value::Number(n)) => n.to_string(),
                 _ => continue,
             };
-            if let Ok(name) = header::HeaderName::from_bytes(format!("mcp-param-{token}").as_bytes()) {
+            if let Ok(name) =
+                header::HeaderName::from_bytes(format!("mcp-param-{token}").as_bytes())
+            {
                 headers.insert(name, header_text(&rendered));
             }
         }
@@ -1295,14 +1297,21 @@ fn mirrored_params(
     path: &mut Vec<String>,
     out: &mut Vec<(Vec<String>, String)>,
 ) {
-    let Some(properties) = schema.get("properties").and_then(serde_json::Value::as_object) else {
+    let Some(properties) = schema
+        .get("properties")
+        .and_then(serde_json::Value::as_object)
+    else {
         return;
     };
     for (name, property) in properties {
         path.push(name.clone());
-        if let Some(token) = property.get("x-mcp-header").and_then(serde_json::Value::as_str)
+        if let Some(token) = property
+            .get("x-mcp-header")
+            .and_then(serde_json::Value::as_str)
             && !token.is_empty()
-            && token.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+            && token
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
         {
             out.push((path.clone(), token.to_owned()));
         }
@@ -1337,7 +1346,14 @@ fn readdress_error(body: &[u8], id: &RawValue) -> Option<Vec<u8>> {
     if parsed.id.map(RawValue::get) == Some(id.get()) {
         return Some(body.to_vec());
     }
-    Some(format!(r#"{{"jsonrpc":"2.0","id":{},"error":{}}}"#, id.get(), error.get()).into_bytes())
+    Some(
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{},"error":{}}}"#,
+            id.get(),
+            error.get()
+        )
+        .into_bytes(),
+    )
 }
 
 /// The `error.message` of a JSON-RPC error body.
