@@ -1,6 +1,8 @@
 // A small MCP client built on the official TypeScript SDK (@modelcontextprotocol/sdk).
 //
 // Usage: node tests/ts-client/everything.mjs <command> [args...]
+//        node tests/ts-client/everything.mjs --url <url>       (Streamable HTTP, directly)
+//        node tests/ts-client/everything.mjs --sse-url <url>   (HTTP+SSE, directly)
 //
 // Spawns <command> as an MCP server over stdio (for example `toolgate wrap -- node
 // .../server-everything/dist/index.js stdio`), then does tools/list, one tools/call and one
@@ -10,6 +12,8 @@
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 
 const [command, ...args] = process.argv.slice(2);
 if (!command) {
@@ -24,7 +28,12 @@ const watchdog = setTimeout(() => {
 
 // Pass the whole environment on (the SDK passes only a safe subset by default): the Rust
 // test points toolgate at a private pin store with TOOLGATE_PINS_DIR.
-const transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
+const transport =
+  command === "--url"
+    ? new StreamableHTTPClientTransport(new URL(args[0]))
+    : command === "--sse-url"
+      ? new SSEClientTransport(new URL(args[0]))
+      : new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
 const client = new Client(
   { name: "toolgate-ts-client-test", version: "0.0.0" },
   { capabilities: {} },

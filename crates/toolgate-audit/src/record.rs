@@ -118,6 +118,9 @@ pub struct Event {
     /// Server name (`--server`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
+    /// A remote server's URL (`wrap --url`), without credentials, query or fragment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
     /// Tool name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
@@ -182,6 +185,7 @@ impl Event {
             session: None,
             request_id: None,
             server: None,
+            upstream: None,
             tool: None,
             fingerprint: None,
             operations: Vec::new(),

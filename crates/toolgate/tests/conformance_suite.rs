@@ -47,6 +47,44 @@ impl Drop for Group {
     }
 }
 
+/// Starts an HTTP front in front of `server`, recording into `records`; returns it (with
+/// its process group, killed on drop) and its port.
+async fn start_front(
+    node: &Path,
+    base: &Path,
+    records: &Path,
+    server: &[&std::ffi::OsStr],
+) -> (tokio::process::Child, Group, u16) {
+    let tests = common::repo_root().join("tests");
+    std::fs::create_dir_all(records).unwrap();
+    let mut front = Command::new(node);
+    front
+        .arg(tests.join("conformance/http-front.mjs"))
+        .arg(records)
+        .arg("--")
+        .args(server)
+        .env("HOME", base.join("home"))
+        .env("TOOLGATE_PINS_DIR", base.join("pins"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut front = front.spawn().unwrap();
+    let group = Group(front.id().unwrap());
+    let mut lines = BufReader::new(front.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(common::STEP_TIMEOUT, lines.next_line())
+        .await
+        .expect("the HTTP front did not start in time")
+        .unwrap()
+        .unwrap_or_default();
+    let port: u16 = first
+        .strip_prefix("listening ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("the HTTP front said `{first}`"));
+    (front, group, port)
+}
+
 /// Runs the suite's server scenarios through the HTTP front in front of `server`; returns
 /// each scenario's outcome (true: every check passed) and the front's record directory.
 async fn run_suite(
@@ -58,32 +96,7 @@ async fn run_suite(
     let tests = common::repo_root().join("tests");
     let records = base.join(format!("records-{label}"));
     let results = base.join(format!("results-{label}"));
-    std::fs::create_dir_all(&records).unwrap();
-    let mut front = Command::new(node);
-    front
-        .arg(tests.join("conformance/http-front.mjs"))
-        .arg(&records)
-        .arg("--")
-        .args(server)
-        .env("HOME", base.join("home"))
-        .env("TOOLGATE_PINS_DIR", base.join("pins"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut front = front.spawn().unwrap();
-    let _group = Group(front.id().unwrap());
-    let mut lines = BufReader::new(front.stdout.take().unwrap()).lines();
-    let first = tokio::time::timeout(common::STEP_TIMEOUT, lines.next_line())
-        .await
-        .expect("the HTTP front did not start in time")
-        .unwrap()
-        .unwrap_or_default();
-    let port: u16 = first
-        .strip_prefix("listening ")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("the HTTP front said `{first}`"));
+    let (mut front, _group, port) = start_front(node, base, &records, server).await;
     let suite = tests.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
     let mut run = Command::new(node);
     run.arg("--import")
@@ -163,20 +176,73 @@ fn direction<'a>(record: &'a [Value], dir: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-/// Compares the traffic on both sides of the server's stdio, session by session; returns
-/// how many of toolgate's own messages (its `tools/list` and their replies) were left out.
-fn assert_same_traffic(records: &Path) -> usize {
+/// Compares the traffic on both sides of toolgate, session by session: what the front
+/// in `clients` relayed (`client-<n>.jsonl`) against what the target behind it recorded
+/// (`server-<m>.jsonl` in `servers`). With one front (stdio) the sessions pair by number;
+/// with two (a remote server: front, toolgate, front, target) a session pairs with the
+/// target session of the same traffic. Returns how many of toolgate's own messages (its
+/// `tools/list` and their replies) were left out.
+fn assert_same_traffic(clients: &Path, servers: &Path) -> usize {
     let mut own_messages = 0;
     let mut sessions = 0;
-    for entry in std::fs::read_dir(records).unwrap() {
+    let mut targets: Vec<(String, Vec<Value>)> = std::fs::read_dir(servers)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            name.starts_with("server-").then(|| {
+                let record = read_record(&servers.join(&name));
+                (name, record)
+            })
+        })
+        .collect();
+    targets.sort_by(|a, b| a.0.cmp(&b.0));
+    for entry in std::fs::read_dir(clients).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
         let Some(n) = name.strip_prefix("client-") else {
             continue;
         };
         sessions += 1;
-        let client = read_record(&records.join(&name));
-        let server = read_record(&records.join(format!("server-{n}")));
-        let (theirs, ours): (Vec<Value>, Vec<Value>) = server.into_iter().partition(|m| !own(m));
+        let client = read_record(&clients.join(&name));
+        let same_number = format!("server-{n}");
+        let candidates: Vec<&(String, Vec<Value>)> = if clients == servers {
+            targets.iter().filter(|(t, _)| *t == same_number).collect()
+        } else {
+            targets.iter().collect()
+        };
+        let mut mismatch = None;
+        let mut matched = None;
+        for (target, server) in candidates {
+            let (theirs, ours): (Vec<&Value>, Vec<&Value>) = server.iter().partition(|m| !own(m));
+            let theirs: Vec<Value> = theirs.into_iter().cloned().collect();
+            let differs = ["in", "out"].into_iter().find_map(|dir| {
+                let (a, b) = (direction(&client, dir), direction(&theirs, dir));
+                (a != b).then(|| {
+                    let at = a.iter().zip(&b).position(|(x, y)| x != y);
+                    format!(
+                        "session {name} vs {target} ({dir}): the two sides of toolgate differ ({} vs {} messages), first at {at:?}:\nclient side: {:?}\nserver side: {:?}",
+                        a.len(),
+                        b.len(),
+                        at.and_then(|i| a.get(i)),
+                        at.and_then(|i| b.get(i)),
+                    )
+                })
+            });
+            match differs {
+                None => {
+                    matched = Some(ours.iter().map(|m| (*m).clone()).collect::<Vec<Value>>());
+                    break;
+                }
+                Some(why) => {
+                    mismatch.get_or_insert(why);
+                }
+            }
+        }
+        let Some(ours) = matched else {
+            panic!(
+                "{}",
+                mismatch.unwrap_or_else(|| format!("session {name}: no target session"))
+            );
+        };
         for m in &ours {
             let msg = &m["msg"];
             assert!(
@@ -185,19 +251,6 @@ fn assert_same_traffic(records: &Path) -> usize {
             );
         }
         own_messages += ours.len();
-        for dir in ["in", "out"] {
-            let (a, b) = (direction(&client, dir), direction(&theirs, dir));
-            if a != b {
-                let at = a.iter().zip(&b).position(|(x, y)| x != y);
-                panic!(
-                    "session {name} ({dir}): the two sides of toolgate differ ({} vs {} messages), first at {at:?}:\nclient side: {:?}\nserver side: {:?}",
-                    a.len(),
-                    b.len(),
-                    at.and_then(|i| a.get(i)),
-                    at.and_then(|i| b.get(i)),
-                );
-            }
-        }
     }
     assert!(sessions > 0, "no session was recorded");
     own_messages
@@ -243,17 +296,40 @@ async fn conformance_server_scenarios_pass_through_toolgate() {
         node.as_os_str(),
         target.as_os_str(),
     ];
-    let ((direct, _), (through, records)) = tokio::join!(
+    // The remote case: the same target served over Streamable HTTP by a second front,
+    // and `toolgate wrap --url` in front of that.
+    let remote_records = base.join("records-remote-target");
+    let (_target_front, _target_group, target_port) =
+        start_front(&node, &base, &remote_records, &direct).await;
+    let url = format!("http://127.0.0.1:{target_port}/mcp");
+    let through_remote: Vec<&std::ffi::OsStr> = vec![
+        toolgate.as_os_str(),
+        "wrap".as_ref(),
+        "--policy".as_ref(),
+        policy.as_os_str(),
+        "--approval".as_ref(),
+        "none".as_ref(),
+        "--audit".as_ref(),
+        audit.as_os_str(),
+        "--workspace".as_ref(),
+        work.as_os_str(),
+        "--url".as_ref(),
+        url.as_ref(),
+    ];
+    let ((direct, _), (through, records), (remote, remote_clients)) = tokio::join!(
         run_suite(&node, &base, "direct", &direct),
         run_suite(&node, &base, "through-toolgate", &through),
+        run_suite(&node, &base, "through-remote", &through_remote),
     );
     let passed = |r: &BTreeMap<String, bool>| r.values().filter(|&&p| p).count();
     eprintln!(
-        "conformance scenarios passed: {} of {} directly, {} of {} through toolgate",
+        "conformance scenarios passed: {} of {} directly, {} of {} through toolgate, {} of {} through toolgate to a remote server",
         passed(&direct),
         direct.len(),
         passed(&through),
-        through.len()
+        through.len(),
+        passed(&remote),
+        remote.len(),
     );
     // Our target offers everything the default server scenarios ask for (30 in 0.1.16; the
     // suite's two pending ones, json-schema-2020-12 and server-sse-polling, are not run).
@@ -270,7 +346,17 @@ async fn conformance_server_scenarios_pass_through_toolgate() {
         lost.is_empty(),
         "passed directly but not through toolgate: {lost:?}"
     );
-    let own_messages = assert_same_traffic(&records);
+    let lost_remote: Vec<&String> = direct
+        .iter()
+        .filter(|&(scenario, &ok)| ok && remote.get(scenario) != Some(&true))
+        .map(|(scenario, _)| scenario)
+        .collect();
+    assert!(
+        lost_remote.is_empty(),
+        "passed directly but not through `toolgate wrap --url`: {lost_remote:?}"
+    );
+    assert!(assert_same_traffic(&remote_clients, &remote_records) > 0);
+    let own_messages = assert_same_traffic(&records, &records);
     // The suite calls tools without listing them first: toolgate listed for itself.
     assert!(own_messages > 0);
 }

@@ -99,6 +99,8 @@ fn shown(method: &str) -> String {
 pub struct Settings {
     /// The `--server` name.
     pub server: Option<String>,
+    /// A remote server's URL, redacted (`wrap --url`).
+    pub upstream: Option<String>,
     pub approval: Mode,
     pub approval_timeout: Duration,
     /// How long a call to a tool not yet listed waits for a listing of the server's tools
@@ -321,6 +323,9 @@ impl Inner {
         event.session = Some(self.settings.session_id.clone());
         if event.server.is_none() {
             event.server = self.settings.server.clone();
+        }
+        if event.upstream.is_none() {
+            event.upstream = self.settings.upstream.clone();
         }
     }
 

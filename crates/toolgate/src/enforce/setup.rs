@@ -146,6 +146,7 @@ pub fn interceptor(
     args: &EnforceArgs,
     workspace: &Path,
     server: Option<&str>,
+    upstream: Option<&str>,
 ) -> anyhow::Result<Arc<dyn Interceptor>> {
     // Pins persist per named server (trust on first use across runs).
     let pins = server.and_then(|name| match PinStore::open_default() {
@@ -216,6 +217,7 @@ pub fn interceptor(
     let tty: Arc<dyn crate::approval::ApprovalChannel> = Arc::new(TtyChannel::default());
     let settings = Settings {
         server: server.map(str::to_owned),
+        upstream: upstream.map(str::to_owned),
         approval: args.approval,
         approval_timeout: args.approval_timeout,
         listing_timeout: args.listing_timeout,

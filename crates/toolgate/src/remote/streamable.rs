@@ -111,6 +111,7 @@ pub fn start(http: reqwest::Client, options: Options) -> Started {
         options,
         output,
         session: Mutex::new(Session::default()),
+        param_headers: Mutex::new(HashMap::new()),
         reinit: tokio::sync::Mutex::new(()),
         next_own_id: AtomicU64::new(1),
     });
@@ -151,6 +152,8 @@ pub(super) struct Inner {
     pub(super) options: Options,
     output: mpsc::Sender<Line>,
     session: Mutex<Session>,
+    /// Per tool, the arguments mirrored in `Mcp-Param-*` headers (2026-07-28).
+    param_headers: Mutex<HashMap<String, Vec<(Vec<String>, String)>>>,
     /// Held while re-initializing.
     reinit: tokio::sync::Mutex<()>,
     next_own_id: AtomicU64,
@@ -582,6 +585,102 @@ impl Inner {
         if named && let Some(name) = out.name.as_deref() {
             headers.insert(NAME, header_text(name));
         }
+        if out.method.as_deref() == Some("tools/call") {
+            self.param_headers_of(out, headers);
+        }
+    }
+
+    /// Learns, from a `tools/list` answer of a stateless-era server, which arguments of
+    /// each tool are mirrored in `Mcp-Param-*` headers (`x-mcp-header`).
+    fn observe_answer(&self, out: &Outgoing, answer: &[u8]) {
+        if out.method.as_deref() != Some("tools/list") || !self.is_stateless_era(out) {
+            return;
+        }
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            result: Option<Listing>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Listing {
+            #[serde(default)]
+            tools: Vec<Tool>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Tool {
+            name: String,
+            #[serde(rename = "inputSchema")]
+            input_schema: Option<serde_json::Value>,
+        }
+        let Ok(Answer {
+            result: Some(listing),
+        }) = serde_json::from_slice::<Answer>(answer)
+        else {
+            return;
+        };
+        let mut learned = self.param_headers.lock().unwrap_or_else(|p| p.into_inner());
+        for tool in listing.tools {
+            let mut params = Vec::new();
+            if let Some(schema) = &tool.input_schema {
+                mirrored_params(schema, &mut Vec::new(), &mut params);
+            }
+            if params.is_empty() {
+                learned.remove(&tool.name);
+            } else {
+                learned.insert(tool.name, params);
+            }
+        }
+    }
+
+    fn is_stateless_era(&self, out: &Outgoing) -> bool {
+        self.lock()
+            .version
+            .clone()
+            .or_else(|| out.meta_version.clone())
+            .is_some_and(|v| v.as_str() >= STATELESS_REVISION)
+    }
+
+    /// `Mcp-Param-*` for a `tools/call`, from the arguments in the body sent.
+    fn param_headers_of(&self, out: &Outgoing, headers: &mut HeaderMap) {
+        let Some(tool) = out.name.as_deref() else {
+            return;
+        };
+        let params = {
+            let learned = self.param_headers.lock().unwrap_or_else(|p| p.into_inner());
+            match learned.get(tool) {
+                Some(params) => params.clone(),
+                None => return,
+            }
+        };
+        #[derive(serde::Deserialize)]
+        struct Call {
+            params: Option<CallParams>,
+        }
+        #[derive(serde::Deserialize)]
+        struct CallParams {
+            arguments: Option<serde_json::Value>,
+        }
+        let Ok(Call {
+            params: Some(CallParams {
+                arguments: Some(arguments),
+            }),
+        }) = serde_json::from_slice::<Call>(&out.body)
+        else {
+            return;
+        };
+        for (path, token) in params {
+            let value = path.iter().try_fold(&arguments, |node, key| node.get(key));
+            let rendered = match value {
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(serde_json::Value::Bool(b)) => b.to_string(),
+                Some(serde_json::Value::Number(n)) => n.to_string(),
+                _ => continue,
+            };
+            if let Ok(name) =
+                header::HeaderName::from_bytes(format!("mcp-param-{token}").as_bytes())
+            {
+                headers.insert(name, header_text(&rendered));
+            }
+        }
     }
 
     fn record_session(&self, response: &reqwest::Response) {
@@ -621,7 +720,14 @@ impl Inner {
         }
         let key = out.key();
         if !status.is_success() {
-            return Err(self.http_error(out, response).await);
+            return match self.http_error(out, response).await {
+                HttpError::Relay(error) if capture => Ok(Answer::Captured(Bytes::from(error))),
+                HttpError::Relay(error) => {
+                    self.deliver_line(error).await;
+                    Ok(Answer::Done)
+                }
+                HttpError::Failed(failure) => Err(failure),
+            };
         }
         if !out.is_request() {
             // 202 Accepted (or any 2xx): nothing to relay. A body, if any, is ignored.
@@ -643,6 +749,7 @@ impl Inner {
         match self.receive(&body, capture_key).await? {
             Received::Answer(bytes) if capture => Ok(Answer::Captured(bytes)),
             Received::Answer(bytes) => {
+                self.observe_answer(out, &bytes);
                 self.deliver_line(bytes.to_vec()).await;
                 Ok(Answer::Done)
             }
@@ -675,17 +782,26 @@ impl Inner {
         }
     }
 
-    /// The JSON-RPC error for an HTTP error status: the server's own JSON-RPC error when
-    /// the body is one (re-addressed to the request), else the status.
-    async fn http_error(&self, out: &Outgoing, response: reqwest::Response) -> Failure {
+    /// The answer to a request refused with an HTTP error status: the server's own
+    /// JSON-RPC error when the body is one (re-addressed to the request: a client needs its
+    /// code, e.g. to fall back to an older revision), else an error naming the status.
+    async fn http_error(&self, out: &Outgoing, response: reqwest::Response) -> HttpError {
         let status = response.status();
         let challenge = www_authenticate(&response);
         let json = is_json(&response);
         let body = self.read_body(response).await.unwrap_or_default();
-        if json && let Some(message) = jsonrpc_error_message(&body) {
-            return Failure(format!(
-                "the remote server answered HTTP {status}: {message}"
-            ));
+        if json {
+            if let Some(id) = out.id.as_deref()
+                && let Some(error) = readdress_error(&body, id)
+            {
+                debug!("the remote server answered HTTP {status} with a JSON-RPC error");
+                return HttpError::Relay(error);
+            }
+            if let Some(message) = jsonrpc_error_message(&body) {
+                return HttpError::Failed(Failure(format!(
+                    "the remote server answered HTTP {status}: {message}"
+                )));
+            }
         }
         let hint = match status {
             StatusCode::UNAUTHORIZED if self.options.auth.is_none() => format!(
@@ -697,8 +813,9 @@ impl Inner {
                 .unwrap_or_default(),
             _ => String::new(),
         };
-        let _ = out;
-        Failure(format!("the remote server answered HTTP {status}{hint}"))
+        HttpError::Failed(Failure(format!(
+            "the remote server answered HTTP {status}{hint}"
+        )))
     }
 
     /// Reads a whole body, up to the message limit.
@@ -744,6 +861,7 @@ impl Inner {
             {
                 Some(bytes) if capture => return Ok(Answer::Captured(bytes)),
                 Some(bytes) => {
+                    self.observe_answer(out, &bytes);
                     self.deliver_line(bytes.to_vec()).await;
                     return Ok(Answer::Done);
                 }
@@ -1170,6 +1288,72 @@ fn www_authenticate(response: &reqwest::Response) -> Option<String> {
 
 fn insufficient_scope(response: &reqwest::Response) -> bool {
     www_authenticate(response).is_some_and(|c| c.contains("insufficient_scope"))
+}
+
+/// Collects the properties of `schema` (reached through `properties` only) that carry an
+/// `x-mcp-header` token: (argument path, token).
+fn mirrored_params(
+    schema: &serde_json::Value,
+    path: &mut Vec<String>,
+    out: &mut Vec<(Vec<String>, String)>,
+) {
+    let Some(properties) = schema
+        .get("properties")
+        .and_then(serde_json::Value::as_object)
+    else {
+        return;
+    };
+    for (name, property) in properties {
+        path.push(name.clone());
+        if let Some(token) = property
+            .get("x-mcp-header")
+            .and_then(serde_json::Value::as_str)
+            && !token.is_empty()
+            && token
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+        {
+            out.push((path.clone(), token.to_owned()));
+        }
+        if path.len() < 16 {
+            mirrored_params(property, path, out);
+        }
+        path.pop();
+    }
+}
+
+/// How a request refused with an HTTP error status is answered.
+enum HttpError {
+    /// With the server's JSON-RPC error, addressed to the request.
+    Relay(Vec<u8>),
+    /// With an error of toolgate's.
+    Failed(Failure),
+}
+
+/// The JSON-RPC error in `body`, addressed to request `id`: the body itself when it already
+/// is, else the same `error` member under that id (a server that could not read the
+/// request answers with id `null`).
+fn readdress_error(body: &[u8], id: &RawValue) -> Option<Vec<u8>> {
+    #[derive(serde::Deserialize)]
+    struct Body<'a> {
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
+        #[serde(borrow)]
+        error: Option<&'a RawValue>,
+    }
+    let parsed: Body<'_> = serde_json::from_slice(body).ok()?;
+    let error = parsed.error?;
+    if parsed.id.map(RawValue::get) == Some(id.get()) {
+        return Some(body.to_vec());
+    }
+    Some(
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{},"error":{}}}"#,
+            id.get(),
+            error.get()
+        )
+        .into_bytes(),
+    )
 }
 
 /// The `error.message` of a JSON-RPC error body.
