@@ -294,6 +294,12 @@ impl HttpUpstream {
         HttpUpstream { child, addr }
     }
 
+    /// Kills the server (and waits for it): it is gone, connections are refused.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
     pub fn url(&self) -> String {
         format!("http://{}/mcp", self.addr)

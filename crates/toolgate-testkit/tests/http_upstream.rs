@@ -221,6 +221,15 @@ fn failures_answer_the_next_posts_with_the_status_and_run_nothing() {
     assert_eq!(post(&up, &sid, &msg).status, 502);
     assert_eq!(post(&up, &sid, &msg).status, 503);
     assert_eq!(post(&up, &sid, &msg).status, 503);
+    up.control("fail?status=503&jsonrpc");
+    let reply = post(&up, &sid, &msg);
+    assert_eq!(reply.status, 503);
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+    let error = reply.json();
+    assert_eq!(
+        (error["id"].clone(), error["error"]["code"].clone()),
+        (json!(1), json!(-32000))
+    );
     assert_eq!(post(&up, &sid, &msg).json()["id"], 1);
     assert_eq!(up.calls("send_email").len(), 1);
 }

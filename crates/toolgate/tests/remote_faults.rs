@@ -534,3 +534,101 @@ fn server_notifications_on_the_get_stream_arrive_once_and_the_session_is_deleted
     assert_eq!(delete["session"], sid);
     assert_eq!(delete["status"], 200);
 }
+
+#[test]
+fn a_json_rpc_error_in_a_failure_is_relayed_as_the_server_s_answer() {
+    let mut gate = Gate::start(&["--sse"], &[]);
+    gate.up.control("fail?status=503&jsonrpc&tool=send_email");
+    let reply = gate.call_alone(1, "send_email", mail());
+    assert_eq!(reply["error"]["code"], -32000, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(message.contains("the server is overloaded"), "{message}");
+    fired(&gate.up, "fault: 503", 1);
+    assert_eq!(executed(&gate.up, "send_email"), 0);
+    gate.finish();
+}
+
+#[test]
+fn a_failed_initialize_is_answered_and_can_be_tried_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = HttpUpstream::start(&["--json", "--fault", "fail?status=503&method=initialize"]);
+    let mut gate = Gate {
+        client: Peer::spawn(wrap_command(dir.path(), &up.url(), &[]), true),
+        up,
+        _dir: dir,
+    };
+    let init = json!({"jsonrpc": "2.0", "id": "init-1", "method": "initialize",
+        "params": init_params()});
+    gate.client.send(init.to_string());
+    let reply = gate.client.recv_json();
+    assert_eq!(reply["id"], "init-1");
+    let message = error_message(&reply);
+    assert!(message.contains("HTTP 503"), "{message}");
+    gate.initialize();
+    assert_eq!(
+        text(&gate.call_alone(1, "echo", json!({"text": "up"}))),
+        "up"
+    );
+    fired(&gate.up, "fault: 503", 1);
+    gate.finish();
+}
+
+#[test]
+fn when_toolgate_s_own_listing_fails_the_call_is_refused_and_not_run() {
+    let mut gate = Gate::start(&["--json"], &[]);
+    // The client calls without listing: toolgate lists the tools itself to pin them
+    // before it decides, and that listing fails.
+    gate.up
+        .control("fail?status=503&method=tools/list&count=10");
+    let reply = gate.call_alone(1, "send_email", mail());
+    assert!(
+        reply["result"]["isError"] == true || reply.get("error").is_some(),
+        "refused: {reply}"
+    );
+    assert!(
+        reply.to_string().contains("tools/list"),
+        "says why: {reply}"
+    );
+    assert!(gate.up.log().iter().any(|e| e["outcome"] == "fault: 503"));
+    assert_eq!(executed(&gate.up, "send_email"), 0);
+    gate.finish();
+}
+
+#[test]
+fn a_server_that_is_gone_gets_every_request_answered() {
+    let mut gate = Gate::start(&["--sse"], &[]);
+    assert_eq!(text(&gate.call_alone(1, "echo", json!({"text": "a"}))), "a");
+    gate.up.kill();
+    for id in 2..5 {
+        let reply = gate.call_alone(id, "echo", json!({"text": "b"}));
+        let message = error_message(&reply);
+        assert!(
+            message.contains("cannot reach the remote server"),
+            "{message}"
+        );
+    }
+    gate.client.close_stdin();
+    assert!(gate.client.recv_to_end().is_empty());
+    let status = gate.client.wait();
+    assert!(status.success(), "{status}");
+}
+
+#[test]
+fn after_a_restart_server_notifications_arrive_on_a_new_get_stream() {
+    let mut gate = Gate::start(&["--sse", "--retry-ms", "10"], &[]);
+    let opened = |up: &HttpUpstream| {
+        up.log()
+            .iter()
+            .filter(|e| e["http"] == "GET" && e["outcome"] == "opened")
+            .count()
+    };
+    assert!(wait_until(Duration::from_secs(20), || opened(&gate.up) == 1));
+    gate.up.control("restart");
+    assert_eq!(text(&gate.call_alone(1, "echo", json!({"text": "x"}))), "x");
+    assert!(wait_until(Duration::from_secs(20), || opened(&gate.up) == 2));
+    gate.up.control("notify?text=after-restart");
+    let note = gate.client.recv_json();
+    assert_eq!(note["params"]["data"], "after-restart", "{note}");
+    assert_eq!(text(&gate.call_alone(2, "echo", json!({"text": "y"}))), "y");
+    gate.finish();
+}

@@ -26,6 +26,7 @@
 //! `POST /control/SPEC`, where SPEC is `NAME?key=value&…`:
 //!
 //! - `fail?status=503`: answer with that status (500, 502, 503, …) and do nothing else;
+//!   with `jsonrpc`, the body is a JSON-RPC error (-32000) addressed to the request;
 //! - `reset?at=priming|progress`: abort the connection after the priming event or after
 //!   the first notification of the SSE stream (in JSON mode: half way through the body);
 //!   the request still completes and its events stay resumable;
@@ -79,7 +80,7 @@ usage: http_upstream [--json | --sse] [--retry-ms N] [--no-get] [--token T]
 Prints `127.0.0.1:PORT` on the first line of stdout, then serves MCP at /mcp.
 SPEC (also `POST /control/SPEC` at run time), each with optional
 `count=N` (default 1), `method=M` and `tool=T` filters:
-  fail?status=503          answer the next POST with that status
+  fail?status=503[&jsonrpc]  answer the next POST with that status
   reset?at=priming|progress  abort the SSE stream there (resumable)
   close                    end the SSE stream after the priming event
   delay?ms=N               wait before handling
@@ -108,8 +109,14 @@ enum Mode {
 
 #[derive(Clone, Debug)]
 enum Kind {
-    Fail(u16),
-    Reset { after_progress: bool },
+    /// A status, with a JSON-RPC error body addressed to the request when `jsonrpc`.
+    Fail {
+        status: u16,
+        jsonrpc: bool,
+    },
+    Reset {
+        after_progress: bool,
+    },
     Close,
     Delay(u64),
     Garbage,
@@ -225,7 +232,10 @@ fn parse_fault(spec: &str) -> Result<Fault, String> {
         })
     };
     let kind = match name {
-        "fail" => Kind::Fail(u16::try_from(num("status", 503)?).map_err(|e| e.to_string())?),
+        "fail" => Kind::Fail {
+            status: u16::try_from(num("status", 503)?).map_err(|e| e.to_string())?,
+            jsonrpc: params.contains_key("jsonrpc"),
+        },
         "reset" => Kind::Reset {
             after_progress: params.get("at").is_some_and(|a| a == "progress"),
         },
@@ -553,12 +563,23 @@ async fn post_message(
 ) -> (Response, String) {
     let mut fault = take_fault(app, msg.as_ref());
     match fault {
-        Some(Kind::Fail(status)) => {
+        Some(Kind::Fail { status, jsonrpc }) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            return (
-                (status, "injected failure").into_response(),
-                format!("fault: {}", status.as_u16()),
-            );
+            let response = if jsonrpc {
+                let id = msg
+                    .as_ref()
+                    .and_then(|m| m.get("id"))
+                    .unwrap_or(&Value::Null);
+                rpc_error(
+                    status,
+                    id,
+                    -32000,
+                    "injected failure: the server is overloaded",
+                )
+            } else {
+                (status, "injected failure").into_response()
+            };
+            return (response, format!("fault: {}", status.as_u16()));
         }
         Some(Kind::Redirect(ref to)) => {
             let location = match to.as_str() {
