@@ -632,3 +632,55 @@ fn after_a_restart_server_notifications_arrive_on_a_new_get_stream() {
     assert_eq!(text(&gate.call_alone(2, "echo", json!({"text": "y"}))), "y");
     gate.finish();
 }
+
+#[test]
+fn concurrent_calls_after_a_restart_share_one_new_session() {
+    for mode in ["--json", "--sse"] {
+        let mut gate = Gate::start(&[mode], &[]);
+        assert_eq!(text(&gate.call_alone(1, "echo", json!({"text": "a"}))), "a");
+        gate.up.control("restart");
+        for id in 10..14 {
+            gate.call(id, "echo", json!({"text": format!("call {id}")}), false);
+        }
+        let mut answered: Vec<u64> = (0..4)
+            .map(|_| {
+                let reply = gate.client.recv_json();
+                let id = reply["id"].as_u64().unwrap_or_else(|| panic!("{reply}"));
+                assert_eq!(text(&reply), format!("call {id}"), "{mode}");
+                id
+            })
+            .collect();
+        answered.sort_unstable();
+        assert_eq!(answered, [10, 11, 12, 13], "{mode}: each answered once");
+        assert_eq!(
+            initializes(&gate.up).len(),
+            2,
+            "{mode}: one re-initialization"
+        );
+        assert_eq!(executed(&gate.up, "echo"), 5, "{mode}");
+        gate.finish();
+    }
+}
+
+#[test]
+fn an_initialize_slower_than_the_request_timeout_is_answered_with_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = HttpUpstream::start(&["--json", "--fault", "delay?ms=5000&method=initialize"]);
+    let mut client = Peer::spawn(
+        wrap_command(dir.path(), &up.url(), &["--request-timeout", "1s"]),
+        true,
+    );
+    let init = json!({"jsonrpc": "2.0", "id": "init", "method": "initialize",
+        "params": init_params()});
+    client.send(init.to_string());
+    let reply = client.recv_json();
+    assert_eq!(reply["id"], "init");
+    let message = error_message(&reply);
+    assert!(
+        message.contains("did not answer `initialize` within 1s"),
+        "{message}"
+    );
+    client.close_stdin();
+    assert!(client.recv_to_end().is_empty());
+    client.wait();
+}
