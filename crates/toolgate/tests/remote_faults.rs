@@ -684,3 +684,72 @@ fn an_initialize_slower_than_the_request_timeout_is_answered_with_an_error() {
     assert!(client.recv_to_end().is_empty());
     client.wait();
 }
+
+/// The official Rust SDK as the client: what toolgate delivers after faults must also be
+/// what an SDK accepts (one response per request, well-formed results).
+#[test]
+fn an_rmcp_client_rides_out_resets_closes_and_a_restart() {
+    use rmcp::ServiceExt as _;
+    use rmcp::model::CallToolRequestParams;
+
+    let dir = tempfile::tempdir().unwrap();
+    let up = HttpUpstream::start(&["--sse", "--retry-ms", "10"]);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let std_cmd = wrap_command(dir.path(), &up.url(), &[]);
+        let mut cmd = tokio::process::Command::from(std_cmd);
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let limit = Duration::from_secs(20);
+        let client = tokio::time::timeout(limit, ().serve((stdout, stdin)))
+            .await
+            .expect("initialize in time")
+            .expect("initialize");
+        let peer = client.peer().clone();
+        let tools = tokio::time::timeout(limit, peer.list_all_tools())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(tools.len(), 5);
+        let call = |text: &str| -> CallToolRequestParams {
+            serde_json::from_value(json!({"name": "echo", "arguments": {"text": text}})).unwrap()
+        };
+        let echo = |result: rmcp::model::CallToolResult| {
+            serde_json::to_value(&result).unwrap()["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        for (fault, text) in [
+            ("reset?at=priming&tool=echo", "after a reset"),
+            ("close?tool=echo", "after a close"),
+            ("restart", "after a restart"),
+            ("garbage?tool=echo", "after garbage"),
+        ] {
+            up.control(fault);
+            let result = tokio::time::timeout(limit, peer.call_tool(call(text)))
+                .await
+                .unwrap_or_else(|_| panic!("{fault}: answered in time"))
+                .unwrap_or_else(|e| panic!("{fault}: {e}"));
+            assert_eq!(echo(result), text, "{fault}");
+        }
+        tokio::time::timeout(limit, client.cancel())
+            .await
+            .unwrap()
+            .unwrap();
+        let status = tokio::time::timeout(limit, child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(status.success(), "{status}");
+    });
+    assert_eq!(executed(&up, "echo"), 4);
+    assert_eq!(initializes(&up).len(), 2);
+}
