@@ -167,10 +167,16 @@ fn a_reset_after_the_priming_event_is_resumed_by_get() {
     let last = events[0].id.clone().unwrap();
     let (events, clean) = resume(&up, &sid, &last).events();
     assert!(clean);
-    assert_eq!(events.len(), 1, "{events:?}");
-    assert_eq!(data(&events[0])["id"], 7);
+    assert_eq!(events.len(), 2, "{events:?}");
     assert_eq!(
-        data(&events[0])["result"]["content"][0]["text"],
+        events[0].id.as_deref(),
+        Some(last.as_str()),
+        "primed where it resumes"
+    );
+    assert_eq!(events[0].data, "");
+    assert_eq!(data(&events[1])["id"], 7);
+    assert_eq!(
+        data(&events[1])["result"]["content"][0]["text"],
         "slept 100 ms"
     );
     assert_eq!(up.calls("slow").len(), 1);
@@ -187,8 +193,12 @@ fn a_reset_after_a_progress_notification_resumes_after_it() {
     assert_eq!(data(&events[1])["method"], "notifications/progress");
     let (events, clean) = resume(&up, &sid, events[1].id.as_deref().unwrap()).events();
     assert!(clean);
-    assert_eq!(events.len(), 1, "only what followed: {events:?}");
-    assert_eq!(data(&events[0])["id"], 8);
+    assert_eq!(
+        events.len(),
+        2,
+        "a priming event, then what followed: {events:?}"
+    );
+    assert_eq!(data(&events[1])["id"], 8);
 }
 
 #[test]
@@ -204,7 +214,7 @@ fn a_stream_closed_before_the_response_delivers_it_on_resumption() {
     assert!(events[0].retry.is_some());
     let (events, clean) = resume(&up, &sid, events[0].id.as_deref().unwrap()).events();
     assert!(clean);
-    assert_eq!(data(&events[0])["result"]["content"][0]["text"], "later");
+    assert_eq!(data(&events[1])["result"]["content"][0]["text"], "later");
 }
 
 #[test]
@@ -415,4 +425,31 @@ fn help_describes_the_flags() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("--fault SPEC") && text.contains("/control/restart"));
+}
+
+#[test]
+fn faults_on_get_strike_resumptions() {
+    let up = HttpUpstream::start(&["--sse"]);
+    let sid = init(&up, V);
+    up.control("close?method=tools/call");
+    up.control("close?on=get");
+    up.control("fail?on=get&status=503");
+    let (events, _) = post(&up, &sid, &call(1, "echo", json!({"text": "x"}), false)).events();
+    let last = events[0].id.clone().unwrap();
+    // Closed again after the priming event; then refused; then served.
+    let (events, clean) = resume(&up, &sid, &last).events();
+    assert!(clean);
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].data, "");
+    assert_eq!(resume(&up, &sid, &last).status, 503);
+    let (events, clean) = resume(&up, &sid, &last).events();
+    assert!(clean);
+    assert_eq!(data(&events[1])["result"]["content"][0]["text"], "x");
+    let outcomes: Vec<_> = up
+        .log()
+        .into_iter()
+        .filter(|e| e["http"] == "GET")
+        .map(|e| e["outcome"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(outcomes, ["fault: close", "fault: 503", "resumed"]);
 }

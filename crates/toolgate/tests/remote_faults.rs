@@ -753,3 +753,52 @@ fn an_rmcp_client_rides_out_resets_closes_and_a_restart() {
     assert_eq!(executed(&up, "echo"), 4);
     assert_eq!(initializes(&up).len(), 2);
 }
+
+fn gets(up: &HttpUpstream) -> Vec<String> {
+    up.log()
+        .into_iter()
+        .filter(|e| e["http"] == "GET" && e["lastEventId"].is_string())
+        .map(|e| e["outcome"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_server_that_closes_every_stream_after_priming_is_polled_until_it_responds() {
+    let mut gate = Gate::start(&["--sse", "--retry-ms", "10"], &[]);
+    // SEP-1699 polling: the server answers with a priming event and hangs up, each time.
+    gate.up.control("close?tool=slow");
+    gate.up.control("close?on=get&count=3");
+    gate.call(1, "slow", json!({"ms": 50}), true);
+    let (reply, before) = gate.until_response(1);
+    assert_eq!(text(&reply), "slept 50 ms");
+    assert_eq!(
+        before.len(),
+        1,
+        "the progress notification, once: {before:?}"
+    );
+    assert_eq!(
+        gets(&gate.up),
+        ["fault: close", "fault: close", "fault: close", "resumed"]
+    );
+    assert_eq!(executed(&gate.up, "slow"), 1);
+    gate.finish();
+}
+
+#[test]
+fn a_resumption_refused_by_the_server_answers_the_request_once() {
+    let mut gate = Gate::start(&["--sse", "--retry-ms", "10"], &[]);
+    gate.up.control("reset?tool=send_email");
+    gate.up.control("fail?on=get&status=503");
+    let reply = gate.call_alone(1, "send_email", mail());
+    // Either toolgate resumes again and gets the result, or it gives up with a message
+    // that says why; never silence, never twice.
+    if reply.get("error").is_some() {
+        let message = error_message(&reply);
+        assert!(message.contains("HTTP 503"), "{message}");
+    } else {
+        assert_eq!(text(&reply), r#"sent to ["bob@example.com"]"#);
+    }
+    assert_eq!(gets(&gate.up)[0], "fault: 503");
+    assert_eq!(executed(&gate.up, "send_email"), 1);
+    gate.finish();
+}

@@ -22,7 +22,8 @@
 //! source of taint tests), `send_email` (`to`, `subject`, `body`).
 //!
 //! Faults apply to the next `count` (default 1) POSTs that match `method` and `tool`
-//! (when given). Armed at start-up with `--fault SPEC` or at run time with
+//! (when given); with `on=get`, to the next resumption GETs (`Last-Event-ID`) instead
+//! (`fail`, `reset`, `close`, `delay`, `garbage`). Armed at start-up with `--fault SPEC` or at run time with
 //! `POST /control/SPEC`, where SPEC is `NAME?key=value&…`:
 //!
 //! - `fail?status=503`: answer with that status (500, 502, 503, …) and do nothing else;
@@ -79,7 +80,7 @@ usage: http_upstream [--json | --sse] [--retry-ms N] [--no-get] [--token T]
 
 Prints `127.0.0.1:PORT` on the first line of stdout, then serves MCP at /mcp.
 SPEC (also `POST /control/SPEC` at run time), each with optional
-`count=N` (default 1), `method=M` and `tool=T` filters:
+`count=N` (default 1), `method=M` and `tool=T` filters, or `on=get` (resumptions):
   fail?status=503[&jsonrpc]  answer the next POST with that status
   reset?at=priming|progress  abort the SSE stream there (resumable)
   close                    end the SSE stream after the priming event
@@ -129,6 +130,8 @@ struct Fault {
     count: u32,
     method: Option<String>,
     tool: Option<String>,
+    /// Applies to resumption GETs (with `Last-Event-ID`) instead of POSTs.
+    on_get: bool,
 }
 
 /// One SSE stream's events (index = sequence number; event 0 is the priming event) and
@@ -250,6 +253,7 @@ fn parse_fault(spec: &str) -> Result<Fault, String> {
         count: u32::try_from(num("count", 1)?).map_err(|e| e.to_string())?,
         method: params.get("method").cloned(),
         tool: params.get("tool").cloned(),
+        on_get: params.get("on").is_some_and(|o| o == "get"),
     })
 }
 
@@ -514,7 +518,7 @@ async fn handle(
     }
     match *method {
         Method::POST => post_message(app, headers, msg, session_id).await,
-        Method::GET => get_stream(app, headers, session_id),
+        Method::GET => get_stream(app, headers, session_id).await,
         Method::DELETE => {
             let removed = session_id.and_then(|id| app.lock().sessions.remove(&id));
             match removed {
@@ -538,7 +542,7 @@ async fn handle(
 }
 
 /// Takes one use of the first armed fault that matches `msg`.
-fn take_fault(app: &App, msg: Option<&Value>) -> Option<Kind> {
+fn take_fault(app: &App, msg: Option<&Value>, resumption: bool) -> Option<Kind> {
     let method = msg.and_then(|m| m.get("method")).and_then(Value::as_str);
     let tool = msg
         .and_then(|m| m.pointer("/params/name"))
@@ -546,6 +550,7 @@ fn take_fault(app: &App, msg: Option<&Value>) -> Option<Kind> {
     let mut inner = app.lock();
     let fault = inner.faults.iter_mut().find(|f| {
         f.count > 0
+            && f.on_get == resumption
             && f.method.as_deref().is_none_or(|m| Some(m) == method)
             && f.tool.as_deref().is_none_or(|t| Some(t) == tool)
     })?;
@@ -561,7 +566,7 @@ async fn post_message(
     msg: Option<Value>,
     session_id: Option<String>,
 ) -> (Response, String) {
-    let mut fault = take_fault(app, msg.as_ref());
+    let mut fault = take_fault(app, msg.as_ref(), false);
     match fault {
         Some(Kind::Fail { status, jsonrpc }) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -792,7 +797,11 @@ fn fault_word(fault: Option<&Kind>, otherwise: &str) -> String {
 }
 
 /// `GET /mcp`: resume a stream after `Last-Event-ID`, or open the session's stream.
-fn get_stream(app: &App, headers: &HeaderMap, session_id: Option<String>) -> (Response, String) {
+async fn get_stream(
+    app: &App,
+    headers: &HeaderMap,
+    session_id: Option<String>,
+) -> (Response, String) {
     if app.no_get {
         return (
             StatusCode::METHOD_NOT_ALLOWED.into_response(),
@@ -804,6 +813,26 @@ fn get_stream(app: &App, headers: &HeaderMap, session_id: Option<String>) -> (Re
             StatusCode::NOT_ACCEPTABLE.into_response(),
             "bad accept".into(),
         );
+    }
+    let mut fault = None;
+    if header_str(headers, "last-event-id").is_some() {
+        fault = take_fault(app, None, true);
+        match fault {
+            Some(Kind::Fail { status, .. }) => {
+                let status =
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                return (
+                    (status, "injected failure").into_response(),
+                    format!("fault: {}", status.as_u16()),
+                );
+            }
+            Some(Kind::Delay(ms)) => {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                fault = None;
+            }
+            Some(Kind::Redirect(_)) => fault = None,
+            _ => {}
+        }
     }
     let inner = app.lock();
     let Some(session) = session_id.as_ref().and_then(|s| inner.sessions.get(s)) else {
@@ -848,21 +877,13 @@ fn get_stream(app: &App, headers: &HeaderMap, session_id: Option<String>) -> (Re
     };
     drop(inner);
     // A priming event for the position the reader starts at, so that it can resume.
-    let prime = priming.then(|| {
-        format!(
-            "id: {}-{}\nretry: {}\ndata: \n\n",
-            stream.id,
-            from - 1,
-            app.retry_ms
-        )
-    });
-    let body = sse_body(app, stream, from, false, None, reader.map(|r| (r, prime)));
+    let body = sse_body(app, stream, from, priming, fault.clone(), reader);
     let r = Response::builder()
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-cache")
         .body(body)
         .expect("response");
-    (r, outcome.into())
+    (r, fault_word(fault.as_ref(), outcome))
 }
 
 struct Reader {
@@ -879,15 +900,15 @@ struct Reader {
     finished: bool,
 }
 
-/// The body of an SSE stream: the events of `stream` from index `from` on (event 0, the
-/// priming event, when `priming`), until the stream is done, with `fault` applied.
+/// The body of an SSE stream: the events of `stream` from index `from` on (after a
+/// priming event when `priming`), until the stream is done, with `fault` applied.
 fn sse_body(
     app: &App,
     stream: Arc<EventStream>,
     from: usize,
     priming: bool,
     fault: Option<Kind>,
-    get: Option<(u64, Option<String>)>,
+    generation: Option<u64>,
 ) -> Body {
     let mut preamble = String::new();
     if matches!(fault, Some(Kind::Garbage)) {
@@ -896,13 +917,13 @@ fn sse_body(
         );
     }
     if priming {
+        // For the position the reader starts at, so that it can resume from there.
         preamble.push_str(&format!(
-            "id: {}-0\nretry: {}\ndata: \n\n",
-            stream.id, app.retry_ms
+            "id: {}-{}\nretry: {}\ndata: \n\n",
+            stream.id,
+            from - 1,
+            app.retry_ms
         ));
-    }
-    if let Some((_, Some(prime))) = &get {
-        preamble.push_str(prime);
     }
     let reader = Reader {
         changes: stream.changed.subscribe(),
@@ -910,7 +931,7 @@ fn sse_body(
         next: from,
         fault,
         preamble: Some(preamble).filter(|p| !p.is_empty()),
-        generation: get.map(|(g, _)| g),
+        generation,
         notes: 0,
         finished: false,
     };
