@@ -212,8 +212,7 @@ fn assert_same_traffic(clients: &Path, servers: &Path) -> usize {
         let mut mismatch = None;
         let mut matched = None;
         for (target, server) in candidates {
-            let (theirs, ours): (Vec<&Value>, Vec<&Value>) =
-                server.iter().partition(|m| !own(m));
+            let (theirs, ours): (Vec<&Value>, Vec<&Value>) = server.iter().partition(|m| !own(m));
             let theirs: Vec<Value> = theirs.into_iter().cloned().collect();
             let differs = ["in", "out"].into_iter().find_map(|dir| {
                 let (a, b) = (direction(&client, dir), direction(&theirs, dir));

@@ -111,12 +111,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(name) = &args.server {
         tracing::debug!("wrapping server `{name}`");
     }
-    let interceptor =
-        crate::enforce::setup::interceptor(
+    let interceptor = crate::enforce::setup::interceptor(
         &args.enforce,
         &workspace,
         args.server.as_deref(),
-        args.remote.url.as_ref().map(crate::remote::http::redact).as_deref(),
+        args.remote
+            .url
+            .as_ref()
+            .map(crate::remote::http::redact)
+            .as_deref(),
     )?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -153,7 +153,7 @@ pub(super) struct Inner {
     output: mpsc::Sender<Line>,
     session: Mutex<Session>,
     /// Per tool, the arguments mirrored in `Mcp-Param-*` headers (2026-07-28).
-    param_headers: Mutex<HashMap<String, Vec<(Vec<String>, String)>>>,
+    param_headers: Mutex<HashMap<String, Vec<Mirrored>>>,
     /// Held while re-initializing.
     reinit: tokio::sync::Mutex<()>,
     next_own_id: AtomicU64,
@@ -675,7 +675,9 @@ impl Inner {
                 Some(serde_json::Value::Number(n)) => n.to_string(),
                 _ => continue,
             };
-            if let Ok(name) = header::HeaderName::from_bytes(format!("mcp-param-{token}").as_bytes()) {
+            if let Ok(name) =
+                header::HeaderName::from_bytes(format!("mcp-param-{token}").as_bytes())
+            {
                 headers.insert(name, header_text(&rendered));
             }
         }
@@ -1293,16 +1295,23 @@ fn insufficient_scope(response: &reqwest::Response) -> bool {
 fn mirrored_params(
     schema: &serde_json::Value,
     path: &mut Vec<String>,
-    out: &mut Vec<(Vec<String>, String)>,
+    out: &mut Vec<Mirrored>,
 ) {
-    let Some(properties) = schema.get("properties").and_then(serde_json::Value::as_object) else {
+    let Some(properties) = schema
+        .get("properties")
+        .and_then(serde_json::Value::as_object)
+    else {
         return;
     };
     for (name, property) in properties {
         path.push(name.clone());
-        if let Some(token) = property.get("x-mcp-header").and_then(serde_json::Value::as_str)
+        if let Some(token) = property
+            .get("x-mcp-header")
+            .and_then(serde_json::Value::as_str)
             && !token.is_empty()
-            && token.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+            && token
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
         {
             out.push((path.clone(), token.to_owned()));
         }
@@ -1312,6 +1321,9 @@ fn mirrored_params(
         path.pop();
     }
 }
+
+/// An argument mirrored in a header: its path in `arguments`, and the header's token.
+type Mirrored = (Vec<String>, String);
 
 /// How a request refused with an HTTP error status is answered.
 enum HttpError {
@@ -1337,7 +1349,14 @@ fn readdress_error(body: &[u8], id: &RawValue) -> Option<Vec<u8>> {
     if parsed.id.map(RawValue::get) == Some(id.get()) {
         return Some(body.to_vec());
     }
-    Some(format!(r#"{{"jsonrpc":"2.0","id":{},"error":{}}}"#, id.get(), error.get()).into_bytes())
+    Some(
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{},"error":{}}}"#,
+            id.get(),
+            error.get()
+        )
+        .into_bytes(),
+    )
 }
 
 /// The `error.message` of a JSON-RPC error body.
