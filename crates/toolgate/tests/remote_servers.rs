@@ -334,7 +334,10 @@ fn python_session(server: &Server, w: &World, name: &str) {
     while answers.len() < 8 {
         let m = c.peer.recv_json();
         if let Some(id) = m["id"].as_i64().filter(|_| m.get("method").is_none()) {
-            assert!(answers.insert(id, text(&m)).is_none(), "two answers to {id}");
+            assert!(
+                answers.insert(id, text(&m)).is_none(),
+                "two answers to {id}"
+            );
         }
     }
     for i in 0..8 {

@@ -1292,11 +1292,7 @@ fn insufficient_scope(response: &reqwest::Response) -> bool {
 
 /// Collects the properties of `schema` (reached through `properties` only) that carry an
 /// `x-mcp-header` token: (argument path, token).
-fn mirrored_params(
-    schema: &serde_json::Value,
-    path: &mut Vec<String>,
-    out: &mut Vec<Mirrored>,
-) {
+fn mirrored_params(schema: &serde_json::Value, path: &mut Vec<String>, out: &mut Vec<Mirrored>) {
     let Some(properties) = schema
         .get("properties")
         .and_then(serde_json::Value::as_object)
