@@ -153,7 +153,7 @@ pub(super) struct Inner {
     output: mpsc::Sender<Line>,
     session: Mutex<Session>,
     /// Per tool, the arguments mirrored in `Mcp-Param-*` headers (2026-07-28).
-    param_headers: Mutex<HashMap<String, Vec<(Vec<String>, String)>>>,
+    param_headers: Mutex<HashMap<String, Vec<Mirrored>>>,
     /// Held while re-initializing.
     reinit: tokio::sync::Mutex<()>,
     next_own_id: AtomicU64,
@@ -1292,11 +1292,7 @@ fn insufficient_scope(response: &reqwest::Response) -> bool {
 
 /// Collects the properties of `schema` (reached through `properties` only) that carry an
 /// `x-mcp-header` token: (argument path, token).
-fn mirrored_params(
-    schema: &serde_json::Value,
-    path: &mut Vec<String>,
-    out: &mut Vec<(Vec<String>, String)>,
-) {
+fn mirrored_params(schema: &serde_json::Value, path: &mut Vec<String>, out: &mut Vec<Mirrored>) {
     let Some(properties) = schema
         .get("properties")
         .and_then(serde_json::Value::as_object)
@@ -1321,6 +1317,9 @@ fn mirrored_params(
         path.pop();
     }
 }
+
+/// An argument mirrored in a header: its path in `arguments`, and the header's token.
+type Mirrored = (Vec<String>, String);
 
 /// How a request refused with an HTTP error status is answered.
 enum HttpError {
