@@ -802,3 +802,48 @@ fn a_resumption_refused_by_the_server_answers_the_request_once() {
     assert_eq!(executed(&gate.up, "send_email"), 1);
     gate.finish();
 }
+
+#[test]
+fn garbage_over_the_message_limit_ends_in_an_error_not_in_memory() {
+    let mut gate = Gate::start(&["--sse"], &["--max-message-bytes", "1048576"]);
+    gate.up.control("garbage?bytes=4194304&tool=echo");
+    let reply = gate.call_alone(1, "echo", json!({"text": "lost"}));
+    let message = error_message(&reply);
+    assert!(
+        message.contains("over the limit of 1048576 bytes"),
+        "{message}"
+    );
+    fired(&gate.up, "fault: garbage", 1);
+    assert_eq!(
+        text(&gate.call_alone(2, "echo", json!({"text": "ok"}))),
+        "ok"
+    );
+    gate.finish();
+}
+
+#[test]
+fn a_refused_initialize_with_no_legacy_transport_either_is_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    // 405 to the initialize POST: `--transport auto` tries the legacy HTTP+SSE transport,
+    // whose GET this server refuses too.
+    let up = HttpUpstream::start(&["--json", "--fault", "fail?status=405&method=initialize"]);
+    let mut client = Peer::spawn(wrap_command(dir.path(), &up.url(), &[]), true);
+    let init = json!({"jsonrpc": "2.0", "id": "init", "method": "initialize",
+        "params": init_params()});
+    client.send(init.to_string());
+    let reply = client.recv_json();
+    assert_eq!(reply["id"], "init");
+    let message = error_message(&reply);
+    assert!(
+        message.contains("speaks neither Streamable HTTP nor HTTP+SSE"),
+        "{message}"
+    );
+    // Later requests are answered too.
+    client.send(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#);
+    let reply = client.recv_json();
+    assert_eq!(reply["id"], 2);
+    assert!(reply["error"]["message"].is_string(), "{reply}");
+    client.close_stdin();
+    assert!(client.recv_to_end().is_empty());
+    client.wait();
+}

@@ -34,9 +34,9 @@
 //! - `close`: end the SSE stream cleanly after the priming event; the response comes on
 //!   the resumption GET;
 //! - `delay?ms=N`: wait N ms before handling;
-//! - `garbage`: an SSE stream that starts with lines that are not SSE and an event whose
-//!   data is not JSON (then the real events); in JSON mode a body that is not JSON and
-//!   nothing else;
+//! - `garbage?bytes=N`: an SSE stream that starts with lines that are not SSE and events
+//!   whose data is not JSON (the last one N bytes long, default 0: none), then the real
+//!   events; in JSON mode a body that is not JSON and nothing else;
 //! - `redirect?to=cross|same|URL`: 307 to the second listener (another origin), to this
 //!   same URL, or to URL.
 //!
@@ -85,7 +85,7 @@ SPEC (also `POST /control/SPEC` at run time), each with optional
   reset?at=priming|progress  abort the SSE stream there (resumable)
   close                    end the SSE stream after the priming event
   delay?ms=N               wait before handling
-  garbage                  SSE lines that are not SSE and data that is not JSON
+  garbage[?bytes=N]        SSE lines that are not SSE and data that is not JSON
   redirect?to=cross|same|URL  307 elsewhere
 Control: POST /control/restart, /control/token?value=T, /control/notify?text=T;
 GET /control/info, /control/log.
@@ -120,7 +120,11 @@ enum Kind {
     },
     Close,
     Delay(u64),
-    Garbage,
+    /// Lines that are not SSE and data that is not JSON, then `bytes` more of junk in
+    /// one line.
+    Garbage {
+        bytes: u64,
+    },
     Redirect(String),
 }
 
@@ -244,7 +248,9 @@ fn parse_fault(spec: &str) -> Result<Fault, String> {
         },
         "close" => Kind::Close,
         "delay" => Kind::Delay(num("ms", 1000)?),
-        "garbage" => Kind::Garbage,
+        "garbage" => Kind::Garbage {
+            bytes: num("bytes", 0)?,
+        },
         "redirect" => Kind::Redirect(params.get("to").cloned().unwrap_or_else(|| "cross".into())),
         other => return Err(format!("unknown fault `{other}`")),
     };
@@ -726,7 +732,7 @@ async fn post_message(
         // JSON mode.
         let reply = answer(&method, &id, &params, &version, |_| {}).await;
         let body = match fault {
-            Some(Kind::Garbage) => {
+            Some(Kind::Garbage { .. }) => {
                 let r = (
                     [(header::CONTENT_TYPE, "application/json")],
                     "this is not json {",
@@ -791,7 +797,7 @@ fn fault_word(fault: Option<&Kind>, otherwise: &str) -> String {
             }
         ),
         Some(Kind::Close) => "fault: close".into(),
-        Some(Kind::Garbage) => "fault: garbage".into(),
+        Some(Kind::Garbage { .. }) => "fault: garbage".into(),
         _ => otherwise.into(),
     }
 }
@@ -911,10 +917,15 @@ fn sse_body(
     generation: Option<u64>,
 ) -> Body {
     let mut preamble = String::new();
-    if matches!(fault, Some(Kind::Garbage)) {
+    if let Some(Kind::Garbage { bytes }) = fault {
         preamble.push_str(
             "this line is not SSE\n:a comment\n{\"jsonrpc\":\"2.0\"}\n\nid: junk\ndata: not json {\n\nevent: message\ndata: [1, 2\n\n",
         );
+        if bytes > 0 {
+            preamble.push_str("data: ");
+            preamble.push_str(&"g".repeat(usize::try_from(bytes).unwrap_or(0)));
+            preamble.push_str("\n\n");
+        }
     }
     if priming {
         // For the position the reader starts at, so that it can resume from there.
