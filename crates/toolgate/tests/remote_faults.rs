@@ -847,3 +847,29 @@ fn a_refused_initialize_with_no_legacy_transport_either_is_answered() {
     assert!(client.recv_to_end().is_empty());
     client.wait();
 }
+
+/// Found by this test: the transport sends a notification (or a response) and waits for
+/// the server's 202 before it sends anything else, with no bound, so a server that never
+/// accepts one holds every later request unanswered until the client gives up (the
+/// `ping` here is answered only when toolgate is stopped). Remove the `ignore` once the
+/// wait is bounded (by `--request-timeout`, say).
+#[test]
+#[ignore = "wrap --url waits without a bound for a notification's 202 (see the comment)"]
+fn a_notification_the_server_never_accepts_does_not_hold_up_requests() {
+    let mut gate = Gate::start(&["--json"], &["--request-timeout", "2s"]);
+    gate.up
+        .control("delay?ms=600000&method=notifications/roots/list_changed");
+    gate.client
+        .send(r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#);
+    gate.client
+        .send(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    // Answered (a result, or an error saying the server did not answer) within the
+    // request timeout and a margin, not after the test kit's 20 s.
+    let reply = gate
+        .client
+        .recv_within(Duration::from_secs(10))
+        .expect("the ping is answered while the notification waits");
+    let reply: Value = serde_json::from_slice(&reply).unwrap();
+    assert_eq!(reply["id"], 1, "{reply}");
+    gate.finish();
+}
