@@ -169,6 +169,7 @@ fn check_clients(out: &mut Out) {
     let settings = WrapSettings {
         exe: "toolgate".to_owned(),
         policy: None,
+        dialect: crate::clients::remote::Dialect::Other,
     };
     for location in found {
         let client = location.client.map_or("file", Client::name);

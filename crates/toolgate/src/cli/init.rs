@@ -48,6 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let settings = WrapSettings {
         exe: path_string(exe)?,
         policy: policy.map(path_string).transpose()?,
+        dialect: crate::clients::remote::Dialect::Other,
     };
     crate::clients::run(&args.selection, &Action::Init(settings))
 }
