@@ -106,6 +106,28 @@ pub fn wrap(
     edit(text, spec, select, Mode::Wrap(settings))
 }
 
+/// Every server entry of `text`: (map label, name, value).
+pub fn entries(
+    text: &str,
+    spec: &MapSpec,
+) -> Result<Vec<(String, String, serde_json::Value)>, DocError> {
+    let body = text.strip_prefix('\u{feff}').unwrap_or(text);
+    with_maps(body, spec, |_, maps| {
+        Ok(maps
+            .iter()
+            .flat_map(|map| {
+                map.object.properties.iter().map(|prop| {
+                    (
+                        map.label.clone(),
+                        prop_name(prop),
+                        serde_json::Value::from(prop.value.clone()),
+                    )
+                })
+            })
+            .collect())
+    })
+}
+
 /// Restores the selected wrapped servers of `text`.
 pub fn unwrap(text: &str, spec: &MapSpec, select: Option<&[String]>) -> Result<Edited, DocError> {
     edit(text, spec, select, Mode::Unwrap)

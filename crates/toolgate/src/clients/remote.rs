@@ -557,6 +557,49 @@ pub fn runs_wrap_url(args: &[Option<&str>]) -> bool {
     false
 }
 
+/// A remote server found in a configuration file, for `doctor`.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// The server's name.
+    pub name: String,
+    /// Whether `init` wrapped it (the spec is then read from `x-toolgate-upstream`).
+    pub wrapped: bool,
+    /// What it asks for, or why it cannot be read.
+    pub spec: Result<RemoteSpec, String>,
+}
+
+/// The remote servers of a configuration file, wrapped or not.
+pub fn servers(
+    text: &str,
+    maps: &super::document::MapSpec,
+) -> Result<Vec<Found>, super::document::DocError> {
+    let mut found = Vec::new();
+    for (_, name, value) in super::document::entries(text, maps)? {
+        let Value::Object(entry) = value else {
+            continue;
+        };
+        let args: Vec<Option<&str>> = match entry.get("args") {
+            Some(Value::Array(a)) => a.iter().map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        let (entry, wrapped) = match entry.get(super::document::UPSTREAM_KEY) {
+            Some(Value::Object(upstream)) if runs_wrap_url(&args) => (upstream, true),
+            _ => (&entry, false),
+        };
+        let spec = match analyze(entry) {
+            Ok(Some(spec)) => Ok(spec),
+            Ok(None) => continue,
+            Err(why) => Err(why),
+        };
+        found.push(Found {
+            name,
+            wrapped,
+            spec,
+        });
+    }
+    Ok(found)
+}
+
 /// Every `${…}` of `text` resolved for a probe: `${VAR}`, `${VAR:-default}` and
 /// `${env:VAR}` from `lookup`. `None` when something cannot be resolved (a VS Code
 /// `${input:…}`, an unset variable).
