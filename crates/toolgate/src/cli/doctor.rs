@@ -17,13 +17,19 @@ use crate::clients::remote;
 use crate::remote::probe::{self, Auth, Target, Transport as ProbeTransport};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-/// Check the policy, the approval broker, client configurations and (optionally) that an
-/// upstream server starts.
+/// Check the policy, the approval broker, client configurations, their remote servers and
+/// (optionally) that an upstream server starts.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   toolgate doctor
-  toolgate doctor --policy ./toolgate.yaml
-  toolgate doctor --probe -- npx -y @modelcontextprotocol/server-filesystem \"$PWD\"")]
+  toolgate doctor --policy ./toolgate.yaml --no-remote
+  toolgate doctor --remote-timeout 10s
+  toolgate doctor --probe -- npx -y @modelcontextprotocol/server-filesystem \"$PWD\"
+
+Every remote (HTTP) server of the client configurations, wrapped or not, is probed: can it be
+reached, does it speak Streamable HTTP or the legacy HTTP+SSE transport, which protocol
+revision, and does it want authorization. Header values are resolved as the client would
+(`${VAR}`, `${env:VAR}`) and never printed; a session the probe opens is closed again.")]
 pub struct Args {
     /// The policy to check [default: the built-in starter policy].
     #[arg(long, value_name = "PATH")]
@@ -297,6 +303,7 @@ fn probe_target(
             transport,
             headers,
             timeout,
+            allow_http: spec.allow_http,
         },
         omitted,
     ))

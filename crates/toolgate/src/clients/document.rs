@@ -597,7 +597,8 @@ fn unwrap_entry(
 ) -> Result<Outcome, DocError> {
     if let Some(args) = entry.get_array("args") {
         let strings: Vec<Option<&str>> = args.elements.iter().map(string_value).collect();
-        if looks_wrapped(entry) && super::remote::runs_wrap_url(&strings) {
+        let ours = looks_wrapped(entry) || upstream_of(entry).is_some();
+        if ours && super::remote::runs_wrap_url(&strings) {
             return super::rewrite::unwrap_remote(text, entry, splices, whole);
         }
     }

@@ -7,7 +7,8 @@
 //!   `headers`, and an unset `${VAR}` without a default makes the entry fail to load.
 //! - VS Code (code.visualstudio.com/docs/copilot/reference/mcp-configuration):
 //!   `{"type": "http" | "sse", "url", "headers"}`; `${input:id}`, `${env:NAME}` and the
-//!   predefined variables are resolved in `args`, `env` and `headers`.
+//!   predefined variables are resolved in `args`, `env` and `headers`; a bare `${NAME}` is
+//!   none of its variables and stays as written (microsoft/vscode#264448, #303156).
 //! - Cursor (cursor.com/docs/mcp): `{"url", "headers"}`; `${env:NAME}`, `${userHome}`,
 //!   `${workspaceFolder}` in `command`, `args`, `env`, `url` and `headers`.
 //! - Windsurf (docs.windsurf.com/windsurf/cascade/mcp): `{"serverUrl", "headers"}`;

@@ -31,6 +31,8 @@ pub struct Target {
     pub headers: HeaderMap,
     /// The whole probe's time limit.
     pub timeout: Duration,
+    /// Plain http to a host that is not loopback is allowed (`mcp-remote --allow-http`).
+    pub allow_http: bool,
 }
 
 /// The authorization state the probe found.
@@ -90,7 +92,8 @@ fn initialize_body() -> String {
 /// Probes `target` with `client`. `Err` says why the server could not be used (unreachable,
 /// not an MCP endpoint, no answer in time); it never contains a header value.
 pub async fn probe(client: &reqwest::Client, target: &Target) -> Result<Report, String> {
-    super::http::check_url(&target.url, false, "server URL").map_err(|e| format!("{e:#}"))?;
+    super::http::check_url(&target.url, target.allow_http, "server URL")
+        .map_err(|e| format!("{e:#}"))?;
     match tokio::time::timeout(target.timeout, run(client, target)).await {
         Ok(result) => result,
         Err(_) => Err(format!(
@@ -236,7 +239,7 @@ async fn close_session(
     client: &reqwest::Client,
     target: &Target,
     session: HeaderValue,
-    result: Option<&(Option<String>, Option<String>)>,
+    result: Option<&Initialized>,
 ) {
     let mut request = client
         .delete(target.url.clone())
@@ -362,9 +365,12 @@ async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, String> {
     Ok(body)
 }
 
+/// The protocol revision and the server's name, from an `initialize` result.
+type Initialized = (Option<String>, Option<String>);
+
 /// The protocol revision and server name of the `initialize` response in `text`, when
 /// `text` is that response; an error response is an `Err`.
-fn initialize_result(text: &str) -> Result<Option<(Option<String>, Option<String>)>, String> {
+fn initialize_result(text: &str) -> Result<Option<Initialized>, String> {
     let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
         return Ok(None);
     };
