@@ -912,6 +912,20 @@ mod tests {
     }
 
     #[test]
+    fn a_reformatted_remote_entry_unwraps_to_the_same_value() {
+        // A client rewrote the wrapped file with its own formatting (JSON.stringify).
+        let input = r#"{"mcpServers": {"r": {"type": "sse", "url": "https://x/sse", "headers": {"Authorization": "Bearer t0k3n"}, "disabled": true}}}"#;
+        let wrapped = wrap(input, &MapSpec::Auto, None, &settings()).unwrap().text;
+        let value: serde_json::Value = serde_json::from_str(&wrapped).unwrap();
+        assert_eq!(value["mcpServers"]["r"]["disabled"], true);
+        let pretty = serde_json::to_string_pretty(&value).unwrap();
+        let restored = unwrap(&pretty, &MapSpec::Auto, None).unwrap().text;
+        let restored: serde_json::Value = serde_json::from_str(&restored).unwrap();
+        let original: serde_json::Value = serde_json::from_str(input).unwrap();
+        assert_eq!(restored, original);
+    }
+
+    #[test]
     fn a_remote_entry_without_its_record_is_left_to_the_user() {
         let input = r#"{"mcpServers": {"r": {"command": "/opt/toolgate", "args": ["wrap", "--server", "r", "--url", "https://x"]}}}"#;
         let out = unwrap(input, &MapSpec::Auto, None).unwrap();
