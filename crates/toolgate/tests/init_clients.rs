@@ -338,15 +338,15 @@ fn unknown_server_is_an_error() {
 }
 
 #[test]
-fn remote_entries_are_listed_with_the_reason() {
+fn remote_entries_are_wrapped_too() {
     let fake = Fake::new();
     let config = fake.project.join(".mcp.json");
     fake.place("claude-code/mcp.json", &config);
     let out = run(fake.toolgate(&["init", "--client", "claude-code", "--dry-run"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     for line in [
-        "skip     notion in mcpServers: remote server (`type: http`)",
-        "skip     asana in mcpServers: remote server (`type: sse`)",
+        "wrap     notion in mcpServers\n",
+        "wrap     asana in mcpServers\n",
         "wrap     memory in mcpServers\n",
         "wrap     playwright in mcpServers\n",
     ] {
@@ -475,4 +475,238 @@ fn discovery_without_client_finds_every_file() {
     fake.toolgate(&["unwrap", "--yes"]).assert().success();
     assert_eq!(fs::read_to_string(&desktop).unwrap(), a);
     assert_eq!(fs::read_to_string(&windsurf).unwrap(), b);
+}
+
+/// The parsed (JSONC) content of `path`.
+fn parsed(path: &Path) -> serde_json::Value {
+    let text = fs::read_to_string(path).unwrap();
+    let ast = jsonc_parser::parse_to_ast(&text, &Default::default(), &Default::default()).unwrap();
+    ast.value.unwrap().into()
+}
+
+/// init → golden file; no secret anywhere in a wrapped entry's `args`, each named header
+/// a `${VAR}` reference whose value is in `env`; unwrap → the original bytes.
+struct RemoteCase<'a> {
+    client: &'a str,
+    input: &'a str,
+    expected: &'a str,
+    dest: PathBuf,
+    map: &'a str,
+    secrets: &'a [&'a str],
+    /// (server, header, value the client reads from `env`, the reference in `args`)
+    references: &'a [(&'a str, &'a str, &'a str, &'a str)],
+    /// (server, argument): headers that are no secret, in `args` as written
+    clear: &'a [(&'a str, &'a str)],
+}
+
+fn remote_round_trip(fake: &Fake, case: &RemoteCase<'_>) -> Run {
+    let original = fake.place(case.input, &case.dest);
+    let out = run(fake.toolgate(&["init", "--client", case.client, "--yes"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    fake.assert_golden(&case.dest, case.expected);
+    let doc = parsed(&case.dest);
+    for (name, entry) in doc[case.map].as_object().unwrap() {
+        let Some(args) = entry.get("args").and_then(|a| a.as_array()) else {
+            continue;
+        };
+        if args.first().and_then(|a| a.as_str()) != Some("wrap") {
+            continue;
+        }
+        for arg in args {
+            let arg = arg.as_str().unwrap();
+            for secret in case.secrets {
+                assert!(
+                    !arg.contains(secret),
+                    "`{secret}` in the args of `{name}`: {arg}"
+                );
+            }
+        }
+    }
+    for (server, header, value, reference) in case.references {
+        let entry = &doc[case.map][server];
+        let args: Vec<&str> = entry["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        let wanted = format!("{header}: {reference}");
+        let at = args
+            .iter()
+            .position(|a| *a == wanted)
+            .unwrap_or_else(|| panic!("`{wanted}` not in {args:?}"));
+        assert_eq!(args[at - 1], "--header");
+        let var = reference.rsplit('{').next().unwrap().trim_end_matches('}');
+        assert_eq!(
+            entry["env"][var].as_str(),
+            Some(*value),
+            "{server}: env `{var}`"
+        );
+    }
+    for (server, arg) in case.clear {
+        let args = &doc[case.map][server]["args"];
+        assert!(
+            args.as_array().unwrap().iter().any(|a| a == arg),
+            "{arg} not in {args}"
+        );
+    }
+    fake.toolgate(&["unwrap", "--client", case.client, "--yes"])
+        .assert()
+        .success();
+    assert_eq!(fs::read_to_string(&case.dest).unwrap(), original);
+    out
+}
+
+#[test]
+fn remote_claude_code() {
+    let fake = Fake::new();
+    let out = remote_round_trip(
+        &fake,
+        &RemoteCase {
+            client: "claude-code",
+            input: "remote/claude-code.json",
+            expected: "remote/claude-code.expected.json",
+            dest: fake.project.join(".mcp.json"),
+            map: "mcpServers",
+            secrets: &["ak_live_9f8e7d6c5b4a39281706", "GITHUB_PAT"],
+            references: &[
+                (
+                    "github",
+                    "Authorization",
+                    "Bearer ${GITHUB_PAT}",
+                    "${TOOLGATE_DOLLAR:-$}{TOOLGATE_HDR_GITHUB_AUTHORIZATION}",
+                ),
+                (
+                    "asana",
+                    "X-API-Key",
+                    "ak_live_9f8e7d6c5b4a39281706",
+                    "${TOOLGATE_DOLLAR:-$}{TOOLGATE_HDR_ASANA_X_API_KEY}",
+                ),
+            ],
+            clear: &[("asana", "X-Client: toolgate-test")],
+        },
+    );
+    for line in [
+        "wrap     github in mcpServers\n",
+        "wrap     sentry in mcpServers\n",
+        "skip     internal in mcpServers: the URL uses a variable",
+        "skip     oauthed in mcpServers: remote server with its `oauth` settings",
+    ] {
+        assert!(
+            out.stdout.contains(line),
+            "{line:?} not in:\n{}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn remote_vscode() {
+    let fake = Fake::new();
+    remote_round_trip(
+        &fake,
+        &RemoteCase {
+            client: "vscode",
+            input: "remote/vscode.json",
+            expected: "remote/vscode.expected.json",
+            dest: fake.project.join(".vscode/mcp.json"),
+            map: "servers",
+            secrets: &["input:api-key"],
+            references: &[(
+                "acme",
+                "Authorization",
+                "Bearer ${input:api-key}",
+                "${TOOLGATE_HDR_ACME_AUTHORIZATION}",
+            )],
+            clear: &[],
+        },
+    );
+}
+
+#[test]
+fn remote_cursor() {
+    let fake = Fake::new();
+    remote_round_trip(
+        &fake,
+        &RemoteCase {
+            client: "cursor",
+            input: "remote/cursor.json",
+            expected: "remote/cursor.expected.json",
+            dest: fake.project.join(".cursor/mcp.json"),
+            map: "mcpServers",
+            secrets: &["env:DOCS_API_KEY"],
+            references: &[(
+                "remote-docs",
+                "API_KEY",
+                "${env:DOCS_API_KEY}",
+                "${TOOLGATE_HDR_REMOTE_DOCS_API_KEY}",
+            )],
+            clear: &[("remote-docs", "X-Team: platform")],
+        },
+    );
+}
+
+#[test]
+fn remote_windsurf() {
+    let fake = Fake::new();
+    remote_round_trip(
+        &fake,
+        &RemoteCase {
+            client: "windsurf",
+            input: "remote/windsurf.json",
+            expected: "remote/windsurf.expected.json",
+            dest: fake.home.join(".codeium/windsurf/mcp_config.json"),
+            map: "mcpServers",
+            secrets: &["figd_0123456789abcdefghij"],
+            references: &[(
+                "figma",
+                "Authorization",
+                "Bearer figd_0123456789abcdefghij",
+                "${TOOLGATE_HDR_FIGMA_AUTHORIZATION}",
+            )],
+            clear: &[],
+        },
+    );
+}
+
+#[test]
+fn remote_claude_desktop_mcp_remote() {
+    let fake = Fake::new();
+    let out = remote_round_trip(
+        &fake,
+        &RemoteCase {
+            client: "claude-desktop",
+            input: "remote/claude-desktop.json",
+            expected: "remote/claude-desktop.expected.json",
+            dest: fake.desktop_config(),
+            map: "mcpServers",
+            secrets: &["sk-live-abcdef0123456789", "0123456789abcdefghijklmnop"],
+            references: &[
+                // mcp-remote's own `${VAR}` stays: `toolgate wrap` reads it from `env` too.
+                (
+                    "remote-example",
+                    "Authorization",
+                    "Bearer 0123456789abcdefghijklmnop",
+                    "${AUTH_HEADER}",
+                ),
+                (
+                    "sse-only",
+                    "X-Api-Key",
+                    "sk-live-abcdef0123456789",
+                    "${TOOLGATE_HDR_SSE_ONLY_X_API_KEY}",
+                ),
+            ],
+            clear: &[],
+        },
+    );
+    for line in [
+        "skip     debugging in mcpServers: runs `mcp-remote` with `--debug`",
+        "skip     with-port in mcpServers: runs `mcp-remote` with the argument `9696`",
+    ] {
+        assert!(
+            out.stdout.contains(line),
+            "{line:?} not in:\n{}",
+            out.stdout
+        );
+    }
 }

@@ -13,14 +13,23 @@ use crate::broker::Layout;
 use crate::clients::discovery::{self, Client, Env};
 use crate::clients::document::{self, Outcome, WrapSettings};
 use crate::clients::hooks::{self, HookClient, HookScope};
+use crate::clients::remote;
+use crate::remote::probe::{self, Auth, Target, Transport as ProbeTransport};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-/// Check the policy, the approval broker, client configurations and (optionally) that an
-/// upstream server starts.
+/// Check the policy, the approval broker, client configurations, their remote servers and
+/// (optionally) that an upstream server starts.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   toolgate doctor
-  toolgate doctor --policy ./toolgate.yaml
-  toolgate doctor --probe -- npx -y @modelcontextprotocol/server-filesystem \"$PWD\"")]
+  toolgate doctor --policy ./toolgate.yaml --no-remote
+  toolgate doctor --remote-timeout 10s
+  toolgate doctor --probe -- npx -y @modelcontextprotocol/server-filesystem \"$PWD\"
+
+Every remote (HTTP) server of the client configurations, wrapped or not, is probed: can it be
+reached, does it speak Streamable HTTP or the legacy HTTP+SSE transport, which protocol
+revision, and does it want authorization. Header values are resolved as the client would
+(`${VAR}`, `${env:VAR}`) and never printed; a session the probe opens is closed again.")]
 pub struct Args {
     /// The policy to check [default: the built-in starter policy].
     #[arg(long, value_name = "PATH")]
@@ -36,6 +45,13 @@ pub struct Args {
     /// The server command for `--probe`.
     #[arg(last = true, value_name = "CMD", requires = "probe")]
     pub command: Vec<OsString>,
+    /// Do not contact the remote (HTTP) servers of the client configurations.
+    #[arg(long)]
+    pub no_remote: bool,
+    /// How long the probe of one remote server may take.
+    #[arg(long, value_name = "DURATION", default_value = "5s",
+          value_parser = crate::enforce::setup::parse_duration)]
+    pub remote_timeout: Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +114,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             format!("approval broker: {why} (needed only for clients that cannot ask)"),
         ),
     }
-    check_clients(&mut out);
+    let remote = check_clients(&mut out);
+    if args.no_remote {
+        if !remote.is_empty() {
+            out.line(
+                Level::Info,
+                format!("{} remote servers not probed (`--no-remote`)", remote.len()),
+            );
+        }
+    } else {
+        runtime.block_on(check_remote(&mut out, &remote, args.remote_timeout));
+    }
     check_hooks(&mut out, report.broker.is_ok());
     if args.probe {
         let verdict = runtime.block_on(probe_upstream(&args.command, args.probe_timeout));
@@ -147,7 +173,15 @@ fn check_policy(out: &mut Out, path: Option<&PathBuf>) {
     }
 }
 
-fn check_clients(out: &mut Out) {
+/// A remote server of a client configuration, to probe.
+struct RemoteServer {
+    client: &'static str,
+    found: remote::Found,
+}
+
+/// Reports the client configurations; returns their remote servers.
+fn check_clients(out: &mut Out) -> Vec<RemoteServer> {
+    let mut remote_servers = Vec::new();
     let env = match Env::from_process() {
         Ok(env) => env,
         Err(e) => {
@@ -155,7 +189,7 @@ fn check_clients(out: &mut Out) {
                 Level::Warn,
                 format!("client configurations not searched: {e}"),
             );
-            return;
+            return remote_servers;
         }
     };
     let found = discovery::discover(&Client::ALL, &env);
@@ -164,14 +198,15 @@ fn check_clients(out: &mut Out) {
             Level::Warn,
             "no MCP client configuration found. help: run `toolgate init --config PATH`",
         );
-        return;
+        return remote_servers;
     }
     let settings = WrapSettings {
         exe: "toolgate".to_owned(),
         policy: None,
+        dialect: crate::clients::remote::Dialect::Other,
     };
     for location in found {
-        let client = location.client.map_or("file", Client::name);
+        let client: &'static str = location.client.map_or("file", Client::name);
         let path = location.path.display();
         let text = match std::fs::read_to_string(&location.path) {
             Ok(t) => t,
@@ -183,6 +218,13 @@ fn check_clients(out: &mut Out) {
                 continue;
             }
         };
+        if let Ok(servers) = remote::servers(&text, &location.maps) {
+            remote_servers.extend(
+                servers
+                    .into_iter()
+                    .map(|found| RemoteServer { client, found }),
+            );
+        }
         // A dry run of `init`: what it would wrap is what is not wrapped yet.
         match document::wrap(&text, &location.maps, None, &settings) {
             Ok(edited) => {
@@ -216,6 +258,155 @@ fn check_clients(out: &mut Out) {
                 Level::Warn,
                 format!("{client} `{path}` cannot be parsed: {e}"),
             ),
+        }
+    }
+    remote_servers
+}
+
+/// The probe of one remote entry: its URL, transport and headers, the headers resolved as
+/// the client would (`${VAR}`, `${VAR:-default}`, `${env:VAR}`; `mcp-remote`'s from the
+/// entry's `env` first). Also the names of headers left out because they cannot be resolved
+/// here (a VS Code `${input:…}`, an unset variable).
+fn probe_target(
+    spec: &remote::RemoteSpec,
+    timeout: Duration,
+) -> Result<(Target, Vec<String>), String> {
+    let url = url::Url::parse(&spec.url).map_err(|e| format!("the URL is invalid: {e}"))?;
+    let transport = match spec.transport {
+        remote::Transport::Auto => ProbeTransport::Auto,
+        remote::Transport::StreamableHttp => ProbeTransport::StreamableHttp,
+        remote::Transport::Sse => ProbeTransport::Sse,
+    };
+    let lookup = |name: &str| -> Option<String> {
+        spec.env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(name).ok())
+    };
+    let mut headers = HeaderMap::new();
+    let mut omitted = Vec::new();
+    for header in &spec.headers {
+        let value =
+            remote::resolve(&header.value, &lookup).and_then(|v| HeaderValue::from_str(&v).ok());
+        match (HeaderName::from_bytes(header.name.as_bytes()), value) {
+            (Ok(name), Some(mut value)) => {
+                value.set_sensitive(true);
+                headers.append(name, value);
+            }
+            _ => omitted.push(header.name.clone()),
+        }
+    }
+    Ok((
+        Target {
+            url,
+            transport,
+            headers,
+            timeout,
+            allow_http: spec.allow_http,
+        },
+        omitted,
+    ))
+}
+
+/// Probes every remote server (one at a time, each within `timeout`).
+async fn check_remote(out: &mut Out, servers: &[RemoteServer], timeout: Duration) {
+    if servers.is_empty() {
+        return;
+    }
+    let client = match crate::remote::http::client(&crate::remote::http::NetOptions::default()) {
+        Ok(c) => c,
+        Err(e) => {
+            out.line(Level::Fail, format!("remote servers not probed: {e:#}"));
+            return;
+        }
+    };
+    for server in servers {
+        let client_name = server.client;
+        let name = &server.found.name;
+        let spec = match &server.found.spec {
+            Ok(spec) => spec,
+            Err(why) => {
+                out.line(
+                    Level::Warn,
+                    format!("{client_name} remote server `{name}` not probed: {why}"),
+                );
+                continue;
+            }
+        };
+        let shown = url::Url::parse(&spec.url)
+            .map(|u| crate::remote::http::redact(&u))
+            .unwrap_or_else(|_| spec.url.clone());
+        let (target, omitted) = match probe_target(spec, timeout) {
+            Ok(t) => t,
+            Err(why) => {
+                out.line(
+                    Level::Warn,
+                    format!("{client_name} remote server `{name}` not probed: {why}"),
+                );
+                continue;
+            }
+        };
+        let wrapped = if server.found.wrapped {
+            ", wrapped"
+        } else {
+            ""
+        };
+        let prefix = format!("{client_name} remote server `{name}` (`{shown}`{wrapped})");
+        let mut note = String::new();
+        if !omitted.is_empty() {
+            let names: Vec<String> = omitted.iter().map(|n| format!("`{n}`")).collect();
+            note = format!(
+                " (header {} not sent: its value comes from the client and cannot be resolved here)",
+                names.join(", ")
+            );
+        }
+        match probe::probe(&client, &target).await {
+            Ok(report) => {
+                let mut facts = Vec::new();
+                if let Some(transport) = report.transport {
+                    facts.push(transport.to_owned());
+                }
+                if let Some(protocol) = &report.protocol {
+                    facts.push(format!("protocol {protocol}"));
+                }
+                if let Some(server) = &report.server {
+                    facts.push(format!("server `{server}`"));
+                }
+                let (level, auth) = match report.auth {
+                    Auth::NotRequired => (Level::Pass, "no authorization required".to_owned()),
+                    Auth::Authorized => (Level::Pass, "authorized".to_owned()),
+                    Auth::NeedsAuthorization { sent: true, .. } => (
+                        Level::Warn,
+                        format!(
+                            "the server refused the entry's `Authorization` header (HTTP 401): needs authorization, run `toolgate auth login {shown}`"
+                        ),
+                    ),
+                    Auth::NeedsAuthorization { challenge, .. } => (
+                        Level::Warn,
+                        format!(
+                            "needs authorization{}, run `toolgate auth login {shown}`",
+                            if challenge {
+                                ""
+                            } else {
+                                " (HTTP 401 without `WWW-Authenticate`)"
+                            }
+                        ),
+                    ),
+                    Auth::Forbidden => (
+                        Level::Warn,
+                        format!(
+                            "refused (HTTP 403): the credentials are not enough. help: run `toolgate auth login {shown}`"
+                        ),
+                    ),
+                };
+                facts.push(auth);
+                out.line(
+                    level,
+                    format!("{prefix}: reachable, {}{note}", facts.join(", ")),
+                );
+            }
+            Err(why) => out.line(Level::Fail, format!("{prefix}: {why}{note}")),
         }
     }
 }

@@ -8,10 +8,11 @@ use anyhow::Context as _;
 use crate::clients::document::WrapSettings;
 use crate::clients::{Action, Selection};
 
-/// Wrap the stdio MCP servers of a client's configuration with `toolgate wrap`.
+/// Wrap the MCP servers (stdio and remote) of a client's configuration with `toolgate wrap`.
 ///
 /// Shows a unified diff first. Every wrapped entry keeps its original `command`
-/// and `args` under `x-toolgate-upstream`, so `toolgate unwrap` can restore it.
+/// and `args` (a remote entry: the whole original entry) under `x-toolgate-upstream`,
+/// so `toolgate unwrap` can restore it.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   toolgate init --dry-run
@@ -21,6 +22,9 @@ use crate::clients::{Action, Selection};
 
 It shows a diff and asks before writing (`--yes` to apply without asking). Each wrapped entry
 keeps its original command under `x-toolgate-upstream`, which `toolgate unwrap` restores.
+Remote entries (`url`, `serverUrl`, `mcp-remote`) become `toolgate wrap --url URL`; header
+values that are secrets or use the client's variables move to the entry's `env` as
+`TOOLGATE_HDR_<SERVER>_<NAME>` and are passed as `--header 'Name: ${TOOLGATE_HDR_…}'`.
 With `--hooks` it adds `toolgate hook <client>` for every hook event of Claude Code
 (`~/.claude/settings.json`, or `.claude/settings.json` with `--scope project`) or Cursor
 (`~/.cursor/hooks.json`, `.cursor/hooks.json`); `toolgate unwrap --hooks` removes exactly
@@ -48,6 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let settings = WrapSettings {
         exe: path_string(exe)?,
         policy: policy.map(path_string).transpose()?,
+        dialect: crate::clients::remote::Dialect::Other,
     };
     crate::clients::run(&args.selection, &Action::Init(settings))
 }

@@ -57,6 +57,8 @@ pub struct WrapSettings {
     pub exe: String,
     /// Absolute path of the policy file, if any.
     pub policy: Option<String>,
+    /// How the file's client expands `${…}` in `args` (remote entries' header references).
+    pub dialect: super::remote::Dialect,
 }
 
 /// What happened (or would happen) to one server entry.
@@ -102,6 +104,28 @@ pub fn wrap(
     settings: &WrapSettings,
 ) -> Result<Edited, DocError> {
     edit(text, spec, select, Mode::Wrap(settings))
+}
+
+/// Every server entry of `text`: (map label, name, value).
+pub fn entries(
+    text: &str,
+    spec: &MapSpec,
+) -> Result<Vec<(String, String, serde_json::Value)>, DocError> {
+    let body = text.strip_prefix('\u{feff}').unwrap_or(text);
+    with_maps(body, spec, |_, maps| {
+        Ok(maps
+            .iter()
+            .flat_map(|map| {
+                map.object.properties.iter().map(|prop| {
+                    (
+                        map.label.clone(),
+                        prop_name(prop),
+                        serde_json::Value::from(prop.value.clone()),
+                    )
+                })
+            })
+            .collect())
+    })
 }
 
 /// Restores the selected wrapped servers of `text`.
@@ -215,7 +239,7 @@ pub fn json_string(s: &str) -> String {
     serde_json::Value::String(s.to_owned()).to_string()
 }
 
-fn string_value<'b>(value: &'b Value<'_>) -> Option<&'b str> {
+pub(crate) fn string_value<'b>(value: &'b Value<'_>) -> Option<&'b str> {
     match value {
         Value::StringLit(lit) => Some(lit.value.as_ref()),
         _ => None,
@@ -231,7 +255,7 @@ fn string_array(array: &Array<'_>) -> Option<Vec<String>> {
         .collect()
 }
 
-fn slice(text: &str, start: usize, end: usize) -> Result<&str, DocError> {
+pub(crate) fn slice(text: &str, start: usize, end: usize) -> Result<&str, DocError> {
     text.get(start..end).ok_or(DocError::Verification)
 }
 
@@ -283,7 +307,7 @@ fn not_stdio_reason(entry: &Object<'_>) -> Option<String> {
 }
 
 /// An entry that runs toolgate's `wrap` without an upstream record (wrapped by hand).
-fn looks_wrapped(entry: &Object<'_>) -> bool {
+pub(crate) fn looks_wrapped(entry: &Object<'_>) -> bool {
     let command_is_toolgate = entry
         .get("command")
         .and_then(|p| string_value(&p.value))
@@ -317,21 +341,23 @@ fn edit(
                 if select.is_some_and(|s| !s.contains(&name)) {
                     continue;
                 }
+                let mut whole = None;
                 let outcome = match &prop.value {
                     Value::Object(entry) => match mode {
                         Mode::Wrap(settings) => {
-                            wrap_entry(body, &name, entry, settings, &mut splices)?
+                            wrap_entry(body, &name, entry, settings, &mut splices, &mut whole)?
                         }
-                        Mode::Unwrap => unwrap_entry(body, entry, &mut splices)?,
+                        Mode::Unwrap => unwrap_entry(body, entry, &mut splices, &mut whole)?,
                     },
                     _ => Outcome::Skipped("not an object".to_owned()),
                 };
                 if matches!(outcome, Outcome::Wrapped | Outcome::Restored)
                     && let Value::Object(entry) = &prop.value
                 {
-                    let value = match mode {
-                        Mode::Wrap(settings) => wrapped_value(&name, entry, settings),
-                        Mode::Unwrap => restored_value(entry),
+                    let value = match (whole, mode) {
+                        (Some(value), _) => Some(value),
+                        (None, Mode::Wrap(settings)) => wrapped_value(&name, entry, settings),
+                        (None, Mode::Unwrap) => restored_value(entry),
                     }
                     .ok_or(DocError::Verification)?;
                     set_at(&mut expected, &map.path, &name, value)?;
@@ -418,9 +444,19 @@ fn wrap_entry(
     entry: &Object<'_>,
     settings: &WrapSettings,
     splices: &mut Vec<Splice>,
+    whole: &mut Option<serde_json::Value>,
 ) -> Result<Outcome, DocError> {
     if entry.get(UPSTREAM_KEY).is_some() || looks_wrapped(entry) {
         return Ok(Outcome::AlreadyWrapped);
+    }
+    let plain: serde_json::Value = Value::Object(entry.clone()).into();
+    let plain = plain.as_object().ok_or(DocError::Verification)?;
+    match super::remote::analyze(plain) {
+        Ok(Some(spec)) => {
+            return super::rewrite::wrap_remote(text, name, entry, &spec, settings, splices, whole);
+        }
+        Err(reason) => return Ok(Outcome::Skipped(reason)),
+        Ok(None) => {}
     }
     if let Some(reason) = not_stdio_reason(entry) {
         return Ok(Outcome::Skipped(reason));
@@ -524,7 +560,7 @@ fn wrapped_value(
 }
 
 /// The removal of `entry.properties[index]` with its separator.
-fn remove_prop(entry: &Object<'_>, index: usize) -> Option<Splice> {
+pub(crate) fn remove_prop(entry: &Object<'_>, index: usize) -> Option<Splice> {
     let prop = entry.properties.get(index)?;
     if let Some(next) = entry.properties.get(index + 1) {
         return Some(Splice {
@@ -541,7 +577,7 @@ fn remove_prop(entry: &Object<'_>, index: usize) -> Option<Splice> {
     })
 }
 
-fn upstream_of<'b, 'a>(entry: &'b Object<'a>) -> Option<(usize, &'b Object<'a>)> {
+pub(crate) fn upstream_of<'b, 'a>(entry: &'b Object<'a>) -> Option<(usize, &'b Object<'a>)> {
     entry
         .properties
         .iter()
@@ -557,7 +593,15 @@ fn unwrap_entry(
     text: &str,
     entry: &Object<'_>,
     splices: &mut Vec<Splice>,
+    whole: &mut Option<serde_json::Value>,
 ) -> Result<Outcome, DocError> {
+    if let Some(args) = entry.get_array("args") {
+        let strings: Vec<Option<&str>> = args.elements.iter().map(string_value).collect();
+        let ours = looks_wrapped(entry) || upstream_of(entry).is_some();
+        if ours && super::remote::runs_wrap_url(&strings) {
+            return super::rewrite::unwrap_remote(text, entry, splices, whole);
+        }
+    }
     let Some((upstream_index, upstream)) = upstream_of(entry) else {
         if entry.get(UPSTREAM_KEY).is_some() {
             return Ok(Outcome::Skipped(format!(
@@ -711,12 +755,20 @@ fn unwrap_from_args(entry: &Object<'_>, splices: &mut Vec<Splice>) -> Result<Out
 
 /// The long names of `toolgate wrap`'s options that take a value, read from the command
 /// line's own definition so that a new option can never be missed here.
-fn wrap_options_with_values() -> Vec<String> {
+pub(crate) fn wrap_options_with_values() -> Vec<String> {
     let wrap = <crate::cli::wrap::Args as clap::Args>::augment_args(clap::Command::new("wrap"));
-    wrap.get_arguments()
+    let mut options: Vec<String> = wrap
+        .get_arguments()
         .filter(|a| a.get_action().takes_values())
         .filter_map(|a| a.get_long().map(str::to_owned))
-        .collect()
+        .collect();
+    // The options of `wrap --url` that `init` writes, whether or not this build has them.
+    for remote in ["url", "header", "transport"] {
+        if !options.iter().any(|o| o == remote) {
+            options.push(remote.to_owned());
+        }
+    }
+    options
 }
 
 /// The number of leading `args` elements that are toolgate's own
@@ -799,6 +851,7 @@ mod tests {
         WrapSettings {
             exe: "/opt/toolgate".to_owned(),
             policy: None,
+            dialect: crate::clients::remote::Dialect::Other,
         }
     }
 
@@ -838,12 +891,63 @@ mod tests {
     }
 
     #[test]
-    fn remote_and_wrapped_are_left_alone() {
+    fn remote_entries_are_wrapped_and_wrapped_ones_left_alone() {
         let input = r#"{"mcpServers": {"r": {"type": "http", "url": "https://x"}, "w": {"command": "/usr/bin/toolgate", "args": ["wrap", "--", "x"]}}}"#;
         let out = wrap(input, &MapSpec::Auto, None, &settings()).unwrap();
-        assert_eq!(out.text, input);
-        assert!(matches!(out.entries[0].outcome, Outcome::Skipped(_)));
+        assert_eq!(
+            out.text,
+            r#"{"mcpServers": {"r": {"x-toolgate-upstream": {"type": "http", "url": "https://x"}, "command": "/opt/toolgate", "args": ["wrap", "--server", "r", "--url", "https://x", "--transport", "streamable-http"]}, "w": {"command": "/usr/bin/toolgate", "args": ["wrap", "--", "x"]}}}"#
+        );
+        assert_eq!(out.entries[0].outcome, Outcome::Wrapped);
         assert_eq!(out.entries[1].outcome, Outcome::AlreadyWrapped);
+        let again = wrap(&out.text, &MapSpec::Auto, None, &settings()).unwrap();
+        assert_eq!(again.entries[0].outcome, Outcome::AlreadyWrapped);
+        let back = unwrap(&out.text, &MapSpec::Auto, None).unwrap();
+        assert_eq!(back.entries[0].outcome, Outcome::Restored);
+        // `w` has no upstream record: restored from its arguments.
+        assert!(
+            back.text
+                .starts_with(r#"{"mcpServers": {"r": {"type": "http", "url": "https://x"}, "w""#)
+        );
+    }
+
+    #[test]
+    fn a_reformatted_remote_entry_unwraps_to_the_same_value() {
+        // A client rewrote the wrapped file with its own formatting (JSON.stringify).
+        let input = r#"{"mcpServers": {"r": {"type": "sse", "url": "https://x/sse", "headers": {"Authorization": "Bearer t0k3n"}, "disabled": true}}}"#;
+        let wrapped = wrap(input, &MapSpec::Auto, None, &settings()).unwrap().text;
+        let value: serde_json::Value = serde_json::from_str(&wrapped).unwrap();
+        assert_eq!(value["mcpServers"]["r"]["disabled"], true);
+        let pretty = serde_json::to_string_pretty(&value).unwrap();
+        let restored = unwrap(&pretty, &MapSpec::Auto, None).unwrap().text;
+        let restored: serde_json::Value = serde_json::from_str(&restored).unwrap();
+        let original: serde_json::Value = serde_json::from_str(input).unwrap();
+        assert_eq!(restored, original);
+    }
+
+    #[test]
+    fn a_remote_entry_without_its_record_is_left_to_the_user() {
+        let input = r#"{"mcpServers": {"r": {"command": "/opt/toolgate", "args": ["wrap", "--server", "r", "--url", "https://x"]}}}"#;
+        let out = unwrap(input, &MapSpec::Auto, None).unwrap();
+        assert_eq!(out.text, input);
+        assert!(
+            matches!(&out.entries[0].outcome, Outcome::Skipped(why) if why.contains("restore this entry by hand")),
+            "{:?}",
+            out.entries
+        );
+    }
+
+    #[test]
+    fn multi_line_remote_entries_round_trip() {
+        for input in [
+            "{\n  \"mcpServers\": {\n    \"r\": {\n      \"type\": \"sse\", // legacy\n      \"url\": \"https://x/sse\",\n\n      \"headers\": {\n        \"Authorization\": \"Bearer ${T}\"\n      },\n      \"disabled\": false\n    }\n  }\n}\n",
+            "{\r\n\t\"servers\": {\r\n\t\t\"r\": {\r\n\t\t\t\"url\": \"https://x\",\r\n\t\t\t/* c */ \"headers\": {\"X-Api-Key\": \"k\"},\r\n\t\t},\r\n\t},\r\n}",
+            "{\"mcpServers\": {\"r\": { \"serverUrl\": \"https://x\",\n  \"headers\": {}}}}",
+        ] {
+            let wrapped = auto_roundtrip(input);
+            assert!(!wrapped.contains("\"Authorization: Bearer"), "{wrapped}");
+            assert!(!wrapped.contains("X-Api-Key: k"), "{wrapped}");
+        }
     }
 
     #[test]
@@ -989,6 +1093,7 @@ mod tests {
                 "b": {"env": {}, "command": "srv"},
                 "c": {"type": "stdio", "command": "x", "args": [], "cwd": "/w"},
                 "r": {"type": "http", "url": "https://x"},
+                "h": {"url": "https://y/mcp", "headers": {"Authorization": "Bearer s3cr3t", "X-A": "b"}, "disabled": false},
             },
             "servers": {"d": {"args": ["1"], "command": "y"}},
         });
@@ -1002,7 +1107,12 @@ mod tests {
                 .iter()
                 .filter(|e| e.outcome == Outcome::Wrapped)
                 .count();
-            assert_eq!(wrapped_count, 4, "{text}");
+            assert_eq!(wrapped_count, 6, "{text}");
+            assert!(
+                !wrapped.text.contains("\"Authorization: Bearer"),
+                "{}",
+                wrapped.text
+            );
             let again = wrap(&wrapped.text, &MapSpec::Auto, None, &settings()).unwrap();
             assert_eq!(again.text, wrapped.text);
             let restored = unwrap(&wrapped.text, &MapSpec::Auto, None)

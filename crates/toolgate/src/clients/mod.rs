@@ -5,6 +5,8 @@
 pub mod discovery;
 pub mod document;
 pub mod hooks;
+pub mod remote;
+mod rewrite;
 pub mod session;
 pub mod write;
 

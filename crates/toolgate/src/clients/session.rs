@@ -11,6 +11,7 @@ use anyhow::{Context as _, bail};
 use super::discovery::{self, Client, Env, Location};
 use super::document::{self, EntryReport, MapSpec, Outcome, WrapSettings};
 use super::hooks::{self, HookClient, HookOutcome, HookScope, HookSettings};
+use super::remote::Dialect;
 use super::write::{self, ReadFile};
 
 /// Which files and servers to work on, and how to confirm; shared by `init` and `unwrap`.
@@ -98,7 +99,13 @@ fn plan(location: Location, selection: &Selection, action: &Action) -> anyhow::R
     let file = write::read(&location.path)?;
     let select = (!selection.servers.is_empty()).then_some(selection.servers.as_slice());
     let edited = match action {
-        Action::Init(settings) => document::wrap(&file.text, &location.maps, select, settings),
+        Action::Init(settings) => {
+            let settings = WrapSettings {
+                dialect: dialect_of(&location),
+                ..settings.clone()
+            };
+            document::wrap(&file.text, &location.maps, select, &settings)
+        }
         Action::Unwrap => document::unwrap(&file.text, &location.maps, select),
     }
     .with_context(|| format!("in `{}`", location.path.display()))?;
@@ -108,6 +115,23 @@ fn plan(location: Location, selection: &Selection, action: &Action) -> anyhow::R
         new_text: edited.text,
         entries: edited.entries,
     })
+}
+
+/// How the client reading `location` expands `${…}` in `args`: by the client, or for
+/// `--config`, by the file's name (`.mcp.json`, `.claude.json` are Claude Code's).
+pub fn dialect_of(location: &Location) -> Dialect {
+    let claude_code = match location.client {
+        Some(client) => client == Client::ClaudeCode,
+        None => location
+            .path
+            .file_name()
+            .is_some_and(|n| n == ".mcp.json" || n == ".claude.json"),
+    };
+    if claude_code {
+        Dialect::ClaudeCode
+    } else {
+        Dialect::Other
+    }
 }
 
 fn describe(outcome: &Outcome) -> (&'static str, Option<&str>) {

@@ -49,7 +49,12 @@ pub fn parse(args: &[String], env: impl Fn(&str) -> Option<String>) -> anyhow::R
     Ok(map)
 }
 
-/// Expands `${VAR}` (and `$$` to `$`); a missing variable is an error naming it, never an
+/// `toolgate init`'s escape for Claude Code, which expands `${…}` in `args` itself:
+/// `${TOOLGATE_DOLLAR:-$}{VAR}` reaches toolgate as `${VAR}` through Claude Code's
+/// `${VAR:-default}`; run by hand, it still means `${VAR}`.
+const CLAUDE_CODE_DOLLAR: &str = "{TOOLGATE_DOLLAR:-$}";
+
+/// Expands `${VAR}` (and `$$` to `$`, and `${TOOLGATE_DOLLAR:-$}{VAR}` as `${VAR}`); a missing variable is an error naming it, never an
 /// empty string (a header `Authorization: Bearer ` would fail confusingly later).
 pub fn expand(text: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
@@ -60,7 +65,11 @@ pub fn expand(text: &str, env: &impl Fn(&str) -> Option<String>) -> Result<Strin
         if let Some(tail) = after.strip_prefix('$') {
             out.push('$');
             rest = tail;
-        } else if let Some(tail) = after.strip_prefix('{') {
+        } else if let Some(tail) = after
+            .strip_prefix(CLAUDE_CODE_DOLLAR)
+            .and_then(|t| t.strip_prefix('{'))
+            .or_else(|| after.strip_prefix('{'))
+        {
             let Some(end) = tail.find('}') else {
                 return Err("`${` without a closing `}`".to_owned());
             };
@@ -108,6 +117,12 @@ mod tests {
         assert_eq!(auth, "Bearer ghp_secret");
         assert!(auth.is_sensitive());
         assert_eq!(&map["x-a"], "a$b $x");
+        let escaped = parse(
+            &["Authorization: ${TOOLGATE_DOLLAR:-$}{GH_TOKEN}".to_owned()],
+            env,
+        )
+        .unwrap();
+        assert_eq!(&escaped["authorization"], "ghp_secret");
     }
 
     #[test]

@@ -10,4 +10,5 @@ pub mod authorizer;
 pub mod headers;
 pub mod http;
 mod legacy;
+pub mod probe;
 pub mod streamable;
