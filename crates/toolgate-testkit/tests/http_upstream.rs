@@ -453,3 +453,14 @@ fn faults_on_get_strike_resumptions() {
         .collect();
     assert_eq!(outcomes, ["fault: close", "fault: 503", "resumed"]);
 }
+
+#[test]
+fn accept_answers_a_request_with_202_and_runs_nothing() {
+    let up = HttpUpstream::start(&["--sse"]);
+    let sid = init(&up, V);
+    up.control("accept?tool=echo");
+    let (body, clean) = post(&up, &sid, &call(1, "echo", json!({"text": "x"}), false)).body();
+    assert!(clean && body.is_empty());
+    assert_eq!(up.log().last().unwrap()["status"], 202);
+    assert!(up.calls("echo").is_empty());
+}

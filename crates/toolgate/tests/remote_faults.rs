@@ -873,3 +873,17 @@ fn a_notification_the_server_never_accepts_does_not_hold_up_requests() {
     assert_eq!(reply["id"], 1, "{reply}");
     gate.finish();
 }
+
+#[test]
+fn a_request_the_server_only_accepts_is_answered_with_an_error() {
+    for mode in ["--json", "--sse"] {
+        let mut gate = Gate::start(&[mode], &[]);
+        gate.up.control("accept?tool=send_email");
+        let reply = gate.call_alone(1, "send_email", mail());
+        let message = error_message(&reply);
+        assert!(message.contains("HTTP 202"), "{mode}: {message}");
+        fired(&gate.up, "fault: 202", 1);
+        assert_eq!(executed(&gate.up, "send_email"), 0, "{mode}");
+        gate.finish();
+    }
+}

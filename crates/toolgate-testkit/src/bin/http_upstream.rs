@@ -33,6 +33,7 @@
 //!   the request still completes and its events stay resumable;
 //! - `close`: end the SSE stream cleanly after the priming event; the response comes on
 //!   the resumption GET;
+//! - `accept`: 202 Accepted with no body (to a request: a response that never comes);
 //! - `delay?ms=N`: wait N ms before handling;
 //! - `garbage?bytes=N`: an SSE stream that starts with lines that are not SSE and events
 //!   whose data is not JSON (the last one N bytes long, default 0: none), then the real
@@ -84,6 +85,7 @@ SPEC (also `POST /control/SPEC` at run time), each with optional
   fail?status=503[&jsonrpc]  answer the next POST with that status
   reset?at=priming|progress  abort the SSE stream there (resumable)
   close                    end the SSE stream after the priming event
+  accept                   202 and no body, the request not run
   delay?ms=N               wait before handling
   garbage[?bytes=N]        SSE lines that are not SSE and data that is not JSON
   redirect?to=cross|same|URL  307 elsewhere
@@ -119,6 +121,8 @@ enum Kind {
         after_progress: bool,
     },
     Close,
+    /// 202 Accepted to a request, and nothing else (the request is not run).
+    Accept,
     Delay(u64),
     /// Lines that are not SSE and data that is not JSON, then `bytes` more of junk in
     /// one line.
@@ -247,6 +251,7 @@ fn parse_fault(spec: &str) -> Result<Fault, String> {
             after_progress: params.get("at").is_some_and(|a| a == "progress"),
         },
         "close" => Kind::Close,
+        "accept" => Kind::Accept,
         "delay" => Kind::Delay(num("ms", 1000)?),
         "garbage" => Kind::Garbage {
             bytes: num("bytes", 0)?,
@@ -609,6 +614,9 @@ async fn post_message(
             tokio::time::sleep(Duration::from_millis(ms)).await;
             fault = None;
         }
+        Some(Kind::Accept) => {
+            return (StatusCode::ACCEPTED.into_response(), "fault: 202".into());
+        }
         _ => {}
     }
     let accept = header_str(headers, "accept").unwrap_or_default();
@@ -836,7 +844,7 @@ async fn get_stream(
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 fault = None;
             }
-            Some(Kind::Redirect(_)) => fault = None,
+            Some(Kind::Redirect(_) | Kind::Accept) => fault = None,
             _ => {}
         }
     }
