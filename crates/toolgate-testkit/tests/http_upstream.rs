@@ -366,6 +366,13 @@ fn an_expired_token_gets_401_with_a_challenge() {
         |t: &'static str| mcp_post(&up.addr, Some(&sid), &[("Authorization", t)], &call).status;
     assert_eq!(auth("Bearer t1"), 401);
     assert_eq!(auth("Bearer t2"), 200);
+    // Valid twice more, then replaced.
+    up.control("token?value=t3&after=2");
+    assert_eq!(auth("Bearer t2"), 200);
+    assert_eq!(auth("Bearer t3"), 401);
+    assert_eq!(auth("Bearer t2"), 200);
+    assert_eq!(auth("Bearer t2"), 401);
+    assert_eq!(auth("Bearer t3"), 200);
     let meta = request(
         &up.addr,
         "GET",

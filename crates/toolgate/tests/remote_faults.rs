@@ -887,3 +887,27 @@ fn a_request_the_server_only_accepts_is_answered_with_an_error() {
         gate.finish();
     }
 }
+
+#[test]
+fn a_token_that_expires_before_the_resumption_is_an_error_that_names_401() {
+    let mut gate = Gate::start_with(
+        &["--sse", "--retry-ms", "10", "--token", "first-token"],
+        &["--header", "Authorization: Bearer ${FAULTS_TOKEN}"],
+        |cmd| {
+            cmd.env("FAULTS_TOKEN", "first-token");
+        },
+    );
+    // Pinned first, so that the next request is the call itself.
+    assert_eq!(text(&gate.call_alone(1, "echo", json!({"text": "a"}))), "a");
+    // The call's POST is the token's last accepted request; the stream closes before the
+    // response, and the resumption GET is refused.
+    gate.up.control("close?tool=slow");
+    gate.up.control("token?value=second-token&after=1");
+    let reply = gate.call_alone(2, "slow", json!({"ms": 10}));
+    let message = error_message(&reply).to_owned();
+    assert!(message.contains("401"), "{message}");
+    assert!(!message.contains("first-token"), "{message}");
+    assert_eq!(gets(&gate.up), ["unauthorized"]);
+    let (_, stderr) = gate.finish();
+    assert!(!stderr.contains("first-token"), "{stderr}");
+}

@@ -43,7 +43,8 @@
 //!
 //! Control actions: `POST /control/restart` (forget every session and abort every open
 //! stream, as a restarted server would), `POST /control/token?value=T` (only `Bearer T`
-//! is accepted from now on; `value` absent: no token at all is valid),
+//! is accepted from now on, or with `after=N` once the current token has been accepted N
+//! more times; `value` absent: no token at all is valid),
 //! `POST /control/notify?text=T` (a `notifications/message` on every session's GET
 //! stream), `GET /control/info` (`{"addr", "other"}`), `GET /control/log` (every message
 //! received, in order, with what was done with it).
@@ -89,7 +90,7 @@ SPEC (also `POST /control/SPEC` at run time), each with optional
   delay?ms=N               wait before handling
   garbage[?bytes=N]        SSE lines that are not SSE and data that is not JSON
   redirect?to=cross|same|URL  307 elsewhere
-Control: POST /control/restart, /control/token?value=T, /control/notify?text=T;
+Control: POST /control/restart, /control/token?value=T[&after=N], /control/notify?text=T;
 GET /control/info, /control/log.
 ";
 
@@ -210,6 +211,8 @@ struct Inner {
     next_session: u64,
     faults: Vec<Fault>,
     token: Option<String>,
+    /// The token that replaces `token` once it has been accepted this many more times.
+    next_token: Option<(Option<String>, u32)>,
     log: Vec<Value>,
 }
 
@@ -438,7 +441,14 @@ async fn control(
         }
         "token" => {
             let mut inner = app.lock();
-            inner.token = params.get("value").cloned();
+            let value = params.get("value").cloned();
+            match params.get("after").and_then(|n| n.parse::<u32>().ok()) {
+                Some(n) if n > 0 => inner.next_token = Some((value, n)),
+                _ => {
+                    inner.token = value;
+                    inner.next_token = None;
+                }
+            }
             StatusCode::OK.into_response()
         }
         "notify" => {
@@ -513,9 +523,21 @@ async fn handle(
     session_id: Option<String>,
 ) -> (Response, String) {
     if app.auth {
-        let expected = app.lock().token.clone().map(|t| format!("Bearer {t}"));
         let given = header_str(headers, header::AUTHORIZATION.as_str());
-        if expected.is_none() || given != expected.as_deref() {
+        let accepted = {
+            let mut inner = app.lock();
+            let expected = inner.token.clone().map(|t| format!("Bearer {t}"));
+            let accepted = expected.is_some() && given == expected.as_deref();
+            if accepted && let Some((next, left)) = inner.next_token.take() {
+                if left > 1 {
+                    inner.next_token = Some((next, left - 1));
+                } else {
+                    inner.token = next;
+                }
+            }
+            accepted
+        };
+        if !accepted {
             let challenge = format!(
                 r#"Bearer error="invalid_token", error_description="the access token is missing or expired", resource_metadata="http://{}/.well-known/oauth-protected-resource/mcp""#,
                 app.addr
