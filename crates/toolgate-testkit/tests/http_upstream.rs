@@ -471,3 +471,22 @@ fn accept_answers_a_request_with_202_and_runs_nothing() {
     assert_eq!(up.log().last().unwrap()["status"], 202);
     assert!(up.calls("echo").is_empty());
 }
+
+#[test]
+fn a_reset_in_the_middle_of_the_response_event_leaves_it_resumable() {
+    let up = HttpUpstream::start(&["--sse"]);
+    let sid = init(&up, V);
+    up.control("reset?at=response&tool=echo");
+    let reply = post(&up, &sid, &call(4, "echo", json!({"text": "whole"}), false));
+    let (body, complete) = reply.body();
+    assert!(!complete);
+    let body = String::from_utf8(body).unwrap();
+    assert!(body.contains("\n\nid: 2-1\ndata: {"), "{body}");
+    assert!(
+        !body.contains("whole"),
+        "only the first half of the event: {body}"
+    );
+    let (events, clean) = resume(&up, &sid, "2-0").events();
+    assert!(clean);
+    assert_eq!(data(&events[1])["result"]["content"][0]["text"], "whole");
+}

@@ -911,3 +911,31 @@ fn a_token_that_expires_before_the_resumption_is_an_error_that_names_401() {
     let (_, stderr) = gate.finish();
     assert!(!stderr.contains("first-token"), "{stderr}");
 }
+
+#[test]
+fn a_reset_in_the_middle_of_the_response_event_delivers_the_whole_response_once() {
+    let mut gate = Gate::start(&["--sse", "--retry-ms", "10"], &[]);
+    gate.up.control("reset?at=response&tool=echo");
+    let long = "y".repeat(100_000);
+    gate.call(1, "echo", json!({"text": long}), true);
+    let (reply, before) = gate.until_response(1);
+    assert_eq!(text(&reply), long);
+    assert_eq!(
+        before.len(),
+        1,
+        "the progress notification, once: {before:?}"
+    );
+    fired(&gate.up, "fault: reset in the response", 1);
+    assert_eq!(gets(&gate.up), ["resumed"]);
+    let resumed = gate
+        .up
+        .log()
+        .into_iter()
+        .find(|e| e["outcome"] == "resumed")
+        .unwrap();
+    assert!(
+        resumed["lastEventId"].as_str().unwrap().ends_with("-1"),
+        "resumed after the progress notification, not after the cut event: {resumed}"
+    );
+    gate.finish();
+}

@@ -28,8 +28,9 @@
 //!
 //! - `fail?status=503`: answer with that status (500, 502, 503, …) and do nothing else;
 //!   with `jsonrpc`, the body is a JSON-RPC error (-32000) addressed to the request;
-//! - `reset?at=priming|progress`: abort the connection after the priming event or after
-//!   the first notification of the SSE stream (in JSON mode: half way through the body);
+//! - `reset?at=priming|progress|response`: abort the connection after the priming event,
+//!   after the first notification, or half way through the response event of the SSE
+//!   stream (in JSON mode: half way through the body);
 //!   the request still completes and its events stay resumable;
 //! - `close`: end the SSE stream cleanly after the priming event; the response comes on
 //!   the resumption GET;
@@ -84,7 +85,7 @@ Prints `127.0.0.1:PORT` on the first line of stdout, then serves MCP at /mcp.
 SPEC (also `POST /control/SPEC` at run time), each with optional
 `count=N` (default 1), `method=M` and `tool=T` filters, or `on=get` (resumptions):
   fail?status=503[&jsonrpc]  answer the next POST with that status
-  reset?at=priming|progress  abort the SSE stream there (resumable)
+  reset?at=priming|progress|response  abort the SSE stream there (resumable)
   close                    end the SSE stream after the priming event
   accept                   202 and no body, the request not run
   delay?ms=N               wait before handling
@@ -118,9 +119,8 @@ enum Kind {
         status: u16,
         jsonrpc: bool,
     },
-    Reset {
-        after_progress: bool,
-    },
+    /// Abort the connection at `At` (SSE) or half way through the body (JSON).
+    Reset(At),
     Close,
     /// 202 Accepted to a request, and nothing else (the request is not run).
     Accept,
@@ -131,6 +131,16 @@ enum Kind {
         bytes: u64,
     },
     Redirect(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum At {
+    /// After the priming event.
+    Priming,
+    /// After the first notification.
+    Progress,
+    /// Half way through the response event.
+    Response,
 }
 
 #[derive(Clone, Debug)]
@@ -250,9 +260,12 @@ fn parse_fault(spec: &str) -> Result<Fault, String> {
             status: u16::try_from(num("status", 503)?).map_err(|e| e.to_string())?,
             jsonrpc: params.contains_key("jsonrpc"),
         },
-        "reset" => Kind::Reset {
-            after_progress: params.get("at").is_some_and(|a| a == "progress"),
-        },
+        "reset" => Kind::Reset(match params.get("at").map(String::as_str) {
+            None | Some("priming") => At::Priming,
+            Some("progress") => At::Progress,
+            Some("response") => At::Response,
+            Some(other) => return Err(format!("unknown reset point `{other}`")),
+        }),
         "close" => Kind::Close,
         "accept" => Kind::Accept,
         "delay" => Kind::Delay(num("ms", 1000)?),
@@ -770,7 +783,7 @@ async fn post_message(
                     .into_response();
                 return (with_session(r), "fault: garbage".into());
             }
-            Some(Kind::Reset { .. }) => {
+            Some(Kind::Reset(_)) => {
                 let half = reply.len() / 2;
                 let head = Bytes::from(reply).slice(..half);
                 use futures_util::StreamExt as _;
@@ -786,7 +799,7 @@ async fn post_message(
             HeaderValue::from_static("application/json"),
         );
         let outcome = match fault {
-            Some(Kind::Reset { .. }) => "fault: reset mid-body".to_owned(),
+            Some(Kind::Reset(_)) => "fault: reset mid-body".to_owned(),
             _ => "answered".to_owned(),
         };
         return (with_session(r), outcome);
@@ -818,14 +831,9 @@ async fn post_message(
 
 fn fault_word(fault: Option<&Kind>, otherwise: &str) -> String {
     match fault {
-        Some(Kind::Reset { after_progress }) => format!(
-            "fault: reset after {}",
-            if *after_progress {
-                "progress"
-            } else {
-                "priming"
-            }
-        ),
+        Some(Kind::Reset(At::Priming)) => "fault: reset after priming".into(),
+        Some(Kind::Reset(At::Progress)) => "fault: reset after progress".into(),
+        Some(Kind::Reset(At::Response)) => "fault: reset in the response".into(),
         Some(Kind::Close) => "fault: close".into(),
         Some(Kind::Garbage { .. }) => "fault: garbage".into(),
         _ => otherwise.into(),
@@ -933,6 +941,8 @@ struct Reader {
     generation: Option<u64>,
     /// Notifications sent (for `reset?at=progress`).
     notes: usize,
+    /// Half of the response sent (for `reset?at=response`).
+    cut: bool,
     finished: bool,
 }
 
@@ -974,6 +984,7 @@ fn sse_body(
         preamble: Some(preamble).filter(|p| !p.is_empty()),
         generation,
         notes: 0,
+        cut: false,
         finished: false,
     };
     Body::from_stream(futures_util::stream::unfold(reader, next_chunk))
@@ -993,9 +1004,12 @@ async fn next_chunk(mut r: Reader) -> Option<(Result<Bytes, std::io::Error>, Rea
     if let Some(preamble) = r.preamble.take() {
         return Some((Ok(Bytes::from(preamble)), r));
     }
-    // Faults that strike after the priming event (or the first notification).
+    // Faults that strike after the priming event (or the first notification, or a part
+    // of the response).
     let reset = match r.fault {
-        Some(Kind::Reset { after_progress }) => !after_progress || r.notes > 0,
+        Some(Kind::Reset(At::Priming)) => true,
+        Some(Kind::Reset(At::Progress)) => r.notes > 0,
+        Some(Kind::Reset(At::Response)) => r.cut,
         _ => false,
     };
     if reset {
@@ -1030,11 +1044,16 @@ async fn next_chunk(mut r: Reader) -> Option<(Result<Bytes, std::io::Error>, Rea
             Ok(Some(data)) => {
                 let seq = r.next;
                 r.next += 1;
-                if data.contains("\"method\"") {
+                let note = data.starts_with(r#"{"jsonrpc":"2.0","method""#);
+                if note {
                     r.notes += 1;
                 }
-                let event = format!("id: {}-{seq}\ndata: {data}\n\n", r.stream.id);
-                return Some((Ok(Bytes::from(event)), r));
+                let event = Bytes::from(format!("id: {}-{seq}\ndata: {data}\n\n", r.stream.id));
+                if !note && matches!(r.fault, Some(Kind::Reset(At::Response))) {
+                    r.cut = true;
+                    return Some((Ok(event.slice(..event.len() / 2)), r));
+                }
+                return Some((Ok(event), r));
             }
             Ok(None) => {
                 if r.changes.changed().await.is_err() {
