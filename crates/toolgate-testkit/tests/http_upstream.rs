@@ -90,7 +90,10 @@ fn json_mode_serves_a_session_from_initialize_to_delete() {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(names, ["echo", "slow", "big", "read_email", "send_email"]);
+    assert_eq!(
+        names,
+        ["echo", "slow", "big", "read_email", "ask", "send_email"]
+    );
     let echo = post(&up, &sid, &call(2, "echo", json!({"text": "hi"}), false)).json();
     assert_eq!(echo["result"]["content"][0]["text"], "hi");
     assert_eq!(echo["id"], 2);
@@ -489,4 +492,25 @@ fn a_reset_in_the_middle_of_the_response_event_leaves_it_resumable() {
     let (events, clean) = resume(&up, &sid, "2-0").events();
     assert!(clean);
     assert_eq!(data(&events[1])["result"]["content"][0]["text"], "whole");
+}
+
+#[test]
+fn ask_sends_the_client_a_request_and_returns_its_response() {
+    let up = HttpUpstream::start(&["--sse"]);
+    let sid = init(&up, V);
+    let mut reply = post(
+        &up,
+        &sid,
+        &call(5, "ask", json!({"method": "roots/list"}), false),
+    );
+    assert_eq!(reply.next_event().unwrap().unwrap().data, "", "priming");
+    let request = data(&reply.next_event().unwrap().unwrap());
+    assert_eq!(request["method"], "roots/list");
+    let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": {"roots": []}});
+    assert_eq!(post(&up, &sid, &answer.to_string()).status, 202);
+    let result = data(&reply.next_event().unwrap().unwrap());
+    assert_eq!(result["id"], 5);
+    let text: Value =
+        serde_json::from_str(result["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text["result"], json!({"roots": []}));
 }

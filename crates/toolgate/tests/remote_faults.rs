@@ -717,7 +717,7 @@ fn an_rmcp_client_rides_out_resets_closes_and_a_restart() {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(tools.len(), 5);
+        assert_eq!(tools.len(), 6);
         let call = |text: &str| -> CallToolRequestParams {
             serde_json::from_value(json!({"name": "echo", "arguments": {"text": text}})).unwrap()
         };
@@ -937,5 +937,29 @@ fn a_reset_in_the_middle_of_the_response_event_delivers_the_whole_response_once(
         resumed["lastEventId"].as_str().unwrap().ends_with("-1"),
         "resumed after the progress notification, not after the cut event: {resumed}"
     );
+    gate.finish();
+}
+
+#[test]
+fn a_server_request_before_a_reset_reaches_the_client_once_and_its_answer_the_server() {
+    let mut gate = Gate::start(&["--sse", "--retry-ms", "10"], &[]);
+    // The stream breaks right after the server's request to the client; the resumption
+    // must not deliver that request again.
+    gate.up.control("reset?at=progress&tool=ask");
+    gate.call(1, "ask", json!({"method": "roots/list"}), false);
+    let request = gate.client.recv_json();
+    assert_eq!(request["method"], "roots/list", "{request}");
+    let answer = json!({"jsonrpc": "2.0", "id": request["id"],
+        "result": {"roots": [{"uri": "file:///work", "name": "work"}]}});
+    gate.client.send(answer.to_string());
+    let (reply, before) = gate.until_response(1);
+    assert!(
+        before.is_empty(),
+        "nothing else, the request not twice: {before:?}"
+    );
+    let relayed: Value = serde_json::from_str(text(&reply)).unwrap();
+    assert_eq!(relayed["result"]["roots"][0]["uri"], "file:///work");
+    fired(&gate.up, "fault: reset after progress", 1);
+    assert_eq!(gets(&gate.up), ["resumed"]);
     gate.finish();
 }

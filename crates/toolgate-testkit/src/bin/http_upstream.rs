@@ -19,7 +19,9 @@
 //! Tools: `echo` (`text`), `slow` (`ms`: sleeps, sending a `notifications/progress`
 //! first when the call has a `progressToken`), `big` (`bytes`, default 16 MiB of `x`),
 //! `read_email` (`message_id`: a mail with an attacker's address and URL, the untrusted
-//! source of taint tests), `send_email` (`to`, `subject`, `body`).
+//! source of taint tests), `send_email` (`to`, `subject`, `body`), `ask` (`method`: sends
+//! the client that request on the call's SSE stream and returns the client's response;
+//! `--sse` only).
 //!
 //! Faults apply to the next `count` (default 1) POSTs that match `method` and `tool`
 //! (when given); with `on=get`, to the next resumption GETs (`Last-Event-ID`) instead
@@ -157,7 +159,9 @@ struct Fault {
 /// whether it is complete, shared by the task producing it and every reader.
 #[derive(Debug, Default)]
 struct Events {
-    list: Vec<String>,
+    /// Each event's data, and whether it is the response (the rest are the server's
+    /// notifications and requests).
+    list: Vec<(String, bool)>,
     done: bool,
     /// Set by a restart: readers abort.
     killed: bool,
@@ -177,7 +181,7 @@ impl EventStream {
         Arc::new(EventStream {
             id,
             events: Mutex::new(Events {
-                list: vec![String::new()],
+                list: vec![(String::new(), false)],
                 ..Events::default()
             }),
             changed: watch::Sender::new(0),
@@ -188,8 +192,8 @@ impl EventStream {
         self.events.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn push(&self, data: String) {
-        self.lock().list.push(data);
+    fn push(&self, data: String, response: bool) {
+        self.lock().list.push((data, response));
         self.changed.send_modify(|v| *v += 1);
     }
 
@@ -221,6 +225,9 @@ struct Inner {
     next_session: u64,
     faults: Vec<Fault>,
     token: Option<String>,
+    /// The `ask` calls waiting for the client's response, by the id asked with.
+    asks: HashMap<String, tokio::sync::oneshot::Sender<Value>>,
+    next_ask: u64,
     /// The token that replaces `token` once it has been accepted this many more times.
     next_token: Option<(Option<String>, u32)>,
     log: Vec<Value>,
@@ -472,7 +479,7 @@ async fn control(
             let inner = app.lock();
             for session in inner.sessions.values() {
                 if let Some(s) = session.streams.get(&0) {
-                    s.push(msg.clone());
+                    s.push(msg.clone(), false);
                 }
             }
             StatusCode::OK.into_response()
@@ -759,8 +766,15 @@ async fn post_message(
         (session_id, version, stream)
     };
 
-    let (Some(method), Some(id)) = (method, id) else {
-        // A notification or a response.
+    let (Some(method), Some(id)) = (method, id.clone()) else {
+        // A notification or a response (perhaps to an `ask`).
+        let waiter = id
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(|id| app.lock().asks.remove(id));
+        if let Some(waiter) = waiter {
+            let _ = waiter.send(msg);
+        }
         return (StatusCode::ACCEPTED.into_response(), "accepted".into());
     };
     let params = msg.get("params").cloned().unwrap_or(Value::Null);
@@ -811,12 +825,17 @@ async fn post_message(
     {
         let stream = Arc::clone(&stream);
         let id = id.clone();
+        let app = Arc::clone(app);
         tokio::spawn(async move {
-            let reply = answer(&method, &id, &params, &version, |note| {
-                stream.push(note);
-            })
-            .await;
-            stream.push(reply);
+            let reply = if method == "tools/call" && params["name"] == "ask" {
+                ask(&app, &stream, &id, &params).await
+            } else {
+                answer(&method, &id, &params, &version, |note| {
+                    stream.push(note, false);
+                })
+                .await
+            };
+            stream.push(reply, true);
             stream.update(|e| e.done = true);
         });
     }
@@ -1027,8 +1046,8 @@ async fn next_chunk(mut r: Reader) -> Option<(Result<Bytes, std::io::Error>, Rea
                 Err(true)
             } else if r.generation.is_some_and(|g| g != e.reader) {
                 Err(false)
-            } else if let Some(data) = e.list.get(r.next) {
-                Ok(Some(data.clone()))
+            } else if let Some(event) = e.list.get(r.next) {
+                Ok(Some(event.clone()))
             } else if e.done {
                 Err(false)
             } else {
@@ -1041,10 +1060,10 @@ async fn next_chunk(mut r: Reader) -> Option<(Result<Bytes, std::io::Error>, Rea
                 return Some((Err(std::io::Error::other("server restarted")), r));
             }
             Err(false) => return None,
-            Ok(Some(data)) => {
+            Ok(Some((data, response))) => {
                 let seq = r.next;
                 r.next += 1;
-                let note = data.starts_with(r#"{"jsonrpc":"2.0","method""#);
+                let note = !response;
                 if note {
                     r.notes += 1;
                 }
@@ -1076,10 +1095,39 @@ fn tool_list() -> Value {
         {"name": "read_email", "description": "Read one email by id.",
          "inputSchema": obj(json!({"message_id": {"type": "string"}}), &["message_id"]),
          "annotations": {"readOnlyHint": true}},
+        {"name": "ask", "description": "Send the client a request (`method`, default `roots/list`) and return its answer.",
+         "inputSchema": obj(json!({"method": {"type": "string"}}), &[])},
         {"name": "send_email", "description": "Send an email.",
          "inputSchema": obj(json!({"to": {"type": "array", "items": {"type": "string"}},
              "subject": {"type": "string"}, "body": {"type": "string"}}), &["to", "subject", "body"])},
     ])
+}
+
+/// The `ask` tool (SSE only): a request to the client on the call's stream; the client's
+/// response (POSTed back) becomes the result.
+async fn ask(app: &App, stream: &EventStream, id: &Value, params: &Value) -> String {
+    let method = params
+        .pointer("/arguments/method")
+        .and_then(Value::as_str)
+        .unwrap_or("roots/list");
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let asked = {
+        let mut inner = app.lock();
+        inner.next_ask += 1;
+        let asked = format!("srv-{}", inner.next_ask);
+        inner.asks.insert(asked.clone(), tx);
+        asked
+    };
+    stream.push(
+        json!({"jsonrpc": "2.0", "id": asked, "method": method, "params": {}}).to_string(),
+        false,
+    );
+    match tokio::time::timeout(Duration::from_secs(60), rx).await {
+        Ok(Ok(answer)) => text_result(id, &answer.to_string()),
+        _ => json!({"jsonrpc": "2.0", "id": id,
+            "error": {"code": -32603, "message": "the client did not answer `ask`"}})
+        .to_string(),
+    }
 }
 
 fn text_result(id: &Value, text: &str) -> String {
