@@ -25,8 +25,9 @@
 //!
 //! Faults apply to the next `count` (default 1) POSTs that match `method` and `tool`
 //! (when given); with `on=get`, to the next resumption GETs (`Last-Event-ID`) instead
-//! (`fail`, `reset`, `close`, `delay`, `garbage`). Armed at start-up with `--fault SPEC` or at run time with
-//! `POST /control/SPEC`, where SPEC is `NAME?key=value&…`:
+//! (`fail`, `reset`, `close`, `delay`, `garbage`). They are armed at start-up with
+//! `--fault SPEC` or at run time with `POST /control/SPEC`, SPEC being
+//! `NAME?key=value&…`:
 //!
 //! - `fail?status=503`: answer with that status (500, 502, 503, …) and do nothing else;
 //!   with `jsonrpc`, the body is a JSON-RPC error (-32000) addressed to the request;
@@ -49,8 +50,10 @@
 //! is accepted from now on, or with `after=N` once the current token has been accepted N
 //! more times; `value` absent: no token at all is valid),
 //! `POST /control/notify?text=T` (a `notifications/message` on every session's GET
-//! stream), `GET /control/info` (`{"addr", "other"}`), `GET /control/log` (every message
-//! received, in order, with what was done with it).
+//! stream), `GET /control/info` (`{"addr", "other"}`), `GET /control/log` (every request
+//! to `/mcp`, in order of completion: `http` method, `listener` (`main` or `other`),
+//! `session`, `protocolVersion`, `lastEventId`, the message's `method`, `id`, `params`,
+//! `result`, `error`, and the `status` and `outcome` of its handling).
 //!
 //! Flags: `--json` | `--sse`, `--retry-ms N` (the priming event's `retry`, default
 //! 100), `--no-get`, `--token T` (require `Authorization: Bearer T`; a wrong or missing
@@ -155,8 +158,8 @@ struct Fault {
     on_get: bool,
 }
 
-/// One SSE stream's events (index = sequence number; event 0 is the priming event) and
-/// whether it is complete, shared by the task producing it and every reader.
+/// One SSE stream's events (index = sequence number; event 0 stands for the priming
+/// event) and whether it is complete, shared by the task producing it and every reader.
 #[derive(Debug, Default)]
 struct Events {
     /// Each event's data, and whether it is the response (the rest are the server's
