@@ -404,12 +404,14 @@ fn a_call_in_flight_when_the_server_restarts_is_answered_with_an_error() {
 #[test]
 fn a_slow_call_does_not_hold_up_others_and_times_out_with_an_error() {
     let mut gate = Gate::start(&["--sse"], &["--request-timeout", "2s"]);
-    gate.call(1, "slow", json!({"ms": 1000}), false);
+    // Pinned first, so that neither call waits for toolgate's own listing.
+    assert_eq!(text(&gate.call_alone(10, "echo", json!({"text": "a"}))), "a");
+    gate.call(1, "slow", json!({"ms": 1500}), false);
     gate.call(2, "echo", json!({"text": "quick"}), false);
     let first = gate.client.recv_json();
     assert_eq!(first["id"], 2, "the quick call is answered first: {first}");
     let second = gate.client.recv_json();
-    assert_eq!(text(&second), "slept 1000 ms");
+    assert_eq!(text(&second), "slept 1500 ms");
 
     gate.call(3, "slow", json!({"ms": 30000}), false);
     let reply = gate.until_response(3).0;
