@@ -376,7 +376,14 @@ fn a_restarted_server_gets_the_original_initialize_and_the_call_is_retried() {
         assert_eq!(calls.len(), 1, "{mode}");
         assert_ne!(calls[0]["session"], refused["session"], "{mode}");
         assert_eq!(executed(&gate.up, "echo"), 2, "{mode}");
-        gate.finish();
+        let new_session = calls[0]["session"].clone();
+        let (up, _) = gate.finish();
+        let log = up.log();
+        let delete = log.iter().find(|e| e["http"] == "DELETE").unwrap();
+        assert_eq!(
+            delete["session"], new_session,
+            "{mode}: the new session ends"
+        );
     }
 }
 
@@ -405,7 +412,10 @@ fn a_call_in_flight_when_the_server_restarts_is_answered_with_an_error() {
 fn a_slow_call_does_not_hold_up_others_and_times_out_with_an_error() {
     let mut gate = Gate::start(&["--sse"], &["--request-timeout", "2s"]);
     // Pinned first, so that neither call waits for toolgate's own listing.
-    assert_eq!(text(&gate.call_alone(10, "echo", json!({"text": "a"}))), "a");
+    assert_eq!(
+        text(&gate.call_alone(10, "echo", json!({"text": "a"}))),
+        "a"
+    );
     gate.call(1, "slow", json!({"ms": 1500}), false);
     gate.call(2, "echo", json!({"text": "quick"}), false);
     let first = gate.client.recv_json();
@@ -535,6 +545,13 @@ fn server_notifications_on_the_get_stream_arrive_once_and_the_session_is_deleted
         .expect("DELETE on exit");
     assert_eq!(delete["session"], sid);
     assert_eq!(delete["status"], 200);
+    // `MCP-Protocol-Version` on everything after `initialize`, and the session id.
+    for entry in &log[1..] {
+        assert_eq!(entry["protocolVersion"], VERSION, "{entry}");
+        assert_eq!(entry["session"], sid, "{entry}");
+    }
+    assert_eq!(log[0]["method"], "initialize");
+    assert_eq!(log[0]["protocolVersion"], Value::Null);
 }
 
 #[test]
