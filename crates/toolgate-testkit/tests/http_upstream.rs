@@ -514,3 +514,22 @@ fn ask_sends_the_client_a_request_and_returns_its_response() {
         serde_json::from_str(result["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(text["result"], json!({"roots": []}));
 }
+
+#[test]
+fn faults_on_listen_strike_the_gets_that_open_the_session_stream() {
+    let up = HttpUpstream::start(&["--json", "--fault", "fail?on=listen&status=503"]);
+    let sid = init(&up, V);
+    let open = || {
+        request(
+            &up.addr,
+            "GET",
+            "/mcp",
+            &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &sid)],
+            b"",
+        )
+    };
+    assert_eq!(open().status, 503);
+    let mut stream = open();
+    assert_eq!(stream.status, 200);
+    assert_eq!(stream.next_event().unwrap().unwrap().data, "");
+}

@@ -982,3 +982,77 @@ fn a_server_request_before_a_reset_reaches_the_client_once_and_its_answer_the_se
     assert_eq!(gets(&gate.up), ["resumed"]);
     gate.finish();
 }
+
+/// The outcomes of the GETs that opened or resumed the session's stream (stream 0).
+fn listening(up: &HttpUpstream) -> Vec<String> {
+    up.log()
+        .into_iter()
+        .filter(|e| {
+            e["http"] == "GET"
+                && (e["lastEventId"].is_null()
+                    || e["lastEventId"]
+                        .as_str()
+                        .is_some_and(|l| l.starts_with("0-")))
+        })
+        .map(|e| e["outcome"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_listening_stream_the_server_closes_is_opened_again_and_loses_nothing() {
+    let mut gate = Gate::start(
+        &[
+            "--json",
+            "--retry-ms",
+            "10",
+            "--fault",
+            "close?on=listen&count=2",
+        ],
+        &[],
+    );
+    assert!(wait_until(Duration::from_secs(20), || {
+        listening(&gate.up).len() == 3
+    }));
+    // Resumed after the priming event of the last stream, not opened afresh.
+    assert_eq!(
+        listening(&gate.up),
+        ["fault: close", "fault: close", "resumed"]
+    );
+    gate.up.control("notify?text=after-two-closes");
+    let note = gate.client.recv_json();
+    assert_eq!(note["params"]["data"], "after-two-closes", "{note}");
+    assert_eq!(text(&gate.call_alone(1, "echo", json!({"text": "x"}))), "x");
+    gate.finish();
+}
+
+/// Found by this test: when the GET that opens the listening stream is refused with a
+/// status other than 405 (here one 503), the transport never tries again, so every
+/// server-initiated message of the session (`notifications/tools/list_changed`, log
+/// messages, resource updates) is lost without a word above debug level. Remove the
+/// `ignore` once a refused listening stream is retried (with a bound, as a dropped one
+/// is).
+#[test]
+#[ignore = "wrap --url gives up the listening stream for good after one refused GET (see the comment)"]
+fn a_listening_stream_refused_once_is_opened_again() {
+    let gate = Gate::start(
+        &[
+            "--json",
+            "--retry-ms",
+            "10",
+            "--fault",
+            "fail?on=listen&status=503",
+        ],
+        &[],
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            listening(&gate.up).len() == 2
+        }),
+        "{:?}",
+        listening(&gate.up)
+    );
+    gate.up.control("notify?text=after-a-503");
+    let note = gate.client.recv_json();
+    assert_eq!(note["params"]["data"], "after-a-503", "{note}");
+    gate.finish();
+}

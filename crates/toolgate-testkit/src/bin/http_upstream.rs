@@ -24,8 +24,9 @@
 //! `--sse` only).
 //!
 //! Faults apply to the next `count` (default 1) POSTs that match `method` and `tool`
-//! (when given); with `on=get`, to the next resumption GETs (`Last-Event-ID`) instead
-//! (`fail`, `reset`, `close`, `delay`, `garbage`). They are armed at start-up with
+//! (when given); with `on=get`, to the next GETs that resume a request's stream
+//! (`Last-Event-ID`) instead, with `on=listen` to the next GETs that open or resume the
+//! session's stream (`fail`, `reset`, `close`, `delay`, `garbage`). They are armed at start-up with
 //! `--fault SPEC` or at run time with `POST /control/SPEC`, SPEC being
 //! `NAME?key=value&…`:
 //!
@@ -88,7 +89,8 @@ usage: http_upstream [--json | --sse] [--retry-ms N] [--no-get] [--token T]
 
 Prints `127.0.0.1:PORT` on the first line of stdout, then serves MCP at /mcp.
 SPEC (also `POST /control/SPEC` at run time), each with optional
-`count=N` (default 1), `method=M` and `tool=T` filters, or `on=get` (resumptions):
+`count=N` (default 1), `method=M` and `tool=T` filters, or `on=get` (resuming a
+request's stream) or `on=listen` (opening or resuming the session's stream):
   fail?status=503[&jsonrpc]  answer the next POST with that status
   reset?at=priming|progress|response  abort the SSE stream there (resumable)
   close                    end the SSE stream after the priming event
@@ -148,14 +150,22 @@ enum At {
     Response,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum On {
+    Post,
+    Resume,
+    Listen,
+}
+
 #[derive(Clone, Debug)]
 struct Fault {
     kind: Kind,
     count: u32,
     method: Option<String>,
     tool: Option<String>,
-    /// Applies to resumption GETs (with `Last-Event-ID`) instead of POSTs.
-    on_get: bool,
+    /// What it applies to: POSTs, GETs that resume a request's stream (`on=get`) or GETs
+    /// that open or resume the session's stream (`on=listen`).
+    on: On,
 }
 
 /// One SSE stream's events (index = sequence number; event 0 stands for the priming
@@ -290,7 +300,12 @@ fn parse_fault(spec: &str) -> Result<Fault, String> {
         count: u32::try_from(num("count", 1)?).map_err(|e| e.to_string())?,
         method: params.get("method").cloned(),
         tool: params.get("tool").cloned(),
-        on_get: params.get("on").is_some_and(|o| o == "get"),
+        on: match params.get("on").map(String::as_str) {
+            None | Some("post") => On::Post,
+            Some("get") => On::Resume,
+            Some("listen") => On::Listen,
+            Some(other) => return Err(format!("unknown `on` value `{other}`")),
+        },
     })
 }
 
@@ -598,7 +613,7 @@ async fn handle(
 }
 
 /// Takes one use of the first armed fault that matches `msg`.
-fn take_fault(app: &App, msg: Option<&Value>, resumption: bool) -> Option<Kind> {
+fn take_fault(app: &App, msg: Option<&Value>, on: On) -> Option<Kind> {
     let method = msg.and_then(|m| m.get("method")).and_then(Value::as_str);
     let tool = msg
         .and_then(|m| m.pointer("/params/name"))
@@ -606,7 +621,7 @@ fn take_fault(app: &App, msg: Option<&Value>, resumption: bool) -> Option<Kind> 
     let mut inner = app.lock();
     let fault = inner.faults.iter_mut().find(|f| {
         f.count > 0
-            && f.on_get == resumption
+            && f.on == on
             && f.method.as_deref().is_none_or(|m| Some(m) == method)
             && f.tool.as_deref().is_none_or(|t| Some(t) == tool)
     })?;
@@ -622,7 +637,7 @@ async fn post_message(
     msg: Option<Value>,
     session_id: Option<String>,
 ) -> (Response, String) {
-    let mut fault = take_fault(app, msg.as_ref(), false);
+    let mut fault = take_fault(app, msg.as_ref(), On::Post);
     match fault {
         Some(Kind::Fail { status, jsonrpc }) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -880,25 +895,26 @@ async fn get_stream(
             "bad accept".into(),
         );
     }
-    let mut fault = None;
-    if header_str(headers, "last-event-id").is_some() {
-        fault = take_fault(app, None, true);
-        match fault {
-            Some(Kind::Fail { status, .. }) => {
-                let status =
-                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-                return (
-                    (status, "injected failure").into_response(),
-                    format!("fault: {}", status.as_u16()),
-                );
-            }
-            Some(Kind::Delay(ms)) => {
-                tokio::time::sleep(Duration::from_millis(ms)).await;
-                fault = None;
-            }
-            Some(Kind::Redirect(_) | Kind::Accept) => fault = None,
-            _ => {}
+    // Stream 0 is the session's own stream; the others answer requests.
+    let on = match header_str(headers, "last-event-id") {
+        Some(last) if !last.starts_with("0-") => On::Resume,
+        _ => On::Listen,
+    };
+    let mut fault = take_fault(app, None, on);
+    match fault {
+        Some(Kind::Fail { status, .. }) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            return (
+                (status, "injected failure").into_response(),
+                format!("fault: {}", status.as_u16()),
+            );
         }
+        Some(Kind::Delay(ms)) => {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            fault = None;
+        }
+        Some(Kind::Redirect(_) | Kind::Accept) => fault = None,
+        _ => {}
     }
     let inner = app.lock();
     let Some(session) = session_id.as_ref().and_then(|s| inner.sessions.get(s)) else {
