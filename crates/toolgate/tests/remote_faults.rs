@@ -1056,3 +1056,26 @@ fn a_listening_stream_refused_once_is_opened_again() {
     assert_eq!(note["params"]["data"], "after-a-503", "{note}");
     gate.finish();
 }
+
+/// Found by this test: when the re-initialization after a 404 fails (the restarted
+/// server is not ready yet: one 503), the transport has dropped the old session id and
+/// has none, so every later request goes without `Mcp-Session-Id` and gets the server's
+/// 400 "Mcp-Session-Id header is required": the session never comes back until the
+/// client restarts toolgate. Remove the `ignore` once a failed re-initialization is tried
+/// again by the next request.
+#[test]
+#[ignore = "wrap --url never re-initializes again after one failed re-initialization (see the comment)"]
+fn a_failed_re_initialization_is_tried_again_by_the_next_call() {
+    let mut gate = Gate::start(&["--json"], &[]);
+    assert_eq!(text(&gate.call_alone(1, "echo", json!({"text": "a"}))), "a");
+    gate.up.control("restart");
+    gate.up.control("fail?status=503&method=initialize");
+    let reply = gate.call_alone(2, "echo", json!({"text": "b"}));
+    let message = error_message(&reply).to_owned();
+    assert!(message.contains("initializing again failed"), "{message}");
+    assert!(message.contains("HTTP 503"), "{message}");
+    let reply = gate.call_alone(3, "echo", json!({"text": "c"}));
+    assert_eq!(text(&reply), "c", "the session is re-established: {reply}");
+    assert_eq!(initializes(&gate.up).len(), 3);
+    gate.finish();
+}
