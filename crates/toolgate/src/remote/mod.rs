@@ -9,3 +9,4 @@
 pub mod authorizer;
 pub mod headers;
 pub mod http;
+pub mod oauth;
