@@ -316,9 +316,8 @@ impl Store {
         let _ = std::fs::remove_file(&tmp);
         write_new(&tmp, &bytes)
             .and_then(|()| std::fs::rename(&tmp, &path))
-            .map_err(|e| {
+            .inspect_err(|_| {
                 let _ = std::fs::remove_file(&tmp);
-                e
             })
             .with_context(|| format!("cannot write the credentials `{}`", path.display()))
     }
