@@ -32,8 +32,10 @@ enum AuthCommand {
     /// Authorize toolgate at a remote MCP server now (opens the browser; the URL is also printed).
     #[command(after_help = "Examples:
   toolgate auth login https://mcp.example.com/mcp
-  toolgate auth login https://mcp.example.com/mcp --client-id my-app --client-secret-env MY_APP_SECRET
-  toolgate auth login https://mcp.example.com/mcp --scope 'read write' --callback-port 8765
+  toolgate auth login https://mcp.example.com/mcp \\
+    --client-id my-app --client-secret-env MY_APP_SECRET
+  toolgate auth login https://mcp.example.com/mcp --scope 'read write' \\
+    --callback-port 8765
 
 Credentials are stored in $TOOLGATE_CREDENTIALS_DIR, else $XDG_DATA_HOME/toolgate/credentials,
 else ~/.local/share/toolgate/credentials (0600). `toolgate wrap --url` uses them.
@@ -64,7 +66,9 @@ TOOLGATE_BROWSER names a program to open the URL with instead of xdg-open/open."
     },
     /// Forget a server's credentials, revoking them where the authorization server offers it.
     #[command(after_help = "Examples:
-  toolgate auth logout https://mcp.example.com/mcp")]
+  toolgate auth logout https://mcp.example.com/mcp
+  toolgate auth logout https://mcp.example.com/mcp \\
+    --client-secret-env MY_APP_SECRET")]
     Logout {
         /// The MCP server URL.
         url: String,
