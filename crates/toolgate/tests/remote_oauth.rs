@@ -93,6 +93,24 @@ impl AuthServer {
         serde_json::from_str(body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
     }
 
+    /// POSTs JSON to the server (plain HTTP/1.1, bounded); returns the status and body.
+    fn post_json(&self, path: &str, body: &Value) -> (u16, Value) {
+        let body = body.to_string();
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(LIMIT)).unwrap();
+        write!(
+            s,
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        s.read_to_string(&mut response).unwrap();
+        let (head, body) = response.split_once("\r\n\r\n").unwrap();
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    }
+
     fn stats(&self) -> Value {
         self.control("GET", "/test/stats")
     }
@@ -526,4 +544,92 @@ fn a_missing_client_secret_variable_is_named() {
         stderr.contains("`TOOLGATE_TEST_NO_SUCH_SECRET` is not set"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_pre_registered_confidential_client_keeps_its_secret_out_of_the_store() {
+    let Some(server) = AuthServer::start(&[]) else {
+        return;
+    };
+    // Registered ahead of time, as an administrator would (RFC 7591, a confidential client).
+    let (status, client) = server.post_json(
+        "/register",
+        &serde_json::json!({
+            "client_name": "pre-registered test client",
+            "redirect_uris": ["http://127.0.0.1:1/callback"],
+            "token_endpoint_auth_method": "client_secret_post",
+            "grant_types": ["authorization_code", "refresh_token"],
+        }),
+    );
+    assert_eq!(status, 201, "{client}");
+    let id = client["client_id"].as_str().unwrap();
+    let secret = client["client_secret"].as_str().unwrap();
+    let user = User::new();
+    let url = server.mcp_url();
+    let flags = [
+        "--client-id",
+        id,
+        "--client-secret-env",
+        "TEST_CLIENT_SECRET",
+    ];
+    let with_secret = [("TEST_CLIENT_SECRET", secret)];
+    let mut args = vec!["auth", "login", url.as_str()];
+    args.extend_from_slice(&flags);
+    assert_ok(
+        &user.toolgate(&args, &with_secret).output().unwrap(),
+        "auth login --client-id",
+    );
+    let stats = server.stats();
+    assert_eq!(
+        stats["registrations"], 1,
+        "no dynamic registration: {stats}"
+    );
+    let stored = std::fs::read_to_string(user.creds_file()).unwrap();
+    assert!(!stored.contains(secret), "the client secret was stored");
+    assert_eq!(
+        user.store()["entries"][0]["client"]["kind"],
+        "pre_registered"
+    );
+
+    // The refresh authenticates with the secret from the environment.
+    user.age_token(10);
+    let mut args = vec!["auth", "status", url.as_str(), "--check"];
+    args.extend_from_slice(&flags);
+    assert_ok(
+        &user.toolgate(&args, &with_secret).output().unwrap(),
+        "status --check --client-id",
+    );
+    assert_eq!(server.stats()["refreshes"], 1);
+}
+
+#[test]
+fn a_token_the_server_refuses_right_after_issue_is_not_a_loop() {
+    let Some(server) = AuthServer::start(&[]) else {
+        return;
+    };
+    let user = User::new();
+    // Without `resource` the authorization server issues a token the MCP server (which
+    // checks the audience) refuses: one flow, then a clear error, not another browser trip.
+    let out = user.run(&[
+        "auth",
+        "login",
+        &server.mcp_url(),
+        "--no-resource-parameter",
+        "--auth-timeout",
+        "45s",
+    ]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("refused the token its authorization server has just issued"),
+        "{stderr}"
+    );
+    let stats = server.stats();
+    assert_eq!(stats["authorizations"], 1, "{stats}");
+    assert_eq!(
+        stats["authorizeRequests"][0]["resource"],
+        Value::Null,
+        "{stats}"
+    );
+    assert_eq!(stats["tokenResources"][0], Value::Null, "{stats}");
 }

@@ -15,7 +15,7 @@ use url::Url;
 use super::callback::Listener;
 use super::challenge::{self, Bearer};
 use super::endpoints::{self, AuthorizationRequest, ClientAuth, EndpointError};
-use super::metadata::{self, Discovered};
+use super::metadata::{self, AuthServer, Discovered};
 use super::pkce;
 use super::store::{ClientInfo, ClientKind, Entry, Secret, Store, now};
 use crate::remote::authorizer::{AuthError, AuthFuture, Authorizer};
@@ -54,7 +54,10 @@ pub struct Config {
 /// The authorizer of one server.
 pub struct OAuthAuthorizer {
     server: Url,
+    /// The store key: the URL without user information or fragment.
     key: String,
+    /// The URL as messages show it: also without its query (`http::redact`).
+    shown: String,
     cfg: Config,
     http: reqwest::Client,
     store: Store,
@@ -64,7 +67,7 @@ pub struct OAuthAuthorizer {
 impl std::fmt::Debug for OAuthAuthorizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OAuthAuthorizer")
-            .field("server", &self.key)
+            .field("server", &self.shown)
             .finish_non_exhaustive()
     }
 }
@@ -92,6 +95,7 @@ impl OAuthAuthorizer {
     pub fn new(server: &Url, cfg: Config, http: reqwest::Client, store: Store) -> Self {
         OAuthAuthorizer {
             key: server_key(server),
+            shown: redact(server),
             server: server.clone(),
             cfg,
             http,
@@ -111,7 +115,7 @@ impl OAuthAuthorizer {
     }
 
     fn login_hint(&self) -> String {
-        format!("help: run `toolgate auth login {}`", self.key)
+        format!("help: run `toolgate auth login {}`", self.shown)
     }
 
     fn load(&self, st: &mut State) -> Result<(), AuthError> {
@@ -145,7 +149,7 @@ impl OAuthAuthorizer {
                     Err(RefreshError::Other(e)) if !tokens.expired(t) => {
                         tracing::warn!(
                             "cannot refresh the token of `{}` ahead of its expiry (still using it): {e:#}",
-                            self.key
+                            self.shown
                         );
                     }
                     Err(RefreshError::Other(e)) => return Err(AuthError::Failed(format!("{e:#}"))),
@@ -186,7 +190,7 @@ impl OAuthAuthorizer {
         {
             tracing::debug!(
                 "adopting the token another toolgate stored for `{}`",
-                self.key
+                self.shown
             );
             st.entry = Some(stored.clone());
             return Ok(());
@@ -230,7 +234,7 @@ impl OAuthAuthorizer {
                 Err(RefreshError::Refused(format!(
                     "the authorization server `{issuer}` refused the refresh token of `{}` \
                      (`invalid_grant`: it was revoked or has expired)\n  {}",
-                    self.key,
+                    self.shown,
                     self.login_hint()
                 )))
             }
@@ -256,7 +260,7 @@ impl OAuthAuthorizer {
             }
             Err(e) => Err(RefreshError::Other(anyhow::anyhow!(
                 "cannot refresh the token of `{}`: {e}",
-                self.key
+                self.shown
             ))),
         }
     }
@@ -317,7 +321,7 @@ impl OAuthAuthorizer {
                     )));
                 }
                 st.step_ups.push(wanted);
-                tracing::info!("`{}` needs scope `{text}`: authorizing again", self.key);
+                tracing::info!("`{}` needs scope `{text}`: authorizing again", self.shown);
                 self.flow(&mut st, &bearer, Some(text), rejected).await
             }
             401 => {
@@ -389,7 +393,7 @@ impl OAuthAuthorizer {
         let limit = self.cfg.timeout;
         match tokio::time::timeout(limit, self.flow_unbounded(st, bearer, scope, rejected)).await {
             Ok(result) => result,
-            Err(_) => Err(AuthError::Timeout(limit, self.key.clone())),
+            Err(_) => Err(AuthError::Timeout(limit, self.shown.clone())),
         }
     }
 
@@ -437,31 +441,17 @@ impl OAuthAuthorizer {
         if !self.cfg.interactive {
             return Err(AuthError::NeedsLogin(format!(
                 "no valid credentials for `{}`\n  {}",
-                self.key,
+                self.shown,
                 self.login_hint()
             )));
         }
-        if !meta
-            .code_challenge_methods_supported
-            .as_ref()
-            .is_some_and(|m| m.iter().any(|m| m == "S256"))
-        {
-            return Err(AuthError::Failed(format!(
-                "the authorization server `{}` does not advertise PKCE `S256` (`code_challenge_methods_supported`): refused",
-                meta.issuer
-            )));
-        }
-        let scope = scope
-            .or_else(|| self.cfg.scope.clone())
-            .or_else(|| bearer.scope.clone())
-            .or_else(|| {
-                found
-                    .resource_metadata
-                    .scopes_supported
-                    .as_ref()
-                    .filter(|s| !s.is_empty())
-                    .map(|s| s.join(" "))
-            });
+        check_pkce(meta).map_err(AuthError::Failed)?;
+        let scope = choose_scope(
+            scope,
+            self.cfg.scope.as_deref(),
+            bearer.scope.as_deref(),
+            found.resource_metadata.scopes_supported.as_deref(),
+        );
         let resource = self
             .cfg
             .resource_parameter
@@ -495,25 +485,7 @@ impl OAuthAuthorizer {
         }
         open_browser(&url);
         let response = listener.wait(&state).await.map_err(failed)?;
-        match (
-            &response.iss,
-            meta.authorization_response_iss_parameter_supported,
-        ) {
-            (Some(iss), _) if iss != &meta.issuer => {
-                return Err(AuthError::Failed(format!(
-                    "the authorization response names issuer `{}`, not `{}`: refused (RFC 9207; a mix-up attack?)",
-                    super::callback::clean(iss),
-                    meta.issuer
-                )));
-            }
-            (None, true) => {
-                return Err(AuthError::Failed(format!(
-                    "the authorization response has no `iss`, though `{}` promises one: refused (RFC 9207)",
-                    meta.issuer
-                )));
-            }
-            _ => {}
-        }
+        check_iss(response.iss.as_deref(), meta).map_err(AuthError::Failed)?;
         let auth = ClientAuth::new(&client, self.cfg.client_secret.clone());
         let tokens = endpoints::exchange_code(
             &self.http,
@@ -527,7 +499,9 @@ impl OAuthAuthorizer {
             self.cfg.allow_http,
         )
         .await
-        .map_err(|e| AuthError::Failed(format!("cannot obtain a token for `{}`: {e}", self.key)))?;
+        .map_err(|e| {
+            AuthError::Failed(format!("cannot obtain a token for `{}`: {e}", self.shown))
+        })?;
         let header = tokens.header();
         let entry = Entry {
             server: self.key.clone(),
@@ -629,6 +603,56 @@ impl Authorizer for OAuthAuthorizer {
     }
 }
 
+/// PKCE is mandatory: the authorization server must advertise `S256` (MCP 2025-11-25:
+/// a client MUST refuse when `code_challenge_methods_supported` is absent or lacks it).
+fn check_pkce(meta: &AuthServer) -> Result<(), String> {
+    if meta
+        .code_challenge_methods_supported
+        .as_ref()
+        .is_some_and(|m| m.iter().any(|m| m == "S256"))
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "the authorization server `{}` does not advertise PKCE `S256` (`code_challenge_methods_supported`): refused",
+            meta.issuer
+        ))
+    }
+}
+
+/// The scopes to request: a step-up's set, else `--scope`, else the challenge's `scope`,
+/// else the protected resource's `scopes_supported`, else none (the parameter is left out).
+/// Never a built-in list.
+fn choose_scope(
+    step_up: Option<String>,
+    user: Option<&str>,
+    challenge: Option<&str>,
+    supported: Option<&[String]>,
+) -> Option<String> {
+    step_up
+        .or_else(|| user.map(str::to_owned))
+        .or_else(|| challenge.map(str::to_owned))
+        .or_else(|| supported.filter(|s| !s.is_empty()).map(|s| s.join(" ")))
+        .filter(|s| !s.trim().is_empty())
+}
+
+/// RFC 9207: an `iss` in the authorization response must be the issuer's identifier, and
+/// must be there when the metadata promises it.
+fn check_iss(iss: Option<&str>, meta: &AuthServer) -> Result<(), String> {
+    match (iss, meta.authorization_response_iss_parameter_supported) {
+        (Some(iss), _) if iss != meta.issuer => Err(format!(
+            "the authorization response names issuer `{}`, not `{}`: refused (RFC 9207; a mix-up attack?)",
+            super::callback::clean(iss),
+            meta.issuer
+        )),
+        (None, true) => Err(format!(
+            "the authorization response has no `iss`, though `{}` promises one: refused (RFC 9207)",
+            meta.issuer
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The store key of a server URL: the URL without user information or fragment.
 pub fn server_key(server: &Url) -> String {
     let mut url = server.clone();
@@ -672,5 +696,73 @@ fn open_browser(url: &Url) {
             "cannot start `{}` to open the authorization URL: {e}",
             program.to_string_lossy()
         ),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn meta() -> AuthServer {
+        AuthServer {
+            issuer: "https://as.example/".into(),
+            code_challenge_methods_supported: Some(vec!["plain".into(), "S256".into()]),
+            ..AuthServer::default()
+        }
+    }
+
+    #[test]
+    fn pkce_s256_is_required() {
+        check_pkce(&meta()).unwrap();
+        let mut m = meta();
+        m.code_challenge_methods_supported = Some(vec!["plain".into()]);
+        assert!(check_pkce(&m).unwrap_err().contains("S256"));
+        m.code_challenge_methods_supported = None;
+        assert!(check_pkce(&m).is_err());
+    }
+
+    #[test]
+    fn scopes_come_from_the_server_never_a_fixed_list() {
+        let supported = vec!["a".to_owned(), "b".to_owned()];
+        assert_eq!(
+            choose_scope(Some("x y".into()), Some("u"), Some("c"), Some(&supported)).as_deref(),
+            Some("x y")
+        );
+        assert_eq!(
+            choose_scope(None, Some("u"), Some("c"), Some(&supported)).as_deref(),
+            Some("u")
+        );
+        assert_eq!(
+            choose_scope(None, None, Some("c"), Some(&supported)).as_deref(),
+            Some("c")
+        );
+        assert_eq!(
+            choose_scope(None, None, None, Some(&supported)).as_deref(),
+            Some("a b")
+        );
+        assert_eq!(choose_scope(None, None, None, Some(&[])), None);
+        assert_eq!(choose_scope(None, None, None, None), None);
+    }
+
+    #[test]
+    fn iss_is_checked_when_sent_or_promised() {
+        let mut m = meta();
+        check_iss(None, &m).unwrap();
+        check_iss(Some("https://as.example/"), &m).unwrap();
+        assert!(
+            check_iss(Some("https://evil.example/"), &m)
+                .unwrap_err()
+                .contains("mix-up")
+        );
+        m.authorization_response_iss_parameter_supported = true;
+        assert!(check_iss(None, &m).is_err());
+        check_iss(Some("https://as.example/"), &m).unwrap();
+    }
+
+    #[test]
+    fn server_keys_drop_credentials_and_fragments() {
+        let url = Url::parse("https://user:pw@mcp.example/mcp?tenant=a#x").unwrap();
+        assert_eq!(server_key(&url), "https://mcp.example/mcp?tenant=a");
     }
 }
