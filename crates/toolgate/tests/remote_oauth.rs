@@ -441,20 +441,81 @@ fn two_concurrent_logins_run_one_browser_flow() {
     assert_eq!(user.browser_runs().len(), 1);
 }
 
+/// The lock file `toolgate` takes for one server's flows and refreshes.
+fn server_lock_path(user: &User, url: &str) -> PathBuf {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(url.as_bytes());
+    user.creds_dir()
+        .join(format!("{}.lock", hex::encode(&digest[..12])))
+}
+
+/// Waits (bounded) until `n` processes are blocked on the `flock` of `path` (/proc/locks
+/// lists each waiter with `->`).
+fn wait_for_lock_waiters(path: &std::path::Path, n: usize) {
+    use std::os::unix::fs::MetadataExt as _;
+    let suffix = format!(":{} ", std::fs::metadata(path).unwrap().ino());
+    let deadline = std::time::Instant::now() + LIMIT;
+    loop {
+        let locks = std::fs::read_to_string("/proc/locks").unwrap();
+        let waiting = locks
+            .lines()
+            .filter(|l| l.contains("->") && l.contains(&suffix))
+            .count();
+        if waiting >= n {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only {waiting} of {n} processes reached the lock:\n{locks}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn concurrent_refreshes_use_a_rotating_refresh_token_once() {
     let Some(server) = AuthServer::start(&[]) else {
         return;
     };
+    if !std::path::Path::new("/proc/locks").exists() {
+        eprintln!("SKIPPED: no /proc/locks to see processes waiting for the lock");
+        return;
+    }
     let user = User::new();
     let url = server.mcp_url();
     login(&user, &server, &[]);
     user.age_token(20);
+    // Hold the server's lock until all three have read the expiring token and wait for it,
+    // so they really race for one rotating refresh token.
+    let lock_path = server_lock_path(&user, &url);
+    let lock = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
+        .unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let children: Vec<std::process::Child> = (0..3)
+        .map(|_| {
+            let mut cmd = std::process::Command::new(common::toolgate_bin());
+            cmd.args(["auth", "status", &url, "--check", "--auth-timeout", "45s"])
+                .env("TOOLGATE_CREDENTIALS_DIR", user.creds_dir())
+                .env("TOOLGATE_BROWSER", "/bin/false")
+                .env_remove("XDG_DATA_HOME")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            cmd.spawn().unwrap()
+        })
+        .collect();
+    wait_for_lock_waiters(&lock_path, 3);
+    drop(lock);
     let outputs: Vec<Output> = std::thread::scope(|s| {
-        let runs: Vec<_> = (0..3)
-            .map(|_| s.spawn(|| user.run(&["auth", "status", &url, "--check"])))
+        let waits: Vec<_> = children
+            .into_iter()
+            .map(|child| s.spawn(move || child.wait_with_output().unwrap()))
             .collect();
-        runs.into_iter().map(|h| h.join().unwrap()).collect()
+        waits.into_iter().map(|h| h.join().unwrap()).collect()
     });
     for out in &outputs {
         assert_ok(out, "a concurrent status --check");
