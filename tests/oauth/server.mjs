@@ -12,6 +12,8 @@
 //   OAUTH_TOKEN_TTL   access token lifetime in seconds (default 3600)
 //   OAUTH_SCOPES      scopes_supported, space-separated (default "mcp:read mcp:write")
 //   OAUTH_ISS=1       send `iss` (RFC 9207) in authorization responses and advertise it
+//   OAUTH_NO_RESOURCE_METADATA_PARAM=1  leave `resource_metadata` out of WWW-Authenticate
+//                     (clients must then find the metadata at the well-known URL)
 // Test controls (POST unless noted):
 //   GET /test/stats                      counters and what was requested
 //   /test/require?scope=a%20b            the scopes /mcp requires from now on
@@ -29,6 +31,7 @@ import { InvalidGrantError, InvalidTokenError, InvalidRequestError } from '@mode
 const ttl = Number(process.env.OAUTH_TOKEN_TTL ?? 3600);
 const scopesSupported = (process.env.OAUTH_SCOPES ?? 'mcp:read mcp:write').split(' ').filter(Boolean);
 const sendIss = process.env.OAUTH_ISS === '1';
+const noResourceMetadataParam = process.env.OAUTH_NO_RESOURCE_METADATA_PARAM === '1';
 
 const stats = {
   registrations: 0,
@@ -143,7 +146,7 @@ const listener = app.listen(0, '127.0.0.1', () => {
     clientRegistrationOptions: noLimit,
     revocationOptions: noLimit,
   }));
-  const resourceMetadataUrl = getOAuthProtectedResourceMetadataUrl(mcpUrl);
+  const resourceMetadataUrl = noResourceMetadataParam ? undefined : getOAuthProtectedResourceMetadataUrl(mcpUrl);
   const auth = (req, res, next) => requireBearerAuth({ verifier: provider, requiredScopes: required, resourceMetadataUrl, expectedResource: mcpUrl })(req, res, next);
 
   app.get('/test/stats', (_req, res) => res.json(stats));

@@ -694,3 +694,31 @@ fn a_token_the_server_refuses_right_after_issue_is_not_a_loop() {
     );
     assert_eq!(stats["tokenResources"][0], Value::Null, "{stats}");
 }
+
+#[test]
+fn without_resource_metadata_in_the_challenge_the_well_known_url_is_used() {
+    let Some(server) = AuthServer::start(&[("OAUTH_NO_RESOURCE_METADATA_PARAM", "1")]) else {
+        return;
+    };
+    let user = User::new();
+    // A port that was free a moment ago, for `--callback-port`.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    login(&user, &server, &["--callback-port", &port]);
+    let stats = server.stats();
+    assert_eq!(stats["codeExchanges"], 1, "{stats}");
+    assert_eq!(
+        stats["authorizeRequests"][0]["scopes"],
+        serde_json::json!(["mcp:read", "mcp:write"])
+    );
+    let runs = user.browser_runs();
+    let redirect = format!("redirect_uri=http%3A%2F%2F127.0.0.1%3A{port}%2Fcallback");
+    assert!(
+        runs[0]["url"].as_str().unwrap().contains(&redirect),
+        "{runs:?}"
+    );
+}
