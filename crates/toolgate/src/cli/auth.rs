@@ -50,7 +50,10 @@ TOOLGATE_BROWSER names a program to open the URL with instead of xdg-open/open."
     #[command(after_help = "Examples:
   toolgate auth status
   toolgate auth status https://mcp.example.com/mcp --check
-  toolgate auth status --json")]
+  toolgate auth status --json
+
+With a URL, exits 1 when that server has no usable credentials (none, or expired and not
+refreshable); `--check` exits 2 when the server refuses them.")]
     Status {
         /// Only this server.
         url: Option<String>,

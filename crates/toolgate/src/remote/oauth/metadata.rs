@@ -295,9 +295,110 @@ pub async fn discover(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
     use super::*;
+
+    /// A loopback HTTP/1.1 server answering GETs from `routes` (path → JSON body, where
+    /// `BASE` stands for the server's own `http://127.0.0.1:PORT`; others 404), recording
+    /// the paths asked for. Returns the base URL and the record.
+    async fn serve(routes: &[(&str, &str)]) -> (String, Arc<Mutex<Vec<String>>>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let routes: HashMap<String, String> = routes
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.replace("BASE", &base)))
+            .collect();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut s, _)) = listener.accept().await else {
+                    return;
+                };
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let n = s.read(&mut buf).await.unwrap();
+                    if n == 0 {
+                        break;
+                    }
+                    head.extend_from_slice(&buf[..n]);
+                }
+                let text = String::from_utf8_lossy(&head).into_owned();
+                let path = text.split(' ').nth(1).unwrap_or_default().to_owned();
+                log.lock().unwrap().push(path.clone());
+                let (status, body) = match routes.get(&path) {
+                    Some(body) => ("200 OK", body.clone()),
+                    None => ("404 Not Found", "not found".to_owned()),
+                };
+                let reply = format!(
+                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(reply.as_bytes()).await;
+            }
+        });
+        (base, seen)
+    }
+
+    fn http() -> reqwest::Client {
+        crate::remote::http::client(&crate::remote::http::NetOptions::default()).unwrap()
+    }
+
+    // Bodies in the shapes of RFC 9728 §3.2 and OpenID Connect Discovery 1.0 §4.2.
+    const PRM: &str = r#"{"resource":"BASE/v1/mcp","authorization_servers":["BASE/tenant1"],"scopes_supported":["files:read"]}"#;
+    const OIDC: &str = r#"{"issuer":"BASE/tenant1","authorization_endpoint":"BASE/tenant1/authorize","token_endpoint":"BASE/tenant1/token","code_challenge_methods_supported":["S256"]}"#;
+
+    #[tokio::test]
+    async fn discovery_walks_the_well_known_urls_in_order() {
+        let (base, seen) = serve(&[
+            ("/.well-known/oauth-protected-resource/v1/mcp", PRM),
+            ("/tenant1/.well-known/openid-configuration", OIDC),
+        ])
+        .await;
+        let server = url(&format!("{base}/v1/mcp"));
+        let found = discover(&http(), &server, None, false).await.unwrap();
+        assert_eq!(found.auth_server.issuer, format!("{base}/tenant1"));
+        assert_eq!(found.resource.as_str(), format!("{base}/v1/mcp"));
+        assert_eq!(
+            found.resource_metadata.scopes_supported,
+            Some(vec!["files:read".to_owned()])
+        );
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                "/.well-known/oauth-protected-resource/v1/mcp",
+                "/.well-known/oauth-authorization-server/tenant1",
+                "/.well-known/openid-configuration/tenant1",
+                "/tenant1/.well-known/openid-configuration",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn metadata_for_another_resource_or_issuer_is_refused() {
+        let (base, _) = serve(&[("/.well-known/oauth-protected-resource", PRM)]).await;
+        let other = url(&format!("{base}/v2/mcp"));
+        let err = discover(&http(), &other, None, false).await.unwrap_err();
+        assert!(format!("{err:#}").contains("RFC 9728"), "{err:#}");
+
+        let lying = r#"{"issuer":"https://evil.example","authorization_endpoint":"BASE/a","token_endpoint":"BASE/t"}"#;
+        let (base, _) = serve(&[
+            ("/.well-known/oauth-protected-resource/v1/mcp", PRM),
+            ("/.well-known/oauth-authorization-server/tenant1", lying),
+        ])
+        .await;
+        let err = discover(&http(), &url(&format!("{base}/v1/mcp")), None, false)
+            .await
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("RFC 8414"), "{err:#}");
+    }
 
     fn url(s: &str) -> Url {
         Url::parse(s).unwrap()

@@ -4,6 +4,14 @@
 //! authorization code with PKCE S256 through the user's browser and a loopback callback
 //! (`pkce`, `callback`), tokens refreshed ahead of expiry and kept per (server, issuer) in
 //! a private file (`store`), and the [`Authorizer`] the transport calls (`session`).
+//!
+//! How the transport uses it: before each request, `authorization()` (a `Bearer …` value,
+//! or `None`: send without); on a 401 or 403, `challenge(status, WWW-Authenticate,
+//! the value the refused request carried)`, then retry the request once with a fresh
+//! `authorization()`. An `Err` is final for that request (answer it with a JSON-RPC
+//! error carrying the message: it never contains a token). Calls are serialised inside
+//! the authorizer; while a browser flow runs, `authorization()` waits for it (bounded by
+//! `--auth-timeout`).
 
 pub mod callback;
 pub mod challenge;
