@@ -722,3 +722,35 @@ fn without_resource_metadata_in_the_challenge_the_well_known_url_is_used() {
         "{runs:?}"
     );
 }
+
+#[test]
+fn a_registration_the_server_forgot_is_not_reused_after_a_timeout() {
+    let Some(server) = AuthServer::start(&[]) else {
+        return;
+    };
+    let user = User::new();
+    let url = server.mcp_url();
+    login(&user, &server, &[]);
+    // The tokens are refused (so the next login needs the browser) and the authorization
+    // server forgets the registration: its authorize page shows an error and never
+    // redirects, so that login can only time out.
+    server.control("POST", "/test/revoke-refresh-tokens");
+    user.age_token(-10);
+    let out = user.run(&["auth", "status", &url, "--check"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out).1);
+    server.control("POST", "/test/forget-clients");
+    let out = user.run(&["auth", "login", &url, "--auth-timeout", "3s"]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("did not complete within 3s"), "{stderr}");
+    assert_eq!(
+        user.browser_runs()[1]["stopped"],
+        400,
+        "{:?}",
+        user.browser_runs()
+    );
+    assert_eq!(server.stats()["registrations"], 1);
+    // The next login registers again and succeeds.
+    login(&user, &server, &[]);
+    assert_eq!(server.stats()["registrations"], 2);
+}

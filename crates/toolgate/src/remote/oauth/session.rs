@@ -80,6 +80,10 @@ struct State {
     last_flow_header: Option<String>,
     /// The scope sets step-ups asked for.
     step_ups: Vec<BTreeSet<String>>,
+    /// While a browser flow waits: the issuer, if the client is a registration reused from
+    /// an earlier flow (an authorization server that forgot it shows the user an error page
+    /// and never redirects, so a timeout drops it: the next flow registers again).
+    reused_client_at: Option<String>,
 }
 
 /// Why a refresh did not give a token.
@@ -391,9 +395,35 @@ impl OAuthAuthorizer {
         rejected: Option<&str>,
     ) -> Result<(), AuthError> {
         let limit = self.cfg.timeout;
-        match tokio::time::timeout(limit, self.flow_unbounded(st, bearer, scope, rejected)).await {
+        let outcome =
+            tokio::time::timeout(limit, self.flow_unbounded(st, bearer, scope, rejected)).await;
+        let reused = st.reused_client_at.take();
+        match outcome {
             Ok(result) => result,
-            Err(_) => Err(AuthError::Timeout(limit, self.shown.clone())),
+            Err(_) => {
+                if let Some(issuer) = reused {
+                    self.forget_registration(&issuer);
+                }
+                Err(AuthError::Timeout(limit, self.shown.clone()))
+            }
+        }
+    }
+
+    /// Stops reusing the dynamic registration at `issuer` (its tokens, if any, stay).
+    fn forget_registration(&self, issuer: &str) {
+        let key = &self.key;
+        let result = self.store.modify(|entries| {
+            for e in entries.iter_mut() {
+                if &e.server == key
+                    && metadata::same_issuer(&e.issuer, issuer)
+                    && e.client.kind == ClientKind::Dynamic
+                {
+                    e.client.redirect_uri = None;
+                }
+            }
+        });
+        if let Err(e) = result {
+            tracing::warn!("{e:#}");
         }
     }
 
@@ -460,6 +490,10 @@ impl OAuthAuthorizer {
             .client_identity(&found, stored.as_ref(), scope.as_deref())
             .await
             .map_err(failed)?;
+        if stored.as_ref().is_some_and(|e| e.client == client) && client.kind == ClientKind::Dynamic
+        {
+            st.reused_client_at = Some(meta.issuer.clone());
+        }
         let (verifier, code_challenge) = pkce::pair().map_err(failed)?;
         let state = pkce::random_string(32).map_err(failed)?;
         let redirect_uri = listener.redirect_uri();
