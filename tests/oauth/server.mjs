@@ -12,6 +12,9 @@
 //   OAUTH_TOKEN_TTL   access token lifetime in seconds (default 3600)
 //   OAUTH_SCOPES      scopes_supported, space-separated (default "mcp:read mcp:write")
 //   OAUTH_ISS=1       send `iss` (RFC 9207) in authorization responses and advertise it
+//   OAUTH_CIMD=1      advertise client ID metadata documents: an https client_id is accepted
+//                     as a public client with a loopback redirect URI (this stands in for the
+//                     AS fetching the document, which the tests cannot host over https)
 //   OAUTH_NO_RESOURCE_METADATA_PARAM=1  leave `resource_metadata` out of WWW-Authenticate
 //                     (clients must then find the metadata at the well-known URL)
 // Test controls (POST unless noted):
@@ -24,13 +27,14 @@ import { randomUUID } from 'node:crypto';
 import express from 'express';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { mcpAuthRouter, getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/sdk/server/auth/router.js';
+import { mcpAuthRouter, createOAuthMetadata, getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/sdk/server/auth/router.js';
 import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
 import { InvalidGrantError, InvalidTokenError, InvalidRequestError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 
 const ttl = Number(process.env.OAUTH_TOKEN_TTL ?? 3600);
 const scopesSupported = (process.env.OAUTH_SCOPES ?? 'mcp:read mcp:write').split(' ').filter(Boolean);
 const sendIss = process.env.OAUTH_ISS === '1';
+const cimd = process.env.OAUTH_CIMD === '1';
 const noResourceMetadataParam = process.env.OAUTH_NO_RESOURCE_METADATA_PARAM === '1';
 
 const stats = {
@@ -43,6 +47,7 @@ const stats = {
   authorizeRequests: [],
   tokenResources: [],
   mcpAccepted: 0,
+  metadataDocumentClients: [],
 };
 let required = [];
 let authorizeMode = 'normal';
@@ -50,7 +55,13 @@ let issuer;
 
 class ClientsStore {
   constructor() { this.clients = new Map(); }
-  async getClient(id) { return this.clients.get(id); }
+  async getClient(id) {
+    if (cimd && id.startsWith('https://')) {
+      stats.metadataDocumentClients.push(id);
+      return { client_id: id, redirect_uris: ['http://127.0.0.1:1/callback'], token_endpoint_auth_method: 'none' };
+    }
+    return this.clients.get(id);
+  }
   async registerClient(client) {
     stats.registrations++;
     this.clients.set(client.client_id, client);
@@ -136,6 +147,10 @@ const listener = app.listen(0, '127.0.0.1', () => {
   issuer = `http://127.0.0.1:${port}/`;
   const mcpUrl = new URL(`http://127.0.0.1:${port}/mcp`);
   const noLimit = { rateLimit: false };
+  if (cimd) {
+    const metadata = createOAuthMetadata({ provider, issuerUrl: new URL(issuer), scopesSupported });
+    app.get('/.well-known/oauth-authorization-server', (_req, res) => res.json({ ...metadata, client_id_metadata_document_supported: true }));
+  }
   app.use(mcpAuthRouter({
     provider,
     issuerUrl: new URL(issuer),

@@ -754,3 +754,31 @@ fn a_registration_the_server_forgot_is_not_reused_after_a_timeout() {
     login(&user, &server, &[]);
     assert_eq!(server.stats()["registrations"], 2);
 }
+
+#[test]
+fn a_client_id_metadata_document_is_used_where_supported() {
+    let document = "https://client.example/toolgate.json";
+    let Some(server) = AuthServer::start(&[("OAUTH_CIMD", "1")]) else {
+        return;
+    };
+    let user = User::new();
+    login(&user, &server, &["--client-metadata-url", document]);
+    let stats = server.stats();
+    assert_eq!(stats["registrations"], 0, "{stats}");
+    assert_eq!(stats["metadataDocumentClients"][0], document, "{stats}");
+    let client = &user.store()["entries"][0]["client"];
+    assert_eq!(client["client_id"], document);
+    assert_eq!(client["kind"], "metadata_document");
+
+    // An authorization server without support: dynamic registration, with a warning.
+    let Some(plain) = AuthServer::start(&[]) else {
+        return;
+    };
+    let other = User::new();
+    let (_, stderr) = login(&other, &plain, &["--client-metadata-url", document]);
+    assert!(
+        stderr.contains("does not support client ID metadata documents"),
+        "{stderr}"
+    );
+    assert_eq!(plain.stats()["registrations"], 1);
+}
