@@ -782,3 +782,145 @@ fn a_client_id_metadata_document_is_used_where_supported() {
     );
     assert_eq!(plain.stats()["registrations"], 1);
 }
+
+// --- through `toolgate wrap --url` ------------------------------------------------------
+
+/// `toolgate wrap --url` for `server`, as `user`, with an allow-all policy.
+fn wrap(user: &User, server: &AuthServer, extra: &[&str]) -> toolgate_testkit::Peer {
+    let policy = user.dir.path().join("policy.yaml");
+    std::fs::write(&policy, "version: 1\ndefault: allow\npacks: []\n").unwrap();
+    let url = server.mcp_url();
+    let mut cmd = Command::new(common::toolgate_bin());
+    cmd.args([
+        "wrap",
+        "--server",
+        "oauth-test",
+        "--approval",
+        "none",
+        "--policy",
+    ])
+    .arg(&policy)
+    .arg("--audit")
+    .arg(user.dir.path().join("audit.jsonl"))
+    .args(["--url", &url])
+    .args(extra)
+    .env("HOME", user.dir.path())
+    .env("TOOLGATE_PINS_DIR", user.dir.path().join("pins"))
+    .env("TOOLGATE_BROKER_DIR", user.dir.path().join("broker"))
+    .env("TOOLGATE_CREDENTIALS_DIR", user.creds_dir())
+    .env("TOOLGATE_BROWSER", user.dir.path().join("browser"))
+    .env("OAUTH_BROWSER_LOG", user.dir.path().join("browser.log"))
+    .env_remove("XDG_DATA_HOME");
+    toolgate_testkit::Peer::spawn(cmd, false)
+}
+
+fn request(peer: &mut toolgate_testkit::Peer, id: i64, method: &str, params: Value) -> Value {
+    let frame = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    peer.send(frame.to_string());
+    loop {
+        let m = peer.recv_json();
+        if m["id"] == id && m.get("method").is_none() {
+            return m;
+        }
+    }
+}
+
+fn initialize(peer: &mut toolgate_testkit::Peer) -> Value {
+    let r = request(
+        peer,
+        0,
+        "initialize",
+        serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "oauth-wrap-test", "version": "0"}}),
+    );
+    peer.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    r
+}
+
+#[test]
+fn wrap_logs_in_at_the_first_initialize_and_answers_it_once_authorized() {
+    let Some(server) = AuthServer::start(&[]) else {
+        return;
+    };
+    let user = User::new();
+    let mut peer = wrap(&user, &server, &["--auth-timeout", "45s"]);
+    let init = initialize(&mut peer);
+    assert_eq!(
+        init["result"]["serverInfo"]["name"], "oauth-test-server",
+        "{init}"
+    );
+    let who = request(
+        &mut peer,
+        1,
+        "tools/call",
+        serde_json::json!({"name": "whoami", "arguments": {}}),
+    );
+    assert!(
+        who["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("client "),
+        "{who}"
+    );
+    let stats = server.stats();
+    assert_eq!(stats["authorizations"], 1, "{stats}");
+    assert_eq!(user.browser_runs().len(), 1);
+    // The token is in the store, never in the audit.
+    let token = access_token(&user);
+    let audit = std::fs::read_to_string(user.dir.path().join("audit.jsonl")).unwrap();
+    assert!(!audit.contains(&token), "the access token is in the audit");
+}
+
+#[test]
+fn wrap_refreshes_a_token_that_expires_in_the_middle_of_a_session() {
+    // Tokens live 2 s: a session of several seconds outlives a few of them.
+    let Some(server) = AuthServer::start(&[("OAUTH_TOKEN_TTL", "2")]) else {
+        return;
+    };
+    let user = User::new();
+    login(&user, &server, &[]);
+    let mut peer = wrap(&user, &server, &["--auth-timeout", "45s"]);
+    let init = initialize(&mut peer);
+    assert!(init.get("result").is_some(), "{init}");
+    let started = std::time::Instant::now();
+    let mut id = 1;
+    while started.elapsed() < Duration::from_secs(5) {
+        let who = request(
+            &mut peer,
+            id,
+            "tools/call",
+            serde_json::json!({"name": "whoami", "arguments": {}}),
+        );
+        assert!(
+            who.get("result").is_some() && who["result"]["isError"] != true,
+            "call {id}: {who}"
+        );
+        id += 1;
+    }
+    let stats = server.stats();
+    assert!(stats["refreshes"].as_u64().unwrap_or(0) >= 1, "{stats}");
+    // Refreshed, never a second browser login.
+    assert_eq!(stats["authorizations"], 1, "{stats}");
+}
+
+#[test]
+fn wrap_answers_initialize_with_an_error_when_authorization_times_out() {
+    let Some(server) = AuthServer::start(&[]) else {
+        return;
+    };
+    // The authorization server answers the callback with a wrong `state`: the login never
+    // completes.
+    server.control("POST", "/test/mode?authorize=wrong-state");
+    let user = User::new();
+    let mut peer = wrap(&user, &server, &["--auth-timeout", "3s"]);
+    let init = initialize(&mut peer);
+    let message = init["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("toolgate auth login"), "{init}");
+    assert!(
+        !user.creds_file().exists()
+            || user.store()["entries"]
+                .as_array()
+                .is_none_or(|e| e.iter().all(|x| x.get("tokens").is_none())),
+        "no credentials may be stored"
+    );
+}

@@ -79,7 +79,7 @@ enum Command {
     /// Undo `toolgate init`: restore the original MCP server entries.
     Unwrap(unwrap::Args),
     /// Run an MCP server behind toolgate: `toolgate wrap -- CMD ARGS...`.
-    Wrap(wrap::Args),
+    Wrap(Box<wrap::Args>),
 }
 
 /// Parses the command line, runs the subcommand and maps its outcome to an exit code.
@@ -101,7 +101,7 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Status(args) => status::run(args),
         Command::Unwrap(args) => unwrap::run(args),
-        Command::Wrap(args) => wrap::run(args),
+        Command::Wrap(args) => wrap::run(*args),
     };
     match result {
         Ok(code) => code,
