@@ -11,6 +11,7 @@ use assert_cmd::Command;
 const COMMANDS: &[(&str, &[&str])] = &[
     ("approvals", &[]),
     ("audit", &["verify", "summary", "tail"]),
+    ("auth", &["login", "status", "logout"]),
     ("broker", &[]),
     ("completions", &[]),
     ("demo", &[]),

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 pub mod approvals;
 pub mod audit;
+pub mod auth;
 pub mod broker;
 pub mod completions;
 pub mod demo;
@@ -51,6 +52,8 @@ enum Command {
     Approvals(approvals::Args),
     /// Verify, summarise and read the audit log.
     Audit(audit::Args),
+    /// Log in to remote MCP servers (OAuth), show or forget their credentials.
+    Auth(auth::Args),
     /// Run the approval broker that collects every proxy's questions (one per user).
     Broker(broker::Args),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -76,7 +79,7 @@ enum Command {
     /// Undo `toolgate init`: restore the original MCP server entries.
     Unwrap(unwrap::Args),
     /// Run an MCP server behind toolgate: `toolgate wrap -- CMD ARGS...`.
-    Wrap(wrap::Args),
+    Wrap(Box<wrap::Args>),
 }
 
 /// Parses the command line, runs the subcommand and maps its outcome to an exit code.
@@ -85,6 +88,7 @@ pub fn main() -> ExitCode {
     let result: anyhow::Result<ExitCode> = match cli.command {
         Command::Approvals(args) => approvals::run(args),
         Command::Audit(args) => audit::run(args),
+        Command::Auth(args) => auth::run(args),
         Command::Broker(args) => broker::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Demo(args) => demo::run(args),
@@ -97,7 +101,7 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Status(args) => status::run(args),
         Command::Unwrap(args) => unwrap::run(args),
-        Command::Wrap(args) => wrap::run(args),
+        Command::Wrap(args) => wrap::run(*args),
     };
     match result {
         Ok(code) => code,

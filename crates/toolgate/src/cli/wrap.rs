@@ -74,15 +74,13 @@ pub struct RemoteArgs {
     /// The transport: Streamable HTTP, falling back to HTTP+SSE (`auto`), or one of them.
     #[arg(long, value_enum, default_value_t = crate::remote::streamable::TransportKind::Auto, requires = "url")]
     pub transport: crate::remote::streamable::TransportKind,
-    /// Allow plain http to a host that is not loopback.
-    #[arg(long, requires = "url")]
-    pub allow_http: bool,
-    /// Trust the PEM certificates in this file besides the platform's roots.
-    #[arg(long, value_name = "FILE")]
-    pub ca_file: Option<PathBuf>,
     /// The longest a request waits for the remote server's response.
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::duration::parse_duration, requires = "url")]
     pub request_timeout: Duration,
+    /// OAuth (when the server asks for it and no `Authorization` header is given) and the
+    /// network flags (`--allow-http`, `--ca-file`).
+    #[command(flatten)]
+    pub oauth: crate::remote::oauth::OAuthArgs,
 }
 
 /// Runs `toolgate wrap`.
@@ -149,21 +147,29 @@ async fn remote_upstream(
     url: &url::Url,
     interceptor: std::sync::Arc<dyn crate::proxy::Interceptor>,
 ) -> anyhow::Result<u8> {
-    use crate::remote::{headers, http, streamable};
-    let net = http::NetOptions {
-        allow_http: args.allow_http,
-        ca_file: args.ca_file.clone(),
-    };
+    use crate::remote::{headers, http, oauth, streamable};
+    let net = args.oauth.net.options();
     http::check_url(url, net.allow_http, "server URL")?;
     let headers = headers::parse(&args.headers, |name| std::env::var(name).ok())?;
     let client = http::client(&net)?;
+    // Credentials given as a header are the user's choice: no OAuth then.
+    let auth = if headers.contains_key(reqwest::header::AUTHORIZATION) {
+        None
+    } else {
+        Some(oauth::authorizer_with_client(
+            url,
+            &args.oauth,
+            &net,
+            client.clone(),
+        )?)
+    };
     tracing::debug!("relaying to `{}`", http::redact(url));
     let started = streamable::start(
         client,
         streamable::Options {
             url: url.clone(),
             headers,
-            auth: None,
+            auth,
             max_message_bytes: config.relay.max_message_bytes,
             kind: args.transport,
             request_timeout: args.request_timeout,

@@ -10,5 +10,6 @@ pub mod authorizer;
 pub mod headers;
 pub mod http;
 mod legacy;
+pub mod oauth;
 pub mod probe;
 pub mod streamable;

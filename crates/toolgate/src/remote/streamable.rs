@@ -55,6 +55,9 @@ const DEFAULT_RETRY: Duration = Duration::from_millis(500);
 const MAX_RETRY: Duration = Duration::from_secs(30);
 /// Authorization attempts per request: a 401 (or 403 step-up) retried at most this often.
 const MAX_AUTH_RETRIES: u32 = 2;
+/// The longest a notification or response holds up what follows it while the server has
+/// not accepted it.
+const ORDER_WAIT: Duration = Duration::from_secs(5);
 /// Capacity of the queues between the relay and the transport.
 const QUEUE: usize = 32;
 
@@ -277,10 +280,10 @@ async fn run(inner: Arc<Inner>, mut input: mpsc::Receiver<Bytes>) {
                 tasks.spawn(async move { inner.send_request(out).await });
             }
             (_, Some("notifications/initialized")) => {
-                inner.send_message(&out).await;
+                inner.send_in_order(out).await;
                 inner.start_listener();
             }
-            _ => inner.send_message(&out).await,
+            _ => inner.send_in_order(out).await,
         }
     }
     debug!("client done: settling {} request(s) in flight", tasks.len());
@@ -349,6 +352,23 @@ impl Inner {
             }
         };
         self.fail(&out, &failure).await;
+    }
+
+    /// Sends a notification or a response, and waits until the server accepted it, so
+    /// that what follows reaches the server after it; but not longer than [`ORDER_WAIT`]
+    /// (or `--request-timeout`): a server that never accepts a notification must not hold
+    /// up every later message. The POST goes on in the background then.
+    async fn send_in_order(self: &Arc<Self>, out: Outgoing) {
+        let describe = out.describe();
+        let inner = Arc::clone(self);
+        let post = tokio::spawn(async move { inner.send_message(&out).await });
+        let bound = self.options.request_timeout.min(ORDER_WAIT);
+        if tokio::time::timeout(bound, post).await.is_err() {
+            warn!(
+                "the remote server has not accepted {describe} within {}s: sending what follows without waiting",
+                bound.as_secs_f32()
+            );
+        }
     }
 
     /// Sends a notification or a response and waits until the server accepted it.
