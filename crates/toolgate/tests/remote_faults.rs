@@ -1028,7 +1028,7 @@ fn a_listening_stream_the_server_closes_is_opened_again_and_loses_nothing() {
 /// `ignore` once a refused listening stream is retried (with a bound, as a dropped one
 /// is).
 #[test]
-#[ignore = "wrap --url gives up the listening stream for good after one refused GET (see the comment)"]
+
 fn a_listening_stream_refused_once_is_opened_again() {
     let gate = Gate::start(
         &[
@@ -1060,7 +1060,7 @@ fn a_listening_stream_refused_once_is_opened_again() {
 /// client restarts toolgate. Remove the `ignore` once a failed re-initialization is tried
 /// again by the next request.
 #[test]
-#[ignore = "wrap --url never re-initializes again after one failed re-initialization (see the comment)"]
+
 fn a_failed_re_initialization_is_tried_again_by_the_next_call() {
     let mut gate = Gate::start(&["--json"], &[]);
     assert_eq!(text(&gate.call_alone(1, "echo", json!({"text": "a"}))), "a");

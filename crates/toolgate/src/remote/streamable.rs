@@ -53,6 +53,9 @@ const MAX_RESUMES: u32 = 5;
 /// The reconnection delay when the server gave no `retry:`; and the longest honoured.
 const DEFAULT_RETRY: Duration = Duration::from_millis(500);
 const MAX_RETRY: Duration = Duration::from_secs(30);
+/// Attempts to open a GET stream the server refused with 5xx or 429, or could not be
+/// reached for.
+const MAX_STREAM_RETRIES: u32 = 3;
 /// Authorization attempts per request: a 401 (or 403 step-up) retried at most this often.
 const MAX_AUTH_RETRIES: u32 = 2;
 /// The longest a notification or response holds up what follows it while the server has
@@ -144,6 +147,8 @@ pub(super) struct Session {
     generation: u64,
     /// The GET stream of server-initiated messages.
     listener: Option<tokio::task::AbortHandle>,
+    /// The server forgot the session and no re-initialization has succeeded since.
+    reinit_pending: bool,
     /// The legacy transport's message endpoint.
     pub(super) legacy_endpoint: Option<Url>,
 }
@@ -512,6 +517,14 @@ impl Inner {
         let mut auth_retries = 0;
         let mut reinitialized = false;
         loop {
+            let pending = self.lock().reinit_pending;
+            if pending && !initial && !reinitialized {
+                let generation = self.lock().generation;
+                self.reinitialize(generation)
+                    .await
+                    .map_err(Fallback::Failed)?;
+                reinitialized = true;
+            }
             let (mut headers, generation, had_session) = self.base_headers().await?;
             headers.insert(header::ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
             headers.insert(
@@ -903,44 +916,116 @@ impl Inner {
                     cursor.why()
                 )));
             }
-            tokio::time::sleep(cursor.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
+            let retry = cursor.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY);
+            tokio::time::sleep(retry).await;
             debug!(
                 "resuming the stream of {} after event `{last}`",
                 out.describe()
             );
-            response = self.resume(&last).await?;
+            response = self.resume(&last, retry).await?;
         }
     }
 
-    /// Opens a GET stream after `last` (or the listening stream, without).
-    pub(super) async fn resume(&self, last: &str) -> Result<reqwest::Response, Failure> {
-        let (mut headers, _, _) = self.base_headers().await?;
-        headers.insert(
-            header::ACCEPT,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        if let Ok(value) = HeaderValue::from_str(last) {
-            headers.insert(LAST_EVENT_ID, value);
+    /// Opens a GET stream after `last` (or the listening stream, without): answers a 401
+    /// (or a 403 step-up) through the authorizer and retries a 5xx or 429 a few times
+    /// (after the server's `retry:`), like a dropped stream.
+    pub(super) async fn open_stream(
+        &self,
+        last: Option<&str>,
+        retry: Duration,
+    ) -> Result<reqwest::Response, StreamRefused> {
+        let mut auth_retries = 0;
+        let mut failures = 0;
+        loop {
+            let (mut headers, _, _) = self.base_headers().await.map_err(StreamRefused::Other)?;
+            headers.insert(
+                header::ACCEPT,
+                HeaderValue::from_static("text/event-stream"),
+            );
+            if let Some(value) = last.and_then(|l| HeaderValue::from_str(l).ok()) {
+                headers.insert(LAST_EVENT_ID, value);
+            }
+            let sent = headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let outcome = self
+                .http
+                .get(self.options.url.clone())
+                .headers(headers)
+                .send()
+                .await;
+            let response = match outcome {
+                Ok(response) => response,
+                Err(err) if failures < MAX_STREAM_RETRIES => {
+                    failures += 1;
+                    debug!(
+                        "opening the stream failed, trying again: {}",
+                        err_text(&err)
+                    );
+                    tokio::time::sleep(retry).await;
+                    continue;
+                }
+                Err(err) => return Err(StreamRefused::Other(unreachable(&self.options.url, &err))),
+            };
+            let status = response.status();
+            match status {
+                s if s.is_success() && is_sse(&response) => return Ok(response),
+                StatusCode::NOT_FOUND => return Err(StreamRefused::SessionGone),
+                StatusCode::METHOD_NOT_ALLOWED => return Err(StreamRefused::NotAllowed),
+                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+                    if self.options.auth.is_some()
+                        && auth_retries < MAX_AUTH_RETRIES
+                        && (status == StatusCode::UNAUTHORIZED
+                            || insufficient_scope(&response)) =>
+                {
+                    auth_retries += 1;
+                    let challenge = www_authenticate(&response);
+                    if let Some(auth) = &self.options.auth {
+                        auth.challenge(status.as_u16(), challenge.as_deref(), sent.as_deref())
+                            .await
+                            .map_err(|err| StreamRefused::Other(auth_failure(&err)))?;
+                    }
+                }
+                s if (s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS)
+                    && failures < MAX_STREAM_RETRIES =>
+                {
+                    failures += 1;
+                    debug!("the stream was refused with HTTP {s}, trying again");
+                    tokio::time::sleep(retry).await;
+                }
+                _ => return Err(StreamRefused::Other(self.http_error_text(&response))),
+            }
         }
-        let response = self
-            .http
-            .get(self.options.url.clone())
-            .headers(headers)
-            .send()
-            .await
-            .map_err(|err| unreachable(&self.options.url, &err))?;
-        match response.status() {
-            s if s.is_success() && is_sse(&response) => Ok(response),
-            StatusCode::NOT_FOUND => Err(Failure(
+    }
+
+    /// Opens the stream of a request after `last`.
+    pub(super) async fn resume(
+        &self,
+        last: &str,
+        retry: Duration,
+    ) -> Result<reqwest::Response, Failure> {
+        self.open_stream(Some(last), retry).await.map_err(|refused| match refused {
+            StreamRefused::SessionGone => Failure(
                 "the remote server's session ended (it restarted?) before it responded; the request may or may not have run".to_owned(),
-            )),
-            StatusCode::METHOD_NOT_ALLOWED => Err(Failure(
+            ),
+            StreamRefused::NotAllowed => Failure(
                 "the remote server closed the stream before responding and does not support resuming it".to_owned(),
-            )),
-            status => Err(Failure(format!(
-                "resuming the remote server's stream failed: HTTP {status}"
-            ))),
+            ),
+            StreamRefused::Other(Failure(why)) => Failure(format!("resuming the remote server's stream failed: {why}")),
+        })
+    }
+
+    /// The message for an HTTP error status of a GET: the status, and a help line for 401.
+    fn http_error_text(&self, response: &reqwest::Response) -> Failure {
+        let status = response.status();
+        if status == StatusCode::UNAUTHORIZED && self.options.auth.is_none() {
+            return Failure(format!(
+                "the remote server answered HTTP {status} (help: the server needs authorization: run `toolgate auth login {}`, or pass the credentials with `--header 'Authorization: Bearer ${{TOKEN}}'`)",
+                redact(&self.options.url)
+            ));
         }
+        Failure(format!("the remote server answered HTTP {status}"))
     }
 
     /// Relays the events of one SSE response until it ends; returns the response to `key`
@@ -1018,8 +1103,11 @@ impl Inner {
     /// re-initialization.
     async fn reinitialize(&self, stale: u64) -> Result<(), Failure> {
         let _one = self.reinit.lock().await;
-        if self.lock().generation != stale {
-            return Ok(());
+        {
+            let session = self.lock();
+            if session.generation != stale && !session.reinit_pending {
+                return Ok(());
+            }
         }
         let params = self.lock().init_params.clone().ok_or_else(|| {
             Failure(
@@ -1028,8 +1116,11 @@ impl Inner {
             )
         })?;
         {
+            // Until a re-initialization succeeds, every request tries one first (a failed
+            // attempt must not leave requests going out without a session).
             let mut session = self.lock();
             session.id = None;
+            session.reinit_pending = true;
             if let Some(listener) = session.listener.take() {
                 listener.abort();
             }
@@ -1058,6 +1149,8 @@ impl Inner {
                 "the remote server's session expired and it refused to initialize again".to_owned(),
             ));
         }
+        // Initialized: the notification below (and every request) goes in this session.
+        self.lock().reinit_pending = false;
         let initialized = build::notification("notifications/initialized", None);
         if let Some(note) = Outgoing::parse(Bytes::from(initialized))
             && let Err(fallback) = self.exchange_boxed(&note, false, false).await
@@ -1087,48 +1180,23 @@ impl Inner {
         let mut cursor = Cursor::default();
         let mut failures = 0u32;
         loop {
-            let (mut headers, _, _) = match self.base_headers().await {
-                Ok(h) => h,
-                Err(Failure(why)) => {
-                    debug!("no listening stream: {why}");
-                    return;
-                }
-            };
-            headers.insert(
-                header::ACCEPT,
-                HeaderValue::from_static("text/event-stream"),
-            );
-            if let Some(last) = cursor
-                .last_id
-                .as_deref()
-                .and_then(|l| HeaderValue::from_str(l).ok())
-            {
-                headers.insert(LAST_EVENT_ID, last);
-            }
-            let response = self
-                .http
-                .get(self.options.url.clone())
-                .headers(headers)
-                .send()
-                .await;
-            let response = match response {
-                Ok(r) if r.status().is_success() && is_sse(&r) => r,
-                Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => {
+            let retry = cursor.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY);
+            let response = match self.open_stream(cursor.last_id.as_deref(), retry).await {
+                Ok(response) => response,
+                Err(StreamRefused::NotAllowed) => {
                     debug!("the remote server has no listening stream (405)");
                     return;
                 }
-                Ok(r) => {
-                    debug!("the listening stream was refused: HTTP {}", r.status());
+                Err(StreamRefused::SessionGone) => {
+                    // The next request re-initializes, which opens a new listening stream.
+                    debug!("the listening stream's session is gone");
                     return;
                 }
-                Err(err) => {
-                    failures += 1;
-                    debug!("opening the listening stream failed: {}", err_text(&err));
-                    if failures > MAX_RESUMES {
-                        return;
-                    }
-                    tokio::time::sleep(cursor.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
-                    continue;
+                Err(StreamRefused::Other(Failure(why))) => {
+                    warn!(
+                        "the remote server refused the stream of its own messages (notifications, requests): {why}"
+                    );
+                    return;
                 }
             };
             let before = cursor.events;
@@ -1141,7 +1209,9 @@ impl Inner {
                 failures + 1
             };
             if failures > MAX_RESUMES {
-                debug!("the listening stream keeps closing: not reopened");
+                warn!(
+                    "the remote server keeps closing the stream of its own messages: not opened again"
+                );
                 return;
             }
             tokio::time::sleep(cursor.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
@@ -1173,6 +1243,17 @@ impl Inner {
             Err(_) => debug!("ending the session timed out"),
         }
     }
+}
+
+/// Why a GET stream could not be opened.
+#[derive(Debug)]
+pub(super) enum StreamRefused {
+    /// 404: the session is gone.
+    SessionGone,
+    /// 405: the server offers no such stream.
+    NotAllowed,
+    /// Anything else, after the retries.
+    Other(Failure),
 }
 
 /// What [`Inner::receive`] did with a message.
