@@ -924,3 +924,50 @@ fn wrap_answers_initialize_with_an_error_when_authorization_times_out() {
         "no credentials may be stored"
     );
 }
+
+#[test]
+fn doctor_probes_with_the_stored_login() {
+    let Some(server) = AuthServer::start(&[]) else {
+        return;
+    };
+    let user = User::new();
+    let project = user.dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let url = server.mcp_url();
+    std::fs::write(
+        project.join(".mcp.json"),
+        format!(r#"{{"mcpServers": {{"linear": {{"type": "http", "url": "{url}"}}}}}}"#),
+    )
+    .unwrap();
+    let doctor = |user: &User| {
+        let out = user
+            .toolgate(&["doctor"], &[])
+            .env("HOME", user.dir.path())
+            .env("XDG_CONFIG_HOME", user.dir.path().join(".config"))
+            .current_dir(&project)
+            .write_stdin("")
+            .output()
+            .unwrap();
+        let (stdout, stderr) = text(&out);
+        let all = format!("{stdout}{stderr}");
+        let line = all
+            .lines()
+            .find(|l| l.contains("remote server `linear`"))
+            .unwrap_or_else(|| panic!("no line for the server:\n{all}"))
+            .to_owned();
+        (all, line)
+    };
+    // Before the login: the probe is refused and says how to log in.
+    let (_, line) = doctor(&user);
+    assert!(line.contains("toolgate auth login"), "{line}");
+    login(&user, &server, &[]);
+    let (all, line) = doctor(&user);
+    assert!(
+        line.starts_with("PASS") && line.contains("authorized"),
+        "{line}"
+    );
+    assert!(
+        !all.contains(&access_token(&user)),
+        "the token was printed:\n{all}"
+    );
+}

@@ -297,6 +297,13 @@ fn probe_target(
             _ => omitted.push(header.name.clone()),
         }
     }
+    // No credentials in the entry: the OAuth login `toolgate auth login` stored, if any, as
+    // `wrap --url` would send it (an expired token is left out: `wrap` refreshes it first).
+    if !headers.contains_key(reqwest::header::AUTHORIZATION)
+        && let Some(value) = stored_authorization(&url)
+    {
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
     Ok((
         Target {
             url,
@@ -307,6 +314,20 @@ fn probe_target(
         },
         omitted,
     ))
+}
+
+/// The `Authorization` value of the stored, unexpired OAuth token for `url`.
+fn stored_authorization(url: &url::Url) -> Option<HeaderValue> {
+    use crate::remote::oauth::{session::server_key, store};
+    let store = store::Store::open_default().ok()?;
+    let entry = store.find(&server_key(url), None).ok()??;
+    let tokens = entry.tokens?;
+    if tokens.expired(store::now()) {
+        return None;
+    }
+    let mut value = HeaderValue::from_str(&tokens.header()).ok()?;
+    value.set_sensitive(true);
+    Some(value)
 }
 
 /// Probes every remote server (one at a time, each within `timeout`).
