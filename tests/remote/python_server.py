@@ -2,11 +2,13 @@
 over Streamable HTTP on loopback, for toolgate's remote-server tests
 (crates/toolgate/tests/remote_servers.rs).
 
-    tests/.venv/bin/python tests/remote/python_server.py [--stateless] [--json]
+    tests/.venv/bin/python tests/remote/python_server.py [--stateless] [--json] [--tls DIR]
 
 Binds 127.0.0.1 on a port the OS picks and prints `listening <port>` as its first line on
 stdout. `--stateless` serves without sessions (the SDK's `stateless_http`, which also answers
-2026-07-28 requests); `--json` answers with JSON bodies instead of SSE streams.
+2026-07-28 requests); `--json` answers with JSON bodies instead of SSE streams. `--tls DIR`
+serves https with a certificate for 127.0.0.1 and localhost signed by a throwaway CA made at
+start-up (written to DIR/ca.pem, for `--ca-file`; the keys stay in memory and DIR).
 
 Tools: `echo`, `add`, `lookup` (its `region` argument is mirrored in an `Mcp-Param-Region`
 header by 2026-07-28 clients: `x-mcp-header`), and `read_inbox` (returns text with a URL the
@@ -15,6 +17,9 @@ taint tests treat as attacker-chosen).
 
 import argparse
 import asyncio
+import datetime
+import ipaddress
+import os
 import socket
 from typing import Annotated
 
@@ -26,6 +31,7 @@ from mcp.server.mcpserver import MCPServer
 parser = argparse.ArgumentParser()
 parser.add_argument("--stateless", action="store_true")
 parser.add_argument("--json", action="store_true")
+parser.add_argument("--tls", metavar="DIR")
 options = parser.parse_args()
 
 server = MCPServer("toolgate-python-test")
@@ -62,12 +68,77 @@ def read_inbox() -> str:
     )
 
 
+def make_certificates(directory: str) -> tuple[str, str]:
+    """A CA (its certificate in DIR/ca.pem) and a server certificate it signed."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "toolgate test CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True, content_commitment=False, key_encipherment=False,
+                data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                crl_sign=True, encipher_only=False, decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    with open(os.path.join(directory, "ca.pem"), "wb") as f:
+        f.write(ca.public_bytes(pem))
+    cert_file = os.path.join(directory, "server.pem")
+    key_file = os.path.join(directory, "server.key")
+    with open(cert_file, "wb") as f:
+        f.write(cert.public_bytes(pem))
+    with open(key_file, "wb") as f:
+        f.write(
+            key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        )
+    return cert_file, key_file
+
+
 async def main() -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     app = server.streamable_http_app(stateless_http=options.stateless, json_response=options.json)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    tls = {}
+    if options.tls:
+        cert_file, key_file = make_certificates(options.tls)
+        tls = {"ssl_certfile": cert_file, "ssl_keyfile": key_file}
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", **tls)
     print(f"listening {sock.getsockname()[1]}", flush=True)
     await uvicorn.Server(config).serve(sockets=[sock])
 

@@ -506,3 +506,33 @@ fn taint_from_a_remote_servers_output_blocks_a_send_through_another_wrapped_serv
     );
     drop(broker);
 }
+
+#[test]
+fn https_is_verified_against_the_platform_roots_and_ca_file() {
+    let Some(python) = python() else { return };
+    let w = World::new();
+    let certs = w.base().join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    let server = python_server(&python, &["--tls", certs.to_str().unwrap()]);
+    let url = format!("https://127.0.0.1:{}/mcp", server.port);
+    // A certificate from a CA the platform does not know: refused, and the error says so.
+    let mut c = Client::spawn(w.wrap("untrusted", ALLOW_ALL, "tls", &["--url", &url]));
+    let init = c.initialize("2025-11-25");
+    let message = init["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("certificate"), "{init}");
+    // With that CA in `--ca-file`: a working session over TLS.
+    let ca = certs.join("ca.pem");
+    let mut c = Client::spawn(w.wrap(
+        "trusted",
+        ALLOW_ALL,
+        "tls",
+        &["--ca-file", ca.to_str().unwrap(), "--url", &url],
+    ));
+    let init = c.initialize("2025-11-25");
+    assert_eq!(
+        init["result"]["serverInfo"]["name"], "toolgate-python-test",
+        "{init}"
+    );
+    let sum = c.call(2, "add", json!({"a": 20, "b": 22}));
+    assert_eq!(text(&sum), "42", "{sum}");
+}
