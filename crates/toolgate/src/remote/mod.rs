@@ -3,9 +3,6 @@
 //! stdio child. The transport turns the upstream into a stream of frames the relay reads
 //! like a child's stdout, so there is one enforcement path.
 
-// Wired into `wrap --url` by the transport; until then only tests use parts of it.
-#![allow(dead_code)]
-
 pub mod authorizer;
 pub mod headers;
 pub mod http;

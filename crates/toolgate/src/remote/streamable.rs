@@ -149,8 +149,6 @@ pub(super) struct Session {
     listener: Option<tokio::task::AbortHandle>,
     /// The server forgot the session and no re-initialization has succeeded since.
     reinit_pending: bool,
-    /// The legacy transport's message endpoint.
-    pub(super) legacy_endpoint: Option<Url>,
 }
 
 pub(super) struct Inner {

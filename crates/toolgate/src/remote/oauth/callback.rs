@@ -67,6 +67,7 @@ impl Listener {
     }
 
     /// The port it listens on.
+    #[cfg(test)]
     pub fn port(&self) -> u16 {
         self.port
     }

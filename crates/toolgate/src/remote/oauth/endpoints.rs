@@ -72,6 +72,7 @@ pub enum EndpointError {
     Other(#[from] anyhow::Error),
 }
 
+#[cfg(test)]
 impl EndpointError {
     /// The OAuth error code, if the server sent one.
     pub fn code(&self) -> Option<&str> {

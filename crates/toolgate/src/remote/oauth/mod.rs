@@ -143,18 +143,8 @@ impl OAuthArgs {
 }
 
 /// The authorizer of `server_url` for `wrap --url`: interactive (a 401 without usable
-/// credentials opens the browser flow, bounded by `--auth-timeout`), with its own client
-/// from `net`.
-pub fn authorizer(
-    server_url: &Url,
-    args: &OAuthArgs,
-    net: &NetOptions,
-) -> anyhow::Result<Arc<dyn Authorizer>> {
-    let http = super::http::client(net)?;
-    authorizer_with_client(server_url, args, net, http)
-}
-
-/// [`authorizer`] with the transport's client (one connection pool per process).
+/// credentials opens the browser flow, bounded by `--auth-timeout`), sharing the
+/// transport's client (one connection pool per process).
 pub fn authorizer_with_client(
     server_url: &Url,
     args: &OAuthArgs,
