@@ -443,6 +443,15 @@ impl Inner {
         payload: &[u8],
         capture: Option<&IdKey>,
     ) -> Result<Received, Failure> {
+        // Checked here, where the request it answers is known: the relay could not always
+        // tell which request an oversize line answers (its id may come last).
+        let max = self.options.max_message_bytes;
+        if payload.len() > max {
+            return Err(Failure(format!(
+                "the remote server sent a message of {} bytes, over the limit of {max} (help: raise `--max-message-bytes`)",
+                payload.len()
+            )));
+        }
         let (is_answer, is_json) = match classify(payload) {
             Frame::Single(env) => {
                 let answers = matches!(env.kind, Kind::Response | Kind::ErrorResponse)
