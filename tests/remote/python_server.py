@@ -2,13 +2,14 @@
 over Streamable HTTP on loopback, for toolgate's remote-server tests
 (crates/toolgate/tests/remote_servers.rs).
 
-    tests/.venv/bin/python tests/remote/python_server.py [--stateless] [--json] [--tls DIR]
+    tests/.venv/bin/python tests/remote/python_server.py [--stateless] [--json] [--tls DIR [--certs-only]]
 
 Binds 127.0.0.1 on a port the OS picks and prints `listening <port>` as its first line on
 stdout. `--stateless` serves without sessions (the SDK's `stateless_http`, which also answers
 2026-07-28 requests); `--json` answers with JSON bodies instead of SSE streams. `--tls DIR`
 serves https with a certificate for 127.0.0.1 and localhost signed by a throwaway CA made at
-start-up (written to DIR/ca.pem, for `--ca-file`; the keys stay in memory and DIR).
+start-up (written to DIR/ca.pem, for `--ca-file`; the server's certificate and key to
+DIR/server.pem and DIR/server.key); with `--certs-only` it writes them and exits.
 
 Tools: `echo`, `add`, `lookup` (its `region` argument is mirrored in an `Mcp-Param-Region`
 header by 2026-07-28 clients: `x-mcp-header`), and `read_inbox` (returns text with a URL the
@@ -32,6 +33,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--stateless", action="store_true")
 parser.add_argument("--json", action="store_true")
 parser.add_argument("--tls", metavar="DIR")
+parser.add_argument("--certs-only", action="store_true", help="with --tls: write the certificates and exit")
 options = parser.parse_args()
 
 server = MCPServer("toolgate-python-test")
@@ -143,4 +145,7 @@ async def main() -> None:
     await uvicorn.Server(config).serve(sockets=[sock])
 
 
-asyncio.run(main())
+if options.tls and options.certs_only:
+    make_certificates(options.tls)
+else:
+    asyncio.run(main())

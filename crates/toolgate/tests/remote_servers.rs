@@ -536,3 +536,52 @@ fn https_is_verified_against_the_platform_roots_and_ca_file() {
     let sum = c.call(2, "add", json!({"a": 20, "b": 22}));
     assert_eq!(text(&sum), "42", "{sum}");
 }
+
+#[test]
+fn http2_is_used_where_the_server_offers_it() {
+    let Some(python) = python() else { return };
+    let Some((node, _)) = common::node_and("@modelcontextprotocol/sdk/package.json") else {
+        return;
+    };
+    let w = World::new();
+    let certs = w.base().join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    let made = Command::new(&python)
+        .arg(common::repo_root().join("tests/remote/python_server.py"))
+        .args(["--tls", certs.to_str().unwrap(), "--certs-only"])
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // An HTTP/2-only server: HTTP/1.1 would be refused.
+    let mut child = Command::new(&node)
+        .arg(common::repo_root().join("tests/remote/h2-server.mjs"))
+        .arg(&certs)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let server = Server {
+        port: first
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("the h2 server said `{first}`")),
+        child,
+    };
+    let url = format!("https://localhost:{}/mcp", server.port);
+    let ca = certs.join("ca.pem");
+    let mut c = Client::spawn(w.wrap(
+        "h2",
+        ALLOW_ALL,
+        "h2",
+        &["--ca-file", ca.to_str().unwrap(), "--url", &url],
+    ));
+    let init = c.initialize("2025-11-25");
+    assert_eq!(init["result"]["serverInfo"]["name"], "h2-h2", "{init}");
+    let ping = c.request(json!(2), "ping", json!({}));
+    assert!(ping.get("result").is_some(), "{ping}");
+}
