@@ -85,7 +85,7 @@ refreshable); `--check` exits 2 when the server refuses them.")]
 
 /// Runs `toolgate auth …`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    init_tracing();
+    super::wrap::init_tracing();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -106,18 +106,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             } => logout(&url, client_secret_env.as_deref(), &net).await,
         }
     })
-}
-
-/// Warnings (a refused refresh, a wrong `state` at the callback) on stderr, as `wrap` logs.
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
 }
 
 fn parse_server(text: &str, allow_http: bool) -> anyhow::Result<Url> {

@@ -195,7 +195,9 @@ fn default_poll_us() -> u64 {
     }
 }
 
-fn init_tracing() {
+/// Diagnostics on stderr (`TOOLGATE_LOG`, an env-filter, default `warn`); also `toolgate
+/// auth`'s (a refused refresh, a wrong `state` at the callback).
+pub(super) fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()

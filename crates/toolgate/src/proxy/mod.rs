@@ -41,6 +41,36 @@ pub struct ProxyConfig {
     pub grace: Duration,
 }
 
+/// The relay over this process's stdin/stdout and `upstream`, once the interceptor is ready
+/// (nothing is read from the client until then), and the signals the lifecycle handles.
+async fn start(
+    config: &ProxyConfig,
+    interceptor: &Arc<dyn Interceptor>,
+    upstream: relay::UpstreamIo,
+) -> anyhow::Result<(
+    relay::Relay,
+    tokio::signal::unix::Signal,
+    tokio::signal::unix::Signal,
+    tokio::signal::unix::Signal,
+)> {
+    interceptor.on_start().await;
+    let client_in = relay::client_input(config.relay.max_message_bytes)?;
+    let client_out = relay::client_sink()?;
+    let relay = relay::Relay::start(
+        &config.relay,
+        Arc::clone(interceptor),
+        client_in,
+        client_out,
+        upstream,
+    );
+    Ok((
+        relay,
+        signal(SignalKind::interrupt())?,
+        signal(SignalKind::terminate())?,
+        signal(SignalKind::hangup())?,
+    ))
+}
+
 /// Runs the proxy over this process's stdin/stdout until the upstream exits; returns
 /// toolgate's exit code (the upstream's, or 128+signal).
 pub async fn run(
@@ -52,22 +82,12 @@ pub async fn run(
     let (Some(child_in), Some(child_out)) = (upstream.stdin.take(), upstream.stdout.take()) else {
         anyhow::bail!("the upstream's stdin/stdout are not piped");
     };
-    // While the server starts: nothing is read from the client until this is done.
-    interceptor.on_start().await;
-
-    let client_in = relay::client_input(config.relay.max_message_bytes)?;
-    let client_out = relay::client_sink()?;
-    let mut relay = relay::Relay::start(
-        &config.relay,
-        Arc::clone(&interceptor),
-        client_in,
-        client_out,
+    let (mut relay, mut sigint, mut sigterm, mut sighup) = start(
+        &config,
+        &interceptor,
         relay::UpstreamIo::Child(child_in, child_out),
-    );
-
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sighup = signal(SignalKind::hangup())?;
+    )
+    .await?;
 
     let mut client_open = true;
     // The next escalation step: at this instant, send this signal to the group.
@@ -125,19 +145,12 @@ pub async fn run_transport(
     transport: tokio::task::JoinHandle<()>,
     interceptor: Arc<dyn Interceptor>,
 ) -> anyhow::Result<u8> {
-    interceptor.on_start().await;
-    let client_in = relay::client_input(config.relay.max_message_bytes)?;
-    let client_out = relay::client_sink()?;
-    let mut relay = relay::Relay::start(
-        &config.relay,
-        Arc::clone(&interceptor),
-        client_in,
-        client_out,
+    let (mut relay, mut sigint, mut sigterm, mut sighup) = start(
+        &config,
+        &interceptor,
         relay::UpstreamIo::Channel(to_upstream, from_upstream),
-    );
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sighup = signal(SignalKind::hangup())?;
+    )
+    .await?;
     let mut transport = transport;
     let mut client_open = true;
     let mut code = 0u8;

@@ -111,23 +111,10 @@ async fn open(inner: &Inner) -> Result<(Url, Events), Failure> {
                     err_text(&err)
                 ))
             })?;
-        let status = response.status().as_u16();
-        if let (401 | 403, Some(auth)) = (status, &inner.options.auth)
-            && auth_retries < 2
+        if inner
+            .answer_challenge(&response, sent.as_deref(), &mut auth_retries)
+            .await?
         {
-            auth_retries += 1;
-            let challenge = response
-                .headers()
-                .get(header::WWW_AUTHENTICATE)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            auth.challenge(status, challenge.as_deref(), sent.as_deref())
-                .await
-                .map_err(|err| {
-                    Failure(format!(
-                        "authorization with the remote server failed: {err}"
-                    ))
-                })?;
             continue;
         }
         break response;

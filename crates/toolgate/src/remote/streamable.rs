@@ -556,22 +556,13 @@ impl Inner {
                 .await
                 .map_err(|err| Fallback::Failed(unreachable(&self.options.url, &err)))?;
             let status = response.status();
+            if self
+                .answer_challenge(&response, sent.as_deref(), &mut auth_retries)
+                .await?
+            {
+                continue;
+            }
             match status {
-                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
-                    if self.options.auth.is_some()
-                        && auth_retries < MAX_AUTH_RETRIES
-                        && (status == StatusCode::UNAUTHORIZED
-                            || insufficient_scope(&response)) =>
-                {
-                    auth_retries += 1;
-                    let challenge = www_authenticate(&response);
-                    if let Some(auth) = &self.options.auth {
-                        auth.challenge(status.as_u16(), challenge.as_deref(), sent.as_deref())
-                            .await
-                            .map_err(|err| Fallback::Failed(auth_failure(&err)))?;
-                    }
-                    continue;
-                }
                 StatusCode::NOT_FOUND if had_session && !initial && !reinitialized => {
                     info!("the remote server no longer knows the session: initializing again");
                     self.reinitialize(generation)
@@ -597,6 +588,32 @@ impl Inner {
                 .await
                 .map_err(Fallback::Failed);
         }
+    }
+
+    /// A 401, or a 403 asking for more scope, when OAuth is on: the authorizer gets new
+    /// credentials and the caller retries (`Ok(true)`), at most [`MAX_AUTH_RETRIES`] times
+    /// per request. `sent` is the `Authorization` value the refused request carried.
+    pub(super) async fn answer_challenge(
+        &self,
+        response: &reqwest::Response,
+        sent: Option<&str>,
+        retries: &mut u32,
+    ) -> Result<bool, Failure> {
+        let status = response.status();
+        let Some(auth) = &self.options.auth else {
+            return Ok(false);
+        };
+        let challenged = status == StatusCode::UNAUTHORIZED
+            || (status == StatusCode::FORBIDDEN && insufficient_scope(response));
+        if !challenged || *retries >= MAX_AUTH_RETRIES {
+            return Ok(false);
+        }
+        *retries += 1;
+        let challenge = www_authenticate(response);
+        auth.challenge(status.as_u16(), challenge.as_deref(), sent)
+            .await
+            .map_err(|err| auth_failure(&err))?;
+        Ok(true)
     }
 
     /// `Mcp-Method` and `Mcp-Name` for stateless revisions, derived from the body sent.
@@ -980,20 +997,10 @@ impl Inner {
                 s if s.is_success() && is_sse(&response) => return Ok(response),
                 StatusCode::NOT_FOUND => return Err(StreamRefused::SessionGone),
                 StatusCode::METHOD_NOT_ALLOWED => return Err(StreamRefused::NotAllowed),
-                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
-                    if self.options.auth.is_some()
-                        && auth_retries < MAX_AUTH_RETRIES
-                        && (status == StatusCode::UNAUTHORIZED
-                            || insufficient_scope(&response)) =>
-                {
-                    auth_retries += 1;
-                    let challenge = www_authenticate(&response);
-                    if let Some(auth) = &self.options.auth {
-                        auth.challenge(status.as_u16(), challenge.as_deref(), sent.as_deref())
-                            .await
-                            .map_err(|err| StreamRefused::Other(auth_failure(&err)))?;
-                    }
-                }
+                _ if self
+                    .answer_challenge(&response, sent.as_deref(), &mut auth_retries)
+                    .await
+                    .map_err(StreamRefused::Other)? => {}
                 s if (s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS)
                     && failures < MAX_STREAM_RETRIES =>
                 {
