@@ -335,19 +335,31 @@ pub async fn exchange_code(
     if let Some(resource) = resource {
         fields.push(("resource", resource));
     }
+    let body = token_request(http, token_endpoint, auth, &fields, allow_http).await?;
+    tokens_from(&body, scope)
+}
+
+/// POSTs a grant to the token endpoint; the body of a 2xx answer, else its OAuth error.
+async fn token_request(
+    http: &reqwest::Client,
+    token_endpoint: &str,
+    auth: &ClientAuth,
+    fields: &[(&str, &str)],
+    allow_http: bool,
+) -> Result<Vec<u8>, EndpointError> {
     let (status, body) = post_form(
         http,
         token_endpoint,
         "token endpoint",
         allow_http,
         Some(auth),
-        &fields,
+        fields,
     )
     .await?;
     if !(200..300).contains(&status) {
         return Err(oauth_error("token endpoint", status, &body));
     }
-    tokens_from(&body, scope)
+    Ok(body)
 }
 
 /// Refreshes `tokens`; a response without a new refresh token keeps the old one.
@@ -369,18 +381,7 @@ pub async fn refresh(
     if let Some(resource) = resource {
         fields.push(("resource", resource));
     }
-    let (status, body) = post_form(
-        http,
-        token_endpoint,
-        "token endpoint",
-        allow_http,
-        Some(auth),
-        &fields,
-    )
-    .await?;
-    if !(200..300).contains(&status) {
-        return Err(oauth_error("token endpoint", status, &body));
-    }
+    let body = token_request(http, token_endpoint, auth, &fields, allow_http).await?;
     let mut fresh = tokens_from(&body, tokens.scope.as_deref())?;
     if fresh.refresh_token.is_none() {
         fresh.refresh_token = tokens.refresh_token.clone();
