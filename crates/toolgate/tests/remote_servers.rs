@@ -388,6 +388,9 @@ fn revision_2026_07_28_requests_carry_headers_derived_from_the_body() {
     assert_eq!(text(&r), "k2@zürich ", "{r}");
     let r = c.request(json!(3), "tools/list", json!({"_meta": meta}));
     assert!(r["result"]["tools"].is_array(), "{r}");
+    let r = c.request(json!(5), "server/discover", json!({"_meta": meta}));
+    let versions = r["result"]["supportedVersions"].to_string();
+    assert!(versions.contains("2026-07-28"), "{r}");
     // A request the server rejects gets the server's own JSON-RPC error (its code intact).
     let r = c.request(
         json!(4),
@@ -584,4 +587,33 @@ fn http2_is_used_where_the_server_offers_it() {
     assert_eq!(init["result"]["serverInfo"]["name"], "h2-h2", "{init}");
     let ping = c.request(json!(2), "ping", json!({}));
     assert!(ping.get("result").is_some(), "{ping}");
+}
+
+#[test]
+fn a_modern_client_falls_back_to_initialize_with_an_older_server() {
+    let Some((node, entry)) =
+        common::node_and("@modelcontextprotocol/server-everything/dist/index.js")
+    else {
+        return;
+    };
+    let server = everything(&node, &entry, "streamableHttp");
+    let w = World::new();
+    let url = server.url("/mcp");
+    let mut c = Client::spawn(w.wrap("older", ALLOW_ALL, "older", &["--url", &url]));
+    // The server does not know 2026-07-28: its own refusal reaches the client (its code, not
+    // one of toolgate's), so the client can tell it to fall back ...
+    let r = c.request(
+        json!(1),
+        "server/discover",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                         "io.modelcontextprotocol/clientCapabilities": {}}}),
+    );
+    let code = r["error"]["code"].as_i64().unwrap_or_default();
+    assert!(code != 0 && code != -32603, "{r}");
+    // ... to `initialize`, which works.
+    let init = c.initialize("2025-11-25");
+    assert_eq!(
+        init["result"]["serverInfo"]["name"], "mcp-servers/everything",
+        "{init}"
+    );
 }
