@@ -617,3 +617,67 @@ fn a_modern_client_falls_back_to_initialize_with_an_older_server() {
         "{init}"
     );
 }
+
+#[test]
+fn a_remote_entry_wrapped_by_init_runs_with_its_header_secret_kept_out_of_argv() {
+    const SECRET: &str = "s3cr3t-bearer-token";
+    let upstream = toolgate_testkit::http::HttpUpstream::start(&["--json", "--token", SECRET]);
+    let w = World::new();
+    let home = w.base().join("home");
+    let project = w.base().join("project");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    let config = project.join(".mcp.json");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{"mcpServers": {{"svc": {{"type": "http", "url": "{}", "headers": {{"Authorization": "Bearer {SECRET}"}}}}}}}}"#,
+            upstream.url()
+        ),
+    )
+    .unwrap();
+    let init = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["init", "--client", "claude-code", "--yes"])
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .current_dir(&project)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+    let entry = &doc["mcpServers"]["svc"];
+    let args: Vec<String> = entry["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect();
+    assert!(args.iter().all(|a| !a.contains(SECRET)), "{args:?}");
+    assert!(args.iter().any(|a| a == "--url"), "{args:?}");
+    // Claude Code expands `${VAR:-default}` in `args` once: the escape becomes `${…}`, which
+    // toolgate reads from the entry's `env`.
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.replace("${TOOLGATE_DOLLAR:-$}", "$"))
+        .collect();
+    let mut cmd = Command::new(entry["command"].as_str().unwrap());
+    cmd.args(&args)
+        .env("HOME", &home)
+        .env("TOOLGATE_PINS_DIR", w.base().join("pins"))
+        .env("TOOLGATE_BROKER_DIR", w.base().join("b"))
+        .current_dir(&project);
+    for (k, v) in entry["env"].as_object().unwrap() {
+        cmd.env(k, v.as_str().unwrap());
+    }
+    let mut c = Client::spawn(cmd);
+    // The server answers only requests that carry its token.
+    let init = c.initialize("2025-11-25");
+    assert!(init.get("result").is_some(), "{init}");
+    let tools = c.request(json!(2), "tools/list", json!({}));
+    assert!(tools["result"]["tools"].is_array(), "{tools}");
+}
