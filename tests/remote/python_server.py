@@ -6,12 +6,13 @@ over Streamable HTTP on loopback, for toolgate's remote-server tests
 
 Binds 127.0.0.1 on a port the OS picks and prints `listening <port>` as its first line on
 stdout. `--stateless` serves without sessions (the SDK's `stateless_http`, which also answers
-2026-07-28 requests); `--json` answers with JSON bodies instead of SSE streams. `--tls DIR`
+2026-07-28 requests); `--json` answers with JSON bodies instead of SSE streams;
+`--legacy-sse` serves the HTTP+SSE transport of 2024-11-05 instead (GET /sse). `--tls DIR`
 serves https with a certificate for 127.0.0.1 and localhost signed by a throwaway CA made at
 start-up (written to DIR/ca.pem, for `--ca-file`; the server's certificate and key to
 DIR/server.pem and DIR/server.key); with `--certs-only` it writes them and exits.
 
-Tools: `echo`, `add`, `lookup` (its `region` argument is mirrored in an `Mcp-Param-Region`
+Tools: `echo`, `add`, `slow` (answers after `seconds`), `lookup` (its `region` argument is mirrored in an `Mcp-Param-Region`
 header by 2026-07-28 clients: `x-mcp-header`), and `read_inbox` (returns text with a URL the
 taint tests treat as attacker-chosen).
 """
@@ -32,6 +33,7 @@ from mcp.server.mcpserver import MCPServer
 parser = argparse.ArgumentParser()
 parser.add_argument("--stateless", action="store_true")
 parser.add_argument("--json", action="store_true")
+parser.add_argument("--legacy-sse", action="store_true", help="serve the HTTP+SSE transport (2024-11-05) at /sse")
 parser.add_argument("--tls", metavar="DIR")
 parser.add_argument("--certs-only", action="store_true", help="with --tls: write the certificates and exit")
 options = parser.parse_args()
@@ -58,6 +60,13 @@ def lookup(
 ) -> str:
     """Looks a key up in a region (the region is routed on by header)."""
     return f"{key}@{region}"
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Answers after `seconds`."""
+    await asyncio.sleep(seconds)
+    return f"slept {seconds}s"
 
 
 @server.tool()
@@ -135,7 +144,10 @@ async def main() -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
-    app = server.streamable_http_app(stateless_http=options.stateless, json_response=options.json)
+    if options.legacy_sse:
+        app = server.sse_app()
+    else:
+        app = server.streamable_http_app(stateless_http=options.stateless, json_response=options.json)
     tls = {}
     if options.tls:
         cert_file, key_file = make_certificates(options.tls)

@@ -681,3 +681,41 @@ fn a_remote_entry_wrapped_by_init_runs_with_its_header_secret_kept_out_of_argv()
     let tools = c.request(json!(2), "tools/list", json!({}));
     assert!(tools["result"]["tools"].is_array(), "{tools}");
 }
+
+#[test]
+fn a_legacy_sse_server_on_the_python_sdk_and_its_request_timeout() {
+    let Some(python) = python() else { return };
+    let server = python_server(&python, &["--legacy-sse"]);
+    let w = World::new();
+    let url = server.url("/sse");
+    let mut c = Client::spawn(w.wrap(
+        "legacy",
+        ALLOW_ALL,
+        "legacy",
+        &[
+            "--transport",
+            "sse",
+            "--request-timeout",
+            "2s",
+            "--url",
+            &url,
+        ],
+    ));
+    let init = c.initialize("2024-11-05");
+    assert_eq!(
+        init["result"]["serverInfo"]["name"], "toolgate-python-test",
+        "{init}"
+    );
+    let sum = c.call(2, "add", json!({"a": 40, "b": 2}));
+    assert_eq!(text(&sum), "42", "{sum}");
+    // The response would come on the event stream, after the timeout: the request is
+    // answered with an error instead, and the session goes on.
+    let slow = c.call(3, "slow", json!({"seconds": 30}));
+    let message = slow["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("no response from the remote server within 2s"),
+        "{slow}"
+    );
+    let echo = c.call(4, "echo", json!({"message": "still here"}));
+    assert_eq!(text(&echo), "Echo: still here", "{echo}");
+}

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use reqwest::header::{self, HeaderValue};
 use tokio::sync::mpsc;
+use toolgate_mcp::IdKey;
 use tracing::{debug, info, warn};
 use url::Url;
 
@@ -169,8 +170,28 @@ async fn open(inner: &Inner) -> Result<(Url, Events), Failure> {
 }
 
 /// POSTs one message to the endpoint; a request the server refuses is answered here (its
-/// response would otherwise never come).
-async fn post(inner: &Inner, endpoint: &Url, out: &Outgoing) {
+/// response would otherwise never come), and so is one whose response has not come over
+/// the event stream within `--request-timeout`.
+async fn post(inner: &Arc<Inner>, endpoint: &Url, out: &Outgoing) {
+    if let Some(key) = out.id.as_deref().and_then(IdKey::from_raw) {
+        inner.awaited_lock().insert(key.clone());
+        let (waiting, request) = (Arc::clone(inner), out.clone());
+        tokio::spawn(async move {
+            let limit = waiting.options.request_timeout;
+            tokio::time::sleep(limit).await;
+            if waiting.awaited_lock().remove(&key) {
+                let failure = Failure(format!(
+                    "no response from the remote server within {}s (help: raise `--request-timeout`)",
+                    limit.as_secs()
+                ));
+                waiting.fail(&request, &failure).await;
+            }
+        });
+    }
+    send(inner, endpoint, out).await;
+}
+
+async fn send(inner: &Inner, endpoint: &Url, out: &Outgoing) {
     let result = async {
         let (mut headers, _, _) = inner.base_headers().await?;
         headers.insert(
@@ -201,6 +222,9 @@ async fn post(inner: &Inner, endpoint: &Url, out: &Outgoing) {
     }
     .await;
     if let Err(failure) = result {
-        inner.fail(out, &failure).await;
+        let key = out.id.as_deref().and_then(IdKey::from_raw);
+        if key.is_none_or(|key| inner.awaited_lock().remove(&key)) {
+            inner.fail(out, &failure).await;
+        }
     }
 }

@@ -118,6 +118,7 @@ pub fn start(http: reqwest::Client, options: Options) -> Started {
         output,
         session: Mutex::new(Session::default()),
         param_headers: Mutex::new(HashMap::new()),
+        awaited: Mutex::new(std::collections::HashSet::new()),
         reinit: tokio::sync::Mutex::new(()),
         next_own_id: AtomicU64::new(1),
     });
@@ -160,6 +161,9 @@ pub(super) struct Inner {
     session: Mutex<Session>,
     /// Per tool, the arguments mirrored in `Mcp-Param-*` headers (2026-07-28).
     param_headers: Mutex<HashMap<String, Vec<Mirrored>>>,
+    /// Requests whose response comes on another stream (the legacy transport), until it
+    /// comes: a request still here at `--request-timeout` is answered with an error.
+    awaited: Mutex<std::collections::HashSet<IdKey>>,
     /// Held while re-initializing.
     reinit: tokio::sync::Mutex<()>,
     next_own_id: AtomicU64,
@@ -304,6 +308,12 @@ async fn run(inner: Arc<Inner>, mut input: mpsc::Receiver<Bytes>) {
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, Session> {
         self.session
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(super) fn awaited_lock(&self) -> MutexGuard<'_, std::collections::HashSet<IdKey>> {
+        self.awaited
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -454,9 +464,12 @@ impl Inner {
         }
         let (is_answer, is_json) = match classify(payload) {
             Frame::Single(env) => {
-                let answers = matches!(env.kind, Kind::Response | Kind::ErrorResponse)
-                    && capture.is_some()
-                    && env.id.and_then(IdKey::from_raw).as_ref() == capture;
+                let response = matches!(env.kind, Kind::Response | Kind::ErrorResponse);
+                let key = env.id.and_then(IdKey::from_raw);
+                if response && let Some(key) = &key {
+                    self.awaited_lock().remove(key);
+                }
+                let answers = response && capture.is_some() && key.as_ref() == capture;
                 (answers, true)
             }
             Frame::Batch(_) => (false, true),
