@@ -175,7 +175,7 @@ async fn open(inner: &Inner) -> Result<(Url, Events), Failure> {
 async fn post(inner: &Arc<Inner>, endpoint: &Url, out: &Outgoing) {
     if let Some(key) = out.id.as_deref().and_then(IdKey::from_raw) {
         inner.awaited_lock().insert(key.clone());
-        let (waiting, request) = (Arc::clone(inner), out.clone());
+        let (waiting, request, to) = (Arc::clone(inner), out.clone(), endpoint.clone());
         tokio::spawn(async move {
             let limit = waiting.options.request_timeout;
             tokio::time::sleep(limit).await;
@@ -185,6 +185,9 @@ async fn post(inner: &Arc<Inner>, endpoint: &Url, out: &Outgoing) {
                     limit.as_secs()
                 ));
                 waiting.fail(&request, &failure).await;
+                if let Some(cancel) = request.cancellation("toolgate: no response in time") {
+                    send(&waiting, &to, &cancel).await;
+                }
             }
         });
     }

@@ -219,6 +219,19 @@ impl Outgoing {
         })
     }
 
+    /// The `notifications/cancelled` of this request.
+    pub(super) fn cancellation(&self, reason: &str) -> Option<Outgoing> {
+        let id = self.id.as_deref()?;
+        let params = format!(
+            r#"{{"requestId":{},"reason":{}}}"#,
+            id.get(),
+            serde_json::Value::from(reason)
+        );
+        let params = RawValue::from_string(params).ok()?;
+        let frame = build::notification("notifications/cancelled", Some(&params));
+        Outgoing::parse(Bytes::from(frame))
+    }
+
     fn is_request(&self) -> bool {
         self.kind == Kind::Request
     }
@@ -397,17 +410,7 @@ impl Inner {
 
     /// Tells the server a request is no longer waited for.
     async fn cancel_upstream(&self, out: &Outgoing, reason: &str) {
-        let Some(id) = out.id.as_deref() else { return };
-        let params = format!(
-            r#"{{"requestId":{},"reason":{}}}"#,
-            id.get(),
-            serde_json::Value::from(reason)
-        );
-        let Ok(params) = RawValue::from_string(params) else {
-            return;
-        };
-        let frame = build::notification("notifications/cancelled", Some(&params));
-        if let Some(cancel) = Outgoing::parse(Bytes::from(frame)) {
+        if let Some(cancel) = out.cancellation(reason) {
             let _ =
                 tokio::time::timeout(Duration::from_secs(5), self.exchange(&cancel, false, false))
                     .await;
