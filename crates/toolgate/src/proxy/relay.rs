@@ -47,6 +47,10 @@ pub const ORIGIN_ID_PREFIX: &str = "toolgate-";
 /// The reply every outstanding client request gets when the upstream goes away.
 pub const UPSTREAM_EXITED: &str = "upstream server exited before responding";
 
+/// The same for a remote server (a transport that ended).
+pub const UPSTREAM_DISCONNECTED: &str =
+    "the connection to the remote server ended before it responded";
+
 /// Capacity (in frames) of each output queue: bounded, so a peer that stops reading
 /// applies back-pressure instead of growing memory.
 const QUEUE: usize = 32;
@@ -293,6 +297,8 @@ impl State {
 
 struct Shared {
     interceptor: Arc<dyn Interceptor>,
+    /// What a request gets when the upstream goes away before answering it.
+    gone_message: &'static str,
     state: Mutex<State>,
     to_client: ClientSink,
     to_server: ServerSink,
@@ -793,7 +799,7 @@ fn decide(
                 if from == Direction::ClientToServer && st.upstream_gone {
                     return Step::Done(Out::to_sender(
                         from,
-                        build::error_response(Some(raw_id), INTERNAL_ERROR, UPSTREAM_EXITED),
+                        build::error_response(Some(raw_id), INTERNAL_ERROR, shared.gone_message),
                     ));
                 }
                 if from == Direction::ServerToClient
@@ -1060,7 +1066,11 @@ async fn resolve_parked(
                     map.remove(&key);
                     Out::to_sender(
                         from,
-                        build::error_response(raw_id.as_deref(), INTERNAL_ERROR, UPSTREAM_EXITED),
+                        build::error_response(
+                            raw_id.as_deref(),
+                            INTERNAL_ERROR,
+                            shared.gone_message,
+                        ),
                     )
                 }
                 Verdict::Forward => {
@@ -1137,6 +1147,10 @@ impl Relay {
         to_client: ClientSink,
         upstream: UpstreamIo,
     ) -> Relay {
+        let gone_message = match upstream {
+            UpstreamIo::Child(..) => UPSTREAM_EXITED,
+            UpstreamIo::Channel(..) => UPSTREAM_DISCONNECTED,
+        };
         let (to_server, upstream_out) = match upstream {
             UpstreamIo::Child(stdin, stdout) => {
                 let growth = PipeGrowth::of(stdin.as_fd());
@@ -1153,6 +1167,7 @@ impl Relay {
         };
         let shared = Arc::new(Shared {
             interceptor,
+            gone_message,
             state: Mutex::new(State::default()),
             to_client,
             to_server,
@@ -1203,7 +1218,7 @@ impl Relay {
                     with_newline(build::error_response(
                         raw.as_deref(),
                         INTERNAL_ERROR,
-                        UPSTREAM_EXITED,
+                        self.shared.gone_message,
                     ))
                 })
                 .collect()
