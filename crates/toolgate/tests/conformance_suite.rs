@@ -281,7 +281,8 @@ async fn conformance_server_scenarios_pass_through_toolgate() {
         base.join("work"),
     );
     let direct: Vec<&std::ffi::OsStr> = vec![node.as_os_str(), target.as_os_str()];
-    let through: Vec<&std::ffi::OsStr> = vec![
+    // `toolgate wrap` with an allow-all policy, then the upstream.
+    let wrap: Vec<&std::ffi::OsStr> = vec![
         toolgate.as_os_str(),
         "wrap".as_ref(),
         "--policy".as_ref(),
@@ -292,30 +293,17 @@ async fn conformance_server_scenarios_pass_through_toolgate() {
         audit.as_os_str(),
         "--workspace".as_ref(),
         work.as_os_str(),
-        "--".as_ref(),
-        node.as_os_str(),
-        target.as_os_str(),
     ];
+    let mut through = wrap.clone();
+    through.extend(["--".as_ref(), node.as_os_str(), target.as_os_str()]);
     // The remote case: the same target served over Streamable HTTP by a second front,
     // and `toolgate wrap --url` in front of that.
     let remote_records = base.join("records-remote-target");
     let (_target_front, _target_group, target_port) =
         start_front(&node, &base, &remote_records, &direct).await;
     let url = format!("http://127.0.0.1:{target_port}/mcp");
-    let through_remote: Vec<&std::ffi::OsStr> = vec![
-        toolgate.as_os_str(),
-        "wrap".as_ref(),
-        "--policy".as_ref(),
-        policy.as_os_str(),
-        "--approval".as_ref(),
-        "none".as_ref(),
-        "--audit".as_ref(),
-        audit.as_os_str(),
-        "--workspace".as_ref(),
-        work.as_os_str(),
-        "--url".as_ref(),
-        url.as_ref(),
-    ];
+    let mut through_remote = wrap;
+    through_remote.extend([std::ffi::OsStr::new("--url"), std::ffi::OsStr::new(&url)]);
     let ((direct, _), (through, records), (remote, remote_clients)) = tokio::join!(
         run_suite(&node, &base, "direct", &direct),
         run_suite(&node, &base, "through-toolgate", &through),

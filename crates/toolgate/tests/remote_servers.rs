@@ -49,6 +49,25 @@ impl Drop for Server {
 }
 
 impl Server {
+    /// Spawns `cmd` (stdout piped) and reads the port from its first line, after `prefix`.
+    fn spawn(mut cmd: Command, prefix: &str) -> Server {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let port = first
+            .trim()
+            .strip_prefix(prefix)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("the server said `{first}`"));
+        Server { child, port }
+    }
+
     fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
@@ -66,24 +85,11 @@ fn python() -> Option<PathBuf> {
 
 /// The Python SDK server; it prints `listening <port>` once it accepts connections.
 fn python_server(python: &Path, args: &[&str]) -> Server {
-    let mut child = Command::new(python)
-        .arg(common::repo_root().join("tests/remote/python_server.py"))
+    let mut cmd = Command::new(python);
+    cmd.arg(common::repo_root().join("tests/remote/python_server.py"))
         .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let port = first
-        .trim()
-        .strip_prefix("listening ")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("the Python server said `{first}`"));
-    Server { child, port }
+        .stdin(Stdio::null());
+    Server::spawn(cmd, "listening ")
 }
 
 /// server-everything in `mode` (`streamableHttp` or `sse`) on a free port.
@@ -556,25 +562,11 @@ fn http2_is_used_where_the_server_offers_it() {
         .unwrap();
     assert!(made.success());
     // An HTTP/2-only server: HTTP/1.1 would be refused.
-    let mut child = Command::new(&node)
-        .arg(common::repo_root().join("tests/remote/h2-server.mjs"))
+    let mut cmd = Command::new(&node);
+    cmd.arg(common::repo_root().join("tests/remote/h2-server.mjs"))
         .arg(&certs)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let server = Server {
-        port: first
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("the h2 server said `{first}`")),
-        child,
-    };
+        .stdin(Stdio::piped());
+    let server = Server::spawn(cmd, "");
     let url = format!("https://localhost:{}/mcp", server.port);
     let ca = certs.join("ca.pem");
     let mut c = Client::spawn(w.wrap(
