@@ -121,6 +121,12 @@ pub struct Event {
     /// A remote server's URL (`wrap --url`), without credentials, query or fragment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream: Option<String>,
+    /// The authenticated user the call was made for (`toolgate gateway`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// The gateway replica that wrote the record (`toolgate gateway`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
     /// Tool name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
@@ -186,6 +192,8 @@ impl Event {
             request_id: None,
             server: None,
             upstream: None,
+            user: None,
+            replica: None,
             tool: None,
             fingerprint: None,
             operations: Vec::new(),

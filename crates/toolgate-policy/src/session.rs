@@ -132,6 +132,9 @@ pub struct Session {
     pins: HashMap<String, PinEntry>,
     persisted: HashMap<String, Value>,
     counters: HashMap<String, Counter>,
+    /// The counts of the next attempt of a tool, counted elsewhere
+    /// ([`Session::count_externally`]).
+    counted_externally: Option<(String, u64, u64)>,
     taint: TaintIndex,
     approvals: HashSet<ApprovalKey>,
     seq: u64,
@@ -291,6 +294,7 @@ impl Session {
             pins: HashMap::new(),
             persisted: HashMap::new(),
             counters: HashMap::new(),
+            counted_externally: None,
             approvals: HashSet::new(),
             seq: 0,
             baseline: false,
@@ -707,6 +711,16 @@ impl Session {
         now_ms: u64,
         window: Option<(u64, u64)>,
     ) -> Option<(u64, u64)> {
+        if let Some((t, total, in_window)) = self.counted_externally.take()
+            && t == tool
+        {
+            if !self.counters.contains_key(tool) && self.counters.len() >= self.limits.max_tools {
+                return None;
+            }
+            let c = self.counters.entry(tool.to_owned()).or_default();
+            c.total = c.total.max(total);
+            return Some((total, if window.is_some() { in_window } else { 0 }));
+        }
         if !self.counters.contains_key(tool) && self.counters.len() >= self.limits.max_tools {
             return None;
         }
@@ -755,6 +769,14 @@ impl Session {
             Ok(k) => self.insert_approval(k),
             Err(_) => false,
         }
+    }
+
+    /// The next attempt of `tool` was counted elsewhere, atomically across the processes
+    /// that share this agent session (the gateway's store): `total` attempts this session
+    /// and `in_window` within the budget window, this one included. The next
+    /// [`Session::record_attempt`] of `tool` returns these counts instead of counting.
+    pub fn count_externally(&mut self, tool: &str, total: u64, in_window: u64) {
+        self.counted_externally = Some((tool.to_owned(), total, in_window));
     }
 
     /// Counts an attempt to call `tool` made at `at_ms` by another proxy of the same agent

@@ -623,6 +623,20 @@ impl Contracts {
         results
     }
 
+    /// A budget window (`10m`) in milliseconds (one that does not parse, which loading
+    /// rejects, is the longest window).
+    pub fn window_ms(&self, per: &str) -> u64 {
+        self.windows
+            .get(per)
+            .copied()
+            .or_else(|| {
+                parse_window(per)
+                    .ok()
+                    .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            })
+            .unwrap_or(u64::MAX)
+    }
+
     fn budget(
         &self,
         c: &ToolContract,
@@ -630,19 +644,7 @@ impl Contracts {
         session: &mut Session,
         now_ms: u64,
     ) -> Option<ContractResult> {
-        let window = c.budget.as_ref().map(|b| {
-            let per = self
-                .windows
-                .get(&b.per)
-                .copied()
-                .or_else(|| {
-                    parse_window(&b.per)
-                        .ok()
-                        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-                })
-                .unwrap_or(u64::MAX);
-            (b.max, per)
-        });
+        let window = c.budget.as_ref().map(|b| (b.max, self.window_ms(&b.per)));
         let counted = session.record_attempt(tool, now_ms, window);
         if c.max_calls.is_none() && c.budget.is_none() {
             return None;

@@ -68,8 +68,8 @@ impl Sealer {
         Ok(Sealer { key })
     }
 
-    /// A sealer with a fixed key (tests).
-    #[cfg(test)]
+    /// A sealer with a fixed key: the gateway's, shared by its replicas through their
+    /// configuration, so that a state sealed by one replica opens on any other.
     pub fn with_key(key: [u8; 32]) -> Sealer {
         Sealer { key }
     }

@@ -99,6 +99,11 @@ pub trait Backend: Send {
     fn listed(&self, _tool: &str) -> bool {
         true
     }
+    /// Whether `tool`'s contract has a budget: `None` without one, else `Some(window)` with
+    /// the windowed budget's `(max, per_ms)` if any (what the gateway's store counts).
+    fn budget_of(&mut self, _tool: &str) -> Option<Option<(u64, u64)>> {
+        None
+    }
 }
 
 /// The real filesystem, the same resolver `toolgate policy explain` uses (symlinks of the
@@ -134,11 +139,12 @@ pub fn decide_on_disk(
 /// The real backend: the compiled policy and one session's state.
 #[derive(Debug)]
 pub struct EngineBackend {
-    engine: Engine,
+    /// Shared by the sessions of a gateway (one compiled policy per server).
+    engine: std::sync::Arc<Engine>,
     session: Session,
     vars: Vars,
-    /// The agent session shared with other proxies through the broker, if any.
-    shared: Option<std::sync::Arc<crate::broker::BrokerChannel>>,
+    /// The agent session shared with other proxies (the broker, the gateway's store), if any.
+    shared: Option<std::sync::Arc<dyn super::share::SessionShare>>,
     /// When the broker link was last woken to (re)connect.
     last_kick: Option<std::time::Instant>,
 }
@@ -152,10 +158,11 @@ impl EngineBackend {
     /// Builds a backend over a compiled engine (whose `${workspace}`/`${home}` are canonical
     /// absolute paths) and the pins persisted by an earlier run.
     pub fn new(
-        engine: Engine,
+        engine: impl Into<std::sync::Arc<Engine>>,
         taint: TaintLimits,
         persisted_pins: Vec<(String, Value)>,
     ) -> EngineBackend {
+        let engine: std::sync::Arc<Engine> = engine.into();
         let vars = engine.vars().clone();
         let mut session = Session::new(SessionLimits::new(taint));
         session.load_persisted_pins(persisted_pins);
@@ -168,9 +175,9 @@ impl EngineBackend {
         }
     }
 
-    /// Shares this session's taint tokens with the other proxies of the same agent session
-    /// through the broker (see `broker::client::BrokerChannel::share`).
-    pub fn with_shared(mut self, channel: std::sync::Arc<crate::broker::BrokerChannel>) -> Self {
+    /// Shares this session's taint tokens, approvals and budget attempts with the other
+    /// proxies of the same agent session (see [`super::share::SessionShare`]).
+    pub fn with_shared(mut self, channel: std::sync::Arc<dyn super::share::SessionShare>) -> Self {
         self.shared = Some(channel);
         self
     }
@@ -186,7 +193,7 @@ impl EngineBackend {
             self.last_kick = Some(now);
             shared.kick();
         }
-        for t in shared.take_shared() {
+        for t in shared.take_tokens() {
             let trust = if t.untrusted {
                 toolgate_policy::taint::OutputTrust::Untrusted
             } else {
@@ -292,6 +299,9 @@ impl Backend for EngineBackend {
             arguments: call.arguments,
             definition: None,
         };
+        if let Some((total, in_window)) = self.shared.as_ref().and_then(|s| s.counted(call.tool)) {
+            self.session.count_externally(call.tool, total, in_window);
+        }
         let decision = self
             .engine
             .decide(&tool_call, &mut self.session, &ctx, now_ms);
@@ -359,7 +369,7 @@ impl Backend for EngineBackend {
         // (the output is not tokenized a second time), and always taken so it never piles up.
         let recorded = self.session.taint_mut().take_recorded();
         if let Some(shared) = &self.shared {
-            shared.share(crate::broker::client::tokens_recorded(
+            shared.share_tokens(crate::broker::client::tokens_recorded(
                 self.session.taint(),
                 recorded,
                 seq,
@@ -384,6 +394,20 @@ impl Backend for EngineBackend {
         if let Some(shared) = &self.shared {
             shared.share_approvals(self.session.export_approvals());
         }
+    }
+
+    fn budget_of(&mut self, tool: &str) -> Option<Option<(u64, u64)>> {
+        let contracts = self.engine.contracts();
+        let resolved = contracts.lookup_in(tool, &mut self.session, None);
+        let c = resolved.contract();
+        if c.max_calls.is_none() && c.budget.is_none() {
+            return None;
+        }
+        Some(
+            c.budget
+                .as_ref()
+                .map(|b| (b.max, contracts.window_ms(&b.per))),
+        )
     }
 }
 

@@ -18,6 +18,7 @@ mod recorder;
 use recorder::Recorder;
 pub mod reply;
 pub mod setup;
+pub mod share;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -95,6 +96,9 @@ fn shown(method: &str) -> String {
     method.escape_debug().to_string()
 }
 
+/// Told of every record as it is written (the gateway's metrics).
+pub type Observer = Arc<dyn Fn(&Event) + Send + Sync>;
+
 /// How the enforcer asks and audits.
 pub struct Settings {
     /// The `--server` name.
@@ -110,8 +114,21 @@ pub struct Settings {
     pub tty: Option<Arc<dyn ApprovalChannel>>,
     /// The local broker as an approval channel, if any.
     pub broker: Option<Arc<dyn ApprovalChannel>>,
-    /// The agent session shared through the broker, joined before the first message.
-    pub shared_session: Option<Arc<crate::broker::BrokerChannel>>,
+    /// The agent session shared with other proxies (the broker, the gateway's store),
+    /// joined before the first message.
+    pub shared_session: Option<Arc<dyn share::SessionShare>>,
+    /// Index a result's taint (and write its record) before it is delivered, not after: the
+    /// gateway, whose other replicas must see the taint before the client does.
+    pub index_before_delivery: bool,
+    /// Who made the calls (the gateway's authenticated user), written into every record.
+    pub user: Option<String>,
+    /// The gateway replica that wrote the record.
+    pub replica: Option<String>,
+    /// The key that seals `input_required` approval states [default: a random key of this
+    /// process]. The gateway's replicas share theirs, so a retry may land on any of them.
+    pub seal_key: Option<[u8; 32]>,
+    /// Told of every decision as it is recorded (the gateway's metrics).
+    pub observer: Option<Observer>,
     /// The audit log. `None` only in tests of the protocol mechanics.
     pub audit: Option<Arc<AuditWriter>>,
     /// Set when the audit log could not be opened: every call is denied with this reason.
@@ -321,6 +338,15 @@ impl Inner {
     /// Fills in what every record of this proxy carries: the session and the server.
     fn stamp(&self, event: &mut Event) {
         event.session = Some(self.settings.session_id.clone());
+        if event.user.is_none() {
+            event.user = self.settings.user.clone();
+        }
+        if event.replica.is_none() {
+            event.replica = self.settings.replica.clone();
+        }
+        if let Some(observe) = &self.settings.observer {
+            observe(event);
+        }
         if event.server.is_none() {
             event.server = self.settings.server.clone();
         }
@@ -576,7 +602,10 @@ fn result_bytes(id: &RawValue, result: &Value) -> Vec<u8> {
 impl Enforcer {
     /// An enforcer over a policy backend. Fails only when the OS gives no randomness.
     pub fn new(backend: Box<dyn Backend>, settings: Settings) -> anyhow::Result<Enforcer> {
-        let sealer = Sealer::random()?;
+        let sealer = match settings.seal_key {
+            Some(key) => Sealer::with_key(key),
+            None => Sealer::random()?,
+        };
         Ok(Enforcer {
             inner: Arc::new(Inner {
                 backend: Mutex::new(backend),
@@ -592,8 +621,50 @@ impl Enforcer {
         })
     }
 
+    /// Whether `tool`'s contract has a budget (see [`Backend::budget_of`]): what the gateway
+    /// asks its store to count before the call is decided.
+    pub fn budget_of(&self, tool: &str) -> Option<Option<(u64, u64)>> {
+        lock(&self.inner.backend).budget_of(tool)
+    }
+
+    /// Denies a `tools/call` that cannot be decided because what it must be decided on is
+    /// unavailable (the gateway's store): the reply, and its record written first.
+    pub fn deny_undecidable(
+        &self,
+        id: &RawValue,
+        params: Option<&RawValue>,
+        contract: &str,
+        reason: &str,
+    ) -> Vec<u8> {
+        let parsed: Value = params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or(Value::Null);
+        let tool = parsed
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("tools/call");
+        let arguments = parsed
+            .get("arguments")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let call = Call {
+            server: self.server(),
+            tool,
+            arguments: &arguments,
+        };
+        let mut ruling = Ruling::error(tool, reason);
+        ruling.contract = contract.to_owned();
+        match self.finish_deny(id, id.get(), &call, &ruling, None) {
+            Verdict::Reply(bytes) => bytes,
+            _ => build::tool_error_result(id, &format!("toolgate blocked this call: {reason}")),
+        }
+    }
+
     /// Saves the accepted definitions; a failure is logged (the next run re-pins as new).
     fn persist_pins(&self) {
+        if let Some(shared) = &self.inner.settings.shared_session {
+            shared.pins_accepted(&lock(&self.inner.backend).pins_to_persist());
+        }
         let Some(pins) = &self.inner.settings.pins else {
             return;
         };
@@ -1634,7 +1705,7 @@ impl Interceptor for Enforcer {
     fn on_start(&self) -> StartFuture<'_> {
         Box::pin(async move {
             if let Some(session) = &self.inner.settings.shared_session {
-                session.join_session(JOIN_SESSION_WITHIN).await;
+                session.join(JOIN_SESSION_WITHIN).await;
             }
         })
     }
@@ -1648,6 +1719,11 @@ impl Interceptor for Enforcer {
         match message.direction {
             Direction::ClientToServer => self.on_client_message(message, proxy),
             Direction::ServerToClient => match message.answers {
+                Some(tag) if self.inner.settings.index_before_delivery => {
+                    let verdict = self.on_response(tag, message);
+                    self.after_delivery();
+                    verdict
+                }
                 Some(tag) => self.on_response(tag, message),
                 None => {
                     if message.envelope.kind == Kind::Notification

@@ -184,7 +184,10 @@ pub fn interceptor(
     let backend: Box<dyn Backend> = match engine(args.policy.as_deref(), workspace) {
         Ok(engine) => {
             let taint: TaintLimits = engine.policy().taint.clone().unwrap_or_default();
-            Box::new(EngineBackend::new(engine, taint, persisted).with_shared(broker.clone()))
+            Box::new(
+                EngineBackend::new(engine, taint, persisted)
+                    .with_shared(Arc::new(super::share::BrokerShare(broker.clone()))),
+            )
         }
         Err(reason) => {
             tracing::error!("{reason}; every tool call will be denied");
@@ -223,7 +226,12 @@ pub fn interceptor(
         listing_timeout: args.listing_timeout,
         tty: Some(tty),
         broker: Some(broker.clone()),
-        shared_session: Some(broker),
+        shared_session: Some(Arc::new(super::share::BrokerShare(broker))),
+        index_before_delivery: false,
+        user: None,
+        replica: None,
+        seal_key: None,
+        observer: None,
         audit,
         audit_error,
         audit_raw: args.audit_raw,
