@@ -15,6 +15,7 @@
 
 pub mod attack;
 pub mod auditlog;
+pub mod gateway;
 pub mod http;
 
 use std::io::{BufRead, BufReader, Write};
