@@ -259,11 +259,20 @@ fn is_entry_id(id: &str) -> bool {
     digits(parts.next()) && digits(parts.next()) && parts.next().is_none()
 }
 
+/// An error text as this crate's messages are: without Redis's generic `ERR ` code, and
+/// with a capitalised first word lower-cased (acronyms such as `OOM` stay).
 fn lower_first(text: String) -> String {
+    let text = text.strip_prefix("ERR ").map(str::to_owned).unwrap_or(text);
     let mut chars = text.chars();
-    match chars.next() {
-        Some(first) if first.is_ascii_uppercase() => {
-            format!("{}{}", first.to_ascii_lowercase(), chars.as_str())
+    match (chars.next(), chars.next()) {
+        (Some(first), Some(second))
+            if first.is_ascii_uppercase() && !second.is_ascii_uppercase() =>
+        {
+            format!(
+                "{}{}",
+                first.to_ascii_lowercase(),
+                text.get(1..).unwrap_or_default()
+            )
         }
         _ => text,
     }
@@ -912,6 +921,23 @@ mod tests {
         );
         assert_eq!(redact("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
         assert_eq!(redact("not a url with:pw@"), "(unparsable url)");
+    }
+
+    #[test]
+    fn error_texts_are_lower_cased_but_not_acronyms() {
+        assert_eq!(
+            lower_first("Connection refused".to_owned()),
+            "connection refused"
+        );
+        assert_eq!(
+            lower_first("ERR hash value is not an integer".to_owned()),
+            "hash value is not an integer"
+        );
+        assert_eq!(
+            lower_first("OOM command not allowed".to_owned()),
+            "OOM command not allowed"
+        );
+        assert_eq!(lower_first("".to_owned()), "");
     }
 
     #[test]

@@ -79,7 +79,6 @@ impl RedisServer {
             );
             return None;
         };
-        let dir = tempfile::tempdir().expect("a temporary directory for redis-server");
         // The port was free when picked; another process may take it before redis-server
         // binds it, so try a few.
         let mut last_error = String::new();
@@ -87,7 +86,7 @@ impl RedisServer {
             let mut server = RedisServer {
                 binary: binary.clone(),
                 port: free_port(),
-                dir: tempfile::tempdir_in(dir.path()).expect("a temporary directory"),
+                dir: tempfile::tempdir().expect("a temporary directory for redis-server"),
                 child: None,
             };
             match server.spawn() {
