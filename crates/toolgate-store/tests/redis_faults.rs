@@ -431,3 +431,69 @@ async fn namespaces_are_isolated() {
         "{keys}"
     );
 }
+
+#[tokio::test]
+async fn after_redis_restarted_the_first_operation_succeeds() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let s = store(&server, "tg", Duration::from_millis(500)).await;
+    s.ping().await.unwrap();
+    let listening = s.wait_pending_change(Duration::from_secs(20));
+    server.stop();
+    // The subscriber sees its connection end, drops the command connection too and tells
+    // the waiters (the pending set may have changed while nobody listened).
+    let started = Instant::now();
+    listening.await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    server.restart();
+    // No operation failed on the dead connection in between: the first one connects afresh.
+    s.ping().await.unwrap();
+    s.append("s", &["t".to_owned()], &[]).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_hung_redis_times_out_and_is_used_again_once_it_answers() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let timeout = Duration::from_millis(300);
+    let s = store(&server, "tg", timeout).await;
+    s.append("s", &["t".to_owned()], &[]).await.unwrap();
+    server.pause();
+    for what in ["prepare", "ping"] {
+        let started = Instant::now();
+        let err = match what {
+            "prepare" => s.prepare("s", &Cursor::default(), None, 0).await.map(drop),
+            _ => s.ping().await,
+        }
+        .unwrap_err();
+        let took = started.elapsed();
+        assert!(
+            matches!(err, StoreError::Timeout { ms: 300, .. }),
+            "{what}: {err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "the state store `{}` did not answer within 300 ms",
+                server.url()
+            )
+        );
+        assert!(
+            took >= timeout && took < timeout + Duration::from_millis(300),
+            "{what}: {took:?}"
+        );
+    }
+    server.resume();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while s.ping().await.is_err() {
+        assert!(Instant::now() < deadline, "the store did not recover");
+    }
+    let p = s.prepare("s", &Cursor::default(), None, 0).await.unwrap();
+    assert_eq!(p.taint, ["t"]);
+}

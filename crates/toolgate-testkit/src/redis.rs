@@ -152,6 +152,26 @@ impl RedisServer {
         }
     }
 
+    /// Freezes the server (SIGSTOP): connections stay open, nothing answers, as when Redis
+    /// hangs or the network drops packets. [`RedisServer::resume`] thaws it.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Thaws a paused server (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let child = self.child.as_ref().expect("redis-server runs");
+        let status = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {signal} redis-server");
+    }
+
     /// Starts it again on the same port (empty), after stopping it if it runs.
     pub fn restart(&mut self) {
         self.stop();
@@ -186,6 +206,10 @@ impl RedisServer {
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
+        // A paused server would not die of SIGKILL any later, but thaw it all the same.
+        if self.child.is_some() {
+            self.resume();
+        }
         self.stop();
     }
 }
