@@ -290,7 +290,24 @@ pub(crate) fn hash_hex(text: &str) -> String {
     hex::encode(sha2::Sha256::digest(text.as_bytes()))
 }
 
-/// Milliseconds of a duration, at least 1 (Redis rejects an expiry of 0).
+/// The longest TTL or wait that the stores honour: 100 years (longer ones are cut to it, so
+/// that no deadline overflows).
+pub const MAX_TTL: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// A TTL in milliseconds as the stores use it: at least 1 (Redis rejects an expiry of 0), at
+/// most [`MAX_TTL`].
+pub(crate) fn ttl_ms(ms: u64) -> u64 {
+    ms.clamp(1, millis(MAX_TTL))
+}
+
+/// Milliseconds of a duration, at least 1, at most [`MAX_TTL`].
 pub(crate) fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+    u64::try_from(d.min(MAX_TTL).as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1)
+}
+
+/// A wait or TTL cut to [`MAX_TTL`].
+pub(crate) fn bounded(d: Duration) -> Duration {
+    d.min(MAX_TTL)
 }

@@ -8,7 +8,7 @@ use tokio::sync::watch;
 
 use crate::{
     APPROVALS_MAXLEN, BoxFuture, BudgetAsk, Cursor, PINS_TTL, Prepared, READ_LIMIT, Store,
-    StoreError, TAINT_MAXLEN,
+    StoreError, TAINT_MAXLEN, bounded, millis, ttl_ms,
 };
 
 /// Expired entries are swept every this many writes (otherwise expiry is checked on access).
@@ -74,7 +74,7 @@ impl MemoryStore {
     pub fn new(session_ttl: Duration) -> MemoryStore {
         MemoryStore {
             state: Mutex::new(State::default()),
-            session_ttl: session_ttl.max(Duration::from_millis(1)),
+            session_ttl: Duration::from_millis(millis(session_ttl)),
             events: watch::Sender::new(0),
         }
     }
@@ -171,7 +171,7 @@ impl MemoryStore {
                 while window.stamps.len() > keep {
                     window.stamps.pop_front();
                 }
-                window.expires = now + self.session_ttl.max(Duration::from_millis(per_ms));
+                window.expires = now + self.session_ttl.max(Duration::from_millis(ttl_ms(per_ms)));
                 within = window.stamps.len() as u64;
             }
             prepared.counts = Some((calls, within));
@@ -326,7 +326,7 @@ impl Store for MemoryStore {
             if state.nonces.get(nonce).is_some_and(|e| *e > now) {
                 return Ok(false);
             }
-            let ttl = Duration::from_millis(ttl_ms.max(1));
+            let ttl = Duration::from_millis(crate::ttl_ms(ttl_ms));
             state.nonces.insert(nonce.to_owned(), now + ttl);
             Ok(true)
         })
@@ -351,7 +351,7 @@ impl Store for MemoryStore {
                         created,
                         request: request_json.to_owned(),
                         answer: None,
-                        expires: now + Duration::from_millis(ttl_ms.max(1)),
+                        expires: now + Duration::from_millis(crate::ttl_ms(ttl_ms)),
                     },
                 );
             }
@@ -404,7 +404,7 @@ impl Store for MemoryStore {
         within: Duration,
     ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
         Box::pin(async move {
-            let deadline = tokio::time::Instant::now() + within;
+            let deadline = tokio::time::Instant::now() + bounded(within);
             loop {
                 // Subscribed before looking, so an answer recorded in between still wakes us.
                 let mut changes = self.events.subscribe();
@@ -445,7 +445,7 @@ impl Store for MemoryStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let mut changes = self.events.subscribe();
-            let _ = tokio::time::timeout(within, changes.changed()).await;
+            let _ = tokio::time::timeout(bounded(within), changes.changed()).await;
             Ok(())
         })
     }

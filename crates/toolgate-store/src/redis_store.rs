@@ -12,12 +12,12 @@ use tokio::sync::watch;
 
 use crate::{
     APPROVALS_MAXLEN, BoxFuture, BudgetAsk, Cursor, PINS_TTL, Prepared, READ_LIMIT, Store,
-    StoreError, TAINT_MAXLEN, hash_hex, millis,
+    StoreError, TAINT_MAXLEN, bounded, hash_hex, millis, ttl_ms,
 };
 
 /// Without a notification, a `wait_answer` looks again this often (in case one was lost while
 /// the subscriber connection was down).
-const FALLBACK_POLL: Duration = Duration::from_secs(1);
+const FALLBACK_POLL: Duration = Duration::from_secs(2);
 
 /// Checks the type of our keys before touching them, so that garbage is reported with its key.
 const LUA_WRONG: &str = r"
@@ -298,7 +298,7 @@ impl RedisStore {
             url: shown.clone(),
             why: lower_first(e.to_string()),
         })?;
-        let timeout = timeout.max(Duration::from_millis(1));
+        let timeout = bounded(timeout).max(Duration::from_millis(1));
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(Some(timeout));
@@ -616,8 +616,8 @@ impl Store for RedisStore {
                         .key(format!("{base}:window:{}", hash_hex(ask.tool)))
                         .arg(now_ms)
                         .arg((i128::from(now_ms) - i128::from(per_ms)).to_string())
-                        .arg((-keep - 1).to_string())
-                        .arg(self.session_ttl_ms.max(per_ms));
+                        .arg((-keep - 1).max(i128::from(i64::MIN)).to_string())
+                        .arg(self.session_ttl_ms.max(ttl_ms(per_ms)));
                 }
             }
             let mut reply = self.script(&invocation).await?.into_iter();
@@ -732,7 +732,11 @@ impl Store for RedisStore {
         Box::pin(async move {
             let key = self.keys.nonce(nonce);
             let mut cmd = redis::cmd("SET");
-            cmd.arg(&key).arg(1).arg("NX").arg("PX").arg(ttl_ms.max(1));
+            cmd.arg(&key)
+                .arg(1)
+                .arg("NX")
+                .arg("PX")
+                .arg(crate::ttl_ms(ttl_ms));
             match self.run(Request::Cmd(&cmd), Some(&key)).await? {
                 Value::Okay => Ok(true),
                 Value::Nil => Ok(false),
@@ -757,7 +761,7 @@ impl Store for RedisStore {
                 .key(self.keys.pending_index())
                 .arg(id)
                 .arg(request_json)
-                .arg(ttl_ms.max(1))
+                .arg(crate::ttl_ms(ttl_ms))
                 .arg(hash_hex(id))
                 .arg(self.keys.events());
             self.script(&invocation).await.map(drop)
@@ -831,7 +835,7 @@ impl Store for RedisStore {
             let key = self.item_key(id);
             let mut cmd = redis::cmd("HMGET");
             cmd.arg(&key).arg("id").arg("answer");
-            let deadline = tokio::time::Instant::now() + within;
+            let deadline = tokio::time::Instant::now() + bounded(within);
             loop {
                 // Subscribed before looking, so an answer recorded in between still wakes us.
                 let mut changes = self.shared.events.subscribe();
@@ -884,7 +888,7 @@ impl Store for RedisStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let mut changes = self.shared.events.subscribe();
-            let _ = tokio::time::timeout(within, changes.changed()).await;
+            let _ = tokio::time::timeout(bounded(within), changes.changed()).await;
             Ok(())
         })
     }

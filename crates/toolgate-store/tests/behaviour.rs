@@ -76,6 +76,7 @@ on_both_stores!(
     wait_answer_gives_up_after_within_or_when_the_approval_is_gone,
     wait_pending_change_is_woken_by_a_put_on_the_other_replica,
     a_pending_approval_expires,
+    extreme_numbers_are_no_error,
 );
 
 fn strings(prefix: &str, range: std::ops::Range<usize>) -> Vec<String> {
@@ -417,12 +418,9 @@ async fn wait_answer_is_woken_by_an_answer_on_the_other_replica(r: Replicas) {
         .unwrap()
         .unwrap();
     assert_eq!(answer.as_deref(), Some(r#""yes""#));
-    // Woken by the notification, not by the 1 s fallback look.
+    // Woken by the notification, not by the fallback look every 2 s.
     let latency = woke.saturating_duration_since(answered);
-    assert!(
-        latency < Duration::from_millis(500),
-        "woken after {latency:?}"
-    );
+    assert!(latency < Duration::from_secs(1), "woken after {latency:?}");
 }
 
 async fn wait_answer_gives_up_after_within_or_when_the_approval_is_gone(r: Replicas) {
@@ -466,7 +464,7 @@ async fn wait_answer_gives_up_after_within_or_when_the_approval_is_gone(r: Repli
         .unwrap();
     assert_eq!(answer, None);
     assert!(
-        started.elapsed() < Duration::from_millis(500),
+        started.elapsed() < Duration::from_secs(1),
         "{:?}",
         started.elapsed()
     );
@@ -505,7 +503,7 @@ async fn wait_pending_change_is_woken_by_a_put_on_the_other_replica(r: Replicas)
             .unwrap();
         let latency = woke.saturating_duration_since(changed);
         assert!(
-            latency < Duration::from_millis(500),
+            latency < Duration::from_secs(1),
             "change {change}: woken after {latency:?}"
         );
     }
@@ -534,4 +532,32 @@ async fn a_pending_approval_expires(r: Replicas) {
             .unwrap(),
         None
     );
+}
+
+async fn extreme_numbers_are_no_error(r: Replicas) {
+    let huge = BudgetAsk {
+        tool: "t",
+        window: Some((u64::MAX, u64::MAX)),
+    };
+    let p =
+        r.a.prepare("x", &Cursor::default(), Some(huge), u64::MAX)
+            .await
+            .unwrap();
+    assert_eq!(p.counts, Some((1, 1)));
+    let zero = BudgetAsk {
+        tool: "z",
+        window: Some((0, 0)),
+    };
+    let p =
+        r.b.prepare("x", &Cursor::default(), Some(zero), 0)
+            .await
+            .unwrap();
+    assert_eq!(p.counts, Some((1, 1)));
+    assert!(r.a.redeem_once("forever", u64::MAX).await.unwrap());
+    assert!(r.b.redeem_once("at once", 0).await.unwrap());
+    r.a.put_pending("forever", "{}", u64::MAX).await.unwrap();
+    assert!(r.b.answer_pending("forever", "{}").await.unwrap());
+    let answer = r.a.wait_answer("forever", Duration::MAX).await.unwrap();
+    assert_eq!(answer.as_deref(), Some("{}"));
+    r.b.wait_pending_change(Duration::ZERO).await.unwrap();
 }
