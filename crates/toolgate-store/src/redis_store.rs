@@ -244,6 +244,18 @@ fn redact(url: &str) -> String {
             if parsed.password().is_some() {
                 let _ = parsed.set_password(None);
             }
+            // `redis+unix://` takes its password as `?pass=`.
+            if parsed.query_pairs().any(|(name, _)| name == "pass") {
+                let kept: Vec<(String, String)> = parsed
+                    .query_pairs()
+                    .filter(|(name, _)| name != "pass")
+                    .map(|(name, value)| (name.into_owned(), value.into_owned()))
+                    .collect();
+                parsed.set_query(None);
+                if !kept.is_empty() {
+                    parsed.query_pairs_mut().extend_pairs(kept);
+                }
+            }
             parsed.to_string().trim_end_matches('/').to_owned()
         }
         Err(_) if !url.contains('@') => url.to_owned(),
@@ -296,7 +308,7 @@ impl RedisStore {
         let shown = redact(url);
         let client = Client::open(url).map_err(|e| StoreError::BadUrl {
             url: shown.clone(),
-            why: lower_first(e.to_string()),
+            why: lower_first(e.to_string().replace(" - InvalidClientConfig", "")),
         })?;
         let timeout = bounded(timeout).max(Duration::from_millis(1));
         let config = AsyncConnectionConfig::new()
@@ -924,6 +936,14 @@ mod tests {
             "rediss://app@cache:6379"
         );
         assert_eq!(redact("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
+        assert_eq!(
+            redact("redis+unix:///run/redis.sock?db=1&pass=s3cret"),
+            "redis+unix:///run/redis.sock?db=1"
+        );
+        assert_eq!(
+            redact("redis+unix:///run/redis.sock?pass=s3cret"),
+            "redis+unix:///run/redis.sock"
+        );
         assert_eq!(redact("not a url with:pw@"), "(unparsable url)");
     }
 

@@ -305,6 +305,11 @@ async fn an_unreachable_redis_fails_connect_within_the_timeout_without_showing_t
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::BadUrl { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .starts_with("invalid state store url `http://x`: redis URL did not parse\nhelp: "),
+        "{err}"
+    );
     for namespace in ["", "a{b}", "with space"] {
         let err = RedisStore::connect(
             &server.url(),
