@@ -1,37 +1,208 @@
-//! Stub of the store API (replaced at merge).
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+//! The state that the replicas of `toolgate gateway` share: per agent session, two append-only
+//! streams (taint and approvals) and budget counters; per upstream server, pinned tool
+//! definitions; single-use nonces; and pending approvals that any replica may answer.
+//!
+//! This crate stores opaque strings. It knows nothing about MCP or policy: the gateway decides
+//! what the entries mean. Two implementations of [`Store`]: [`RedisStore`] (Redis ≥ 6.2 or
+//! Valkey, shared by every replica) and [`MemoryStore`] (one process, same semantics).
+//!
+//! # Key layout (Redis)
+//!
+//! Every key starts with the deployment's namespace `<ns>`. Names chosen by others (session
+//! ids, tool and server names, nonces, approval ids) never appear in a key as they are: each
+//! is replaced by the lower-case hex SHA-256 of its UTF-8 bytes, written `H(...)` below. All
+//! keys of one agent session share the hash tag `{s:H(session)}`, so they live in one Redis
+//! Cluster hash slot and the one script that [`Store::prepare`] runs is cluster-safe.
+//!
+//! | key | type | holds | expires |
+//! | --- | --- | --- | --- |
+//! | `<ns>:{s:H(session)}:taint` | stream | taint entries, field `v`; `XADD MAXLEN ~ 100000` | `session_ttl`, refreshed by `prepare` and `append` |
+//! | `<ns>:{s:H(session)}:approvals` | stream | approval entries, field `v`; `XADD MAXLEN ~ 10000` | as above |
+//! | `<ns>:{s:H(session)}:calls` | hash | tool name → attempts in the session | as above |
+//! | `<ns>:{s:H(session)}:window:H(tool)` | sorted set | one member per attempt of a windowed budget, scored by its `now_ms`; trimmed to the window and to `max + 1` members | the longer of the window and `session_ttl`, refreshed by each attempt |
+//! | `<ns>:pins:H(server)` | hash | tool name → pinned definition JSON | 90 days, refreshed by `save_pins` |
+//! | `<ns>:nonce:H(nonce)` | string | `1` (`SET NX PX`) | the nonce's `ttl_ms` |
+//! | `<ns>:{pending}:index` | sorted set | `H(id)` of each pending approval, scored by its deadline (ms, Redis clock) | the longest `ttl_ms` put, refreshed by `put_pending` |
+//! | `<ns>:{pending}:H(id)` | hash | `id`, `request` (JSON), `created` (µs, Redis clock), `answer` (JSON, once answered) | the approval's `ttl_ms` |
+//!
+//! And one pub/sub channel, `<ns>:events`: `put_pending`, `answer_pending` and `remove_pending`
+//! publish on it; each [`RedisStore`] keeps one subscriber connection to wake its
+//! `wait_answer` and `wait_pending_change` callers.
+//!
+//! Stream entry ids are Redis's (`<ms>-<seq>`); a [`Cursor`] holds the id of the last entry
+//! read and the next read is `XRANGE key (<id> + COUNT 10000`, so a cursor stays valid when
+//! the stream is trimmed (entries trimmed before they were read are skipped) and when the key
+//! expired and came back (new ids are later). Budgets: `HINCRBY` on `calls` counts the
+//! session's attempts; a windowed budget also drops the members at or before
+//! `now_ms - per_ms`, adds this attempt and keeps the newest `max + 1`, so the count within
+//! the window saturates at `max + 1`.
+//!
+//! A value of the wrong type under one of these keys (something else wrote there) is a
+//! [`StoreError::BadData`] naming the key, never a panic.
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::Duration;
+//! use toolgate_store::{BudgetAsk, Cursor, MemoryStore, Store};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let store = MemoryStore::new(Duration::from_secs(3600));
+//! store.append("session-1", &["tainted:abc".to_owned()], &[]).await?;
+//! let ask = BudgetAsk { tool: "send_email", window: Some((2, 60_000)) };
+//! let seen = store.prepare("session-1", &Cursor::default(), Some(ask), 1_000).await?;
+//! assert_eq!(seen.taint, ["tainted:abc"]);
+//! assert_eq!(seen.counts, Some((1, 1)));
+//! // The next read starts after what was seen.
+//! let next = store.prepare("session-1", &seen.cursor, None, 1_001).await?;
+//! assert!(next.taint.is_empty());
+//! # Ok::<(), toolgate_store::StoreError>(())
+//! # }).unwrap();
+//! ```
+
+use std::collections::BTreeMap;
 use std::time::Duration;
 
+mod memory;
+mod redis_store;
+
+pub use memory::MemoryStore;
+pub use redis_store::RedisStore;
+
+/// A boxed future that can be sent between threads (the [`Store`] methods return these so
+/// that the trait is object-safe).
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
+/// The most entries of one stream that one [`Store::prepare`] returns.
+pub const READ_LIMIT: usize = 10_000;
+/// About how many entries a session's taint stream keeps (older ones are trimmed).
+pub const TAINT_MAXLEN: usize = 100_000;
+/// About how many entries a session's approvals stream keeps.
+pub const APPROVALS_MAXLEN: usize = 10_000;
+/// How long a server's pins live after their last [`Store::save_pins`].
+pub const PINS_TTL: Duration = Duration::from_secs(90 * 24 * 3600);
+
+/// Where a reader of an agent session's two append-only streams has read up to.
+/// Empty strings = from the start.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Cursor {
+    /// The id of the last taint entry read.
     pub taint: String,
+    /// The id of the last approvals entry read.
     pub approvals: String,
 }
 
+/// A budgeted call to count: `window` is `Some((max, per_ms))` for a windowed budget.
 #[derive(Debug, Clone, Copy)]
 pub struct BudgetAsk<'a> {
+    /// The tool called.
     pub tool: &'a str,
+    /// `(max, per_ms)`: at most `max` attempts within any `per_ms` milliseconds.
     pub window: Option<(u64, u64)>,
 }
 
+/// What [`Store::prepare`] found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Prepared {
+    /// Entries appended to the session's taint stream after the cursor, oldest first.
     pub taint: Vec<String>,
+    /// Entries appended to the session's approvals stream after the cursor.
     pub approvals: Vec<String>,
+    /// The cursor after these entries.
     pub cursor: Cursor,
+    /// With a budget ask: (attempts of the tool in this session including this one,
+    /// attempts within the window including this one; 0 without a window). The count within
+    /// the window saturates at `max + 1`.
     pub counts: Option<(u64, u64)>,
 }
 
+/// Why a [`Store`] operation failed. Every message names the store (its URL without
+/// password).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
+    /// No connection to the store.
     #[error("the state store `{store}` is unreachable: {why}")]
-    Unreachable { store: String, why: String },
+    Unreachable {
+        /// The store, as [`Store::describe`] shows it.
+        store: String,
+        /// The cause.
+        why: String,
+    },
+    /// The store did not answer in time.
+    #[error("the state store `{store}` did not answer within {ms} ms")]
+    Timeout {
+        /// The store, as [`Store::describe`] shows it.
+        store: String,
+        /// The timeout.
+        ms: u64,
+    },
+    /// A key of ours holds something we did not write (a value of another type, an
+    /// unparsable value).
+    #[error(
+        "the state store `{store}` holds unexpected data under `{key}`: {why}\n\
+         help: something else writes under this deployment's namespace; give toolgate a namespace of its own, or delete the key"
+    )]
+    BadData {
+        /// The store, as [`Store::describe`] shows it.
+        store: String,
+        /// The key.
+        key: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The store answered with an error (out of memory, a read-only replica, …) or with a
+    /// reply of an unexpected shape.
+    #[error("the state store `{store}` failed: {why}")]
+    Failed {
+        /// The store, as [`Store::describe`] shows it.
+        store: String,
+        /// The store's answer.
+        why: String,
+    },
+    /// A cursor that this store did not make.
+    #[error(
+        "the state store `{store}` cannot read from the cursor `{cursor}`: it is not a stream entry id"
+    )]
+    BadCursor {
+        /// The store, as [`Store::describe`] shows it.
+        store: String,
+        /// The cursor given.
+        cursor: String,
+    },
+    /// The store's URL cannot be used.
+    #[error(
+        "invalid state store url `{url}`: {why}\n\
+         help: use `redis://[:password@]host[:port][/db]`, `rediss://…` (TLS) or `redis+unix:///path`"
+    )]
+    BadUrl {
+        /// The URL without password.
+        url: String,
+        /// Why it cannot be used.
+        why: String,
+    },
+    /// The namespace cannot be used.
+    #[error(
+        "invalid state store namespace `{namespace}`: {why}\n\
+         help: use letters, digits, `-`, `_`, `.` and `:`, e.g. `toolgate` or `toolgate:prod`"
+    )]
+    BadNamespace {
+        /// The namespace given.
+        namespace: String,
+        /// Why it cannot be used.
+        why: String,
+    },
 }
 
+/// The state shared by the replicas of a gateway. See the crate documentation for what is
+/// stored where.
 pub trait Store: Send + Sync + std::fmt::Debug + 'static {
+    /// ONE round trip (a Lua script): what was appended to the agent session since `cursor`
+    /// (at most [`READ_LIMIT`] entries per stream per call; the cursor then points after the
+    /// last one returned), and, with `budget`, one attempt of the tool counted ATOMICALLY
+    /// (check-and-consume across replicas: the returned counts include this attempt and every
+    /// attempt serialised before it; two replicas can never both see the same count).
+    /// Refreshes the session keys' TTL.
     fn prepare<'a>(
         &'a self,
         session: &'a str,
@@ -39,214 +210,104 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
         budget: Option<BudgetAsk<'a>>,
         now_ms: u64,
     ) -> BoxFuture<'a, Result<Prepared, StoreError>>;
+
+    /// Appends entries to the session's taint and approvals streams (one round trip, none
+    /// when both are empty).
     fn append<'a>(
         &'a self,
         session: &'a str,
         taint: &'a [String],
         approvals: &'a [String],
     ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// A server's pinned tool definitions: tool name → definition JSON text.
     fn load_pins<'a>(
         &'a self,
         server: &'a str,
     ) -> BoxFuture<'a, Result<BTreeMap<String, String>, StoreError>>;
+
+    /// Sets these tools' pinned definitions (others untouched).
     fn save_pins<'a>(
         &'a self,
         server: &'a str,
         pins: &'a BTreeMap<String, String>,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// True exactly once per `nonce` across all replicas (single-use approval states), kept
+    /// `ttl_ms`.
     fn redeem_once<'a>(
         &'a self,
         nonce: &'a str,
         ttl_ms: u64,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// Stores the request JSON of a pending approval under `id` for `ttl_ms` (replacing one
+    /// with the same id) and notifies waiting approvers.
     fn put_pending<'a>(
         &'a self,
         id: &'a str,
         request_json: &'a str,
         ttl_ms: u64,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// The unanswered pending approvals (id, request JSON), oldest first.
     fn list_pending<'a>(&'a self) -> BoxFuture<'a, Result<Vec<(String, String)>, StoreError>>;
+
+    /// Records an answer: the FIRST answer wins. False if already answered, or unknown,
+    /// removed or expired.
     fn answer_pending<'a>(
         &'a self,
         id: &'a str,
         answer_json: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// The answer, as soon as any replica records one; None after `within`, or as soon as
+    /// the pending approval is gone (unknown, removed or expired).
     fn wait_answer<'a>(
         &'a self,
         id: &'a str,
         within: Duration,
     ) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
+
+    /// Forgets a pending approval (answered or not).
     fn remove_pending<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Returns when the pending set may have changed (a put, an answer or a removal on any
+    /// replica), or after `within`. Expiry is not notified.
     fn wait_pending_change<'a>(&'a self, within: Duration)
     -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// A cheap health check (for /readyz).
     fn ping<'a>(&'a self) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// The store as logs and errors show it (no password).
     fn describe(&self) -> String;
 }
 
-#[derive(Debug, Default)]
-struct Mem {
-    taint: HashMap<String, Vec<String>>,
-    approvals: HashMap<String, Vec<String>>,
-    counts: HashMap<(String, String), Vec<u64>>,
-    pins: HashMap<String, BTreeMap<String, String>>,
-    nonces: std::collections::HashSet<String>,
+/// Lower-case hex SHA-256 of `text`: how names chosen by others appear in keys.
+pub(crate) fn hash_hex(text: &str) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(text.as_bytes()))
 }
 
-#[derive(Debug, Default)]
-pub struct MemoryStore {
-    mem: Mutex<Mem>,
+/// The longest TTL or wait that the stores honour: 100 years (longer ones are cut to it, so
+/// that no deadline overflows).
+pub const MAX_TTL: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// A TTL in milliseconds as the stores use it: at least 1 (Redis rejects an expiry of 0), at
+/// most [`MAX_TTL`].
+pub(crate) fn ttl_ms(ms: u64) -> u64 {
+    ms.clamp(1, millis(MAX_TTL))
 }
 
-impl MemoryStore {
-    pub fn new(_ttl: Duration) -> MemoryStore {
-        MemoryStore::default()
-    }
+/// Milliseconds of a duration, at least 1, at most [`MAX_TTL`].
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.min(MAX_TTL).as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1)
 }
 
-fn after(list: &[String], cursor: &str) -> (Vec<String>, String) {
-    let from: usize = cursor.parse().unwrap_or(0);
-    (
-        list.get(from..).unwrap_or_default().to_vec(),
-        list.len().to_string(),
-    )
-}
-
-impl Store for MemoryStore {
-    fn prepare<'a>(
-        &'a self,
-        session: &'a str,
-        cursor: &'a Cursor,
-        budget: Option<BudgetAsk<'a>>,
-        now_ms: u64,
-    ) -> BoxFuture<'a, Result<Prepared, StoreError>> {
-        let mut m = self.mem.lock().unwrap_or_else(|p| p.into_inner());
-        let (taint, tc) = after(
-            m.taint.get(session).map(Vec::as_slice).unwrap_or_default(),
-            &cursor.taint,
-        );
-        let (approvals, ac) = after(
-            m.approvals
-                .get(session)
-                .map(Vec::as_slice)
-                .unwrap_or_default(),
-            &cursor.approvals,
-        );
-        let counts = budget.map(|b| {
-            let v = m
-                .counts
-                .entry((session.to_owned(), b.tool.to_owned()))
-                .or_default();
-            v.push(now_ms);
-            let total = v.len() as u64;
-            let win = b.window.map_or(0, |(_, per)| {
-                v.iter()
-                    .filter(|t| **t > now_ms.saturating_sub(per))
-                    .count() as u64
-            });
-            (total, win)
-        });
-        Box::pin(std::future::ready(Ok(Prepared {
-            taint,
-            approvals,
-            cursor: Cursor {
-                taint: tc,
-                approvals: ac,
-            },
-            counts,
-        })))
-    }
-    fn append<'a>(
-        &'a self,
-        session: &'a str,
-        taint: &'a [String],
-        approvals: &'a [String],
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let mut m = self.mem.lock().unwrap_or_else(|p| p.into_inner());
-        m.taint
-            .entry(session.to_owned())
-            .or_default()
-            .extend_from_slice(taint);
-        m.approvals
-            .entry(session.to_owned())
-            .or_default()
-            .extend_from_slice(approvals);
-        Box::pin(std::future::ready(Ok(())))
-    }
-    fn load_pins<'a>(
-        &'a self,
-        server: &'a str,
-    ) -> BoxFuture<'a, Result<BTreeMap<String, String>, StoreError>> {
-        let m = self.mem.lock().unwrap_or_else(|p| p.into_inner());
-        Box::pin(std::future::ready(Ok(m
-            .pins
-            .get(server)
-            .cloned()
-            .unwrap_or_default())))
-    }
-    fn save_pins<'a>(
-        &'a self,
-        server: &'a str,
-        pins: &'a BTreeMap<String, String>,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let mut m = self.mem.lock().unwrap_or_else(|p| p.into_inner());
-        m.pins
-            .entry(server.to_owned())
-            .or_default()
-            .extend(pins.clone());
-        Box::pin(std::future::ready(Ok(())))
-    }
-    fn redeem_once<'a>(
-        &'a self,
-        nonce: &'a str,
-        _ttl_ms: u64,
-    ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        let mut m = self.mem.lock().unwrap_or_else(|p| p.into_inner());
-        Box::pin(std::future::ready(Ok(m.nonces.insert(nonce.to_owned()))))
-    }
-    fn put_pending<'a>(
-        &'a self,
-        _id: &'a str,
-        _request_json: &'a str,
-        _ttl_ms: u64,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(std::future::ready(Ok(())))
-    }
-    fn list_pending<'a>(&'a self) -> BoxFuture<'a, Result<Vec<(String, String)>, StoreError>> {
-        Box::pin(std::future::ready(Ok(Vec::new())))
-    }
-    fn answer_pending<'a>(
-        &'a self,
-        _id: &'a str,
-        _answer_json: &'a str,
-    ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(std::future::ready(Ok(false)))
-    }
-    fn wait_answer<'a>(
-        &'a self,
-        _id: &'a str,
-        within: Duration,
-    ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
-        Box::pin(async move {
-            tokio::time::sleep(within).await;
-            Ok(None)
-        })
-    }
-    fn remove_pending<'a>(&'a self, _id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(std::future::ready(Ok(())))
-    }
-    fn wait_pending_change<'a>(
-        &'a self,
-        within: Duration,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            tokio::time::sleep(within).await;
-            Ok(())
-        })
-    }
-    fn ping<'a>(&'a self) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(std::future::ready(Ok(())))
-    }
-    fn describe(&self) -> String {
-        "memory".to_owned()
-    }
+/// A wait or TTL cut to [`MAX_TTL`].
+pub(crate) fn bounded(d: Duration) -> Duration {
+    d.min(MAX_TTL)
 }

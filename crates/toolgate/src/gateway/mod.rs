@@ -296,11 +296,17 @@ async fn store_from(
     store: &config::StoreConfig,
     session_ttl: Duration,
 ) -> anyhow::Result<Arc<dyn Store>> {
-    let _ = session_ttl;
-    anyhow::bail!(
-        "the Redis store `{}` is not available in this build",
-        store.url
-    )
+    let timeout = match store.timeout.as_deref() {
+        Some(d) => crate::duration::parse_duration(d).map_err(|e| anyhow::anyhow!("{e}"))?,
+        None => Duration::from_millis(500),
+    };
+    let url = crate::remote::headers::expand(&store.url, &|name: &str| std::env::var(name).ok())
+        .map_err(|e| anyhow::anyhow!("`store.url`: {e}"))?;
+    let namespace = store.namespace.as_deref().unwrap_or("toolgate");
+    let redis = toolgate_store::RedisStore::connect(&url, namespace, timeout, session_ttl)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}. help: start the store, or check `store.url`"))?;
+    Ok(Arc::new(redis))
 }
 
 fn tls_acceptor(cert: &Path, key: &Path) -> anyhow::Result<tokio_rustls::TlsAcceptor> {
