@@ -104,6 +104,11 @@ pub trait Backend: Send {
     fn budget_of(&mut self, _tool: &str) -> Option<Option<(u64, u64)>> {
         None
     }
+    /// True once when another proxy of the agent session saw the server's tools change
+    /// since this session last listed them.
+    fn tools_changed_elsewhere(&mut self) -> bool {
+        false
+    }
 }
 
 /// The real filesystem, the same resolver `toolgate policy explain` uses (symlinks of the
@@ -349,6 +354,12 @@ impl Backend for EngineBackend {
             );
             self.session.pin_tools_owned(tools)
         };
+        if !report.changed.is_empty()
+            && let Some(shared) = &self.shared
+        {
+            let tools: Vec<String> = report.changed.iter().map(|(t, _)| t.clone()).collect();
+            shared.share_tools_changed(&tools);
+        }
         PinChanges {
             added: report.added,
             changed: report.changed,
@@ -394,6 +405,10 @@ impl Backend for EngineBackend {
         if let Some(shared) = &self.shared {
             shared.share_approvals(self.session.export_approvals());
         }
+    }
+
+    fn tools_changed_elsewhere(&mut self) -> bool {
+        self.shared.as_ref().is_some_and(|s| s.take_tools_changed())
     }
 
     fn budget_of(&mut self, tool: &str) -> Option<Option<(u64, u64)>> {

@@ -818,6 +818,11 @@ impl Enforcer {
         if let Some(abilities) = ClientAbilities::from_request_meta(&params) {
             lock(&self.inner.state).client = abilities;
         }
+        // Another proxy of the agent session saw the server's tools change (a gateway
+        // replica): this session's listing is no longer trusted until it lists again.
+        if lock(&self.inner.backend).tools_changed_elsewhere() {
+            lock(&self.inner.state).tools_stale = true;
+        }
         // A tool the session has not listed yet is decided on the server's definition:
         // the call waits (parked) for a listing, toolgate's own if none is under way.
         let listing_failed = match listing {

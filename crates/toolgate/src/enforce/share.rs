@@ -48,6 +48,13 @@ pub trait SessionShare: Send + Sync + std::fmt::Debug {
     fn share_attempt(&self, _tool: &str, _at_ms: u64) {}
     /// The accepted tool definitions changed (pins shared by every session of a server).
     fn pins_accepted(&self, _pins: &BTreeMap<String, Value>) {}
+    /// A listing of the server showed these tools changed (a rug pull): the agent session's
+    /// other proxies must not trust their own listings until they list again.
+    fn share_tools_changed(&self, _tools: &[String]) {}
+    /// True once when another proxy of the session saw the server's tools change.
+    fn take_tools_changed(&self) -> bool {
+        false
+    }
 }
 
 /// The local approval broker as the share of `toolgate wrap`.

@@ -33,7 +33,11 @@ struct State {
     tokens_out: Vec<String>,
     approvals_out: Vec<String>,
     known_approvals: HashSet<String>,
+    tools_changed: bool,
 }
+
+/// The prefix of an entry of the approvals stream that says the server's tools changed.
+const TOOLS_CHANGED: &str = "!tools-changed ";
 
 /// The store side of one session.
 #[derive(Debug)]
@@ -101,7 +105,13 @@ impl StoreShare {
             }
         }
         for key in prepared.approvals {
-            if st.known_approvals.insert(key.clone()) && st.approvals_in.len() < MAX_IMPORT {
+            // Our own entries come back too: known, skipped.
+            if !st.known_approvals.insert(key.clone()) {
+                continue;
+            }
+            if key.starts_with(TOOLS_CHANGED) {
+                st.tools_changed = true;
+            } else if st.approvals_in.len() < MAX_IMPORT {
                 st.approvals_in.push(key);
             }
         }
@@ -183,6 +193,24 @@ impl SessionShare for StoreShare {
                 st.approvals_out.push(key);
             }
         }
+    }
+
+    fn share_tools_changed(&self, tools: &[String]) {
+        let mut nonce = [0u8; 8];
+        let _ = getrandom::fill(&mut nonce);
+        let entry = format!(
+            "{TOOLS_CHANGED}{} {} {}",
+            now_ms(),
+            hex::encode(nonce),
+            serde_json::to_string(tools).unwrap_or_default()
+        );
+        let mut st = lock(&self.state);
+        st.known_approvals.insert(entry.clone());
+        st.approvals_out.push(entry);
+    }
+
+    fn take_tools_changed(&self) -> bool {
+        std::mem::take(&mut lock(&self.state).tools_changed)
     }
 
     fn pins_accepted(&self, pins: &BTreeMap<String, Value>) {
