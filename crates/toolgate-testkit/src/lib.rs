@@ -16,6 +16,7 @@
 pub mod attack;
 pub mod auditlog;
 pub mod http;
+pub mod jwt;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

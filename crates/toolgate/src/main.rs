@@ -29,6 +29,7 @@ mod demo;
 mod duration;
 mod enforce;
 mod fsfacts;
+mod gateway;
 mod hook;
 mod pins;
 mod proxy;

@@ -1,5 +1,10 @@
 //! `gateway.yaml`: the gateway's configuration (model). Strict loading, located errors and
 //! the JSON Schema live beside it (`load`, `schema`).
+//!
+//! A configuration returned by `load::load_config` is checked and normalised: relative
+//! paths (`tls`, `secret.file`, `audit`, `workspace`, `policy`) are absolute, resolved
+//! against the directory of the configuration file, and `public_url` has no trailing `/`.
+//! The accessors below give the defaults of optional fields.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -10,7 +15,8 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct GatewayConfig {
-    /// Always 1.
+    /// Always 1 (a plain number: `"1"` is a string and does not load).
+    #[serde(deserialize_with = "toolgate_policy::strict::whole_u32")]
     pub version: u32,
     /// `host:port` to listen on, e.g. `0.0.0.0:8443` (port 0: any free port, printed at start).
     pub listen: String,
@@ -142,7 +148,7 @@ pub struct SessionsConfig {
     #[serde(default)]
     pub idle_timeout: Option<String>,
     /// At most this many sessions per replica [default: 10000].
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::strict::whole_usize_opt")]
     pub max: Option<usize>,
 }
 
@@ -172,4 +178,79 @@ pub struct ServerConfig {
     /// Who may reach this server; absent: every authenticated user.
     #[serde(default)]
     pub allow: Option<Principals>,
+}
+
+/// The default of `store.namespace`.
+pub const DEFAULT_NAMESPACE: &str = "toolgate";
+/// The default of `store.timeout`.
+pub const DEFAULT_STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+/// The default of `sessions.idle_timeout`.
+pub const DEFAULT_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+/// The default of `sessions.max`.
+pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
+/// The default of `auth.jwt.user_claim`.
+pub const DEFAULT_USER_CLAIM: &str = "sub";
+/// The default of `auth.jwt.groups_claim`.
+pub const DEFAULT_GROUPS_CLAIM: &str = "groups";
+/// The default of `auth.jwt.algorithms`.
+pub const DEFAULT_ALGORITHMS: [&str; 3] = ["RS256", "ES256", "EdDSA"];
+
+/// A duration as written in the file (`500ms`, `30s`, `30m`, `1h`): humantime syntax.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(text.trim())
+        .map_err(|e| format!("invalid duration `{text}`: {e}"))?;
+    if d.is_zero() {
+        return Err(format!(
+            "invalid duration `{text}`: it must be longer than zero"
+        ));
+    }
+    Ok(d)
+}
+
+impl GatewayConfig {
+    /// `sessions.idle_timeout` or its default (a loaded configuration's value parses).
+    pub fn idle_timeout(&self) -> std::time::Duration {
+        self.sessions
+            .idle_timeout
+            .as_deref()
+            .and_then(|t| parse_duration(t).ok())
+            .unwrap_or(DEFAULT_IDLE_TIMEOUT)
+    }
+
+    /// `sessions.max` or its default.
+    pub fn max_sessions(&self) -> usize {
+        self.sessions.max.unwrap_or(DEFAULT_MAX_SESSIONS)
+    }
+
+    /// The JWT audience: `auth.jwt.audience`, or `public_url`.
+    pub fn audience(&self) -> &str {
+        self.auth
+            .jwt
+            .as_ref()
+            .and_then(|j| j.audience.as_deref())
+            .unwrap_or(&self.public_url)
+    }
+
+    /// The URL at which server `name` is served: `public_url` + `/servers/<name>/mcp`.
+    pub fn server_url(&self, name: &str) -> String {
+        format!(
+            "{}/servers/{name}/mcp",
+            self.public_url.trim_end_matches('/')
+        )
+    }
+}
+
+impl StoreConfig {
+    /// `namespace` or its default.
+    pub fn namespace(&self) -> &str {
+        self.namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE)
+    }
+
+    /// `timeout` or its default (a loaded configuration's value parses).
+    pub fn timeout(&self) -> std::time::Duration {
+        self.timeout
+            .as_deref()
+            .and_then(|t| parse_duration(t).ok())
+            .unwrap_or(DEFAULT_STORE_TIMEOUT)
+    }
 }
