@@ -15,6 +15,7 @@ pub mod broker;
 pub mod completions;
 pub mod demo;
 pub mod doctor;
+pub mod gateway;
 pub mod hook;
 pub mod init;
 pub mod pins;
@@ -62,6 +63,8 @@ enum Command {
     Demo(demo::Args),
     /// Check the policy, the broker, client configurations and a server's start-up.
     Doctor(doctor::Args),
+    /// Serve MCP servers to many agents over HTTP, with authentication and policy.
+    Gateway(gateway::Args),
     /// Decide a coding agent's own tools from a client hook (Claude Code, Cursor).
     Hook(hook::Args),
     /// Put toolgate in front of a client's MCP servers (Claude Code, Cursor, …).
@@ -93,6 +96,7 @@ pub fn main() -> ExitCode {
         Command::Completions(args) => completions::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Gateway(args) => gateway::run(args),
         Command::Hook(args) => hook::run(args),
         Command::Init(args) => init::run(args),
         Command::Pins(args) => pins::run(args),

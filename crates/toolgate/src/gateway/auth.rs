@@ -347,24 +347,22 @@ impl Authenticator {
             Some(n) => format!("toolgate gateway: {n}"),
             None => "toolgate gateway".to_owned(),
         };
-        let mut doc = json!({
-            "resource": resource,
-            "bearer_methods_supported": ["header"],
-            "resource_name": resource_name,
-        });
+        let mut doc = serde_json::Map::new();
+        doc.insert("resource".to_owned(), json!(resource));
         if let Some(jwt) = &self.jwt {
-            doc["authorization_servers"] = json!([jwt.issuer]);
+            doc.insert("authorization_servers".to_owned(), json!([jwt.issuer]));
             if !jwt.scopes.is_empty() {
-                doc["scopes_supported"] = json!(jwt.scopes);
+                doc.insert("scopes_supported".to_owned(), json!(jwt.scopes));
             }
         }
-        doc
+        doc.insert("bearer_methods_supported".to_owned(), json!(["header"]));
+        doc.insert("resource_name".to_owned(), json!(resource_name));
+        Value::Object(doc)
     }
 }
 
 fn admits(p: &Principals, principal: &Principal) -> bool {
-    p.users.iter().any(|u| *u == principal.user)
-        || p.groups.iter().any(|g| principal.groups.contains(g))
+    p.users.contains(&principal.user) || p.groups.iter().any(|g| principal.groups.contains(g))
 }
 
 /// The token of `Bearer <token>` (scheme case-insensitive; RFC 6750 b64token syntax).

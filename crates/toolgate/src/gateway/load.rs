@@ -718,7 +718,7 @@ pub fn key_from_text(text: &str) -> Result<[u8; 32], String> {
     if t.is_empty() {
         return Err("the key is empty. help: write at least 32 random bytes in hex, e.g. the output of `openssl rand -hex 32`".to_owned());
     }
-    let bytes = if t.len() % 2 == 0 && t.bytes().all(|b| b.is_ascii_hexdigit()) {
+    let bytes = if t.len().is_multiple_of(2) && t.bytes().all(|b| b.is_ascii_hexdigit()) {
         hex::decode(t).map_err(|e| e.to_string())?
     } else {
         let engines = [
