@@ -986,6 +986,9 @@ servers:
         no_exp.as_object_mut().unwrap().remove("exp");
         let mut no_sub = base();
         no_sub.as_object_mut().unwrap().remove("sub");
+        // A string `exp` is not a number of seconds (no type confusion).
+        let mut exp_string = base();
+        exp_string["exp"] = json!((now() + 600).to_string());
         let mut wrong_aud = base();
         wrong_aud["aud"] = json!("https://elsewhere.example.com");
         let mut wrong_iss = base();
@@ -1010,6 +1013,7 @@ servers:
             (issuer.token(expired), "the token expired"),
             (issuer.token(future), "the token is not valid yet"),
             (issuer.token(no_exp), "the token has no `exp` claim"),
+            (issuer.token(exp_string), "`exp`"),
             (
                 issuer.token(no_sub),
                 "the token has no `sub` claim naming the user",
