@@ -309,3 +309,18 @@ fn schema_is_json_and_matches_the_published_file() {
         "docs/gateway.schema.json is stale: regenerate it with `toolgate gateway schema > docs/gateway.schema.json`"
     );
 }
+
+#[test]
+fn relative_paths_are_relative_to_the_configuration_file() {
+    // Run from the parent directory with a relative --config: `policy.yaml` and `key.hex`
+    // are found beside the file, not in the working directory.
+    let (dir, _path) = dir_with(GOOD);
+    let parent = dir.path().parent().unwrap();
+    let name = dir.path().file_name().unwrap();
+    let out = run(toolgate()
+        .current_dir(parent)
+        .args(["gateway", "check", "--config"])
+        .arg(Path::new(name).join("gateway.yaml")));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stderr, "");
+}

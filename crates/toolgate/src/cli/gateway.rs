@@ -163,10 +163,15 @@ fn check(path: &Path) -> anyhow::Result<ExitCode> {
 
 fn hash_token() -> anyhow::Result<ExitCode> {
     let mut input = Vec::new();
+    const MAX: usize = 64 * 1024;
     std::io::stdin()
-        .take(64 * 1024)
+        .take(MAX as u64 + 1)
         .read_to_end(&mut input)
         .context("cannot read the token from stdin")?;
+    if input.len() > MAX {
+        eprintln!("error: the input is longer than 64 KiB: not a bearer token");
+        return Ok(ExitCode::from(1));
+    }
     let text = String::from_utf8(input).map_err(|_| anyhow::anyhow!("the token is not UTF-8"))?;
     let token = text
         .strip_suffix("\r\n")

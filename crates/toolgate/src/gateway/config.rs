@@ -27,14 +27,14 @@ pub struct GatewayConfig {
     /// identifier (the JWT audience unless `auth.jwt.audience` says otherwise) and the base of
     /// the RFC 9728 metadata URLs.
     pub public_url: String,
-    /// This replica's id in the audit log and metrics [default: `<hostname>-<pid>`].
+    /// This replica's id in the audit log and metrics (default: `<hostname>-<pid>`).
     #[serde(default)]
     pub replica: Option<String>,
     /// The key (≥ 32 bytes, hex or base64 in a file or an environment variable) that seals
     /// session ids and approval states so that any replica can open them. Every replica
     /// must have the same key. Never stored in the store.
     pub secret: SecretSource,
-    /// The audit log of this replica [default: `./toolgate-gateway-<replica>.jsonl`].
+    /// The audit log of this replica (default: `./toolgate-gateway-<replica>.jsonl`).
     #[serde(default)]
     pub audit: Option<PathBuf>,
     /// The shared store (`redis://` or `rediss://` URL); absent: state in memory (one
@@ -73,10 +73,10 @@ pub struct StoreConfig {
     /// `redis://[user:password@]host:port[/db]` or `rediss://…` (a password may be
     /// `${VAR}`, expanded from the environment).
     pub url: String,
-    /// The prefix of every key [default: `toolgate`]: one per deployment.
+    /// The prefix of every key (default: `toolgate`): one per deployment.
     #[serde(default)]
     pub namespace: Option<String>,
-    /// How long one store operation may take before it counts as a failure [default: 500ms].
+    /// How long one store operation may take before it counts as a failure (default: 500ms).
     #[serde(default)]
     pub timeout: Option<String>,
 }
@@ -103,20 +103,20 @@ pub struct JwtConfig {
     pub issuer: String,
     /// Where the signing keys are (a JWKS document).
     pub jwks_url: String,
-    /// The `aud` every token must contain [default: `public_url`].
+    /// The `aud` every token must contain (default: `public_url`).
     #[serde(default)]
     pub audience: Option<String>,
-    /// The claim that names the user [default: `sub`].
+    /// The claim that names the user (default: `sub`).
     #[serde(default)]
     pub user_claim: Option<String>,
     /// The claim that lists the user's groups (an array of strings, or one string)
-    /// [default: `groups`].
+    /// (default: `groups`).
     #[serde(default)]
     pub groups_claim: Option<String>,
-    /// Accepted signature algorithms [default: RS256, ES256, EdDSA].
+    /// Accepted signature algorithms (default: RS256, ES256, EdDSA).
     #[serde(default)]
     pub algorithms: Option<Vec<String>>,
-    /// Scopes announced in the metadata and required of every token [default: none].
+    /// Scopes announced in the metadata and required of every token (default: none).
     #[serde(default)]
     pub scopes: Vec<String>,
 }
@@ -144,10 +144,10 @@ pub struct Principals {
 #[derive(Debug, Clone, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
 pub struct SessionsConfig {
-    /// An idle session ends after this long [default: 30m].
+    /// An idle session ends after this long (default: 30m).
     #[serde(default)]
     pub idle_timeout: Option<String>,
-    /// At most this many sessions per replica [default: 10000].
+    /// At most this many sessions per replica (default: 10000).
     #[serde(default, deserialize_with = "toolgate_policy::strict::whole_usize_opt")]
     pub max: Option<usize>,
 }
@@ -172,7 +172,7 @@ pub struct ServerConfig {
     /// credentials. The client's token is never passed upstream.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    /// The policy file [default: the built-in starter policy].
+    /// The policy file (default: the built-in starter policy).
     #[serde(default)]
     pub policy: Option<PathBuf>,
     /// Who may reach this server; absent: every authenticated user.

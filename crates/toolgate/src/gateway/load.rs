@@ -3,7 +3,7 @@
 //! checks. Every finding is located (`file:line:column`, a snippet, a `help:` line).
 //!
 //! Relative paths in the file are relative to the file's directory; the loaded
-//! configuration holds them resolved (absolute when the file's path was).
+//! configuration holds them resolved to absolute paths.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -50,10 +50,12 @@ pub fn load_config(path: &Path) -> Result<LoadedConfig, Diagnostics> {
             return Err(diags);
         }
     };
-    let base_dir = match path.parent() {
+    let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    // Absolute, so that resolved paths do not depend on a later working directory.
+    let base_dir = std::path::absolute(&parent).unwrap_or(parent);
     load_config_str(&source, &name, &base_dir)
 }
 
