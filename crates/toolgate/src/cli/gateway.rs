@@ -53,7 +53,8 @@ One trailing newline is ignored. The token is never printed.")]
     HashToken,
     /// Print the JSON Schema of the configuration (for editors' completion and checks).
     #[command(after_help = "Examples:
-  toolgate gateway schema > gateway.schema.json")]
+  toolgate gateway schema > gateway.schema.json
+  toolgate gateway schema | jq '.properties | keys'")]
     Schema,
 }
 
