@@ -15,7 +15,7 @@ pub mod normalize;
 pub mod rules;
 pub mod schema;
 pub mod session;
-mod strict;
+pub mod strict;
 pub mod taint;
 
 pub use action::{Action, Network, Operation, Part};

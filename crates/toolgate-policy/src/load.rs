@@ -65,7 +65,7 @@ pub fn load(source: &str, name: &str) -> Result<LoadedPolicy, Diagnostics> {
 /// are errors, budgets on, errors located) without capturing comment text, which nothing
 /// here reads (the model has no `Commented` fields). Comments are still scanned and
 /// validated; only their bookkeeping (about a fifth of a parse) is skipped.
-pub(crate) fn yaml_options() -> serde_saphyr::Options {
+pub fn yaml_options() -> serde_saphyr::Options {
     let mut options = serde_saphyr::Options::default();
     options.emit_comments = false;
     options
@@ -282,8 +282,9 @@ pub fn push_issue(diags: &mut Diagnostics, map: &SourceMap, issue: PathIssue) {
     diags.push(d);
 }
 
-/// A located diagnostic for a YAML or serde error.
-fn yaml_error(source: &str, err: &YamlError) -> Diagnostic {
+/// A located diagnostic for a YAML or serde error (also used by `toolgate gateway`'s
+/// configuration loader, whose files follow the same conventions).
+pub fn yaml_error(source: &str, err: &YamlError) -> Diagnostic {
     let pos: Option<Pos> = err
         .location()
         .and_then(|l| pos_at(source, l.line() as usize, l.column() as usize));

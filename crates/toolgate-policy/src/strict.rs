@@ -1,4 +1,4 @@
-//! Strict whole numbers and booleans for the policy file.
+//! Strict whole numbers and booleans for the policy file (and the gateway's configuration).
 //!
 //! serde-saphyr parses a quoted scalar into an integer field when its text is a number, so
 //! `max_calls: "3"` would load. A quoted value is a string: these deserializers read the
@@ -12,7 +12,7 @@ use serde::Deserializer;
 use serde::de::{self, Unexpected, Visitor};
 
 /// What the diagnostics say a field of this kind expects.
-pub(crate) const EXPECTED_WHOLE_NUMBER: &str = "a whole number";
+pub const EXPECTED_WHOLE_NUMBER: &str = "a whole number";
 
 struct WholeNumber;
 
@@ -41,31 +41,36 @@ impl Visitor<'_> for WholeNumber {
 }
 
 /// A plain (unquoted) non-negative integer.
-pub(crate) fn whole<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+pub fn whole<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     d.deserialize_any(WholeNumber)
 }
 
 /// [`whole`] for a `u32` field (`version`).
-pub(crate) fn whole_u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+pub fn whole_u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
     let v = whole(d)?;
     u32::try_from(v)
         .map_err(|_| de::Error::invalid_type(Unexpected::Unsigned(v), &EXPECTED_WHOLE_NUMBER))
 }
 
 /// [`whole`] for a `usize` field (the `taint:` bounds).
-pub(crate) fn whole_usize<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+pub fn whole_usize<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
     let v = whole(d)?;
     usize::try_from(v)
         .map_err(|_| de::Error::invalid_type(Unexpected::Unsigned(v), &EXPECTED_WHOLE_NUMBER))
 }
 
+/// [`whole_usize`] for an optional field (`#[serde(default)]` keeps a missing field `None`).
+pub fn whole_usize_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    whole_usize(d).map(Some)
+}
+
 /// [`whole`] for an optional field (`#[serde(default)]` keeps a missing field `None`).
-pub(crate) fn whole_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+pub fn whole_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     whole(d).map(Some)
 }
 
 /// What the diagnostics say a strict boolean field expects.
-pub(crate) const EXPECTED_BOOLEAN: &str = "`true` or `false`";
+pub const EXPECTED_BOOLEAN: &str = "`true` or `false`";
 
 struct Boolean;
 
@@ -83,12 +88,12 @@ impl Visitor<'_> for Boolean {
 
 /// A plain `true` or `false`: serde-saphyr would read a quoted `"true"`, and YAML 1.1's
 /// `"yes"`, into a boolean field; a quoted value is a string.
-pub(crate) fn boolean<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+pub fn boolean<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
     d.deserialize_any(Boolean)
 }
 
 /// [`boolean`] for an optional field (`#[serde(default)]` keeps a missing field `None`).
-pub(crate) fn boolean_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+pub fn boolean_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
     boolean(d).map(Some)
 }
 
@@ -102,7 +107,7 @@ impl<'de> serde::Deserialize<'de> for StrictBool {
 }
 
 /// An optional map of [`boolean`]s (`annotations: {readOnlyHint: true}`).
-pub(crate) fn boolean_map_opt<'de, D: Deserializer<'de>>(
+pub fn boolean_map_opt<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Option<std::collections::BTreeMap<String, bool>>, D::Error> {
     let map: std::collections::BTreeMap<String, StrictBool> = serde::Deserialize::deserialize(d)?;

@@ -17,6 +17,7 @@ pub mod attack;
 pub mod auditlog;
 pub mod gateway;
 pub mod http;
+pub mod jwt;
 pub mod redis;
 
 use std::io::{BufRead, BufReader, Write};

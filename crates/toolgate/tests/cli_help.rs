@@ -16,6 +16,7 @@ const COMMANDS: &[(&str, &[&str])] = &[
     ("completions", &[]),
     ("demo", &[]),
     ("doctor", &[]),
+    ("gateway", &["check", "hash-token", "schema"]),
     ("hook", &[]),
     ("init", &[]),
     ("pins", &["list", "forget"]),

