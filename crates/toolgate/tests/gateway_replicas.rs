@@ -141,7 +141,11 @@ fn call(gw: &GatewayProcess, session: &str, id: u64, tool: &str, args: Value) ->
     let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": tool, "arguments": args}});
     let reply = gw.post("mail", TOKEN, Some(session), &msg.to_string());
-    assert_eq!(reply.status, 200);
+    if reply.status != 200 {
+        let status = reply.status;
+        let (body, _) = reply.body();
+        panic!("{status}: {}", String::from_utf8_lossy(&body));
+    }
     let answer = message_of(reply);
     assert_eq!(answer["id"], json!(id), "{answer}");
     answer
@@ -386,6 +390,8 @@ fn when_redis_stops_every_call_is_denied_with_the_reason_and_service_comes_back(
     let Some(mut d) = deploy("") else { return };
     let s = open(&d.a, None, json!({}));
     assert!(allowed(&call(&d.a, &s, 1, "list_contacts", json!({}))));
+    assert!(allowed(&call(&d.b, &s, 2, "list_contacts", json!({}))));
+    let unresumed = open(&d.a, None, json!({}));
     let before = received(&d.record).len();
     d.redis.stop();
     for (i, gw) in [&d.a, &d.b].iter().enumerate() {
@@ -400,6 +406,17 @@ fn when_redis_stops_every_call_is_denied_with_the_reason_and_service_comes_back(
         assert_eq!(ready.status, 503);
         assert_eq!(gw.get("/healthz").status, 200);
     }
+    // A session that must be resumed on B cannot be without the store: refused, not
+    // resumed on stale state.
+    let r = d.b.post(
+        "mail",
+        TOKEN,
+        Some(&unresumed),
+        r#"{"jsonrpc":"2.0","id":30,"method":"tools/list"}"#,
+    );
+    assert_eq!(r.status, 503);
+    let (body, _) = r.body();
+    assert!(String::from_utf8_lossy(&body).contains("state store"));
     assert_eq!(
         received(&d.record).len(),
         before,
