@@ -38,7 +38,9 @@ impl GatewayProcess {
             .envs(envs.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::from(std::fs::File::create(&log).expect("gateway log")))
+            .stderr(Stdio::from(
+                std::fs::File::create(&log).expect("gateway log"),
+            ))
             .spawn()
             .expect("spawn toolgate gateway");
         let stdout = child.stdout.take().expect("stdout");
@@ -51,10 +53,10 @@ impl GatewayProcess {
             let _ = std::io::copy(&mut reader, &mut std::io::sink());
         });
         let line = rx.recv_timeout(TIMEOUT).unwrap_or_default();
-        let Some(addr) = line
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("http://").or_else(|| w.strip_prefix("https://")))
-        else {
+        let Some(addr) = line.split_whitespace().find_map(|w| {
+            w.strip_prefix("http://")
+                .or_else(|| w.strip_prefix("https://"))
+        }) else {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
@@ -115,6 +117,21 @@ impl GatewayProcess {
         )
     }
 
+    /// `DELETE /servers/<server>/mcp` of a session (the client ends it).
+    pub fn delete(&self, server: &str, token: &str, session: &str) -> HttpReply {
+        let auth = format!("Bearer {token}");
+        request(
+            &self.addr,
+            "DELETE",
+            &format!("/servers/{server}/mcp"),
+            &[
+                ("Authorization", auth.as_str()),
+                ("Mcp-Session-Id", session),
+            ],
+            b"",
+        )
+    }
+
     /// `GET PATH`.
     pub fn get(&self, path: &str) -> HttpReply {
         request(&self.addr, "GET", path, &[], b"")
@@ -153,7 +170,10 @@ pub fn initialize(id: u64) -> String {
 pub fn open_session(gw: &GatewayProcess, server: &str, token: &str) -> String {
     let reply = gw.post(server, token, None, &initialize(0));
     assert_eq!(reply.status, 200, "initialize refused");
-    let session = reply.header("mcp-session-id").expect("a session id").to_owned();
+    let session = reply
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned();
     let (_body, _) = reply.body();
     let r = gw.post(
         server,
