@@ -6,8 +6,9 @@
 //
 // Lists tools, resources and prompts, calls echo, get-sum, get-structured-content and
 // get-annotated-message, reads a resource, gets a prompt, completes a prompt argument,
-// then calls get-env (which the gateway's test policy blocks), and prints a JSON summary
-// on ONE line of stdout. Diagnostics go to stderr. A watchdog bounds the whole run.
+// follows a long-running call's progress, makes 8 calls at once, then calls get-env
+// (which the gateway's test policy blocks), and prints a JSON summary on ONE line of
+// stdout. Diagnostics go to stderr. A watchdog bounds the whole run.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -71,6 +72,18 @@ try {
     ref: { type: "ref/prompt", name: "completable-prompt" },
     argument: { name: "department", value: "E" },
   });
+  // Progress notifications on the call's stream, and several calls in flight at once.
+  const progress = [];
+  const long = await client.callTool(
+    { name: "trigger-long-running-operation", arguments: { duration: 1, steps: 3 } },
+    undefined,
+    { onprogress: (p) => progress.push(p) },
+  );
+  const parallel = await Promise.all(
+    Array.from({ length: 8 }, (_, i) =>
+      client.callTool({ name: "echo", arguments: { message: `in flight ${i}` } }),
+    ),
+  );
   let blocked;
   try {
     blocked = await client.callTool({ name: "get-env", arguments: {} });
@@ -93,6 +106,9 @@ try {
     resource,
     prompt,
     completion,
+    long,
+    progress,
+    parallel,
     blocked,
   };
   process.stdout.write(JSON.stringify(summary) + "\n");

@@ -4,7 +4,7 @@
 //!   in `requestInit.headers`) through the gateway in front of server-everything (stdio, one
 //!   child per session) sees what it sees talking to the server directly (stdio): the same
 //!   tools, resources, prompts, tool results (text, structured content, annotations), resource
-//!   contents, prompt and completion; except the one call the policy blocks, which comes back
+//!   contents, prompt and completion, progress notifications, 8 calls in flight at once; except the one call the policy blocks, which comes back
 //!   as an error naming the tool and the rule, and is audited with the user;
 //! - the official Python SDK client (`tests/gateway/py-client.py`) the same way, then its
 //!   session goes on on ANOTHER replica with the same secret (replica `b` starts its own child
@@ -333,6 +333,15 @@ fn the_typescript_sdk_client_sees_the_same_server_through_the_gateway() {
         "{}",
         direct["completion"]
     );
+    assert_eq!(
+        direct["progress"].as_array().map(Vec::len),
+        Some(3),
+        "{}",
+        direct["progress"]
+    );
+    for (i, r) in direct["parallel"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(text_of(r), format!("Echo: in flight {i}"));
+    }
     assert_env_dump(&direct["blocked"]);
     // Through the gateway: the same, over HTTP with a sealed session id.
     assert_eq!(gateway["transport"], "streamable-http");
