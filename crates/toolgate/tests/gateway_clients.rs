@@ -6,6 +6,9 @@
 //!   tools, resources, prompts, tool results (text, structured content, annotations), resource
 //!   contents, prompt and completion, progress notifications, 8 calls in flight at once; except the one call the policy blocks, which comes back
 //!   as an error naming the tool and the rule, and is audited with the user;
+//! - the same client through the gateway in front of server-everything over its own
+//!   Streamable HTTP (`url:`), against the client talking HTTP to it directly; the session
+//!   goes on on another replica, which opens its own session with the server;
 //! - the official Python SDK client (`tests/gateway/py-client.py`) the same way, then its
 //!   session goes on on ANOTHER replica with the same secret (replica `b` starts its own child
 //!   and replays `initialize`): the session's calls work there, under the same policy, with
@@ -13,7 +16,8 @@
 //! - the official conformance suite (`@modelcontextprotocol/conformance`) through the gateway
 //!   in front of `tests/conformance/target-server.mjs`: every server scenario that passes
 //!   directly passes through the gateway, except the known gaps listed in
-//!   [`GATEWAY_KNOWN_GAPS`] (which must still fail: a fixed gap must leave the list).
+//!   [`GATEWAY_KNOWN_GAPS`] (which must still fail: a fixed gap must leave the list);
+//! - (ignored until the gateway does it) a session the client deleted is gone on every replica.
 //!
 //! Needs `npm ci --prefix tests` and tests/.venv (both installed by `scripts/test`); skips with a
 //! message without node or the venv, unless `CI=true`, where they are required.
@@ -779,4 +783,97 @@ fn a_deleted_session_is_gone_on_every_replica() {
             gw.addr
         );
     }
+}
+
+// ---- A remote server -----------------------------------------------------------------------
+
+/// server-everything in its Streamable HTTP mode on a free port (its group killed on drop).
+fn everything_over_http(node: &Path, entry: &Path) -> (Group, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(node)
+        .arg(entry)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let group = Group(child.id());
+    assert!(
+        wait_until(common::STEP_TIMEOUT, || std::net::TcpStream::connect((
+            "127.0.0.1",
+            port
+        ))
+        .is_ok()),
+        "server-everything (streamableHttp) did not listen on {port}"
+    );
+    (group, port)
+}
+
+/// The gateway in front of a remote server (`url:`): the TypeScript client sees through it
+/// what it sees talking HTTP to the server directly, but for the blocked call; the session
+/// goes on on another replica, which opens its own session with the server.
+#[test]
+fn the_typescript_sdk_client_through_the_gateway_to_a_remote_server() {
+    let started = Instant::now();
+    let Some((node, entry)) =
+        common::node_and("@modelcontextprotocol/server-everything/dist/index.js")
+    else {
+        return;
+    };
+    let (_server, port) = everything_over_http(&node, &entry);
+    let upstream = format!("http://127.0.0.1:{port}/mcp");
+    let d = Deployment::new();
+    let servers = format!(
+        "  everything:\n    url: {}\n    policy: everything-policy.yaml\n",
+        json!(upstream)
+    );
+    let a = GatewayProcess::start(&d.config("a", &servers), &[]);
+    let b = GatewayProcess::start(&d.config("b", &servers), &[]);
+    let script = common::repo_root().join("tests/gateway/ts-client.mjs");
+    let client = |url: &str, token: Option<String>, what: &str| {
+        let mut cmd = Command::new(&node);
+        cmd.arg(&script).args(["--url", url]);
+        if let Some(t) = token {
+            cmd.args(["--token", &t]);
+        }
+        summary_of(&run_bounded(cmd, CLIENT_WITHIN, what), what)
+    };
+    let direct = client(&upstream, None, "the TypeScript client (remote, direct)");
+    let gateway = client(
+        &format!("http://{}/servers/everything/mcp", a.addr),
+        Some(token("alice")),
+        "the TypeScript client (remote, gateway)",
+    );
+    assert_eq!(direct["server"]["name"], "mcp-servers/everything");
+    assert_env_dump(&direct["blocked"]);
+    assert_progress(&direct["progress"]);
+    assert_same(
+        &direct,
+        &gateway,
+        &["sessionId", "blocked", "progress"],
+        "TypeScript (remote)",
+    );
+    assert_progress(&gateway["progress"]);
+    assert_blocked(&gateway["blocked"], "TypeScript (remote)");
+
+    // A session opened on a, continued on b: b opens its own session with the server.
+    let alice = token("alice");
+    let sid = toolgate_testkit::gateway::open_session(&a, "everything", &alice);
+    let echo = call(&a, "alice", &sid, 1, "echo", json!({"message": "on a"}));
+    assert_eq!(text_of(&echo["result"]), "Echo: on a", "{echo}");
+    let echo = call(&b, "alice", &sid, 2, "echo", json!({"message": "on b"}));
+    assert_eq!(text_of(&echo["result"]), "Echo: on b", "{echo}");
+    let blocked = call(&b, "alice", &sid, 3, "get-env", json!({}));
+    assert_blocked(&blocked["result"], "replica b (remote)");
+    eprintln!(
+        "TypeScript SDK client, remote server: {:?}",
+        started.elapsed()
+    );
 }
