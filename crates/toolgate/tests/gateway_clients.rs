@@ -567,8 +567,8 @@ fn the_python_sdk_client_through_the_gateway_and_its_session_on_another_replica(
 
 // ---- The conformance suite -------------------------------------------------------------
 
-/// A process that prints `listening <port>` first: it, its group (killed on drop) and the port.
-fn start_listening(mut cmd: Command, what: &str) -> (Child, Group, u16) {
+/// A process that prints `listening <port>` first: it (its group killed on drop) and the port.
+fn start_listening(mut cmd: Command, what: &str) -> (Reaped, u16) {
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -576,8 +576,8 @@ fn start_listening(mut cmd: Command, what: &str) -> (Child, Group, u16) {
         .process_group(0)
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
-    let group = Group(child.id());
     let stdout = child.stdout.take().unwrap();
+    let child = Reaped(child);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut reader = BufReader::new(stdout);
@@ -594,7 +594,7 @@ fn start_listening(mut cmd: Command, what: &str) -> (Child, Group, u16) {
         .strip_prefix("listening ")
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("{what} said `{line}`"));
-    (child, group, port)
+    (child, port)
 }
 
 /// Runs the suite's server scenarios against `url`; each scenario's outcome.
@@ -672,7 +672,7 @@ fn conformance_server_scenarios_pass_through_the_gateway() {
         .arg(tests.join("gateway/auth-front.mjs"))
         .arg(&gw.addr)
         .env("GATEWAY_TOKEN", token("alice"));
-    let (_front, _front_group, front_port) = start_listening(front, "the auth front");
+    let (_front, front_port) = start_listening(front, "the auth front");
     // Directly: the HTTP front of the existing conformance test, in front of the target.
     let mut direct_front = Command::new(&node);
     direct_front
@@ -681,7 +681,7 @@ fn conformance_server_scenarios_pass_through_the_gateway() {
         .arg("--")
         .arg(&node)
         .arg(&target);
-    let (_direct, _direct_group, direct_port) = start_listening(direct_front, "the HTTP front");
+    let (_direct, direct_port) = start_listening(direct_front, "the HTTP front");
     assert!(
         wait_until(common::STEP_TIMEOUT, || std::net::TcpStream::connect((
             "127.0.0.1",
@@ -787,8 +787,18 @@ fn a_deleted_session_is_gone_on_every_replica() {
 
 // ---- A remote server -----------------------------------------------------------------------
 
+/// A process whose group is killed, and which is waited for, on drop.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        drop(Group(self.0.id()));
+        let _ = self.0.wait();
+    }
+}
+
 /// server-everything in its Streamable HTTP mode on a free port (its group killed on drop).
-fn everything_over_http(node: &Path, entry: &Path) -> (Group, u16) {
+fn everything_over_http(node: &Path, entry: &Path) -> (Reaped, u16) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -804,7 +814,7 @@ fn everything_over_http(node: &Path, entry: &Path) -> (Group, u16) {
         .process_group(0)
         .spawn()
         .unwrap();
-    let group = Group(child.id());
+    let server = Reaped(child);
     assert!(
         wait_until(common::STEP_TIMEOUT, || std::net::TcpStream::connect((
             "127.0.0.1",
@@ -813,7 +823,7 @@ fn everything_over_http(node: &Path, entry: &Path) -> (Group, u16) {
         .is_ok()),
         "server-everything (streamableHttp) did not listen on {port}"
     );
-    (group, port)
+    (server, port)
 }
 
 /// The gateway in front of a remote server (`url:`): the TypeScript client sees through it
