@@ -921,3 +921,86 @@ fn an_unsupported_protocol_version_header_gets_400() {
     assert_eq!(send("2025-06-18"), 200);
     assert_eq!(send("1999-01-01"), 400);
 }
+
+/// Resuming one session on a replica does not hold up resuming others there: a server that
+/// never answers the replayed `initialize` delays its own session (up to the resume bound),
+/// not a healthy server's. Uses `fake_upstream` behind a shell that hangs from the second
+/// start on.
+#[test]
+#[ignore = "gateway bug (reported): one replica-wide lock serialises every resume"]
+fn a_stuck_resume_does_not_hold_up_other_sessions() {
+    let d = Deployment::new();
+    let fake = toolgate_testkit::fake_upstream();
+    let mark = d.path().join("started-once");
+    let flaky = format!(
+        "if [ -e '{mark}' ]; then exec sleep 60; else touch '{mark}'; exec '{fake}'; fi",
+        mark = mark.display(),
+        fake = fake.display()
+    );
+    let servers = format!(
+        "  flaky:\n    command: [sh, -c, {}]\n    policy: allow-all.yaml\n  fast:\n    command: [{}]\n    policy: allow-all.yaml\n",
+        json!(flaky),
+        json!(fake.to_str().unwrap()),
+    );
+    let a = GatewayProcess::start(&d.config("a", &servers), &[]);
+    let b = GatewayProcess::start(&d.config("b", &servers), &[]);
+    let alice = token("alice");
+    let stuck = toolgate_testkit::gateway::open_session(&a, "flaky", &alice);
+    let healthy = toolgate_testkit::gateway::open_session(&a, "fast", &alice);
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    // The flaky server's session moves to b, whose new child never answers (the request is
+    // written and left waiting).
+    let mut stuck_request = std::net::TcpStream::connect(&b.addr).unwrap();
+    std::io::Write::write_all(
+        &mut stuck_request,
+        format!(
+            "POST /servers/flaky/mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nAuthorization: Bearer {alice}\r\n\
+             Mcp-Session-Id: {stuck}\r\nContent-Length: {}\r\n\r\n{ping}",
+            b.addr,
+            ping.len()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    // b is resuming the stuck one (its log says so) before the healthy one comes.
+    let log_b = || {
+        std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.to_string_lossy().contains("gateway-b.")
+                    && p.extension().is_some_and(|e| e == "log")
+            })
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect::<String>()
+    };
+    assert!(
+        wait_until(common::STEP_TIMEOUT, || log_b()
+            .contains("resuming a session opened elsewhere")),
+        "b did not start resuming"
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    let b_addr = b.addr.clone();
+    std::thread::spawn(move || {
+        let auth = format!("Bearer {alice}");
+        let reply = toolgate_testkit::http::request(
+            &b_addr,
+            "POST",
+            "/servers/fast/mcp",
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+                ("Authorization", auth.as_str()),
+                ("Mcp-Session-Id", healthy.as_str()),
+            ],
+            ping.as_bytes(),
+        );
+        let _ = tx.send(reply.status);
+    });
+    let status = rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the healthy session waited over 5 s for another session's resume");
+    assert_eq!(status, 200);
+    drop(stuck_request);
+}
