@@ -933,7 +933,7 @@ fn a_stuck_resume_does_not_hold_up_other_sessions() {
     let fake = toolgate_testkit::fake_upstream();
     let mark = d.path().join("started-once");
     let flaky = format!(
-        "if [ -e '{mark}' ]; then exec sleep 60; else touch '{mark}'; exec '{fake}'; fi",
+        "if [ -e '{mark}' ]; then exec sleep 35; else touch '{mark}'; exec '{fake}'; fi",
         mark = mark.display(),
         fake = fake.display()
     );
