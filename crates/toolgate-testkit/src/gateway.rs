@@ -9,7 +9,19 @@ use std::sync::mpsc::channel;
 use serde_json::Value;
 
 use crate::http::{HttpReply, request};
-use crate::{TIMEOUT, bin_path};
+use crate::{TIMEOUT, bin_path, target_profile_dir};
+
+/// The toolgate binary. Cargo builds it beside toolgate's integration tests before running
+/// them; only without it is `cargo build` asked (from this kit, where it cannot build
+/// another package's binary, so that call would only wait for the build lock and fail).
+fn toolgate() -> PathBuf {
+    let path = target_profile_dir().join("toolgate");
+    if path.is_file() {
+        path
+    } else {
+        bin_path("toolgate")
+    }
+}
 
 /// A gateway process, killed on drop.
 pub struct GatewayProcess {
@@ -31,7 +43,7 @@ impl GatewayProcess {
                 .map(|d| d.as_nanos())
                 .unwrap_or(0)
         ));
-        let mut child = Command::new(bin_path("toolgate"))
+        let mut child = Command::new(toolgate())
             .arg("gateway")
             .arg("--config")
             .arg(config)
@@ -114,6 +126,21 @@ impl GatewayProcess {
             &format!("/servers/{server}/mcp"),
             &headers,
             msg.as_bytes(),
+        )
+    }
+
+    /// `DELETE /servers/<server>/mcp` of a session (the client ends it).
+    pub fn delete(&self, server: &str, token: &str, session: &str) -> HttpReply {
+        let auth = format!("Bearer {token}");
+        request(
+            &self.addr,
+            "DELETE",
+            &format!("/servers/{server}/mcp"),
+            &[
+                ("Authorization", auth.as_str()),
+                ("Mcp-Session-Id", session),
+            ],
+            b"",
         )
     }
 
