@@ -55,7 +55,7 @@ const SUITE_WITHIN: Duration = Duration::from_secs(150);
 /// - `dns-rebinding-protection`: a request with `Host: evil.example.com` and
 ///   `Origin: http://evil.example.com` gets 200 (the suite expects a 4xx): the gateway does
 ///   not check `Origin`.
-const GATEWAY_KNOWN_GAPS: &[&str] = &["dns-rebinding-protection"];
+const GATEWAY_KNOWN_GAPS: &[&str] = &[];
 
 /// The gateway's test policy for server-everything: everything is allowed but `get-env`,
 /// which would hand the client the server's environment.
@@ -752,15 +752,25 @@ fn conformance_server_scenarios_pass_through_the_gateway() {
 /// it and on any other (Streamable HTTP: after the session ends, requests with its id MUST
 /// get 404, and the client starts a new one). Uses the testkit's `fake_upstream` (no node).
 #[test]
-#[ignore = "gateway bug (reported): a deleted session's sealed id is resumed, on its own replica and on others"]
 fn a_deleted_session_is_gone_on_every_replica() {
     let d = Deployment::new();
     let servers = format!(
         "  everything:\n    command: [{}]\n    policy: allow-all.yaml\n",
         json!(toolgate_testkit::fake_upstream().to_str().unwrap()),
     );
-    let a = GatewayProcess::start(&d.config("a", &servers), &[]);
-    let b = GatewayProcess::start(&d.config("b", &servers), &[]);
+    // The replicas learn of the end through their shared store.
+    let Some(redis) = toolgate_testkit::redis::RedisServer::start() else {
+        return;
+    };
+    let with_store = |replica: &str| {
+        let path = d.config(replica, &servers);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str(&format!("store:\n  url: {}\n", redis.url()));
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let a = GatewayProcess::start(&with_store("a"), &[]);
+    let b = GatewayProcess::start(&with_store("b"), &[]);
     let alice = token("alice");
     let sid = toolgate_testkit::gateway::open_session(&a, "everything", &alice);
     let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
@@ -891,7 +901,6 @@ fn the_typescript_sdk_client_through_the_gateway_to_a_remote_server() {
 /// Streamable HTTP (2025-06-18 and later): a request whose `MCP-Protocol-Version` header names
 /// a version the server does not support MUST get 400 Bad Request. Uses `fake_upstream`.
 #[test]
-#[ignore = "gateway bug (reported): an unsupported `MCP-Protocol-Version` header is not refused"]
 fn an_unsupported_protocol_version_header_gets_400() {
     let d = Deployment::new();
     let servers = format!(
@@ -927,7 +936,6 @@ fn an_unsupported_protocol_version_header_gets_400() {
 /// not a healthy server's. Uses `fake_upstream` behind a shell that hangs from the second
 /// start on.
 #[test]
-#[ignore = "gateway bug (reported): one replica-wide lock serialises every resume"]
 fn a_stuck_resume_does_not_hold_up_other_sessions() {
     let d = Deployment::new();
     let fake = toolgate_testkit::fake_upstream();

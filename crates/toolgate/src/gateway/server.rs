@@ -60,7 +60,9 @@ pub struct Gateway {
     pub metrics: Arc<Metrics>,
     pub current: RwLock<Arc<Loaded>>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
-    resuming: tokio::sync::Mutex<()>,
+    /// One lock per session being resumed here (two requests of one session resume it
+    /// once; other sessions never wait for it).
+    resuming: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     pub draining: AtomicBool,
     pub max_message_bytes: usize,
     pub idle_timeout: Duration,
@@ -104,7 +106,7 @@ impl Gateway {
             audit,
             current: RwLock::new(Arc::new(loaded)),
             sessions: Mutex::new(HashMap::new()),
-            resuming: tokio::sync::Mutex::new(()),
+            resuming: Mutex::new(HashMap::new()),
             draining: AtomicBool::new(false),
             max_message_bytes: 16 << 20,
             idle_timeout,
@@ -158,6 +160,7 @@ impl Gateway {
             Arc::clone(&self.store),
             info.agent.clone(),
             server.name.clone(),
+            info.id.clone(),
             Arc::clone(&self.metrics),
         ));
         let backend: Box<dyn crate::enforce::Backend> = match &server.engine {
@@ -373,6 +376,7 @@ async fn admit(
     name: &str,
 ) -> Result<(Principal, Arc<Loaded>, Arc<ServerRuntime>), Response> {
     let loaded = gw.loaded();
+    check_transport(&loaded, headers)?;
     let Some(server) = loaded.servers.get(name).cloned() else {
         return Err((StatusCode::NOT_FOUND, format!("no server `{name}` here\n")).into_response());
     };
@@ -409,6 +413,70 @@ fn jsonrpc_error(status: StatusCode, id: Option<&RawValue>, code: i64, message: 
         build::error_response(id, code, message),
     )
         .into_response()
+}
+
+/// The protocol revisions a client may name in `MCP-Protocol-Version`.
+const REVISIONS: [&str; 5] = [
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
+
+/// Refuses what the transport forbids before anything else is read: an `Origin` that is not
+/// the gateway's own (DNS rebinding: a web page in a browser reaching a gateway on the
+/// user's network), and a protocol revision the gateway does not carry.
+#[allow(clippy::result_large_err)] // a handler's early answer, returned once per request
+fn check_transport(loaded: &Loaded, headers: &HeaderMap) -> Result<(), Response> {
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let ours = url::Url::parse(&loaded.config.public_url)
+            .ok()
+            .map(|u| u.origin());
+        let theirs = origin.to_str().ok().and_then(|o| url::Url::parse(o).ok());
+        let loopback = |u: &url::Url| {
+            u.host().is_some_and(|h| match h {
+                url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
+                url::Host::Ipv4(ip) => ip.is_loopback(),
+                url::Host::Ipv6(ip) => ip.is_loopback(),
+            })
+        };
+        let ok = match (&ours, &theirs) {
+            (Some(ours), Some(theirs)) => {
+                theirs.origin() == *ours
+                    // A gateway on loopback also accepts pages of loopback origins.
+                    || (url::Url::parse(&loaded.config.public_url).is_ok_and(|u| loopback(&u))
+                        && loopback(theirs))
+            }
+            _ => false,
+        };
+        if !ok {
+            return Err((
+                StatusCode::FORBIDDEN,
+                axum::Json(json!({ "error": format!(
+                    "the origin `{}` is not this gateway's (`{}`)",
+                    origin.to_str().unwrap_or("?"),
+                    loaded.config.public_url
+                ) })),
+            )
+                .into_response());
+        }
+    }
+    if let Some(version) = headers.get("mcp-protocol-version")
+        && !version.to_str().is_ok_and(|v| REVISIONS.contains(&v))
+    {
+        return Err(jsonrpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            toolgate_mcp::INVALID_REQUEST,
+            &format!(
+                "unsupported `MCP-Protocol-Version` `{}`; this gateway carries {}",
+                version.to_str().unwrap_or("?"),
+                REVISIONS.join(", ")
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn session_header(headers: &HeaderMap) -> Option<&str> {
@@ -474,6 +542,13 @@ async fn mcp_post(
                     "the request's id is not usable",
                 );
             };
+            if method != "tools/call" {
+                // What other replicas recorded (an ended session above all); a store that
+                // cannot be read does not hold up what needs no shared state.
+                if let Err(e) = session.share.prepare(None).await {
+                    tracing::debug!("{e}");
+                }
+            }
             if method == "tools/call" {
                 let tool = env
                     .params
@@ -495,6 +570,16 @@ async fn mcp_post(
                     };
                     return json_body(StatusCode::OK, reply, None);
                 }
+            }
+            if session.share.closed() {
+                lock(&gw.sessions).remove(&session.info.id);
+                session.close();
+                return jsonrpc_error(
+                    StatusCode::NOT_FOUND,
+                    env.id,
+                    toolgate_mcp::INVALID_REQUEST,
+                    "the session was ended: initialize a new one",
+                );
             }
             let waiter = match session.request(id.clone(), &body).await {
                 Ok(w) => w,
@@ -790,8 +875,42 @@ async fn session_for(
             "the gateway is shutting down",
         ));
     }
-    let _one = gw.resuming.lock().await;
-    if let Some(s) = live(gw) {
+    let id = info.id.clone();
+    let one = Arc::clone(
+        lock(&gw.resuming)
+            .entry(id.clone())
+            .or_insert_with(|| Arc::new(tokio::sync::Mutex::new(()))),
+    );
+    let resumed = resume(gw, server, info, &one).await;
+    let mut resuming = lock(&gw.resuming);
+    // The map's and ours: nobody else waits for this session.
+    if resuming.get(&id).is_some_and(|e| Arc::strong_count(e) <= 2) {
+        resuming.remove(&id);
+    }
+    drop(resuming);
+    resumed
+}
+
+async fn resume(
+    gw: &Shared,
+    server: &Arc<ServerRuntime>,
+    info: SessionInfo,
+    one: &tokio::sync::Mutex<()>,
+) -> Result<Arc<Session>, Response> {
+    let not_found = |why: &str| {
+        jsonrpc_error(
+            StatusCode::NOT_FOUND,
+            None,
+            toolgate_mcp::INVALID_REQUEST,
+            &format!("unknown session ({why}): initialize a new one"),
+        )
+    };
+    let _one = one.lock().await;
+    if let Some(s) = lock(&gw.sessions)
+        .get(&info.id)
+        .filter(|s| !s.ended())
+        .cloned()
+    {
         return Ok(s);
     }
     tracing::info!(session = %info.id, server = %server.name, "resuming a session opened elsewhere");
@@ -803,6 +922,10 @@ async fn session_for(
             &format!("toolgate cannot resume the session: {e:#}"),
         )
     })?;
+    if session.share.closed() {
+        session.close();
+        return Err(not_found("it was ended"));
+    }
     if let Err(e) = session.replay_initialize(RESUME_WITHIN).await {
         session.close();
         return Err(not_found(&format!("it could not be resumed here: {e:#}")));
@@ -862,8 +985,20 @@ async fn mcp_delete(
     if info.user != principal.user || info.server != server.name {
         return (StatusCode::NOT_FOUND, "unknown session\n").into_response();
     }
-    if let Some(s) = lock(&gw.sessions).remove(&info.id) {
+    let local = lock(&gw.sessions).remove(&info.id);
+    if let Some(s) = &local {
         s.close();
+    }
+    // Every other replica ends it too, and none resumes it.
+    let entry = format!("!closed {}", info.id);
+    if let Err(e) = gw.store.append(&info.agent, &[], &[entry]).await {
+        tracing::warn!("the end of session `{}` could not be shared: {e}", info.id);
+        return jsonrpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            toolgate_mcp::INTERNAL_ERROR,
+            &format!("the session ended here, but other replicas could not be told: {e}"),
+        );
     }
     gw.metrics.sessions(gw.session_count());
     StatusCode::NO_CONTENT.into_response()

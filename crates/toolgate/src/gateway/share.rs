@@ -38,6 +38,9 @@ struct State {
 
 /// The prefix of an entry of the approvals stream that says the server's tools changed.
 const TOOLS_CHANGED: &str = "!tools-changed ";
+/// The prefix of an entry of the approvals stream that says a session was ended (`DELETE`):
+/// `!closed <session id>`. Every replica that holds or would resume it ends it.
+const CLOSED: &str = "!closed ";
 
 /// The store side of one session.
 #[derive(Debug)]
@@ -47,6 +50,10 @@ pub struct StoreShare {
     agent: String,
     /// The server whose pins this session shares.
     server: String,
+    /// This MCP session's own id.
+    session_id: String,
+    /// Set once a `!closed` entry for this session was read.
+    closed: std::sync::atomic::AtomicBool,
     state: Mutex<State>,
     metrics: Arc<Metrics>,
 }
@@ -63,12 +70,15 @@ impl StoreShare {
         store: Arc<dyn Store>,
         agent: String,
         server: String,
+        session_id: String,
         metrics: Arc<Metrics>,
     ) -> StoreShare {
         StoreShare {
             store,
             agent,
             server,
+            session_id,
+            closed: std::sync::atomic::AtomicBool::new(false),
             state: Mutex::new(State::default()),
             metrics,
         }
@@ -109,7 +119,11 @@ impl StoreShare {
             if !st.known_approvals.insert(key.clone()) {
                 continue;
             }
-            if key.starts_with(TOOLS_CHANGED) {
+            if let Some(id) = key.strip_prefix(CLOSED) {
+                if id == self.session_id {
+                    self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            } else if key.starts_with(TOOLS_CHANGED) {
                 st.tools_changed = true;
             } else if st.approvals_in.len() < MAX_IMPORT {
                 st.approvals_in.push(key);
@@ -120,6 +134,11 @@ impl StoreShare {
         }
         st.cursor = prepared.cursor;
         Ok(())
+    }
+
+    /// True once the session was ended (`DELETE`) through any replica.
+    pub fn closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Writes what this session queued (taint tokens, approvals); nothing to write: no
