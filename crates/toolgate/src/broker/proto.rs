@@ -254,6 +254,8 @@ pub enum Withdrawal {
     Expired,
     /// The proxy disconnected (its client or server went away).
     ProxyGone,
+    /// No longer pending at a gateway: answered by another approver, withdrawn or expired.
+    Settled,
 }
 
 impl Withdrawal {
@@ -262,6 +264,7 @@ impl Withdrawal {
             Withdrawal::Cancelled => "cancelled by the client",
             Withdrawal::Expired => "expired without a decision",
             Withdrawal::ProxyGone => "the proxy went away",
+            Withdrawal::Settled => "answered elsewhere, withdrawn or expired",
         }
     }
 }

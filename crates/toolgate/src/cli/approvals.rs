@@ -1,4 +1,5 @@
-//! `toolgate approvals`: answer the questions proxies send to the local broker.
+//! `toolgate approvals`: answer the questions proxies send to the local broker, or (with
+//! `--gateway URL`) the questions of a `toolgate gateway`'s sessions.
 //!
 //! A terminal UI by default; `--plain` prints one line per event and reads decisions as lines
 //! (`o 3`, `s 3`, `d 3`); `--json` prints the queue; `--id N --decision D` decides one request.
@@ -15,6 +16,7 @@ use crate::approvals_ui::{self, Effect, Key, Ui, safe};
 use crate::broker::client::Connection;
 use crate::broker::proto::{Decision, FromBroker, Role, ToBroker};
 use crate::broker::{Layout, connect};
+use crate::cli::approvals_gateway::GatewayLink;
 
 /// Approve or deny the calls waiting at the local broker.
 #[derive(Debug, clap::Args)]
@@ -22,8 +24,24 @@ use crate::broker::{Layout, connect};
   toolgate approvals
   toolgate approvals --plain
   toolgate approvals --json
-  toolgate approvals --id 3 --decision allow-once")]
+  toolgate approvals --id 3 --decision allow-once
+  TOOLGATE_GATEWAY_TOKEN=... toolgate approvals --gateway https://mcp.example.com")]
 pub struct Args {
+    /// Answer the approvals of a `toolgate gateway` (its base URL) instead of the local
+    /// broker's, as one of its approvers (`auth.approvers`).
+    #[arg(long, value_name = "URL")]
+    pub gateway: Option<String>,
+    /// The environment variable that holds the approver's bearer token for `--gateway`.
+    #[arg(
+        long,
+        value_name = "VAR",
+        default_value = "TOOLGATE_GATEWAY_TOKEN",
+        requires = "gateway"
+    )]
+    pub token_env: String,
+    /// Extra PEM root certificates to trust for `--gateway`.
+    #[arg(long, value_name = "PATH", requires = "gateway")]
+    pub ca_file: Option<std::path::PathBuf>,
     /// Line mode for screen readers and dumb terminals: events as lines; answer with
     /// `o ID` (allow once), `s ID` (allow for the session) or `d ID` (deny).
     #[arg(long, conflicts_with_all = ["json", "id"])]
@@ -43,6 +61,35 @@ fn parse_decision(s: &str) -> Result<Decision, String> {
     s.parse()
 }
 
+/// Where the questions come from: the local broker or a gateway.
+enum Link {
+    Broker(Connection),
+    Gateway(Box<GatewayLink>),
+}
+
+impl Link {
+    async fn recv(&mut self) -> anyhow::Result<Option<FromBroker>> {
+        match self {
+            Link::Broker(c) => c.recv().await,
+            Link::Gateway(g) => g.recv().await,
+        }
+    }
+
+    async fn send(&mut self, message: &ToBroker) -> anyhow::Result<()> {
+        match self {
+            Link::Broker(c) => Ok(c.send(message).await?),
+            Link::Gateway(g) => g.send(message).await,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Link::Broker(c) => format!("the broker (pid {})", c.broker_pid),
+            Link::Gateway(_) => "the gateway".to_owned(),
+        }
+    }
+}
+
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -57,9 +104,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     let code = runtime.block_on(async move {
-        let mut conn = connect(&Layout::for_user(), Role::Approver, None, None)
-            .await
-            .map_err(|e| anyhow::anyhow!(e))?;
+        let mut conn = match &args.gateway {
+            Some(url) => {
+                let token = std::env::var(&args.token_env).with_context(|| {
+                    format!(
+                        "`--gateway` needs the approver's token in `${}`. help: set it, or name another variable with --token-env",
+                        args.token_env
+                    )
+                })?;
+                Link::Gateway(Box::new(
+                    GatewayLink::connect(url, token, args.ca_file.clone()).await?,
+                ))
+            }
+            None => Link::Broker(
+                connect(&Layout::for_user(), Role::Approver, None, None)
+                    .await
+                    .map_err(|e| anyhow::anyhow!(e))?,
+            ),
+        };
         let pending = match conn.recv().await? {
             Some(FromBroker::Snapshot { pending }) => pending,
             other => anyhow::bail!("the broker did not send its queue (got {other:?})"),
@@ -83,11 +145,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     code
 }
 
-async fn decide_one(
-    conn: &mut Connection,
-    id: u64,
-    decision: Decision,
-) -> anyhow::Result<ExitCode> {
+async fn decide_one(conn: &mut Link, id: u64, decision: Decision) -> anyhow::Result<ExitCode> {
     conn.send(&ToBroker::Decide { id, decision }).await?;
     loop {
         match tokio::time::timeout(Duration::from_secs(10), conn.recv()).await {
@@ -183,12 +241,12 @@ fn emit(lines: &[String]) {
 }
 
 async fn plain(
-    mut conn: Connection,
+    mut conn: Link,
     pending: Vec<crate::broker::proto::Pending>,
 ) -> anyhow::Result<ExitCode> {
     emit(&[format!(
-        "connected to the broker (pid {}): {} pending",
-        conn.broker_pid,
+        "connected to {}: {} pending",
+        conn.describe(),
         pending.len()
     )]);
     for request in pending {
@@ -201,7 +259,7 @@ async fn plain(
             message = conn.recv() => match message {
                 Ok(Some(m)) => emit(&plain_lines(&m)),
                 Ok(None) => {
-                    emit(&["disconnected: the broker closed the connection".to_owned()]);
+                    emit(&[format!("disconnected: {} closed the connection", conn.describe())]);
                     return Ok(ExitCode::from(1));
                 }
                 Err(e) => {
@@ -233,7 +291,7 @@ impl Drop for Restore {
 }
 
 async fn tui(
-    mut conn: Connection,
+    mut conn: Link,
     pending: Vec<crate::broker::proto::Pending>,
 ) -> anyhow::Result<ExitCode> {
     use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};

@@ -40,11 +40,14 @@ enum AuditCommand {
     #[command(after_help = "Examples:
   toolgate audit verify
   toolgate audit verify --audit ~/project/.toolgate/audit.jsonl
+  toolgate audit verify --audit gw-a.jsonl --audit gw-b.jsonl   # a gateway's replicas
 
-Exit status: 0 when the chain is intact, 1 when it is broken, 2 when the log cannot be read.")]
+Each log is checked on its own (every replica of a gateway writes its own chain).
+Exit status: 0 when every chain is intact, 1 when one is broken, 2 when a log cannot be read.")]
     Verify {
-        #[command(flatten)]
-        log: LogArg,
+        /// The audit log; repeat for several (e.g. one per gateway replica).
+        #[arg(long, value_name = "PATH", default_value = DEFAULT_AUDIT, num_args = 1..)]
+        audit: Vec<PathBuf>,
     },
     /// Counts by kind, effect, server, tool, contract and rule; time range; chain status.
     #[command(after_help = "Examples:
@@ -77,7 +80,7 @@ Exit status: 0 when the chain is intact, 1 when it is broken, 2 when the log can
 /// Runs `toolgate audit …`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
-        AuditCommand::Verify { log } => verify(&log.audit),
+        AuditCommand::Verify { audit } => verify_all(&audit),
         AuditCommand::Summary { log, json } => summary(&log.audit, json),
         AuditCommand::Tail { n, json, log } => tail(&log.audit, n, json),
     }
@@ -103,6 +106,36 @@ fn report_broken(path: &Path, v: &Verification) {
             v.records, problem.line
         );
     }
+}
+
+fn verify_all(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    if let [one] = paths {
+        return verify(one);
+    }
+    let mut broken = 0usize;
+    for path in paths {
+        outln!("{}:", path.display());
+        match verify(path) {
+            Ok(code) if code == ExitCode::SUCCESS => {}
+            Ok(_) => broken += 1,
+            Err(e) => {
+                eprintln!(
+                    "toolgate: audit log `{}` cannot be read: {e:#}",
+                    path.display()
+                );
+                return Ok(ExitCode::from(2));
+            }
+        }
+    }
+    if broken > 0 {
+        eprintln!(
+            "toolgate: {broken} of {} audit logs are broken",
+            paths.len()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    outln!("all {} audit logs are intact", paths.len());
+    Ok(ExitCode::SUCCESS)
 }
 
 fn verify(path: &Path) -> anyhow::Result<ExitCode> {

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub mod approvals;
+mod approvals_gateway;
 pub mod audit;
 pub mod auth;
 pub mod broker;

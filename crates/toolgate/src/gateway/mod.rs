@@ -33,6 +33,9 @@ use toolgate_store::{MemoryStore, Store};
 use config::GatewayConfig;
 use server::{Gateway, Loaded, ServerRuntime};
 
+/// How long a shutdown waits for the calls in flight.
+const DRAIN: Duration = Duration::from_secs(30);
+
 /// Runs the gateway until SIGTERM or SIGINT; SIGHUP reloads the configuration and policies.
 pub fn run(loaded: load::LoadedConfig, path: PathBuf) -> anyhow::Result<ExitCode> {
     init_logs();
@@ -200,13 +203,17 @@ async fn serve(config: GatewayConfig, dir: PathBuf, path: PathBuf) -> anyhow::Re
     };
 
     let router = server::router(Arc::clone(&gateway));
+    // SIGTERM or SIGINT: stop accepting, finish what is in flight (up to DRAIN), then end
+    // every session (each upstream gets its grace period).
+    let stopping = Arc::new(tokio::sync::Notify::new());
     let shutdown = {
         let gw = Arc::clone(&gateway);
+        let stopping = Arc::clone(&stopping);
         async move {
             let mut term =
                 match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
                     Ok(s) => s,
-                    Err(_) => return,
+                    Err(_) => std::future::pending().await,
                 };
             tokio::select! {
                 _ = term.recv() => {}
@@ -214,19 +221,33 @@ async fn serve(config: GatewayConfig, dir: PathBuf, path: PathBuf) -> anyhow::Re
             }
             tracing::info!("shutting down: finishing the calls in flight");
             gw.draining.store(true, std::sync::atomic::Ordering::SeqCst);
+            stopping.notify_one();
         }
     };
-    match tls {
-        None => {
-            axum::serve(listener, router)
+    let drained = async {
+        stopping.notified().await;
+        tokio::time::sleep(DRAIN).await;
+        tracing::warn!(
+            "calls still in flight after {} s are cut off",
+            DRAIN.as_secs()
+        );
+    };
+    let serving = async {
+        match tls {
+            None => axum::serve(listener, router)
                 .with_graceful_shutdown(shutdown)
                 .await
-                .context("the HTTP server failed")?;
+                .context("the HTTP server failed"),
+            Some(tls) => {
+                let acceptor = tls_acceptor(&dir.join(&tls.cert), &dir.join(&tls.key))?;
+                serve_tls(listener, acceptor, router, shutdown).await;
+                Ok(())
+            }
         }
-        Some(tls) => {
-            let acceptor = tls_acceptor(&dir.join(&tls.cert), &dir.join(&tls.key))?;
-            serve_tls(listener, acceptor, router, shutdown).await;
-        }
+    };
+    tokio::select! {
+        served = serving => served?,
+        () = drained => {}
     }
     reaper.abort();
     reloader.abort();
