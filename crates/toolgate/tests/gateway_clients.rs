@@ -1012,3 +1012,42 @@ fn a_stuck_resume_does_not_hold_up_other_sessions() {
     assert_eq!(status, 200);
     drop(stuck_request);
 }
+
+// ---- A 2026-07-28 client ----------------------------------------------------------------
+
+/// The Python SDK client in `auto` mode against a gateway in front of a server that speaks
+/// 2026-07-28 (the SDK's stateless server): it talks 2026-07-28, no session id is ever given,
+/// and the calls go through the gateway's policy and audit.
+#[test]
+fn a_2026_07_28_python_client_needs_no_session_through_the_gateway() {
+    let Some(python) = python() else { return };
+    let d = Deployment::new();
+    let mut server = Command::new(&python);
+    server
+        .arg(common::repo_root().join("tests/remote/python_server.py"))
+        .arg("--stateless");
+    let (_server, port) = start_listening(server, "the Python SDK's stateless server");
+    let servers =
+        format!("  py:\n    url: http://127.0.0.1:{port}/mcp\n    policy: allow-all.yaml\n");
+    let gw = GatewayProcess::start(&d.config("a", &servers), &[]);
+    let url = format!("http://{}/servers/py/mcp", gw.addr);
+    let mut cmd = Command::new(&python);
+    cmd.arg(common::repo_root().join("tests/gateway/py-stateless.py"))
+        .args(["--url", &url, "--token", &token("alice")]);
+    let what = "the Python client (2026-07-28)";
+    let out = summary_of(&run_bounded(cmd, CLIENT_WITHIN, what), what);
+    assert_eq!(text_of(&out["echo"]), "Echo: stateless ✓", "{out}");
+    assert!(text_of(&out["add"]).contains("42"), "{out}");
+    assert_eq!(out["sessionIds"], json!([]), "no session: {out}");
+    assert_eq!(out["versions"], json!(["2026-07-28"]), "{out}");
+    let decisions: Vec<Value> = d
+        .audit("a")
+        .into_iter()
+        .filter(|r| r["kind"] == "decision" && r["user"] == "alice")
+        .collect();
+    assert_eq!(
+        decisions.len(),
+        2,
+        "both calls decided and audited: {decisions:?}"
+    );
+}

@@ -888,7 +888,7 @@ async fn session_for(
             .entry(id.clone())
             .or_insert_with(|| Arc::new(tokio::sync::Mutex::new(()))),
     );
-    let resumed = resume(gw, server, info, &one).await;
+    let resumed = resume(gw, server, info, &one, true).await;
     let mut resuming = lock(&gw.resuming);
     // The map's and ours: nobody else waits for this session.
     if resuming.get(&id).is_some_and(|e| Arc::strong_count(e) <= 2) {
@@ -976,7 +976,11 @@ async fn stateless_session(
             .entry(id.clone())
             .or_insert_with(|| Arc::new(tokio::sync::Mutex::new(()))),
     );
-    let opened = resume(gw, server, info, &one).await;
+    // A stdio server needs an `initialize` before anything (an older one would refuse the
+    // rest); a remote one is sent each request under its own revision by the transport,
+    // which a 2026-07-28 server answers without one.
+    let replay = server.config.command.is_some();
+    let opened = resume(gw, server, info, &one, replay).await;
     let mut resuming = lock(&gw.resuming);
     if resuming.get(&id).is_some_and(|e| Arc::strong_count(e) <= 2) {
         resuming.remove(&id);
@@ -985,11 +989,14 @@ async fn stateless_session(
     opened
 }
 
+/// Opens a session on this replica; with `replay`, the session's `initialize` is replayed to
+/// its fresh upstream first.
 async fn resume(
     gw: &Shared,
     server: &Arc<ServerRuntime>,
     info: SessionInfo,
     one: &tokio::sync::Mutex<()>,
+    replay: bool,
 ) -> Result<Arc<Session>, Response> {
     let not_found = |why: &str| {
         jsonrpc_error(
@@ -1020,7 +1027,7 @@ async fn resume(
         session.close();
         return Err(not_found("it was ended"));
     }
-    if let Err(e) = session.replay_initialize(RESUME_WITHIN).await {
+    if replay && let Err(e) = session.replay_initialize(RESUME_WITHIN).await {
         session.close();
         return Err(not_found(&format!("it could not be resumed here: {e:#}")));
     }
