@@ -578,6 +578,7 @@ fn stateless_requests_land_on_any_replica_as_one_agent_session() {
         "{asked}"
     );
     let state = asked["result"]["requestState"].clone();
+    let state = state.as_str().unwrap().to_owned();
     let key = asked["result"]["inputRequests"]
         .as_object()
         .unwrap()
@@ -593,6 +594,16 @@ fn stateless_requests_land_on_any_replica_as_one_agent_session() {
         json!({"requestState": state, "inputResponses": {key.clone(): {"action": "accept", "content": {"decision": "allow_once"}}}}),
     );
     assert!(allowed(&retry), "{retry}");
+    // The same answered state replayed on the other replica is refused: used once.
+    let replay = stateless(
+        &d.a,
+        6,
+        "send_email",
+        to_partner.clone(),
+        json!({"requestState": state, "inputResponses": {key.clone(): {"action": "accept", "content": {"decision": "allow_once"}}}}),
+    );
+    let why = blocked(&replay).unwrap_or_else(|| panic!("replayed: {replay}"));
+    assert!(why.contains("already used"), "{why}");
     // A forged state is refused.
     let forged = stateless(
         &d.b,

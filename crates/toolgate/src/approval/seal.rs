@@ -143,6 +143,27 @@ impl Sealer {
     }
 }
 
+impl Sealer {
+    /// The nonce and expiry of a state this key sealed (the call it is bound to is not
+    /// checked): what the gateway redeems in its store, so that a state is used once across
+    /// every replica. `None` for a state this key did not seal.
+    pub fn nonce_of(&self, token: &str) -> Option<(String, u64)> {
+        let mut pieces = token.split('.');
+        let (Some(PREFIX), Some(payload_hex), Some(tag_hex), None) =
+            (pieces.next(), pieces.next(), pieces.next(), pieces.next())
+        else {
+            return None;
+        };
+        let payload = hex::decode(payload_hex).ok()?;
+        let tag = hex::decode(tag_hex).ok()?;
+        let mut mac = self.mac().ok()?;
+        mac.update(&payload);
+        mac.verify_slice(&tag).ok()?;
+        let state: SealedState = serde_json::from_slice(&payload).ok()?;
+        Some((state.nonce, state.expires_ms))
+    }
+}
+
 /// True when `token` claims to be a state toolgate issued (its `tg1.` prefix). Only such a
 /// state is toolgate's to verify; any other `requestState` belongs to the upstream server's
 /// own multi-round-trip flow and passes untouched.

@@ -54,6 +54,8 @@ pub struct Loaded {
 pub struct Gateway {
     pub replica: String,
     pub ids: IdSealer,
+    /// The key of `input_required` approval states (shared by the replicas).
+    pub approval_sealer: crate::approval::seal::Sealer,
     pub secret: [u8; 32],
     pub store: Arc<dyn Store>,
     pub audit: Result<Arc<AuditWriter>, String>,
@@ -101,6 +103,10 @@ impl Gateway {
             metrics: Arc::new(Metrics::new(&replica)),
             replica,
             ids: IdSealer::new(&secret)?,
+            approval_sealer: crate::approval::seal::Sealer::with_key(derive(
+                &secret,
+                "approval state",
+            )),
             secret,
             store,
             audit,
@@ -556,6 +562,9 @@ async fn mcp_post(
                     tracing::debug!("{e}");
                 }
             }
+            if let Some(reply) = redeem_state(&gw, &session, &env).await {
+                return json_body(StatusCode::OK, reply, None);
+            }
             if method == "tools/call" {
                 let tool = env
                     .params
@@ -896,6 +905,39 @@ async fn session_for(
     }
     drop(resuming);
     resumed
+}
+
+/// A retry that carries an approval state sealed by this gateway: its nonce is redeemed in
+/// the store, so that a state is used once across every replica (each replica's enforcer
+/// also keeps its own ledger). The denial when it was used before or the store cannot say.
+async fn redeem_state(
+    gw: &Gateway,
+    session: &Session,
+    env: &toolgate_mcp::Envelope<'_>,
+) -> Option<Vec<u8>> {
+    let raw = env.params?;
+    let params: Value = serde_json::from_str(raw.get()).ok()?;
+    let state = params.get("requestState")?.as_str()?;
+    if !crate::approval::seal::claims_toolgate(state) {
+        return None;
+    }
+    let (nonce, expires_ms) = gw.approval_sealer.nonce_of(state)?;
+    let ttl = expires_ms.saturating_sub(now_ms()).max(1);
+    let why = match gw
+        .store
+        .redeem_once(&format!("approval:{nonce}"), ttl)
+        .await
+    {
+        Ok(true) => return None,
+        Ok(false) => "the approval was refused: this approval state was already used".to_owned(),
+        Err(e) => format!("{e}; toolgate cannot tell whether this approval was already used"),
+    };
+    let id = env.id?;
+    Some(
+        session
+            .enforcer
+            .deny_undecidable(id, Some(raw), "approval", &why),
+    )
 }
 
 /// The first revision without sessions.
