@@ -446,3 +446,30 @@ fn sigterm_drains_and_exits_and_metrics_count_decisions() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("audit-copy.jsonl"));
 }
+
+#[test]
+fn a_remote_server_gets_the_gateways_credentials_never_the_clients() {
+    let upstream =
+        toolgate_testkit::http::HttpUpstream::start(&["--json", "--token", "upstream-secret-42"]);
+    let s = Setup::new();
+    let alice = token_of("alice");
+    let text = format!(
+        "version: 1\nlisten: 127.0.0.1:0\npublic_url: {PUBLIC}\nreplica: r\nsecret: {{ file: secret }}\nauth:\n  tokens:\n    - {{ user: alice, sha256: {}, groups: [dev] }}\nservers:\n  remote:\n    url: {}\n    headers: {{ Authorization: \"Bearer ${{UPSTREAM_TOKEN}}\" }}\n",
+        hash(&alice),
+        upstream.url()
+    );
+    let config = s.dir.join("gateway-remote.yaml");
+    std::fs::write(&config, text).unwrap();
+    let gw = GatewayProcess::start(&config, &[("UPSTREAM_TOKEN", "upstream-secret-42")]);
+    let session = open_session(&gw, "remote", &alice);
+    let msg = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let listed = message_of(gw.post("remote", &alice, Some(&session), &msg.to_string()));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    // The upstream accepted every request: it saw its own token, not Alice's.
+    let log = upstream.log();
+    assert!(!log.is_empty());
+    assert!(
+        log.iter().all(|e| e["status"] != json!(401)),
+        "a request reached the upstream without the gateway's token: {log:?}"
+    );
+}
