@@ -23,7 +23,6 @@ use crate::cli::approvals_gateway::GatewayLink;
 #[command(after_help = "Examples:
   toolgate approvals
   toolgate approvals --plain
-  toolgate approvals --json
   toolgate approvals --id 3 --decision allow-once
   TOOLGATE_GATEWAY_TOKEN=... toolgate approvals --gateway https://mcp.example.com")]
 pub struct Args {
