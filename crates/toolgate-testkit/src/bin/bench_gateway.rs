@@ -37,7 +37,9 @@
 //!
 //! Usage: `bench_gateway [--toolgate PATH] [--bench-upstream PATH] [--sessions N]
 //! [--active N] [--duration S] [--warmup S] [--stdio-sessions N] [--seq-calls N] [--rounds R]
-//! [--client-threads N] [--rate CALLS_PER_S] [--redis redis://HOST:PORT] [--only PHASES]`
+//! [--client-threads N] [--rate CALLS_PER_S] [--redis redis://HOST:PORT] [--only PHASES]
+//! [--upstream-init-delay-ms MS] [--keep]` (`--keep`: leave the temp dir with the configs,
+//! the gateways' logs and audit logs, and print where it is)
 
 // A measuring tool, not library code: indexing of sorted samples, printing tables.
 #![allow(
@@ -64,7 +66,7 @@ use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use sha2::Digest as _;
 
-const USAGE: &str = "bench_gateway [--toolgate PATH] [--bench-upstream PATH] [--sessions N] [--active N] [--duration S] [--warmup S] [--stdio-sessions N] [--seq-calls N] [--rounds R] [--client-threads N] [--rate CALLS_PER_S, 0: off] [--redis URL] [--only one,two,stdio,seq]";
+const USAGE: &str = "bench_gateway [--toolgate PATH] [--bench-upstream PATH] [--sessions N] [--active N] [--duration S] [--warmup S] [--stdio-sessions N] [--seq-calls N] [--rounds R] [--client-threads N] [--rate CALLS_PER_S, 0: off] [--redis URL] [--only one,two,stdio,seq] [--upstream-init-delay-ms MS] [--keep]";
 
 const TOKEN: &str = "bench-token-0123456789abcdef";
 
@@ -93,6 +95,7 @@ struct Options {
     redis: Option<String>,
     only: Vec<String>,
     rate: Option<f64>,
+    keep: bool,
 }
 
 impl Options {
@@ -120,9 +123,14 @@ fn parse_options() -> anyhow::Result<Options> {
         redis: None,
         only: Vec::new(),
         rate: Some(5000.0),
+        keep: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
+        if arg == "--keep" {
+            o.keep = true;
+            continue;
+        }
         if arg == "--help" || arg == "-h" {
             println!("usage: {USAGE}");
             std::process::exit(0);
@@ -145,6 +153,7 @@ fn parse_options() -> anyhow::Result<Options> {
             "--client-threads" => o.client_threads = value.parse::<usize>()?.max(1),
             "--redis" => o.redis = Some(value),
             "--rate" => o.rate = Some(value.parse::<f64>()?).filter(|r| *r > 0.0),
+            "--upstream-init-delay-ms" => INIT_DELAY_MS.store(value.parse()?, Ordering::Relaxed),
             "--only" => o.only = value.split(',').map(str::to_owned).collect(),
             _ => anyhow::bail!("unknown argument `{arg}`\nusage: {USAGE}"),
         }
@@ -161,6 +170,9 @@ fn parse_options() -> anyhow::Result<Options> {
 // --- the upstream ----------------------------------------------------------------------
 
 static UPSTREAM_SESSIONS: AtomicU64 = AtomicU64::new(0);
+/// `--upstream-init-delay-ms`: how long the upstream takes to answer `initialize` (a server
+/// that starts slowly), to see how session opening and resuming behave then.
+static INIT_DELAY_MS: AtomicU64 = AtomicU64::new(0);
 static UPSTREAM_TID: AtomicI32 = AtomicI32::new(0);
 
 async fn mcp(headers: HeaderMap, body: axum::body::Bytes) -> Response {
@@ -171,6 +183,10 @@ async fn mcp(headers: HeaderMap, body: axum::body::Bytes) -> Response {
         return StatusCode::ACCEPTED.into_response();
     };
     let method = msg["method"].as_str().unwrap_or_default();
+    let delay = INIT_DELAY_MS.load(Ordering::Relaxed);
+    if method == "initialize" && delay > 0 {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
     let result = match method {
         "initialize" => json!({
             "protocolVersion": msg["params"]["protocolVersion"],
@@ -1121,6 +1137,10 @@ fn run() -> anyhow::Result<()> {
         rounds.push(round);
     }
     report(&o, &rounds, started.elapsed());
+    if o.keep {
+        let kept = s.dir.keep();
+        eprintln!("kept {}", kept.display());
+    }
     Ok(())
 }
 
