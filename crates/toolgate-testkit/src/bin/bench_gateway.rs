@@ -19,8 +19,11 @@
 //!   session); then `--active` of them call in the closed loop: calls/s, p50, p99; the
 //!   gateway's `toolgate_gateway_store_round_trips_total` and its CPU time (`/proc/PID/stat`)
 //!   before and after: round trips and CPU per call.
-//! - **two replicas**: two gateways with the same secret (each with its own in-memory store
-//!   unless the build has a Redis store and `--redis` names a running one), sessions opened
+//! - **store**: with `--store redis` (the default when `redis-server` is installed) the bench
+//!   starts a `redis-server` on a free loopback port (the testkit's `RedisServer`) and every
+//!   gateway uses it (`store.url`); `--redis URL` names one already running; `--store memory`:
+//!   each gateway its own in-memory store. The Redis server's CPU per call is reported.
+//! - **two replicas**: two gateways with the same secret and the same store, sessions opened
 //!   alternately on each, and every active session alternating its requests between the two
 //!   (the first request on the other replica resumes the session there: timed apart).
 //! - **paced** (`--rate`, default 5 000 calls/s): the same active sessions send on a schedule
@@ -37,7 +40,8 @@
 //!
 //! Usage: `bench_gateway [--toolgate PATH] [--bench-upstream PATH] [--sessions N]
 //! [--active N] [--duration S] [--warmup S] [--stdio-sessions N] [--seq-calls N] [--rounds R]
-//! [--client-threads N] [--rate CALLS_PER_S] [--redis redis://HOST:PORT] [--only PHASES]
+//! [--client-threads N] [--rate CALLS_PER_S] [--store auto|redis|memory]
+//! [--redis redis://HOST:PORT] [--only PHASES]
 //! [--upstream-init-delay-ms MS] [--keep]` (`--keep`: leave the temp dir with the configs,
 //! the gateways' logs and audit logs, and print where it is)
 
@@ -66,7 +70,7 @@ use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use sha2::Digest as _;
 
-const USAGE: &str = "bench_gateway [--toolgate PATH] [--bench-upstream PATH] [--sessions N] [--active N] [--duration S] [--warmup S] [--stdio-sessions N] [--seq-calls N] [--rounds R] [--client-threads N] [--rate CALLS_PER_S, 0: off] [--redis URL] [--only one,two,stdio,seq] [--upstream-init-delay-ms MS] [--keep]";
+const USAGE: &str = "bench_gateway [--toolgate PATH] [--bench-upstream PATH] [--sessions N] [--active N] [--duration S] [--warmup S] [--stdio-sessions N] [--seq-calls N] [--rounds R] [--client-threads N] [--rate CALLS_PER_S, 0: off] [--store auto|redis|memory] [--redis URL] [--only one,two,stdio,seq] [--upstream-init-delay-ms MS] [--keep]";
 
 const TOKEN: &str = "bench-token-0123456789abcdef";
 
@@ -96,6 +100,8 @@ struct Options {
     only: Vec<String>,
     rate: Option<f64>,
     keep: bool,
+    /// `redis` (a `redis-server` the bench starts), `memory`, or `auto` (Redis when installed).
+    store: String,
 }
 
 impl Options {
@@ -124,6 +130,7 @@ fn parse_options() -> anyhow::Result<Options> {
         only: Vec::new(),
         rate: Some(5000.0),
         keep: false,
+        store: "auto".to_owned(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -152,6 +159,7 @@ fn parse_options() -> anyhow::Result<Options> {
             "--rounds" => o.rounds = value.parse::<usize>()?.max(1),
             "--client-threads" => o.client_threads = value.parse::<usize>()?.max(1),
             "--redis" => o.redis = Some(value),
+            "--store" => o.store = value,
             "--rate" => o.rate = Some(value.parse::<f64>()?).filter(|r| *r > 0.0),
             "--upstream-init-delay-ms" => INIT_DELAY_MS.store(value.parse()?, Ordering::Relaxed),
             "--only" => o.only = value.split(',').map(str::to_owned).collect(),
@@ -307,6 +315,18 @@ fn own_cpu() -> (f64, f64) {
     (cpu_seconds("/proc/self/stat") - upstream, upstream)
 }
 
+/// CPU seconds of the `redis-server` this bench started (its child), 0 without one.
+fn redis_cpu() -> f64 {
+    children(std::process::id())
+        .into_iter()
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm"))
+                .is_ok_and(|c| c.trim() == "redis-server")
+        })
+        .map(pid_cpu)
+        .sum()
+}
+
 /// The direct children of `pid` (all its threads').
 fn children(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
@@ -402,7 +422,7 @@ fn scratch(o: &Options, upstream_url: &str) -> anyhow::Result<Scratch> {
     )?;
     std::fs::write(
         dir.path().join("secret"),
-        "6c0f4a1d2b3e4f5061728394a5b6c7d8e9f00112233445566778899aabbccddeeff",
+        "6c0f4a1d2b3e4f506c0f4a1d2b3e4f506c0f4a1d2b3e4f506c0f4a1d2b3e4f50",
     )?;
     let digest = hex::encode(sha2::Sha256::digest(TOKEN.as_bytes()));
     for replica in ["a", "b"] {
@@ -711,6 +731,8 @@ struct Throughput {
     client_cpu_us_per_call: f64,
     upstream_cpu_us_per_call: f64,
     children_cpu_us_per_call: f64,
+    /// The bench's own `redis-server`, if any.
+    store_cpu_us_per_call: f64,
     /// Opening the sessions, and (two replicas) the first request on the other one.
     open_s: f64,
     resume_s: f64,
@@ -802,9 +824,9 @@ async fn loaded(
             .map(pid_cpu)
             .sum()
     };
-    let (cpu0, kids0, (own0, up0)) = (gw_cpu(gws), kids_cpu(gws), own_cpu());
+    let (cpu0, kids0, (own0, up0), st0) = (gw_cpu(gws), kids_cpu(gws), own_cpu(), redis_cpu());
     let run = closed_loop(&clients, &urls, actives, tool, o.warmup, o.duration, None).await?;
-    let (cpu1, kids1, (own1, up1)) = (gw_cpu(gws), kids_cpu(gws), own_cpu());
+    let (cpu1, kids1, (own1, up1), st1) = (gw_cpu(gws), kids_cpu(gws), own_cpu(), redis_cpu());
     let mut trips1 = 0.0;
     for (g, c) in gws.iter().zip(&clients) {
         trips1 += metric(c, &g.addr, "toolgate_gateway_store_round_trips_total").await?;
@@ -843,6 +865,7 @@ async fn loaded(
             client_cpu_us_per_call: per_call(own0, own1),
             upstream_cpu_us_per_call: per_call(up0, up1),
             children_cpu_us_per_call: per_call(kids0, kids1),
+            store_cpu_us_per_call: per_call(st0, st1),
             open_s,
             resume_s,
             paced,
@@ -1096,6 +1119,23 @@ fn run() -> anyhow::Result<()> {
         "no `{}`\nhelp: `cargo build --release -p toolgate -p toolgate-testkit`, or pass `--toolgate`",
         o.toolgate.display()
     );
+    let mut o = o;
+    let redis = match (o.store.as_str(), &o.redis) {
+        (_, Some(_)) | ("memory", _) => None,
+        ("redis" | "auto", None) => {
+            let server = toolgate_testkit::redis::RedisServer::start();
+            anyhow::ensure!(
+                server.is_some() || o.store == "auto",
+                "`--store redis` needs `redis-server` on PATH"
+            );
+            server
+        }
+        (other, None) => anyhow::bail!("`--store {other}`: use `auto`, `redis` or `memory`"),
+    };
+    if let Some(r) = &redis {
+        o.redis = Some(r.url());
+    }
+    let o = o;
     let upstream_url = start_upstream()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(o.client_threads)
@@ -1146,7 +1186,7 @@ fn run() -> anyhow::Result<()> {
 
 fn report(o: &Options, rounds: &[Round], took: Duration) {
     let store = if o.redis.is_some() {
-        "Redis store shared by the replicas"
+        "one Redis store (redis-server on loopback) shared by the replicas"
     } else {
         "in-memory store per replica (not shared)"
     };
@@ -1170,9 +1210,9 @@ fn report(o: &Options, rounds: &[Round], took: Duration) {
     };
     if !one.is_empty() || !two.is_empty() || !stdio.is_empty() {
         println!(
-            "| setup | sessions (active) | calls/s | p50 | p99 | store round trips per call | gateway CPU per call | load generator / upstream CPU per call |"
+            "| setup | sessions (active) | calls/s | p50 | p99 | store round trips per call | gateway CPU per call | Redis CPU per call | load generator / upstream CPU per call |"
         );
-        println!("|---|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|");
         for (name, v) in [
             ("one replica, url: upstream", &one),
             ("two replicas, round-robin per request, url: upstream", &two),
@@ -1196,7 +1236,7 @@ fn report(o: &Options, rounds: &[Round], took: Duration) {
                 )
             };
             println!(
-                "| {name} | {} ({}) | {} | {} µs | {} µs | {} | {} µs | {others} |",
+                "| {name} | {} ({}) | {} | {} µs | {} µs | {} | {} µs | {} µs | {others} |",
                 t.sessions,
                 t.active,
                 fmt_m(&col(v, |t| t.calls_per_s), 0),
@@ -1204,6 +1244,7 @@ fn report(o: &Options, rounds: &[Round], took: Duration) {
                 fmt_m(&col(v, |t| t.p99_us), 0),
                 fmt_m(&col(v, |t| t.round_trips_per_call), 3),
                 fmt_m(&col(v, |t| t.gateway_cpu_us_per_call), 0),
+                fmt_m(&col(v, |t| t.store_cpu_us_per_call), 1),
             );
         }
         println!();
