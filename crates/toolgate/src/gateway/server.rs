@@ -125,6 +125,11 @@ impl Gateway {
         Arc::clone(&self.current.read().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// The session `id` if this replica holds it and it has not ended.
+    fn live(&self, id: &str) -> Option<Arc<Session>> {
+        lock(&self.sessions).get(id).filter(|s| !s.ended()).cloned()
+    }
+
     pub fn session_count(&self) -> usize {
         lock(&self.sessions).len()
     }
@@ -874,37 +879,7 @@ async fn session_for(
     if info.user != principal.user || info.server != server.name {
         return Err(not_found("it belongs to another user or server"));
     }
-    let live = |gw: &Gateway| {
-        lock(&gw.sessions)
-            .get(&info.id)
-            .filter(|s| !s.ended())
-            .cloned()
-    };
-    if let Some(s) = live(gw) {
-        return Ok(s);
-    }
-    if gw.draining.load(Ordering::SeqCst) {
-        return Err(jsonrpc_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            None,
-            toolgate_mcp::INTERNAL_ERROR,
-            "the gateway is shutting down",
-        ));
-    }
-    let id = info.id.clone();
-    let one = Arc::clone(
-        lock(&gw.resuming)
-            .entry(id.clone())
-            .or_insert_with(|| Arc::new(tokio::sync::Mutex::new(()))),
-    );
-    let resumed = resume(gw, server, info, &one, true).await;
-    let mut resuming = lock(&gw.resuming);
-    // The map's and ours: nobody else waits for this session.
-    if resuming.get(&id).is_some_and(|e| Arc::strong_count(e) <= 2) {
-        resuming.remove(&id);
-    }
-    drop(resuming);
-    resumed
+    resume(gw, server, info, true).await
 }
 
 /// A retry that carries an approval state sealed by this gateway: its nonce is redeemed in
@@ -989,17 +964,6 @@ async fn stateless_session(
         .chars()
         .take(32)
         .collect::<String>();
-    if let Some(s) = lock(&gw.sessions).get(&id).filter(|s| !s.ended()).cloned() {
-        return Ok(s);
-    }
-    if gw.draining.load(Ordering::SeqCst) {
-        return Err(jsonrpc_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            None,
-            toolgate_mcp::INTERNAL_ERROR,
-            "the gateway is shutting down",
-        ));
-    }
     let info = SessionInfo {
         id: id.clone(),
         server: server.name.clone(),
@@ -1013,17 +977,41 @@ async fn stateless_session(
         .to_string(),
         created_ms: now_ms(),
     };
+    // A stdio server needs an `initialize` before anything (an older one would refuse the
+    // rest); a remote one is sent each request under its own revision by the transport,
+    // which a 2026-07-28 server answers without one.
+    let replay = server.config.command.is_some();
+    resume(gw, server, info, replay).await
+}
+
+/// Opens a session on this replica; with `replay`, the session's `initialize` is replayed to
+/// its fresh upstream first.
+async fn resume(
+    gw: &Shared,
+    server: &Arc<ServerRuntime>,
+    info: SessionInfo,
+    replay: bool,
+) -> Result<Arc<Session>, Response> {
+    if let Some(s) = gw.live(&info.id) {
+        return Ok(s);
+    }
+    if gw.draining.load(Ordering::SeqCst) {
+        return Err(jsonrpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            toolgate_mcp::INTERNAL_ERROR,
+            "the gateway is shutting down",
+        ));
+    }
+    let id = info.id.clone();
     let one = Arc::clone(
         lock(&gw.resuming)
             .entry(id.clone())
             .or_insert_with(|| Arc::new(tokio::sync::Mutex::new(()))),
     );
-    // A stdio server needs an `initialize` before anything (an older one would refuse the
-    // rest); a remote one is sent each request under its own revision by the transport,
-    // which a 2026-07-28 server answers without one.
-    let replay = server.config.command.is_some();
-    let opened = resume(gw, server, info, &one, replay).await;
+    let opened = open_here(gw, server, info, &one, replay).await;
     let mut resuming = lock(&gw.resuming);
+    // The map's and ours: nobody else waits for this session.
     if resuming.get(&id).is_some_and(|e| Arc::strong_count(e) <= 2) {
         resuming.remove(&id);
     }
@@ -1031,9 +1019,8 @@ async fn stateless_session(
     opened
 }
 
-/// Opens a session on this replica; with `replay`, the session's `initialize` is replayed to
-/// its fresh upstream first.
-async fn resume(
+/// [`resume`] under the session's own lock (two requests of one session open it once).
+async fn open_here(
     gw: &Shared,
     server: &Arc<ServerRuntime>,
     info: SessionInfo,
@@ -1049,11 +1036,7 @@ async fn resume(
         )
     };
     let _one = one.lock().await;
-    if let Some(s) = lock(&gw.sessions)
-        .get(&info.id)
-        .filter(|s| !s.ended())
-        .cloned()
-    {
+    if let Some(s) = gw.live(&info.id) {
         return Ok(s);
     }
     tracing::info!(session = %info.id, server = %server.name, "resuming a session opened elsewhere");
