@@ -473,3 +473,62 @@ fn a_remote_server_gets_the_gateways_credentials_never_the_clients() {
         "a request reached the upstream without the gateway's token: {log:?}"
     );
 }
+
+#[test]
+fn tls_from_pem_files_and_an_approver_connects_with_the_ca() {
+    // A throwaway CA and a certificate for 127.0.0.1, made by the remote tests' helper.
+    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/.venv/bin/python");
+    if !python.exists() {
+        assert!(
+            !matches!(std::env::var("CI").as_deref(), Ok("true" | "1")),
+            "tests/.venv is missing but CI=true"
+        );
+        eprintln!("SKIPPED: tests/.venv is missing (run scripts/test)");
+        return;
+    }
+    let s = Setup::new();
+    let certs = s.dir.join("certs");
+    std::fs::create_dir(&certs).unwrap();
+    let made = Command::new(&python)
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/remote/python_server.py"))
+        .args(["--tls"])
+        .arg(&certs)
+        .arg("--certs-only")
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let carol = token_of("carol");
+    let auth = format!(
+        "  tokens:\n    - {{ user: carol, sha256: {} }}\n  approvers: {{ users: [carol] }}\n",
+        hash(&carol)
+    );
+    let tls = "tls: { cert: certs/server.pem, key: certs/server.key }\n";
+    let gw = GatewayProcess::start(&s.config("t", &auth, tls), &[]);
+    let url = format!("https://{}", gw.addr);
+    let run = |ca: Option<&Path>| {
+        let mut cmd = Command::new(bin_path("toolgate"));
+        cmd.args(["approvals", "--gateway", &url, "--json"])
+            .env("TOOLGATE_GATEWAY_TOKEN", &carol);
+        if let Some(ca) = ca {
+            cmd.arg("--ca-file").arg(ca);
+        }
+        cmd.output().unwrap()
+    };
+    let ok = run(Some(&certs.join("ca.pem")));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert_eq!(
+        serde_json::from_slice::<Value>(&ok.stdout).unwrap(),
+        json!([])
+    );
+    // Without the CA the certificate is not trusted: refused, nothing sent.
+    let refused = run(None);
+    assert!(!refused.status.success());
+}
