@@ -182,7 +182,7 @@ fn jwts_are_checked_and_refusals_say_how_to_authenticate() {
 }
 
 fn approvals_cli(addr: &str, token: &str, args: &[&str]) -> std::process::Output {
-    Command::new(bin_path("toolgate"))
+    Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .arg("approvals")
         .arg("--gateway")
         .arg(format!("http://{addr}"))
@@ -418,7 +418,7 @@ fn sigterm_drains_and_exits_and_metrics_count_decisions() {
     // The replica's audit log is intact; `audit verify` checks several logs at once.
     let other = s.dir.join("audit-copy.jsonl");
     std::fs::copy(s.dir.join("audit-a.jsonl"), &other).unwrap();
-    let out = Command::new(bin_path("toolgate"))
+    let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["audit", "verify", "--audit"])
         .arg(s.dir.join("audit-a.jsonl"))
         .arg("--audit")
@@ -436,7 +436,7 @@ fn sigterm_drains_and_exits_and_metrics_count_decisions() {
         .unwrap()
         .replacen("\"allow\"", "\"deny\"", 1);
     std::fs::write(&other, text).unwrap();
-    let out = Command::new(bin_path("toolgate"))
+    let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["audit", "verify", "--audit"])
         .arg(s.dir.join("audit-a.jsonl"))
         .arg("--audit")
@@ -510,7 +510,7 @@ fn tls_from_pem_files_and_an_approver_connects_with_the_ca() {
     let gw = GatewayProcess::start(&s.config("t", &auth, tls), &[]);
     let url = format!("https://{}", gw.addr);
     let run = |ca: Option<&Path>| {
-        let mut cmd = Command::new(bin_path("toolgate"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
         cmd.args(["approvals", "--gateway", &url, "--json"])
             .env("TOOLGATE_GATEWAY_TOKEN", &carol);
         if let Some(ca) = ca {
