@@ -25,6 +25,7 @@ mod broker;
 mod child;
 mod cli;
 mod clients;
+mod clock;
 mod demo;
 mod duration;
 mod enforce;

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use tokio::io::{AsyncWriteExt as _, BufReader};
@@ -30,12 +30,7 @@ fn decode_digest(hex_digest: &str) -> Option<[u8; 32]> {
         .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
-}
+use crate::clock::now_ms;
 
 struct Conn {
     role: Role,

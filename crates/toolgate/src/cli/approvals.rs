@@ -7,7 +7,7 @@
 
 use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use tokio::io::AsyncBufReadExt as _;
@@ -89,12 +89,7 @@ impl Link {
     }
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
-}
+use crate::clock::now_ms;
 
 /// Runs `toolgate approvals`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {

@@ -12,7 +12,7 @@ use toolgate_store::Store;
 use crate::approval::{Answer, AnswerFuture, ApprovalChannel, Prompt};
 use crate::broker::proto::{Decision, Pending};
 
-use super::share::now_ms;
+use crate::clock::now_ms;
 
 /// An answer as the store keeps it.
 #[derive(Debug, Clone, Serialize, Deserialize)]

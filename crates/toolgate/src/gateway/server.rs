@@ -27,8 +27,9 @@ use super::auth::{Authenticator, Denied, Principal};
 use super::config::{GatewayConfig, ServerConfig};
 use super::metrics::Metrics;
 use super::session::{Parts, Session, Upstream, Waiter};
-use super::share::{StoreShare, now_ms};
+use super::share::StoreShare;
 use super::sid::{IdSealer, SessionInfo, derive};
+use crate::clock::now_ms;
 
 /// The header that names the agent session a client's sessions share (taint, approvals,
 /// budgets across servers). Scoped to the user; default: the MCP session itself.

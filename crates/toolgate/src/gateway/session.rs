@@ -20,8 +20,9 @@ use crate::proxy::relay::{
     ClientEvent, ClientInput, ClientOut, ClientSink, Relay, RelayConfig, UpstreamIo,
 };
 
-use super::share::{StoreShare, now_ms};
+use super::share::StoreShare;
 use super::sid::SessionInfo;
+use crate::clock::now_ms;
 
 /// What the relay sends while a request is in flight, and its response.
 pub struct Waiter {

@@ -400,11 +400,7 @@ pub fn decide(
     explain::to_json(&decision)
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
+use crate::clock::now_ms;
 
 fn policy_summary(p: &Policy) -> Value {
     let count = |e: Effect| p.rules.iter().filter(|r| r.effect == e).count();
