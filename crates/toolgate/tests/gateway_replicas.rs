@@ -522,7 +522,34 @@ fn a_session_is_refused_to_another_user_and_an_unknown_id_is_404() {
         r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
     );
     assert_eq!(r.status, 404);
-    let _ = initialize(1);
+    // A body that is not declared JSON, or a client that takes neither JSON nor SSE: refused.
+    let auth = format!("Bearer {TOKEN}");
+    let post = |content_type: &str, accept: &str| {
+        toolgate_testkit::http::request(
+            &d.a.addr,
+            "POST",
+            "/servers/mail/mcp",
+            &[
+                ("Content-Type", content_type),
+                ("Accept", accept),
+                ("Authorization", auth.as_str()),
+            ],
+            initialize(1).as_bytes(),
+        )
+        .status
+    };
+    assert_eq!(
+        post("text/plain", "application/json, text/event-stream"),
+        415
+    );
+    assert_eq!(post("application/json", "text/html"), 406);
+    assert_eq!(
+        post(
+            "application/json; charset=utf-8",
+            "application/json, text/event-stream"
+        ),
+        200
+    );
 }
 
 /// A 2026-07-28 request: no session, the revision and capabilities in its own `_meta`.

@@ -491,6 +491,44 @@ fn check_transport(loaded: &Loaded, headers: &HeaderMap) -> Result<(), Response>
     Ok(())
 }
 
+/// A POST's body must be JSON, and the client must take JSON or an SSE stream back.
+fn check_media_types(headers: &HeaderMap) -> Option<Response> {
+    let value = |name| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_ascii_lowercase)
+    };
+    if let Some(ct) = value(header::CONTENT_TYPE)
+        && !ct.trim_start().starts_with("application/json")
+    {
+        return Some(jsonrpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            toolgate_mcp::INVALID_REQUEST,
+            &format!("the body must be `application/json`, not `{ct}`"),
+        ));
+    }
+    if let Some(accept) = value(header::ACCEPT)
+        && ![
+            "application/json",
+            "text/event-stream",
+            "*/*",
+            "application/*",
+        ]
+        .iter()
+        .any(|t| accept.contains(t))
+    {
+        return Some(jsonrpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            toolgate_mcp::INVALID_REQUEST,
+            "the client must accept `application/json` and `text/event-stream`",
+        ));
+    }
+    None
+}
+
 fn session_header(headers: &HeaderMap) -> Option<&str> {
     headers.get("mcp-session-id").and_then(|v| v.to_str().ok())
 }
@@ -506,6 +544,9 @@ async fn mcp_post(
         Ok(v) => v,
         Err(r) => return r,
     };
+    if let Some(r) = check_media_types(&headers) {
+        return r;
+    }
     let env = match classify(&body) {
         Frame::Single(env) => env,
         Frame::Batch(_) => {
