@@ -326,6 +326,9 @@ impl RedisStore {
         let keys = Keys {
             ns: namespace.to_owned(),
         };
+        // The subscriber's first subscription bumps `events`; waited for below, so that no
+        // wait of this store's first moments wakes for it.
+        let mut subscribed = shared.events.subscribe();
         let listener = tokio::spawn(listen(shared.clone(), keys.events(), timeout));
         let store = RedisStore {
             shared,
@@ -342,6 +345,7 @@ impl RedisStore {
             _listener: AbortOnDrop(listener),
         };
         store.ping().await?;
+        let _ = tokio::time::timeout(timeout, subscribed.changed()).await;
         Ok(store)
     }
 
