@@ -209,13 +209,20 @@ fn taint_seen_through_one_replica_denies_a_send_through_the_other() {
         .collect();
     assert_eq!(sends.len(), 1, "{sends:?}");
     assert_eq!(sends[0]["arguments"]["to"], json!(["alice@team.example"]));
-    // Each replica audits what it decided, with its id and the user.
-    let audit_b = std::fs::read_to_string(d.dir.join("audit-b.jsonl")).unwrap();
-    let denial = audit_b
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|r| r["kind"] == json!("decision") && r["effect"] == json!("deny"))
-        .expect("B recorded the denial");
+    // Each replica audits what it decided, with its id and the user (a denial's record is
+    // written right after its answer is delivered).
+    let denial_of = || {
+        std::fs::read_to_string(d.dir.join("audit-b.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|r| r["kind"] == json!("decision") && r["effect"] == json!("deny"))
+    };
+    assert!(
+        wait_until(Duration::from_secs(10), || denial_of().is_some()),
+        "B recorded the denial"
+    );
+    let denial = denial_of().unwrap();
     assert_eq!(denial["replica"], json!("b"));
     assert_eq!(denial["user"], json!("alice"));
 }
