@@ -1,14 +1,12 @@
 //! A running `toolgate gateway` for tests: started from a config file, its address read
 //! from the one line it prints, driven with the blocking client of [`crate::http`].
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::channel;
 
 use serde_json::Value;
 
-use crate::http::{HttpReply, request};
+use crate::http::{HttpReply, first_line, request};
 use crate::{TIMEOUT, bin_path, target_profile_dir};
 
 /// The toolgate binary. Cargo builds it beside toolgate's integration tests before running
@@ -55,16 +53,7 @@ impl GatewayProcess {
             ))
             .spawn()
             .expect("spawn toolgate gateway");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            let mut line = String::new();
-            let _ = reader.read_line(&mut line);
-            let _ = tx.send(line);
-            let _ = std::io::copy(&mut reader, &mut std::io::sink());
-        });
-        let line = rx.recv_timeout(TIMEOUT).unwrap_or_default();
+        let line = first_line(child.stdout.take().expect("stdout")).unwrap_or_default();
         let Some(addr) = line.split_whitespace().find_map(|w| {
             w.strip_prefix("http://")
                 .or_else(|| w.strip_prefix("https://"))

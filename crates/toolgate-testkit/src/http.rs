@@ -256,6 +256,20 @@ pub fn mcp_post(addr: &str, session: Option<&str>, extra: &[(&str, &str)], msg: 
     request(addr, "POST", "/mcp", &headers, msg.as_bytes())
 }
 
+/// The first line a child prints on `stdout` (its address), within [`TIMEOUT`]; the rest is
+/// read and dropped so that the child never blocks on a full pipe.
+pub fn first_line(stdout: std::process::ChildStdout) -> Option<String> {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        let _ = reader.read_line(&mut line);
+        let _ = tx.send(line);
+        let _ = std::io::copy(&mut reader, &mut std::io::sink());
+    });
+    rx.recv_timeout(TIMEOUT).ok()
+}
+
 /// A running `http_upstream`, killed on drop.
 pub struct HttpUpstream {
     child: Child,
@@ -273,19 +287,8 @@ impl HttpUpstream {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn http_upstream");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            let mut line = String::new();
-            let _ = reader.read_line(&mut line);
-            let _ = tx.send(line);
-            // Keep reading so that the server never blocks on a full pipe.
-            let _ = std::io::copy(&mut reader, &mut std::io::sink());
-        });
-        let line = rx
-            .recv_timeout(TIMEOUT)
-            .unwrap_or_else(|_| panic!("http_upstream printed no address within {TIMEOUT:?}"));
+        let line = first_line(child.stdout.take().expect("stdout"))
+            .unwrap_or_else(|| panic!("http_upstream printed no address within {TIMEOUT:?}"));
         let addr = line.trim().to_owned();
         assert!(
             addr.starts_with("127.0.0.1:"),

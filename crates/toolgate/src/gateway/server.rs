@@ -609,17 +609,16 @@ async fn mcp_post(
                     tracing::debug!("{e}");
                 }
             }
-            if let Some(reply) = redeem_state(&gw, &session, &env).await {
+            // Read once for what the gateway itself looks at (the enforcer reads its own).
+            let params: Option<Value> = env.params.and_then(|p| serde_json::from_str(p.get()).ok());
+            if let Some(reply) = redeem_state(&gw, &session, &env, params.as_ref()).await {
                 return json_body(StatusCode::OK, reply, None);
             }
             if method == "tools/call" {
-                let tool = env
-                    .params
-                    .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
-                    .and_then(|p| p.get("name").and_then(Value::as_str).map(str::to_owned));
-                let budget = tool
-                    .as_deref()
-                    .and_then(|t| session.enforcer.budget_of(t).map(|w| (t, w)));
+                let tool = params
+                    .as_ref()
+                    .and_then(|p| p.get("name").and_then(Value::as_str));
+                let budget = tool.and_then(|t| session.enforcer.budget_of(t).map(|w| (t, w)));
                 if let Err(e) = session.share.prepare(budget).await {
                     let reason = format!(
                         "{e}; toolgate denies calls it cannot decide on the agent session's current state"
@@ -739,22 +738,24 @@ async fn answer(
                     }
                 },
             );
-            let mut r = Response::new(Body::from_stream(stream));
-            let h = r.headers_mut();
-            h.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream"),
-            );
-            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-            if let Some(s) = session_id
-                .as_deref()
-                .and_then(|s| HeaderValue::from_str(s).ok())
-            {
-                h.insert("mcp-session-id", s);
-            }
-            r
+            sse_response(Body::from_stream(stream), session_id.as_deref())
         }
     }
+}
+
+/// An SSE response (with the session id it opened, if any).
+fn sse_response(body: Body, session_id: Option<&str>) -> Response {
+    let mut r = Response::new(body);
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if let Some(s) = session_id.and_then(|s| HeaderValue::from_str(s).ok()) {
+        h.insert("mcp-session-id", s);
+    }
+    r
 }
 
 fn sse(message: &[u8]) -> Bytes {
@@ -931,10 +932,10 @@ async fn redeem_state(
     gw: &Gateway,
     session: &Session,
     env: &toolgate_mcp::Envelope<'_>,
+    params: Option<&Value>,
 ) -> Option<Vec<u8>> {
     let raw = env.params?;
-    let params: Value = serde_json::from_str(raw.get()).ok()?;
-    let state = params.get("requestState")?.as_str()?;
+    let state = params?.get("requestState")?.as_str()?;
     if !crate::approval::seal::claims_toolgate(state) {
         return None;
     }
@@ -1128,14 +1129,7 @@ async fn mcp_get(
         let msg = rx.recv().await?;
         Some((Ok::<_, Infallible>(sse(&msg)), (rx, session)))
     });
-    let mut r = Response::new(Body::from_stream(stream));
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    r.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    r
+    sse_response(Body::from_stream(stream), None)
 }
 
 async fn mcp_delete(
