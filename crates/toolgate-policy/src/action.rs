@@ -144,6 +144,21 @@ pub struct Part {
     /// hold treats its resources as matching (they could be anything).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hidden: bool,
+    /// For a part that reaches into directories (a recursive search, copy or delete, a
+    /// `Grep`/`Glob` of a directory): its resources are directories, and it touches what
+    /// lies beneath them, narrowed by [`Beneath::filters`]. Deny rules meet every path
+    /// their pattern can match under such a directory; allow rules must cover the whole tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beneath: Option<Beneath>,
+}
+
+/// What a recursive part touches beneath its directories (see [`Part::beneath`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Beneath {
+    /// Globs on file names (`*.rs`, `*.{js,ts}`) a file must match to be touched; empty:
+    /// every file. A filter narrows the part only where it provably excludes a pattern.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filters: Vec<String>,
 }
 
 impl Part {
@@ -157,6 +172,7 @@ impl Part {
             network: None,
             opaque: false,
             hidden: false,
+            beneath: None,
         }
     }
 

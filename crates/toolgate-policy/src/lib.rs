@@ -18,5 +18,5 @@ pub mod session;
 pub mod strict;
 pub mod taint;
 
-pub use action::{Action, Network, Operation, Part};
+pub use action::{Action, Beneath, Network, Operation, Part};
 pub use decision::{Contract, ContractResult, Effect};
