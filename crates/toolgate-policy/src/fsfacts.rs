@@ -22,6 +22,43 @@ pub trait FsFacts {
     fn server_process(&self) -> ServerProcess {
         ServerProcess::default()
     }
+
+    /// Walks what lies beneath the directory `dir` (canonical, absolute), at most
+    /// `max_entries` entries, handing each to `visit` until it returns `true` (stop). Files
+    /// come as [`WalkEntry::File`] (a symlink to a file as its own path and, once more, as its
+    /// canonical target); a symlink to a directory is not entered, its canonical target comes
+    /// as [`WalkEntry::LinkedDir`] for the caller to judge as a whole. The default knows
+    /// nothing: [`Walked::Incomplete`].
+    fn walk_beneath(
+        &self,
+        dir: &str,
+        max_entries: usize,
+        visit: &mut dyn FnMut(WalkEntry<'_>) -> bool,
+    ) -> Walked {
+        let _ = (dir, max_entries, visit);
+        Walked::Incomplete
+    }
+}
+
+/// One entry of [`FsFacts::walk_beneath`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WalkEntry<'a> {
+    /// A file (or anything that is not a directory), by its canonical path.
+    File(&'a str),
+    /// The canonical target of a symlink to a directory (not entered).
+    LinkedDir(&'a str),
+}
+
+/// How a [`FsFacts::walk_beneath`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Walked {
+    /// Every entry beneath the directory was visited.
+    Complete,
+    /// `visit` asked to stop.
+    Stopped,
+    /// Not everything could be listed (too many entries, a directory that cannot be read,
+    /// nothing known about the filesystem).
+    Incomplete,
 }
 
 /// What is known of the server process (see [`FsFacts::server_process`]).
@@ -56,6 +93,9 @@ pub struct MapFs {
     /// Set for a case-insensitive filesystem: the paths that exist, in their on-disk
     /// spelling. A component that names one of them in other letter case is read as it.
     case_insensitive: Option<Vec<String>>,
+    /// The files that exist, when the fixture says ([`MapFs::files`]): what
+    /// [`FsFacts::walk_beneath`] lists. `None`: the walk is [`Walked::Incomplete`].
+    files: Option<Vec<String>>,
 }
 
 impl MapFs {
@@ -139,6 +179,13 @@ impl MapFs {
         out
     }
 
+    /// The files that exist (absolute paths; their directories exist too), for
+    /// [`FsFacts::walk_beneath`].
+    pub fn files(mut self, files: &[&str]) -> Self {
+        self.files = Some(files.iter().filter_map(|f| lexical_normalize(f)).collect());
+        self
+    }
+
     fn is_unresolvable(&self, path: &str) -> bool {
         self.unresolvable
             .iter()
@@ -189,6 +236,28 @@ impl FsFacts for MapFs {
 
     fn server_process(&self) -> ServerProcess {
         self.server.clone()
+    }
+
+    fn walk_beneath(
+        &self,
+        dir: &str,
+        max_entries: usize,
+        visit: &mut dyn FnMut(WalkEntry<'_>) -> bool,
+    ) -> Walked {
+        let Some(files) = &self.files else {
+            return Walked::Incomplete;
+        };
+        let mut seen = 0usize;
+        for f in files.iter().filter(|f| is_strictly_under(f, dir)) {
+            seen += 1;
+            if seen > max_entries {
+                return Walked::Incomplete;
+            }
+            if visit(WalkEntry::File(f)) {
+                return Walked::Stopped;
+            }
+        }
+        Walked::Complete
     }
 }
 

@@ -8,7 +8,7 @@
 
 use std::sync::OnceLock;
 
-use toolgate_policy::fsfacts::{FsFacts, ServerProcess, lexical_normalize};
+use toolgate_policy::fsfacts::{FsFacts, ServerProcess, WalkEntry, Walked, lexical_normalize};
 
 /// The wrapped server's process id, set once by `toolgate wrap` right after it starts the
 /// server (one wrap, one server).
@@ -69,6 +69,70 @@ impl FsFacts for SoftFs {
         }
         Some(canonical)
     }
+
+    fn walk_beneath(
+        &self,
+        dir: &str,
+        max_entries: usize,
+        visit: &mut dyn FnMut(WalkEntry<'_>) -> bool,
+    ) -> Walked {
+        walk(dir, max_entries, visit)
+    }
+}
+
+/// [`FsFacts::walk_beneath`] over the real filesystem: breadth first, symlinks not followed
+/// into directories (a link to a file is visited as itself and as its target; a link to a
+/// directory as [`WalkEntry::LinkedDir`]). A directory that cannot be read, a name that is not
+/// UTF-8 or more than `max_entries` entries make the walk [`Walked::Incomplete`].
+fn walk(dir: &str, max_entries: usize, visit: &mut dyn FnMut(WalkEntry<'_>) -> bool) -> Walked {
+    let mut queue = std::collections::VecDeque::from([dir.to_owned()]);
+    let mut seen = 0usize;
+    while let Some(current) = queue.pop_front() {
+        let Ok(entries) = std::fs::read_dir(&current) else {
+            return Walked::Incomplete;
+        };
+        for entry in entries {
+            seen += 1;
+            if seen > max_entries {
+                return Walked::Incomplete;
+            }
+            let Ok(entry) = entry else {
+                return Walked::Incomplete;
+            };
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                return Walked::Incomplete;
+            };
+            let path = if current.ends_with('/') {
+                format!("{current}{name}")
+            } else {
+                format!("{current}/{name}")
+            };
+            let Ok(kind) = entry.file_type() else {
+                return Walked::Incomplete;
+            };
+            if kind.is_dir() {
+                queue.push_back(path);
+                continue;
+            }
+            if visit(WalkEntry::File(&path)) {
+                return Walked::Stopped;
+            }
+            if kind.is_symlink() {
+                let Some(target) = SoftFs.canonicalize(&path) else {
+                    return Walked::Incomplete;
+                };
+                let stop = if std::fs::metadata(&target).is_ok_and(|m| m.is_dir()) {
+                    visit(WalkEntry::LinkedDir(&target))
+                } else {
+                    visit(WalkEntry::File(&target))
+                };
+                if stop {
+                    return Walked::Stopped;
+                }
+            }
+        }
+    }
+    Walked::Complete
 }
 
 /// How many symlinks [`through_magic_link`] follows.

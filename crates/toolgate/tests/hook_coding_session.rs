@@ -78,7 +78,10 @@ fn project(w: &World) -> PathBuf {
             "src/main.rs",
             "fn main() {\n    // TODO: flags\n    println!(\"hi\");\n}\n",
         ),
-        ("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n"),
+        (
+            "src/lib.rs",
+            "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+        ),
         ("src/old.rs", "// to be renamed\n"),
         ("src/a.rs", "pub const A: u8 = 1;\n"),
         ("src/b.rs", "pub const B: u8 = 2;\n"),
@@ -122,7 +125,14 @@ fn project(w: &World) -> PathBuf {
         assert!(out.status.success(), "git {args:?}: {out:?}");
     };
     git(&["init", "-q"]);
-    git(&["-c", "user.name=t", "-c", "user.email=t@example.com", "add", "."]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.com",
+        "add",
+        ".",
+    ]);
     git(&[
         "-c",
         "user.name=t",
@@ -133,11 +143,7 @@ fn project(w: &World) -> PathBuf {
         "first",
     ]);
     // The policy, as a new user gets it: `toolgate policy init` in the project.
-    let out = w
-        .cmd(&["policy", "init"])
-        .current_dir(&p)
-        .output()
-        .unwrap();
+    let out = w.cmd(&["policy", "init"]).current_dir(&p).output().unwrap();
     assert!(out.status.success(), "policy init: {out:?}");
     assert!(p.join("toolgate.yaml").is_file());
     p
@@ -198,8 +204,16 @@ fn session(project: &Path, broker_pid: u32, broker_dir: &Path) -> Vec<Event> {
         // Getting oriented.
         bash(Allow, "pwd"),
         bash(Allow, "ls -la"),
-        ev(Allow, "Read", json!({"file_path": format!("{p}/README.md")})),
-        ev(Allow, "Read", json!({"file_path": format!("{p}/Cargo.toml")})),
+        ev(
+            Allow,
+            "Read",
+            json!({"file_path": format!("{p}/README.md")}),
+        ),
+        ev(
+            Allow,
+            "Read",
+            json!({"file_path": format!("{p}/Cargo.toml")}),
+        ),
         ev(Allow, "Glob", json!({"pattern": "**/*.rs"})),
         ev(
             Allow,
@@ -219,7 +233,11 @@ fn session(project: &Path, broker_pid: u32, broker_dir: &Path) -> Vec<Event> {
             "Grep",
             json!({"pattern": "fn main", "glob": "*.rs", "output_mode": "content"}),
         ),
-        ev(Allow, "Read", json!({"file_path": format!("{p}/src/main.rs")})),
+        ev(
+            Allow,
+            "Read",
+            json!({"file_path": format!("{p}/src/main.rs")}),
+        ),
         bash(Allow, "head -50 src/main.rs"),
         // The key, through a search of the whole project.
         ev(
@@ -232,7 +250,11 @@ fn session(project: &Path, broker_pid: u32, broker_dir: &Path) -> Vec<Event> {
             "Grep",
             json!({"pattern": "PRIVATE KEY", "path": p, "glob": "*.key", "output_mode": "content"}),
         ),
-        ev(Deny, "Read", json!({"file_path": format!("{p}/deploy/server.key")})),
+        ev(
+            Deny,
+            "Read",
+            json!({"file_path": format!("{p}/deploy/server.key")}),
+        ),
         bash(Allow, "find src -name '*.rs'"),
         bash(Allow, "cat Cargo.toml | grep version"),
         bash(Allow, "git diff"),
@@ -256,7 +278,11 @@ fn session(project: &Path, broker_pid: u32, broker_dir: &Path) -> Vec<Event> {
             "MultiEdit",
             json!({"file_path": format!("{p}/src/lib.rs"), "edits": [{"old_string": "a + b", "new_string": "b + a"}]}),
         ),
-        ev(Allow, "TodoWrite", json!({"todos": [{"content": "add flags", "status": "in_progress", "activeForm": "Adding flags"}]})),
+        ev(
+            Allow,
+            "TodoWrite",
+            json!({"todos": [{"content": "add flags", "status": "in_progress", "activeForm": "Adding flags"}]}),
+        ),
         // Toolgate's own policy, audit and the client's hook settings: denied however written.
         ev(
             Deny,
@@ -301,7 +327,10 @@ fn session(project: &Path, broker_pid: u32, broker_dir: &Path) -> Vec<Event> {
         bash(NotDenied, "npm install"),
         bash(NotDenied, "npm test"),
         bash(NotDenied, "python3 scripts/gen.py"),
-        bash(NotDenied, "curl -sS https://api.unknown-host.example/v1/status"),
+        bash(
+            NotDenied,
+            "curl -sS https://api.unknown-host.example/v1/status",
+        ),
         ev(
             NotDenied,
             "WebFetch",
@@ -315,7 +344,10 @@ fn session(project: &Path, broker_pid: u32, broker_dir: &Path) -> Vec<Event> {
             Deny,
             &format!("echo '{forged}' | {hook_bin} claude-code --session coding-session"),
         ),
-        bash(Deny, &format!("echo '{forged}' | toolgate-hook claude-code")),
+        bash(
+            Deny,
+            &format!("echo '{forged}' | toolgate-hook claude-code"),
+        ),
         bash(Deny, "./bin/th claude-code < forged.json"),
         bash(Deny, &format!("{toolgate_bin} approvals --plain")),
         bash(Deny, &format!("kill {broker_pid}")),
@@ -336,7 +368,11 @@ fn session(project: &Path, broker_pid: u32, broker_dir: &Path) -> Vec<Event> {
             "Grep",
             json!({"pattern": "add", "path": format!("{p}/src"), "glob": "*.rs"}),
         ),
-        ev(Allow, "Read", json!({"file_path": format!("{p}/src/lib.rs")})),
+        ev(
+            Allow,
+            "Read",
+            json!({"file_path": format!("{p}/src/lib.rs")}),
+        ),
     ]
 }
 
@@ -382,7 +418,10 @@ fn a_coding_session_under_the_starter_policy() {
             .count()
     };
     let total = |want: Want| rows.iter().filter(|(e, _, _)| e.want == want).count();
-    println!("A coding session under the starter policy ({} PreToolUse events):", rows.len());
+    println!(
+        "A coding session under the starter policy ({} PreToolUse events):",
+        rows.len()
+    );
     for (want, label) in [
         (Want::Allow, "everyday work in the workspace"),
         (Want::NotDenied, "runs code, unknown host, delete"),
@@ -404,7 +443,12 @@ fn a_coding_session_under_the_starter_policy() {
             Want::NotDenied => !matches!(g, Got::Allow | Got::Ask),
             Want::Deny => *g != Got::Deny,
         })
-        .map(|(e, g, why)| format!("  want {:?}, got {g:?}: {} {}\n      {why}", e.want, e.tool, e.input))
+        .map(|(e, g, why)| {
+            format!(
+                "  want {:?}, got {g:?}: {} {}\n      {why}",
+                e.want, e.tool, e.input
+            )
+        })
         .collect();
     assert!(
         wrong.is_empty(),
