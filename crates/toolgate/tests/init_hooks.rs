@@ -79,12 +79,14 @@ impl Fake {
         text.replace("@HOOK@", &json_escaped(&Self::hook_exe()))
             .replace("@TOOLGATE@", &json_escaped(&Self::exe()))
             .replace("@POLICY@", &json_escaped(self.policy.to_str().unwrap()))
+            .replace("@PROJECT@", &json_escaped(self.project.to_str().unwrap()))
     }
 
     fn unfill(&self, text: &str) -> String {
         text.replace(&json_escaped(&Self::hook_exe()), "@HOOK@")
             .replace(&json_escaped(&Self::exe()), "@TOOLGATE@")
             .replace(&json_escaped(self.policy.to_str().unwrap()), "@POLICY@")
+            .replace(&json_escaped(self.project.to_str().unwrap()), "@PROJECT@")
     }
 
     fn place(&self, input: &str, dest: &Path) -> String {
@@ -104,7 +106,19 @@ impl Fake {
         assert_eq!(actual, want, "{} differs from {expected}", file.display());
     }
 
+    /// `toolgate ARGS`; `init` also gets `--workspace <project>` (the user's hooks need
+    /// one) unless the arguments name one.
     fn run(&self, args: &[&str]) -> Run {
+        let mut all: Vec<&str> = args.to_vec();
+        let project = self.project.to_str().unwrap();
+        if args.first() == Some(&"init") && !args.contains(&"--workspace") {
+            all.extend(["--workspace", project]);
+        }
+        self.run_as_given(&all)
+    }
+
+    /// `toolgate ARGS`, exactly.
+    fn run_as_given(&self, args: &[&str]) -> Run {
         let mut cmd = Command::cargo_bin("toolgate").unwrap();
         cmd.env_clear()
             .env("HOME", &self.home)
@@ -171,7 +185,11 @@ fn claude_code_user_hooks_in_a_new_file() {
     ok(&r);
     assert!(r.stdout.contains("new file"), "{}", r.stdout);
     let text = fs::read_to_string(fake.claude_user()).unwrap();
-    let want = format!("{} claude-code --policy {policy}", Fake::hook_exe());
+    let want = format!(
+        "{} claude-code --policy {policy} --workspace {}",
+        Fake::hook_exe(),
+        fake.project.display()
+    );
     let commands = claude_commands(&text);
     let events: Vec<&str> = commands.iter().map(|(e, _)| e.as_str()).collect();
     assert_eq!(
@@ -303,7 +321,11 @@ fn cursor_project_hooks_round_trip_with_crlf() {
     )
     .unwrap();
     assert_eq!(doc["version"], 1);
-    let want = format!("{} cursor", Fake::hook_exe());
+    let want = format!(
+        "{} cursor --workspace {}",
+        Fake::hook_exe(),
+        fake.project.display()
+    );
     for event in [
         "beforeShellExecution",
         "afterShellExecution",
@@ -344,8 +366,8 @@ fn unwrap_removes_only_entries_exactly_as_init_wrote_them() {
     let text = fs::read_to_string(&path).unwrap();
     // The user adds a timeout to one of toolgate's entries: it is theirs now.
     let changed = text.replacen(
-        "hook cursor\"\n      }",
-        "hook cursor\",\n        \"timeout\": 30\n      }",
+        "/project\"\n      }",
+        "/project\",\n        \"timeout\": 30\n      }",
         1,
     );
     assert_ne!(changed, text);
@@ -487,5 +509,43 @@ fn doctor_reports_the_hooks() {
             .contains(&format!("run `{}`, which does not exist", gone.display())),
         "{}",
         r.stdout
+    );
+}
+
+/// The user's hooks run for every project: without `--workspace`, `init --hooks` refuses
+/// them; the project's hooks get the project directory.
+#[test]
+fn the_users_hooks_need_a_workspace() {
+    let fake = Fake::new();
+    let r = fake.run_as_given(&["init", "--client", "claude-code", "--hooks", "--yes"]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(
+        r.stderr.contains(&format!(
+            "in `{}`: the user's hooks run for every project, so toolgate cannot tell their workspace\nhelp: name the directory the agent works in with `--workspace DIR`, or install the hooks in the project with `--scope project`",
+            fake.claude_user().display()
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(!fake.claude_user().exists());
+    let r = fake.run_as_given(&[
+        "init",
+        "--client",
+        "claude-code",
+        "--hooks",
+        "--scope",
+        "project",
+        "--yes",
+    ]);
+    ok(&r);
+    let text = fs::read_to_string(fake.project.join(".claude/settings.json")).unwrap();
+    let want = format!(
+        "{} claude-code --workspace {}",
+        Fake::hook_exe(),
+        fake.project.display()
+    );
+    assert!(
+        claude_commands(&text).iter().all(|(_, c)| *c == want),
+        "{text}"
     );
 }
