@@ -17,7 +17,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use assert_cmd::Command;
-use serde_json::Value;
+use serde_json::{Value, json};
+
+#[path = "support/hooks.rs"]
+mod support;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -548,4 +551,47 @@ fn the_users_hooks_need_a_workspace() {
         claude_commands(&text).iter().all(|(_, c)| *c == want),
         "{text}"
     );
+}
+
+/// The hook command's `--workspace` wins over the `cwd` the client reports, which follows
+/// the agent's `cd`: after `cd ~`, `${workspace}` is still the project, so an allow rule for
+/// the workspace does not open the home directory's files.
+#[test]
+fn the_hooks_workspace_wins_over_the_clients_cwd() {
+    let w = support::World::new();
+    let home = w.base().join("home");
+    std::fs::write(home.join(".claude.json"), "{}").unwrap();
+    std::fs::write(w.project().join("README.md"), "hi").unwrap();
+    let read = |path: &Path| {
+        support::claude(
+            &home,
+            "PreToolUse",
+            json!({"tool_name": "Read", "tool_input": {"file_path": path}, "tool_use_id": "t"}),
+        )
+    };
+    let project = w.project();
+    let workspace = ["--workspace", project.to_str().unwrap()];
+    // Without it, the client's cwd (the home directory) is the workspace: allowed.
+    let r = w.small_hook("claude-code", &read(&home.join(".claude.json")), &[]);
+    assert_eq!((r.code, r.stdout.as_str()), (Some(0), ""), "{r:?}");
+    // With it, the home directory's file is outside the workspace (the policy asks)...
+    let r = w.small_hook("claude-code", &read(&home.join(".claude.json")), &workspace);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(
+        r.json()["hookSpecificOutput"]["permissionDecision"],
+        "ask",
+        "{r:?}"
+    );
+    // ...and the project's is inside it, wherever the agent stands.
+    let r = w.small_hook("claude-code", &read(&project.join("README.md")), &workspace);
+    assert_eq!((r.code, r.stdout.as_str()), (Some(0), ""), "{r:?}");
+    // A workspace that is not an absolute directory denies (the hook command is broken).
+    let r = w.hook(
+        "claude-code",
+        &read(&project.join("README.md")),
+        &["--workspace", "rel"],
+    );
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("(--workspace)"), "{r:?}");
+    w.stop_broker();
 }
