@@ -754,8 +754,10 @@ fn the_home_directory_and_the_root_are_never_a_workspace() {
     let fake = Fake::new();
     let config = fake.desktop_config();
     let original = fake.place("claude-desktop/input.json", &config);
+    let above_home = fake.home.parent().unwrap().to_str().unwrap().to_owned();
     for dir in [
         fake.home.to_str().unwrap(),
+        above_home.as_str(),
         "/",
         "/nonexistent-toolgate-dir",
     ] {

@@ -182,6 +182,9 @@ fn check_in_use(out: &mut Out, uses: &[InUse]) {
             Ok(r) if home.as_deref() == Some(r.as_path()) => {
                 Some("is your home directory: the policy's `${workspace}` covers your dotfiles and credentials".to_owned())
             }
+            Ok(r) if home.as_deref().is_some_and(|h| h.starts_with(r)) => {
+                Some("holds your home directory: the policy's `${workspace}` covers your dotfiles and credentials".to_owned())
+            }
             Ok(_) => None,
         };
         if let Some(problem) = problem {

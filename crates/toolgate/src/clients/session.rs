@@ -127,8 +127,8 @@ fn project_of(location: &Location) -> Option<PathBuf> {
     }
 }
 
-/// A directory `init` may write as a workspace: it exists, and it is neither `$HOME` nor
-/// `/` (a server or hook whose `${workspace}` is the home directory may read every
+/// A directory `init` may write as a workspace: it exists, and it is neither `$HOME` (nor a
+/// directory above it) nor `/` (a server or hook whose `${workspace}` is the home directory may read every
 /// dotfile an allow rule for the workspace covers). Its canonical path.
 pub fn check_workspace(dir: &std::path::Path, origin: &str) -> anyhow::Result<String> {
     let real = match dir.canonicalize() {
@@ -152,6 +152,8 @@ pub fn check_workspace(dir: &std::path::Path, origin: &str) -> anyhow::Result<St
         Some("the root directory `/`")
     } else if home.as_deref() == Some(real.as_path()) {
         Some("your home directory")
+    } else if home.as_deref().is_some_and(|h| h.starts_with(&real)) {
+        Some("a directory that holds your home directory")
     } else {
         None
     };
