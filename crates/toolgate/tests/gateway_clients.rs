@@ -396,7 +396,7 @@ fn the_typescript_sdk_client_sees_the_same_server_through_the_gateway() {
     assert_eq!(deny.len(), 1, "{decisions:?}");
     assert_eq!(deny[0]["tool"], "get-env");
     assert_eq!(deny[0]["rule"], "no-env-dump");
-    assert_eq!(deny[0]["user"], "alice");
+    assert_eq!(deny[0]["user"], "token:alice");
     assert_eq!(deny[0]["replica"], "a");
     for tool in [
         "echo",
@@ -407,7 +407,7 @@ fn the_typescript_sdk_client_sees_the_same_server_through_the_gateway() {
         assert!(
             decisions
                 .iter()
-                .any(|r| r["tool"] == tool && r["effect"] == "allow" && r["user"] == "alice"),
+                .any(|r| r["tool"] == tool && r["effect"] == "allow" && r["user"] == "token:alice"),
             "no allow decision for `{tool}`: {decisions:?}"
         );
     }
@@ -559,7 +559,7 @@ fn the_python_sdk_client_through_the_gateway_and_its_session_on_another_replica(
     assert!(
         b_decisions
             .iter()
-            .all(|r| r["replica"] == "b" && r["user"] == "alice"),
+            .all(|r| r["replica"] == "b" && r["user"] == "token:alice"),
         "{b_decisions:?}"
     );
     eprintln!("Python SDK client test: {:?}", started.elapsed());
@@ -738,9 +738,9 @@ fn conformance_server_scenarios_pass_through_the_gateway() {
     // The gateway ran the scenarios: its audit has the suite's calls, as alice.
     let audit = d.audit("a");
     assert!(
-        audit
-            .iter()
-            .any(|r| r["kind"] == "decision" && r["user"] == "alice" && r["server"] == "target"),
+        audit.iter().any(|r| r["kind"] == "decision"
+            && r["user"] == "token:alice"
+            && r["server"] == "target"),
         "no decision audited for the suite's calls"
     );
     eprintln!("conformance through the gateway: {:?}", started.elapsed());
@@ -1043,7 +1043,7 @@ fn a_2026_07_28_python_client_needs_no_session_through_the_gateway() {
     let decisions: Vec<Value> = d
         .audit("a")
         .into_iter()
-        .filter(|r| r["kind"] == "decision" && r["user"] == "alice")
+        .filter(|r| r["kind"] == "decision" && r["user"] == "token:alice")
         .collect();
     assert_eq!(
         decisions.len(),

@@ -324,3 +324,35 @@ fn relative_paths_are_relative_to_the_configuration_file() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stderr, "");
 }
+
+/// A bare name in `allow` that a static token has, while JWTs are accepted too: a located
+/// warning that says how it is read and how to say which one is meant. Qualified, no warning.
+#[test]
+fn a_bare_name_both_sources_could_mean_is_a_located_warning() {
+    let with_jwt = GOOD.replace(
+        "auth:\n",
+        "auth:\n  jwt: {issuer: https://i.example.com, jwks_url: https://i.example.com/jwks}\n",
+    );
+    let (_dir, path) = dir_with(&format!("{with_jwt}    allow: {{users: [ci]}}\n"));
+    let out = check(&path);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("; 1 warning"), "{}", out.stdout);
+    let want = format!(
+        "warning: the user `ci` in `allow` of server `files` could mean a static token's user or a JWT's; it is read as `token:ci`\n  --> {}:14:21\n",
+        path.display()
+    );
+    assert!(out.stderr.starts_with(&want), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("help: write `token:ci` for the static token's user, or `jwt:ci`"),
+        "{}",
+        out.stderr
+    );
+    let (_dir, path) = dir_with(&format!(
+        "{with_jwt}    allow: {{users: [token:ci, jwt:ci]}}\n"
+    ));
+    let out = check(&path);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stdout.contains("warning"), "{}", out.stdout);
+    assert_eq!(out.stderr, "");
+}

@@ -173,12 +173,108 @@ fn jwts_are_checked_and_refusals_say_how_to_authenticate() {
         .json();
     assert_eq!(meta["resource"], json!(resource));
     assert_eq!(meta["authorization_servers"], json!([issuer.issuer()]));
+    // A token minted for the resource the metadata advertises is accepted there (RFC 9728,
+    // RFC 8707), besides one for the configured audience (`public_url`).
+    let for_resource = issuer.token(with_groups(
+        json!(["dev"]),
+        issuer.claims("alice", &resource),
+    ));
+    let reply = post_with(&gw, Some(&format!("Bearer {for_resource}")));
+    assert_eq!(reply.status, 200);
+    // ...but not at the approvals endpoint, which is not that resource.
+    let reply = request(
+        &gw.addr,
+        "GET",
+        "/approvals",
+        &[("Authorization", &format!("Bearer {for_resource}"))],
+        b"",
+    );
+    assert_eq!(reply.status, 401);
     // The refusals are counted.
     let metrics = String::from_utf8(gw.get("/metrics").body().0).unwrap();
     assert!(
         metrics.contains("toolgate_gateway_auth_refusals_total"),
         "{metrics}"
     );
+}
+
+/// A JWT user and a static-token user of the same name are different principals: the JWT
+/// user neither resumes the token user's session nor passes `allow` or `approvers` that
+/// name the token user, and the audit tells them apart.
+#[test]
+fn a_jwt_user_is_not_the_static_token_user_of_the_same_name() {
+    let issuer = TestIssuer::start();
+    let s = Setup::new();
+    let config = s.dir.join("gateway.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "version: 1\nlisten: 127.0.0.1:0\npublic_url: {PUBLIC}\nreplica: a\nsecret: {{ file: secret }}\naudit: audit-a.jsonl\nauth:\n  jwt:\n    issuer: {iss}\n    jwks_url: {jwks}\n  tokens:\n    - {{ user: ci-bot, sha256: {hash}, groups: [dev] }}\n  approvers: {{ users: [token:ci-bot] }}\nservers:\n  mail:\n    command: [{server}, --kind, mail]\n    policy: policy.yaml\n    allow: {{ users: [token:ci-bot] }}\n  open:\n    command: [{server}, --kind, mail]\n    policy: policy.yaml\n",
+            iss = issuer.issuer(),
+            jwks = issuer.jwks_url(),
+            hash = hash(&token_of("ci-bot")),
+            server = bin_path("attack_server").display(),
+        ),
+    )
+    .unwrap();
+    let gw = GatewayProcess::start(&config, &[]);
+    let token = token_of("ci-bot");
+    let mut claims = issuer.claims("ci-bot", PUBLIC);
+    claims["groups"] = json!(["dev"]);
+    let jwt = issuer.token(claims);
+    // `allow: {users: [token:ci-bot]}`: the token user, not the JWT one.
+    let session = open_session(&gw, "mail", &token);
+    assert_eq!(gw.post("mail", &jwt, None, &initialize(1)).status, 403);
+    // The JWT user cannot continue the token user's session (on a server both may reach).
+    let open = open_session(&gw, "open", &token);
+    let list = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
+    let reply = gw.post("open", &jwt, Some(&open), list);
+    assert_eq!(reply.status, 404);
+    let (body, _) = reply.body();
+    assert!(
+        String::from_utf8_lossy(&body).contains("it belongs to another user or server"),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    let reply = gw.post("open", &token, Some(&open), list);
+    assert_eq!(reply.status, 200);
+    assert!(message_of(reply)["result"]["tools"].is_array());
+    // Nor end it.
+    assert_eq!(gw.delete("open", &jwt, &open).status, 404);
+    // `approvers: {users: [token:ci-bot]}`.
+    let approvals = |bearer: &str| {
+        request(
+            &gw.addr,
+            "GET",
+            "/approvals",
+            &[("Authorization", &format!("Bearer {bearer}"))],
+            b"",
+        )
+        .status
+    };
+    assert_eq!(approvals(&token), 200);
+    assert_eq!(approvals(&jwt), 403);
+    // The audit names the principal with its source.
+    let msg = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "search_emails", "arguments": {"query": "q"}}});
+    let answer = message_of(gw.post("mail", &token, Some(&session), &msg.to_string()));
+    assert!(answer["result"].is_object(), "{answer}");
+    let audit = s.dir.join("audit-a.jsonl");
+    let mut users = Vec::new();
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            users = std::fs::read_to_string(&audit)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(|r| r["kind"] == "decision")
+                .map(|r| r["user"].clone())
+                .collect();
+            !users.is_empty()
+        }),
+        "the decision is audited"
+    );
+    assert_eq!(users, vec![json!("token:ci-bot")]);
 }
 
 fn approvals_cli(addr: &str, token: &str, args: &[&str]) -> std::process::Output {

@@ -224,7 +224,7 @@ fn taint_seen_through_one_replica_denies_a_send_through_the_other() {
     );
     let denial = denial_of().unwrap();
     assert_eq!(denial["replica"], json!("b"));
-    assert_eq!(denial["user"], json!("alice"));
+    assert_eq!(denial["user"], json!("token:alice"));
 }
 
 #[test]
@@ -442,7 +442,7 @@ fn when_redis_stops_every_call_is_denied_with_the_reason_and_service_comes_back(
 fn garbage_under_the_gateways_keys_denies_and_never_crashes() {
     let Some(d) = deploy("") else { return };
     let s = open(&d.a, Some("agent-g"), json!({}));
-    let hash = hex::encode(Sha256::digest("alice\u{0}agent-g".as_bytes()));
+    let hash = hex::encode(Sha256::digest("token\u{0}alice\u{0}agent-g".as_bytes()));
     let ns = format!("t{}", std::process::id());
     for suffix in ["taint", "approvals", "calls"] {
         let key = format!("{ns}:{{s:{hash}}}:{suffix}");

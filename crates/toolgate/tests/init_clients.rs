@@ -99,7 +99,18 @@ impl Fake {
         assert_eq!(actual, want, "{} differs from {expected}", file.display());
     }
 
+    /// `toolgate ARGS`; `init` also gets `--workspace <project>` (user configurations need
+    /// one) unless the arguments name one.
     fn toolgate(&self, args: &[&str]) -> Command {
+        let mut cmd = self.toolgate_as_given(args);
+        if args.first() == Some(&"init") && !args.contains(&"--workspace") {
+            cmd.arg("--workspace").arg(&self.project);
+        }
+        cmd
+    }
+
+    /// `toolgate ARGS`, exactly.
+    fn toolgate_as_given(&self, args: &[&str]) -> Command {
         let mut cmd = Command::cargo_bin("toolgate").unwrap();
         cmd.env_clear()
             .env("HOME", &self.home)
@@ -709,4 +720,115 @@ fn remote_claude_desktop_mcp_remote() {
             out.stdout
         );
     }
+}
+
+/// A user configuration belongs to no project: without `--workspace`, `init` refuses it
+/// (naming the file, the map and the server) and writes nothing; a project configuration
+/// gets the project directory.
+#[test]
+fn a_user_configuration_needs_a_workspace() {
+    let fake = Fake::new();
+    let config = fake.desktop_config();
+    let original = fake.place("claude-desktop/input.json", &config);
+    let out = run(fake.toolgate_as_given(&["init", "--client", "claude-desktop", "--yes"]));
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let want = format!(
+        "in `{}`: server `filesystem` in `mcpServers` belongs to no project, so toolgate cannot tell its workspace\nhelp: name the directory it may work in with `--workspace DIR`",
+        config.display()
+    );
+    assert!(out.stderr.contains(&want), "{}", out.stderr);
+    assert_eq!(fs::read_to_string(&config).unwrap(), original);
+    assert!(!backup(&config).exists());
+    // The project's own configuration needs none: it is the project's.
+    let mcp = fake.project.join(".mcp.json");
+    fake.place("claude-code/mcp.json", &mcp);
+    let out = run(fake.toolgate_as_given(&["init", "--config", mcp.to_str().unwrap(), "--yes"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    fake.assert_golden(&mcp, "claude-code/expected_init_mcp.json");
+}
+
+/// `init` never writes a workspace that is the home directory or `/`: not from
+/// `--workspace`, not for a project configuration found in `$HOME`.
+#[test]
+fn the_home_directory_and_the_root_are_never_a_workspace() {
+    let fake = Fake::new();
+    let config = fake.desktop_config();
+    let original = fake.place("claude-desktop/input.json", &config);
+    let above_home = fake.home.parent().unwrap().to_str().unwrap().to_owned();
+    for dir in [
+        fake.home.to_str().unwrap(),
+        above_home.as_str(),
+        "/",
+        "/nonexistent-toolgate-dir",
+    ] {
+        let out = run(fake.toolgate(&[
+            "init",
+            "--client",
+            "claude-desktop",
+            "--yes",
+            "--workspace",
+            dir,
+        ]));
+        assert_eq!(out.code, 2, "{dir}: {}", out.stdout);
+        assert!(
+            out.stderr
+                .contains(&format!("the workspace `{dir}` (`--workspace`)"))
+                && out.stderr.contains("help: "),
+            "{dir}: {}",
+            out.stderr
+        );
+        assert_eq!(fs::read_to_string(&config).unwrap(), original);
+    }
+    // A `.mcp.json` in the home directory, `init` run there.
+    let mcp = fake.home.join(".mcp.json");
+    let original = fake.place("claude-code/mcp.json", &mcp);
+    let mut cmd = fake.toolgate(&["init", "--client", "claude-code", "--yes"]);
+    cmd.current_dir(&fake.home);
+    let out = run(cmd);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(
+        out.stderr.contains(&format!(
+            "the workspace `{}` (the project of `{}`) is your home directory",
+            fake.home.display(),
+            mcp.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(fs::read_to_string(&mcp).unwrap(), original);
+}
+
+/// A policy that does not load is refused before anything is written, with its own first
+/// error, located.
+#[test]
+fn a_policy_that_does_not_load_is_refused() {
+    let fake = Fake::new();
+    let config = fake.project.join(".mcp.json");
+    let original = fake.place("claude-code/mcp.json", &config);
+    let broken = fake.project.join("toolgate.yaml");
+    fs::write(&broken, "version: 1\nrules:\n  - id: r\n    effect: alow\n").unwrap();
+    let out = run(fake.toolgate(&[
+        "init",
+        "--client",
+        "claude-code",
+        "--yes",
+        "--policy",
+        broken.to_str().unwrap(),
+    ]));
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let first = format!(
+        "the policy `{}` does not load: {}:4:13: ",
+        broken.display(),
+        broken.display()
+    );
+    assert!(out.stderr.contains(&first), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("help: fix it (`toolgate policy check --policy"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    assert_eq!(fs::read_to_string(&config).unwrap(), original);
+    assert!(!backup(&config).exists());
 }

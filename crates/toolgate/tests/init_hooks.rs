@@ -17,7 +17,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use assert_cmd::Command;
-use serde_json::Value;
+use serde_json::{Value, json};
+
+#[path = "support/hooks.rs"]
+mod support;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -79,12 +82,14 @@ impl Fake {
         text.replace("@HOOK@", &json_escaped(&Self::hook_exe()))
             .replace("@TOOLGATE@", &json_escaped(&Self::exe()))
             .replace("@POLICY@", &json_escaped(self.policy.to_str().unwrap()))
+            .replace("@PROJECT@", &json_escaped(self.project.to_str().unwrap()))
     }
 
     fn unfill(&self, text: &str) -> String {
         text.replace(&json_escaped(&Self::hook_exe()), "@HOOK@")
             .replace(&json_escaped(&Self::exe()), "@TOOLGATE@")
             .replace(&json_escaped(self.policy.to_str().unwrap()), "@POLICY@")
+            .replace(&json_escaped(self.project.to_str().unwrap()), "@PROJECT@")
     }
 
     fn place(&self, input: &str, dest: &Path) -> String {
@@ -104,7 +109,19 @@ impl Fake {
         assert_eq!(actual, want, "{} differs from {expected}", file.display());
     }
 
+    /// `toolgate ARGS`; `init` also gets `--workspace <project>` (the user's hooks need
+    /// one) unless the arguments name one.
     fn run(&self, args: &[&str]) -> Run {
+        let mut all: Vec<&str> = args.to_vec();
+        let project = self.project.to_str().unwrap();
+        if args.first() == Some(&"init") && !args.contains(&"--workspace") {
+            all.extend(["--workspace", project]);
+        }
+        self.run_as_given(&all)
+    }
+
+    /// `toolgate ARGS`, exactly.
+    fn run_as_given(&self, args: &[&str]) -> Run {
         let mut cmd = Command::cargo_bin("toolgate").unwrap();
         cmd.env_clear()
             .env("HOME", &self.home)
@@ -171,7 +188,11 @@ fn claude_code_user_hooks_in_a_new_file() {
     ok(&r);
     assert!(r.stdout.contains("new file"), "{}", r.stdout);
     let text = fs::read_to_string(fake.claude_user()).unwrap();
-    let want = format!("{} claude-code --policy {policy}", Fake::hook_exe());
+    let want = format!(
+        "{} claude-code --policy {policy} --workspace {}",
+        Fake::hook_exe(),
+        fake.project.display()
+    );
     let commands = claude_commands(&text);
     let events: Vec<&str> = commands.iter().map(|(e, _)| e.as_str()).collect();
     assert_eq!(
@@ -303,7 +324,11 @@ fn cursor_project_hooks_round_trip_with_crlf() {
     )
     .unwrap();
     assert_eq!(doc["version"], 1);
-    let want = format!("{} cursor", Fake::hook_exe());
+    let want = format!(
+        "{} cursor --workspace {}",
+        Fake::hook_exe(),
+        fake.project.display()
+    );
     for event in [
         "beforeShellExecution",
         "afterShellExecution",
@@ -344,8 +369,8 @@ fn unwrap_removes_only_entries_exactly_as_init_wrote_them() {
     let text = fs::read_to_string(&path).unwrap();
     // The user adds a timeout to one of toolgate's entries: it is theirs now.
     let changed = text.replacen(
-        "hook cursor\"\n      }",
-        "hook cursor\",\n        \"timeout\": 30\n      }",
+        "/project\"\n      }",
+        "/project\",\n        \"timeout\": 30\n      }",
         1,
     );
     assert_ne!(changed, text);
@@ -488,4 +513,85 @@ fn doctor_reports_the_hooks() {
         "{}",
         r.stdout
     );
+}
+
+/// The user's hooks run for every project: without `--workspace`, `init --hooks` refuses
+/// them; the project's hooks get the project directory.
+#[test]
+fn the_users_hooks_need_a_workspace() {
+    let fake = Fake::new();
+    let r = fake.run_as_given(&["init", "--client", "claude-code", "--hooks", "--yes"]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(
+        r.stderr.contains(&format!(
+            "in `{}`: the user's hooks run for every project, so toolgate cannot tell their workspace\nhelp: name the directory the agent works in with `--workspace DIR`, or install the hooks in the project with `--scope project`",
+            fake.claude_user().display()
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(!fake.claude_user().exists());
+    let r = fake.run_as_given(&[
+        "init",
+        "--client",
+        "claude-code",
+        "--hooks",
+        "--scope",
+        "project",
+        "--yes",
+    ]);
+    ok(&r);
+    let text = fs::read_to_string(fake.project.join(".claude/settings.json")).unwrap();
+    let want = format!(
+        "{} claude-code --workspace {}",
+        Fake::hook_exe(),
+        fake.project.display()
+    );
+    assert!(
+        claude_commands(&text).iter().all(|(_, c)| *c == want),
+        "{text}"
+    );
+}
+
+/// The hook command's `--workspace` wins over the `cwd` the client reports, which follows
+/// the agent's `cd`: after `cd ~`, `${workspace}` is still the project, so an allow rule for
+/// the workspace does not open the home directory's files.
+#[test]
+fn the_hooks_workspace_wins_over_the_clients_cwd() {
+    let w = support::World::new();
+    let home = w.base().join("home");
+    std::fs::write(home.join(".claude.json"), "{}").unwrap();
+    std::fs::write(w.project().join("README.md"), "hi").unwrap();
+    let read = |path: &Path| {
+        support::claude(
+            &home,
+            "PreToolUse",
+            json!({"tool_name": "Read", "tool_input": {"file_path": path}, "tool_use_id": "t"}),
+        )
+    };
+    let project = w.project();
+    let workspace = ["--workspace", project.to_str().unwrap()];
+    // Without it, the client's cwd (the home directory) is the workspace: allowed.
+    let r = w.small_hook("claude-code", &read(&home.join(".claude.json")), &[]);
+    assert_eq!((r.code, r.stdout.as_str()), (Some(0), ""), "{r:?}");
+    // With it, the home directory's file is outside the workspace (the policy asks)...
+    let r = w.small_hook("claude-code", &read(&home.join(".claude.json")), &workspace);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(
+        r.json()["hookSpecificOutput"]["permissionDecision"],
+        "ask",
+        "{r:?}"
+    );
+    // ...and the project's is inside it, wherever the agent stands.
+    let r = w.small_hook("claude-code", &read(&project.join("README.md")), &workspace);
+    assert_eq!((r.code, r.stdout.as_str()), (Some(0), ""), "{r:?}");
+    // A workspace that is not an absolute directory denies (the hook command is broken).
+    let r = w.hook(
+        "claude-code",
+        &read(&project.join("README.md")),
+        &["--workspace", "rel"],
+    );
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("(--workspace)"), "{r:?}");
+    w.stop_broker();
 }

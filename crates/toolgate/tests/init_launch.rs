@@ -35,6 +35,7 @@ fn a_wrapped_entry_launches_the_original_server_through_toolgate() {
     assert_cmd::Command::cargo_bin("toolgate")
         .unwrap()
         .args(["init", "--config", config.to_str().unwrap(), "--yes"])
+        .args(["--workspace", work.to_str().unwrap()])
         .write_stdin("")
         .timeout(toolgate_testkit::TIMEOUT)
         .assert()
@@ -49,7 +50,18 @@ fn a_wrapped_entry_launches_the_original_server_through_toolgate() {
         .iter()
         .map(|a| a.as_str().unwrap())
         .collect();
-    assert_eq!(&args[..4], ["wrap", "--server", "fake", "--"]);
+    let work_real = work.canonicalize().unwrap();
+    assert_eq!(
+        &args[..6],
+        [
+            "wrap",
+            "--server",
+            "fake",
+            "--workspace",
+            work_real.to_str().unwrap(),
+            "--"
+        ]
+    );
 
     let mut cmd = Command::new(entry["command"].as_str().unwrap());
     cmd.args(&args)

@@ -54,6 +54,7 @@ impl Session {
             .unwrap();
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("toolgate"))
             .args(["init", "--config", config.to_str().unwrap()])
+            .args(["--workspace", config.parent().unwrap().to_str().unwrap()])
             .stdin(Stdio::from(slave))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -81,10 +81,131 @@ impl Out {
     }
 }
 
+/// A policy and workspace in use: a wrapped server entry or a hook command.
+struct InUse {
+    /// What uses them, for messages: ``claude-code `/p/.mcp.json` server `fs` ``.
+    what: String,
+    /// `--policy` (`None`: the starter policy).
+    policy: Option<String>,
+    /// `--workspace` (`None`: what the client provides).
+    workspace: Option<String>,
+    /// What the workspace is without `--workspace`.
+    implicit: &'static str,
+}
+
+/// `--policy` and `--workspace` of a `toolgate wrap` entry's arguments (`None` when the
+/// entry does not run toolgate's `wrap`).
+fn wrap_options(value: &serde_json::Value) -> Option<(Option<String>, Option<String>)> {
+    let command = value.get("command")?.as_str()?;
+    if std::path::Path::new(command)
+        .file_name()
+        .is_none_or(|n| n != "toolgate")
+    {
+        return None;
+    }
+    let args: Vec<&str> = value
+        .get("args")?
+        .as_array()?
+        .iter()
+        .map(serde_json::Value::as_str)
+        .collect::<Option<_>>()?;
+    if args.first() != Some(&"wrap") {
+        return None;
+    }
+    let (mut policy, mut workspace) = (None, None);
+    let mut it = args.iter().skip(1);
+    while let Some(arg) = it.next() {
+        match *arg {
+            "--" => break,
+            "--policy" => policy = it.next().map(|v| (*v).to_owned()),
+            "--workspace" => workspace = it.next().map(|v| (*v).to_owned()),
+            other => {
+                if let Some(v) = other.strip_prefix("--policy=") {
+                    policy = Some(v.to_owned());
+                } else if let Some(v) = other.strip_prefix("--workspace=") {
+                    workspace = Some(v.to_owned());
+                }
+            }
+        }
+    }
+    Some((policy, workspace))
+}
+
+/// Every policy and workspace in use: a policy that does not load denies every call of
+/// the entries that use it (FAIL); a workspace that is missing, `$HOME` or `/` is a FAIL,
+/// none at all a warning.
+fn check_in_use(out: &mut Out, uses: &[InUse]) {
+    let mut policies: Vec<(&str, Vec<&str>)> = Vec::new();
+    for u in uses {
+        if let Some(p) = &u.policy {
+            match policies.iter_mut().find(|(q, _)| q == p) {
+                Some((_, users)) => users.push(&u.what),
+                None => policies.push((p, vec![&u.what])),
+            }
+        }
+    }
+    for (policy, users) in &policies {
+        let shown_users = users.join(", ");
+        match crate::clients::check_policy(std::path::Path::new(policy)) {
+            Ok(()) => out.line(
+                Level::Pass,
+                format!("policy `{policy}` loads (used by {shown_users})"),
+            ),
+            Err((_, summary)) => out.line(
+                Level::Fail,
+                format!(
+                    "{shown_users} would deny every call: {summary}. help: fix it and check it with `toolgate policy check --policy {policy}`"
+                ),
+            ),
+        }
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .map(|h| h.canonicalize().unwrap_or(h));
+    for u in uses {
+        let Some(w) = &u.workspace else {
+            out.line(
+                Level::Warn,
+                format!(
+                    "{} has no `--workspace`: its `${{workspace}}` is {}. help: run `toolgate unwrap`, then `toolgate init` again (it writes `--workspace`)",
+                    u.what, u.implicit
+                ),
+            );
+            continue;
+        };
+        let real = std::path::Path::new(w).canonicalize();
+        let problem = match &real {
+            Err(_) => Some("does not exist".to_owned()),
+            Ok(r) if !r.is_dir() => Some("is not a directory".to_owned()),
+            Ok(r) if r == std::path::Path::new("/") => Some("is the root directory".to_owned()),
+            Ok(r) if home.as_deref() == Some(r.as_path()) => {
+                Some("is your home directory: the policy's `${workspace}` covers your dotfiles and credentials".to_owned())
+            }
+            Ok(r) if home.as_deref().is_some_and(|h| h.starts_with(r)) => {
+                Some("holds your home directory: the policy's `${workspace}` covers your dotfiles and credentials".to_owned())
+            }
+            Ok(_) => None,
+        };
+        if let Some(problem) = problem {
+            out.line(
+                Level::Fail,
+                format!(
+                    "{}: its workspace `{w}` {problem}. help: run `toolgate unwrap`, then `toolgate init --workspace DIR` with the project's directory",
+                    u.what
+                ),
+            );
+        }
+    }
+}
+
 /// Runs `toolgate doctor`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut out = Out { failed: false };
-    check_policy(&mut out, args.policy.as_ref());
+    let mut uses: Vec<InUse> = Vec::new();
+    if args.policy.is_some() {
+        check_policy(&mut out, args.policy.as_ref());
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -114,7 +235,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             format!("approval broker: {why} (needed only for clients that cannot ask)"),
         ),
     }
-    let remote = check_clients(&mut out);
+    let remote = check_clients(&mut out, &mut uses);
     if args.no_remote {
         if !remote.is_empty() {
             out.line(
@@ -125,7 +246,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         runtime.block_on(check_remote(&mut out, &remote, args.remote_timeout));
     }
-    check_hooks(&mut out, report.broker.is_ok());
+    check_hooks(&mut out, report.broker.is_ok(), &mut uses);
+    // The starter policy, when something uses it (or nothing is set up yet).
+    if args.policy.is_none() && (uses.is_empty() || uses.iter().any(|u| u.policy.is_none())) {
+        check_policy(&mut out, None);
+    }
+    check_in_use(&mut out, &uses);
     if args.probe {
         let verdict = runtime.block_on(probe_upstream(&args.command, args.probe_timeout));
         match verdict {
@@ -180,7 +306,7 @@ struct RemoteServer {
 }
 
 /// Reports the client configurations; returns their remote servers.
-fn check_clients(out: &mut Out) -> Vec<RemoteServer> {
+fn check_clients(out: &mut Out, uses: &mut Vec<InUse>) -> Vec<RemoteServer> {
     let mut remote_servers = Vec::new();
     let env = match Env::from_process() {
         Ok(env) => env,
@@ -203,6 +329,7 @@ fn check_clients(out: &mut Out) -> Vec<RemoteServer> {
     let settings = WrapSettings {
         exe: "toolgate".to_owned(),
         policy: None,
+        workspace: Some(String::new()),
         dialect: crate::clients::remote::Dialect::Other,
     };
     for location in found {
@@ -218,6 +345,18 @@ fn check_clients(out: &mut Out) -> Vec<RemoteServer> {
                 continue;
             }
         };
+        if let Ok(entries) = document::entries(&text, &location.maps) {
+            for (map, name, value) in entries {
+                if let Some((policy, workspace)) = wrap_options(&value) {
+                    uses.push(InUse {
+                        what: format!("{client} `{path}` server `{name}` ({map})"),
+                        policy,
+                        workspace,
+                        implicit: "the directory the client starts it in",
+                    });
+                }
+            }
+        }
         if let Ok(servers) = remote::servers(&text, &location.maps) {
             remote_servers.extend(
                 servers
@@ -434,7 +573,7 @@ async fn check_remote(out: &mut Out, servers: &[RemoteServer], timeout: Duration
 
 /// toolgate's hooks in the coding agents' settings (user and project), and whether their
 /// command can run.
-fn check_hooks(out: &mut Out, broker_reachable: bool) {
+fn check_hooks(out: &mut Out, broker_reachable: bool, uses: &mut Vec<InUse>) {
     let Ok(env) = Env::from_process() else {
         return;
     };
@@ -474,6 +613,17 @@ fn check_hooks(out: &mut Out, broker_reachable: bool) {
                 continue;
             }
             found = true;
+            let mut commands: Vec<&str> = events.iter().filter_map(|(_, c)| c.as_deref()).collect();
+            commands.sort_unstable();
+            commands.dedup();
+            for command in commands {
+                uses.push(InUse {
+                    what: format!("{name} {} hooks `{shown}`", scope.name()),
+                    policy: hooks::option_of(command, "--policy"),
+                    workspace: hooks::option_of(command, "--workspace"),
+                    implicit: "the directory the client reports, which follows the agent's `cd`",
+                });
+            }
             let missing: Vec<&str> = events
                 .iter()
                 .filter(|(_, c)| c.is_none())

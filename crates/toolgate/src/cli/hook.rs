@@ -38,6 +38,12 @@ pub struct Args {
     /// as for `wrap`].
     #[arg(long, value_name = "PATH")]
     pub audit: Option<PathBuf>,
+    /// The workspace (the policy's `${workspace}`, the default audit's directory) [default:
+    /// the directory the client reports: Claude Code's `cwd`, Cursor's first workspace
+    /// root]. Given, it wins over what the client reports, which the agent can change
+    /// (`cd`); `toolgate init --hooks` writes it.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
     /// Answer an allowed call with an explicit allow (skipping the client's own permission
     /// prompt) instead of no decision.
     #[arg(long)]
@@ -63,6 +69,7 @@ pub fn quick_args(args: &[std::ffi::OsString]) -> Option<Args> {
         client: Client::ClaudeCode,
         policy: None,
         audit: None,
+        workspace: None,
         authoritative: false,
         session: None,
         timeout: None,
@@ -76,6 +83,7 @@ pub fn quick_args(args: &[std::ffi::OsString]) -> Option<Args> {
             "--authoritative" => parsed.authoritative = true,
             "--policy" => parsed.policy = Some(PathBuf::from(it.next()?)),
             "--audit" => parsed.audit = Some(PathBuf::from(it.next()?)),
+            "--workspace" => parsed.workspace = Some(PathBuf::from(it.next()?)),
             "--session" => parsed.session = Some(it.next()?.to_str()?.to_owned()),
             "--timeout" => {
                 parsed.timeout = Some(crate::duration::parse_duration(it.next()?.to_str()?).ok()?);
@@ -124,10 +132,21 @@ fn decide(args: &Args, deadline: Instant) -> Output {
         Err(reason) => return hook::fail(client, None, &reason),
     };
     let name = hook::event_name_of(&bytes);
-    let parsed = match hook::parse(client, &bytes) {
+    let mut parsed = match hook::parse(client, &bytes) {
         Ok(p) => p,
         Err(reason) => return hook::fail(client, name.as_deref(), &reason),
     };
+    // An explicit workspace wins over the client's `cwd`, which follows the agent's `cd`.
+    if let Some(workspace) = &args.workspace {
+        if !workspace.is_absolute() || !workspace.is_dir() {
+            let reason = format!(
+                "the workspace `{}` (--workspace) is not an absolute path of a directory. help: fix the hook command, e.g. with `toolgate init --hooks`",
+                workspace.display()
+            );
+            return hook::fail(client, Some(&parsed.name), &reason);
+        }
+        parsed.workspace.clone_from(workspace);
+    }
     drop(bytes);
     let Some(event) = parsed.event else {
         let verdict = Verdict {
@@ -198,8 +217,11 @@ mod tests {
             "s",
             "--timeout",
             "2s",
+            "--workspace",
+            "/w",
         ]))
         .unwrap();
+        assert_eq!(a.workspace, Some(PathBuf::from("/w")));
         assert_eq!(a.client, Client::Cursor);
         assert_eq!(a.policy, Some(PathBuf::from("/p.yaml")));
         assert!(a.authoritative);

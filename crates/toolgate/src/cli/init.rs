@@ -17,8 +17,16 @@ use crate::clients::{Action, Selection};
 #[command(after_help = "Examples:
   toolgate init --dry-run
   toolgate init --client claude-code --policy \"$PWD/toolgate.yaml\"
-  toolgate init --client claude-code --hooks --policy \"$HOME/toolgate.yaml\"
   toolgate init --client cursor --hooks --scope project
+  toolgate init --client claude-desktop --workspace \"$HOME/src/app\"
+
+Every wrapped entry and hook command gets `--workspace`, the directory the policy's
+`${workspace}` means: the project's directory for a project configuration (`.mcp.json`,
+`.cursor/`, `.vscode/`, `.claude/settings.json`, a project of `~/.claude.json`), and for a
+user configuration (`~/.claude.json`, Claude Desktop, `~/.cursor/mcp.json`, Windsurf, the
+user's hooks) the one `--workspace DIR` names; without it such a configuration is refused.
+A workspace is never your home directory or `/`. The policy must load (`toolgate policy
+check`), or nothing is written.
 
 It shows a diff and asks before writing (`--yes` to apply without asking). Each wrapped entry
 keeps its original command under `x-toolgate-upstream`, which `toolgate unwrap` restores.
@@ -35,6 +43,10 @@ pub struct Args {
     /// The policy file the wrapped servers use (stored as an absolute path)
     #[arg(long, value_name = "PATH")]
     policy: Option<PathBuf>,
+    /// The workspace of the servers and hooks of user configurations, which belong to no
+    /// project (stored as an absolute path; never your home directory or `/`)
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
 }
 
 /// Runs `toolgate init`.
@@ -49,9 +61,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("cannot find the policy file `{}`", p.display()))
         })
         .transpose()?;
+    // A policy that does not load would deny every call of every entry written: refuse it
+    // before anything is written, with its own first error.
+    if let Some(path) = &policy
+        && let Err((diags, summary)) = crate::clients::check_policy(path)
+    {
+        if let Some(d) = &diags {
+            crate::cli::policy::print_diagnostics(d);
+        }
+        anyhow::bail!(
+            "{summary}\nhelp: fix it (`toolgate policy check --policy {}`), then run `toolgate init` again; nothing was written",
+            path.display()
+        );
+    }
+    let workspace = args
+        .workspace
+        .as_deref()
+        .map(|w| crate::clients::session::check_workspace(w, "`--workspace`"))
+        .transpose()?;
     let settings = WrapSettings {
         exe: path_string(exe)?,
         policy: policy.map(path_string).transpose()?,
+        workspace,
         dialect: crate::clients::remote::Dialect::Other,
     };
     crate::clients::run(&args.selection, &Action::Init(settings))

@@ -7,7 +7,7 @@
 //! original bytes. The splices are deliberately simple and reversible:
 //!
 //! - `command`'s string literal is replaced by the toolgate binary;
-//! - the wrap prefix (`wrap --server NAME [--policy ABS] -- <command>`) is inserted
+//! - the wrap prefix (`wrap --server NAME [--policy ABS] --workspace DIR -- <command>`) is inserted
 //!   in front of the first original argument, so the original arguments keep their
 //!   exact text (comments and line breaks included);
 //! - `x-toolgate-upstream` is inserted as the entry's first property, holding the
@@ -38,6 +38,12 @@ pub enum DocError {
         "internal error: the edited file does not have the intended content; nothing was written\nhelp: please report this with the (redacted) config file"
     )]
     Verification,
+    /// A server of a map that belongs to no project would be wrapped, and no workspace was
+    /// named: its `${workspace}` would be wherever the client starts it.
+    #[error(
+        "server `{server}` in `{map}` belongs to no project, so toolgate cannot tell its workspace\nhelp: name the directory it may work in with `--workspace DIR` (the policy's `${{workspace}}`), or wrap only project configurations"
+    )]
+    NoWorkspace { map: String, server: String },
 }
 
 /// Which server maps of a document to look at.
@@ -57,6 +63,11 @@ pub struct WrapSettings {
     pub exe: String,
     /// Absolute path of the policy file, if any.
     pub policy: Option<String>,
+    /// The workspace (`wrap --workspace`) of the entries of a map that belongs to no
+    /// project: the project directory for a project configuration, `init --workspace` for a
+    /// user one. A map `projects.<dir>.mcpServers` (Claude Code's local scope) uses `<dir>`.
+    /// `None`: wrapping such an entry is [`DocError::NoWorkspace`].
+    pub workspace: Option<String>,
     /// How the file's client expands `${…}` in `args` (remote entries' header references).
     pub dialect: super::remote::Dialect,
 }
@@ -85,6 +96,8 @@ pub struct EntryReport {
     pub name: String,
     /// What happened.
     pub outcome: Outcome,
+    /// The workspace written into a wrapped entry.
+    pub workspace: Option<String>,
 }
 
 /// The result of editing one document.
@@ -336,6 +349,16 @@ fn edit(
         let mut splices = Vec::new();
         let mut entries = Vec::new();
         for map in maps {
+            let map_settings = match (mode, map.path.as_slice()) {
+                (Mode::Wrap(settings), [projects, project, _]) if projects == "projects" => {
+                    Some(WrapSettings {
+                        workspace: Some(project.clone()),
+                        ..settings.clone()
+                    })
+                }
+                (Mode::Wrap(settings), _) => Some(settings.clone()),
+                (Mode::Unwrap, _) => None,
+            };
             for prop in &map.object.properties {
                 let name = prop_name(prop);
                 if select.is_some_and(|s| !s.contains(&name)) {
@@ -343,21 +366,33 @@ fn edit(
                 }
                 let mut whole = None;
                 let outcome = match &prop.value {
-                    Value::Object(entry) => match mode {
-                        Mode::Wrap(settings) => {
+                    Value::Object(entry) => match &map_settings {
+                        Some(settings) => {
                             wrap_entry(body, &name, entry, settings, &mut splices, &mut whole)?
                         }
-                        Mode::Unwrap => unwrap_entry(body, entry, &mut splices, &mut whole)?,
+                        None => unwrap_entry(body, entry, &mut splices, &mut whole)?,
                     },
                     _ => Outcome::Skipped("not an object".to_owned()),
+                };
+                let workspace = match (&outcome, &map_settings) {
+                    (Outcome::Wrapped, Some(settings)) => match &settings.workspace {
+                        Some(w) => Some(w.clone()),
+                        None => {
+                            return Err(DocError::NoWorkspace {
+                                map: map.label.clone(),
+                                server: name,
+                            });
+                        }
+                    },
+                    _ => None,
                 };
                 if matches!(outcome, Outcome::Wrapped | Outcome::Restored)
                     && let Value::Object(entry) = &prop.value
                 {
-                    let value = match (whole, mode) {
+                    let value = match (whole, &map_settings) {
                         (Some(value), _) => Some(value),
-                        (None, Mode::Wrap(settings)) => wrapped_value(&name, entry, settings),
-                        (None, Mode::Unwrap) => restored_value(entry),
+                        (None, Some(settings)) => wrapped_value(&name, entry, settings),
+                        (None, None) => restored_value(entry),
                     }
                     .ok_or(DocError::Verification)?;
                     set_at(&mut expected, &map.path, &name, value)?;
@@ -366,6 +401,7 @@ fn edit(
                     map: map.label.clone(),
                     name,
                     outcome,
+                    workspace,
                 });
             }
         }
@@ -427,6 +463,10 @@ fn wrap_prefix(name: &str, command: &str, settings: &WrapSettings) -> Vec<String
     if let Some(policy) = &settings.policy {
         prefix.push("--policy".to_owned());
         prefix.push(policy.clone());
+    }
+    if let Some(workspace) = &settings.workspace {
+        prefix.push("--workspace".to_owned());
+        prefix.push(workspace.clone());
     }
     prefix.push("--".to_owned());
     prefix.push(command.to_owned());
@@ -851,8 +891,45 @@ mod tests {
         WrapSettings {
             exe: "/opt/toolgate".to_owned(),
             policy: None,
+            workspace: Some("/w".to_owned()),
             dialect: crate::clients::remote::Dialect::Other,
         }
+    }
+
+    #[test]
+    fn every_wrapped_entry_names_its_workspace() {
+        let input = r#"{"mcpServers": {"a": {"command": "srv"}}, "projects": {"/p": {"mcpServers": {"b": {"command": "srv"}}}}}"#;
+        let none = WrapSettings {
+            workspace: None,
+            ..settings()
+        };
+        // A project's own map (Claude Code's local scope) is that project's.
+        let spec = MapSpec::Paths(vec![vec![
+            "projects".into(),
+            "/p".into(),
+            "mcpServers".into(),
+        ]]);
+        let out = wrap(input, &spec, None, &none).unwrap();
+        assert!(
+            out.text
+                .contains(r#""args": ["wrap", "--server", "b", "--workspace", "/p", "--", "srv"]"#),
+            "{}",
+            out.text
+        );
+        assert_eq!(out.entries[0].workspace.as_deref(), Some("/p"));
+        assert_eq!(unwrap(&out.text, &spec, None).unwrap().text, input);
+        // Any other map needs one.
+        match wrap(input, &MapSpec::Auto, None, &none) {
+            Err(e @ DocError::NoWorkspace { .. }) => assert_eq!(
+                e.to_string(),
+                "server `a` in `mcpServers` belongs to no project, so toolgate cannot tell its workspace\nhelp: name the directory it may work in with `--workspace DIR` (the policy's `${workspace}`), or wrap only project configurations"
+            ),
+            other => panic!("{other:?}"),
+        }
+        let out = wrap(input, &MapSpec::Auto, None, &settings()).unwrap();
+        let workspaces: Vec<Option<&str>> =
+            out.entries.iter().map(|e| e.workspace.as_deref()).collect();
+        assert_eq!(workspaces, vec![Some("/w"), Some("/p")]);
     }
 
     fn auto_roundtrip(input: &str) -> String {
@@ -869,7 +946,7 @@ mod tests {
             auto_roundtrip(r#"{"mcpServers": {"a": {"command": "npx", "args": ["-y", "x"]}}}"#);
         assert_eq!(
             out,
-            r#"{"mcpServers": {"a": {"x-toolgate-upstream": {"command": "npx", "args": ["-y", "x"]}, "command": "/opt/toolgate", "args": ["wrap", "--server", "a", "--", "npx", "-y", "x"]}}}"#
+            r#"{"mcpServers": {"a": {"x-toolgate-upstream": {"command": "npx", "args": ["-y", "x"]}, "command": "/opt/toolgate", "args": ["wrap", "--server", "a", "--workspace", "/w", "--", "npx", "-y", "x"]}}}"#
         );
     }
 
@@ -896,7 +973,7 @@ mod tests {
         let out = wrap(input, &MapSpec::Auto, None, &settings()).unwrap();
         assert_eq!(
             out.text,
-            r#"{"mcpServers": {"r": {"x-toolgate-upstream": {"type": "http", "url": "https://x"}, "command": "/opt/toolgate", "args": ["wrap", "--server", "r", "--url", "https://x", "--transport", "streamable-http"]}, "w": {"command": "/usr/bin/toolgate", "args": ["wrap", "--", "x"]}}}"#
+            r#"{"mcpServers": {"r": {"x-toolgate-upstream": {"type": "http", "url": "https://x"}, "command": "/opt/toolgate", "args": ["wrap", "--server", "r", "--workspace", "/w", "--url", "https://x", "--transport", "streamable-http"]}, "w": {"command": "/usr/bin/toolgate", "args": ["wrap", "--", "x"]}}}"#
         );
         assert_eq!(out.entries[0].outcome, Outcome::Wrapped);
         assert_eq!(out.entries[1].outcome, Outcome::AlreadyWrapped);
@@ -989,7 +1066,9 @@ mod tests {
     fn option_values_are_not_taken_for_the_separator() {
         let input = r#"{"mcpServers": {"--": {"command": "srv", "args": ["--", "a"]}}}"#;
         let wrapped = wrap(input, &MapSpec::Auto, None, &settings()).unwrap().text;
-        assert!(wrapped.contains(r#"["wrap", "--server", "--", "--", "srv", "--", "a"]"#));
+        assert!(wrapped.contains(
+            r#"["wrap", "--server", "--", "--workspace", "/w", "--", "srv", "--", "a"]"#
+        ));
         assert_eq!(unwrap(&wrapped, &MapSpec::Auto, None).unwrap().text, input);
     }
 

@@ -12,7 +12,10 @@
 //!   `<project>/.cursor/hooks.json`, `{"version": 1, "hooks": {"beforeShellExecution":
 //!   [{"command": "..."}]}}`, one list of commands per event.
 //!
-//! The entries run `<absolute toolgate> hook <client> [--policy <absolute policy>]`. An entry
+//! The entries run `<absolute toolgate> hook <client> [--policy <absolute policy>]
+//! --workspace <dir>` (the project's directory, or for the user's settings the workspace
+//! `init --workspace` names: never the directory the client reports, which the agent can
+//! change). An entry
 //! is toolgate's only when it has exactly the shape `init` writes and its command is such a
 //! command line: whatever else is in the file (the user's own hooks, other matchers, an
 //! entry that adds a hook of its own to ours, comments, formatting) is never touched. Edits
@@ -154,6 +157,8 @@ pub struct HookSettings {
     pub exe: String,
     /// Absolute path of the policy file, if any.
     pub policy: Option<String>,
+    /// The workspace (`--workspace`), if any.
+    pub workspace: Option<String>,
 }
 
 /// The command line of `client`'s entries (a shell command: both clients run it through a
@@ -169,7 +174,19 @@ pub fn command(client: HookClient, settings: &HookSettings) -> String {
         out.push_str(" --policy ");
         out.push_str(&shell_word(policy));
     }
+    if let Some(workspace) = &settings.workspace {
+        out.push_str(" --workspace ");
+        out.push_str(&shell_word(workspace));
+    }
     out
+}
+
+/// The value of option `name` (`--policy`, `--workspace`) in a command line of toolgate's
+/// entries.
+pub fn option_of(command: &str, name: &str) -> Option<String> {
+    let words = split_words(command)?;
+    let at = words.iter().position(|w| w == name)?;
+    words.get(at + 1).cloned()
 }
 
 fn shell_word(s: &str) -> String {
@@ -240,7 +257,7 @@ pub fn hook_exe(toolgate: &str) -> String {
 }
 
 /// `<…/toolgate> hook <client>` or `<…/toolgate-hook> <client>`, with nothing after it but
-/// `--policy <path>`.
+/// `--policy <path>` and `--workspace <dir>` (each at most once).
 fn is_our_command(command: &str, client: HookClient) -> bool {
     let Some(words) = split_words(command) else {
         return false;
@@ -254,11 +271,19 @@ fn is_our_command(command: &str, client: HookClient) -> bool {
     } else if Path::new(exe).file_name().is_none_or(|n| n != "toolgate") {
         return false;
     }
-    match rest.as_slice() {
-        ["hook", c] => *c == client.name(),
-        ["hook", c, "--policy", _] => *c == client.name(),
-        _ => false,
+    let ["hook", c, options @ ..] = rest.as_slice() else {
+        return false;
+    };
+    if *c != client.name() || options.len() % 2 != 0 {
+        return false;
     }
+    let names: Vec<&str> = options.iter().step_by(2).copied().collect();
+    let known = names
+        .iter()
+        .all(|n| *n == "--policy" || *n == "--workspace");
+    let once = names.iter().filter(|n| **n == "--policy").count() <= 1
+        && names.iter().filter(|n| **n == "--workspace").count() <= 1;
+    known && once
 }
 
 /// Errors while editing a settings file.
@@ -753,6 +778,7 @@ mod tests {
         HookSettings {
             exe: "/opt/tg/bin/toolgate".to_owned(),
             policy: Some("/home/u/my policy.yaml".to_owned()),
+            workspace: Some("/home/u/proj".to_owned()),
         }
     }
 
@@ -761,13 +787,28 @@ mod tests {
         let c = command(HookClient::ClaudeCode, &settings());
         assert_eq!(
             c,
-            "/opt/tg/bin/toolgate hook claude-code --policy '/home/u/my policy.yaml'"
+            "/opt/tg/bin/toolgate hook claude-code --policy '/home/u/my policy.yaml' --workspace /home/u/proj"
         );
         assert!(is_our_command(&c, HookClient::ClaudeCode));
+        assert_eq!(
+            option_of(&c, "--policy").as_deref(),
+            Some("/home/u/my policy.yaml")
+        );
+        assert_eq!(
+            option_of(&c, "--workspace").as_deref(),
+            Some("/home/u/proj")
+        );
+        // Entries written before `--workspace` existed are still ours.
+        assert!(is_our_command(
+            "/opt/tg/bin/toolgate hook claude-code --policy /p.yaml",
+            HookClient::ClaudeCode
+        ));
         assert!(!is_our_command(&c, HookClient::Cursor));
         for other in [
             "/opt/tg/bin/toolgate hook claude-code; rm -rf ~",
             "/opt/tg/bin/toolgate hook claude-code --authoritative",
+            "/opt/tg/bin/toolgate hook claude-code --workspace /a --workspace /b",
+            "/opt/tg/bin/toolgate hook claude-code --workspace",
             "/opt/tg/bin/not-toolgate hook claude-code",
             "/opt/tg/bin/toolgate-hook hook claude-code",
             "toolgate  hook claude-code",
@@ -784,6 +825,7 @@ mod tests {
         let small = HookSettings {
             exe: "/opt/tg/bin/toolgate-hook".to_owned(),
             policy: None,
+            workspace: None,
         };
         let c = command(HookClient::Cursor, &small);
         assert_eq!(c, "/opt/tg/bin/toolgate-hook cursor");
@@ -834,6 +876,7 @@ mod tests {
         let old = HookSettings {
             exe: "/old/toolgate".to_owned(),
             policy: None,
+            workspace: None,
         };
         let text = new_file(HookClient::Cursor, &old);
         let edit = install(&text, HookClient::Cursor, &settings()).unwrap();

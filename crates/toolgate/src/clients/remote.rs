@@ -483,12 +483,17 @@ pub fn wrapped_args(
     server: &str,
     spec: &RemoteSpec,
     policy: Option<&str>,
+    workspace: Option<&str>,
     dialect: Dialect,
 ) -> Wrapped {
     let mut args = vec!["wrap".to_owned(), "--server".to_owned(), server.to_owned()];
     if let Some(policy) = policy {
         args.push("--policy".to_owned());
         args.push(policy.to_owned());
+    }
+    if let Some(workspace) = workspace {
+        args.push("--workspace".to_owned());
+        args.push(workspace.to_owned());
     }
     args.push("--url".to_owned());
     args.push(spec.url.clone());
@@ -715,7 +720,7 @@ mod tests {
         .unwrap()
         .unwrap();
         for dialect in [Dialect::Other, Dialect::ClaudeCode] {
-            let w = wrapped_args("my srv", &spec, None, dialect);
+            let w = wrapped_args("my srv", &spec, None, None, dialect);
             let joined = w.args.join(" ");
             assert!(!joined.contains("abc"), "{joined}");
             assert!(!joined.contains("ghp_"), "{joined}");
@@ -725,7 +730,7 @@ mod tests {
             assert_eq!(w.env_added[0].0, "TOOLGATE_HDR_MY_SRV_AUTHORIZATION");
             assert_eq!(w.env_added[0].1, "Bearer abc");
         }
-        let cc = wrapped_args("s", &spec, None, Dialect::ClaudeCode);
+        let cc = wrapped_args("s", &spec, None, None, Dialect::ClaudeCode);
         assert!(cc.args.contains(
             &"Authorization: ${TOOLGATE_DOLLAR:-$}{TOOLGATE_HDR_S_AUTHORIZATION}".to_owned()
         ));

@@ -43,7 +43,13 @@ pub(crate) fn wrap_remote(
     whole: &mut Option<serde_json::Value>,
 ) -> Result<Outcome, DocError> {
     let raw = slice(text, entry.range.start, entry.range.end)?;
-    let wrapped = remote::wrapped_args(name, spec, settings.policy.as_deref(), settings.dialect);
+    let wrapped = remote::wrapped_args(
+        name,
+        spec,
+        settings.policy.as_deref(),
+        settings.workspace.as_deref(),
+        settings.dialect,
+    );
     let layout = layout(text, entry);
 
     let original: serde_json::Value = jsonc_parser::ast::Value::Object(entry.clone()).into();

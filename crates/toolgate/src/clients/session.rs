@@ -95,20 +95,115 @@ fn locations(selection: &Selection) -> anyhow::Result<Vec<Location>> {
     Ok(found)
 }
 
+/// The project directory a configuration file belongs to: the current directory for a
+/// client's project configuration; for `--config`, the directory holding `.mcp.json`, or
+/// `.cursor/` / `.vscode/` holding `mcp.json`. `None`: a user configuration.
+fn project_of(location: &Location) -> Option<PathBuf> {
+    match location.scope {
+        "project" => location.path.parent().and_then(|dir| {
+            if dir.ends_with(".cursor") || dir.ends_with(".vscode") {
+                dir.parent().map(PathBuf::from)
+            } else {
+                Some(dir.to_path_buf())
+            }
+        }),
+        "file" => {
+            let name = location.path.file_name()?;
+            let dir = location.path.parent()?;
+            let dir = if dir.as_os_str().is_empty() {
+                std::path::Path::new(".")
+            } else {
+                dir
+            };
+            if name == ".mcp.json" {
+                Some(dir.to_path_buf())
+            } else if name == "mcp.json" && (dir.ends_with(".cursor") || dir.ends_with(".vscode")) {
+                dir.parent().map(PathBuf::from)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+/// A directory `init` may write as a workspace: it exists, and it is neither `$HOME` (nor a
+/// directory above it) nor `/` (a server or hook whose `${workspace}` is the home directory may read every
+/// dotfile an allow rule for the workspace covers). Its canonical path.
+pub fn check_workspace(dir: &std::path::Path, origin: &str) -> anyhow::Result<String> {
+    let real = match dir.canonicalize() {
+        Ok(r) => r,
+        Err(e) => bail!(
+            "the workspace `{}` ({origin}) cannot be used: {e}\nhelp: name an existing project directory with `--workspace DIR`",
+            dir.display()
+        ),
+    };
+    if !real.is_dir() {
+        bail!(
+            "the workspace `{}` ({origin}) is not a directory\nhelp: name an existing project directory with `--workspace DIR`",
+            dir.display()
+        );
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .map(|h| h.canonicalize().unwrap_or(h));
+    let what = if real == std::path::Path::new("/") {
+        Some("the root directory `/`")
+    } else if home.as_deref() == Some(real.as_path()) {
+        Some("your home directory")
+    } else if home.as_deref().is_some_and(|h| h.starts_with(&real)) {
+        Some("a directory that holds your home directory")
+    } else {
+        None
+    };
+    if let Some(what) = what {
+        bail!(
+            "the workspace `{}` ({origin}) is {what}: the policy's `${{workspace}}` would cover every file there, your dotfiles and credentials included\nhelp: run `toolgate init` in the project directory, or name it with `--workspace DIR`",
+            dir.display()
+        );
+    }
+    real.into_os_string()
+        .into_string()
+        .map_err(|p| anyhow::anyhow!("`{}` is not valid UTF-8", PathBuf::from(p).display()))
+}
+
 fn plan(location: Location, selection: &Selection, action: &Action) -> anyhow::Result<Plan> {
     let file = write::read(&location.path)?;
     let select = (!selection.servers.is_empty()).then_some(selection.servers.as_slice());
+    let shown = location.path.display().to_string();
     let edited = match action {
         Action::Init(settings) => {
+            let workspace = match project_of(&location) {
+                Some(project) => Some(check_workspace(
+                    &project,
+                    &format!("the project of `{shown}`"),
+                )?),
+                None => settings.workspace.clone(),
+            };
             let settings = WrapSettings {
                 dialect: dialect_of(&location),
+                workspace,
                 ..settings.clone()
             };
             document::wrap(&file.text, &location.maps, select, &settings)
         }
         Action::Unwrap => document::unwrap(&file.text, &location.maps, select),
     }
-    .with_context(|| format!("in `{}`", location.path.display()))?;
+    .with_context(|| format!("in `{shown}`"))?;
+    // A project's own map (`projects.<dir>.mcpServers`) names its workspace: never `$HOME`
+    // or `/` either.
+    // (One that no longer exists is written as it is: `doctor` reports it.)
+    for entry in &edited.entries {
+        if let Some(w) = &entry.workspace
+            && std::path::Path::new(w).exists()
+        {
+            check_workspace(
+                std::path::Path::new(w),
+                &format!("server `{}` in {} of `{shown}`", entry.name, entry.map),
+            )?;
+        }
+    }
     Ok(Plan {
         location,
         file,
@@ -276,9 +371,23 @@ fn run_hooks(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode>
     };
     let (new_text, events) = match (action, &existing) {
         (Action::Init(w), file) => {
+            let workspace = match selection.scope {
+                HookScope::Project => Some(check_workspace(
+                    &env.project,
+                    "the project of the hooks, the current directory",
+                )?),
+                HookScope::User => match &w.workspace {
+                    Some(w) => Some(w.clone()),
+                    None => bail!(
+                        "in `{}`: the user's hooks run for every project, so toolgate cannot tell their workspace\nhelp: name the directory the agent works in with `--workspace DIR`, or install the hooks in the project with `--scope project`",
+                        path.display()
+                    ),
+                },
+            };
             let settings = HookSettings {
                 exe: hooks::hook_exe(&w.exe),
                 policy: w.policy.clone(),
+                workspace,
             };
             match file {
                 Some(f) => {

@@ -21,7 +21,8 @@ use sha2::Digest as _;
 use subtle::ConstantTimeEq as _;
 
 use super::config::{
-    DEFAULT_ALGORITHMS, DEFAULT_GROUPS_CLAIM, DEFAULT_USER_CLAIM, GatewayConfig, Principals,
+    AuthConfig, DEFAULT_ALGORITHMS, DEFAULT_GROUPS_CLAIM, DEFAULT_USER_CLAIM, GatewayConfig,
+    Principals, Source,
 };
 
 /// Leeway for `exp` and `nbf`.
@@ -35,13 +36,74 @@ pub const JWKS_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bound on a JWKS document's size.
 const JWKS_MAX_BYTES: usize = 1 << 20;
 
-/// An authenticated caller.
+/// An authenticated caller. A static-token user and a JWT user of the same name are
+/// different principals: [`Principal::name`] and [`Principal::session_key`] say which.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
     pub user: String,
     pub groups: Vec<String>,
-    /// `"jwt"` or `"token"`.
-    pub method: &'static str,
+    /// Where the identity comes from.
+    pub source: Source,
+    /// The issuer of a JWT (`None` for a static token).
+    pub issuer: Option<String>,
+}
+
+impl Principal {
+    /// The qualified name, as `allow` and `approvers` write it: `token:ci-bot`,
+    /// `jwt:alice@example.com`. The audit's `user`, and the name in messages.
+    pub fn name(&self) -> String {
+        format!("{}:{}", self.source.prefix(), self.user)
+    }
+
+    /// What sessions (sealed ids, agent sessions in the store) are bound to: the source,
+    /// a JWT's issuer and the user, `\0`-separated (no name can forge another's key).
+    pub fn session_key(&self) -> String {
+        match &self.issuer {
+            Some(iss) => format!("jwt\0{iss}\0{}", self.user),
+            None => format!("{}\0{}", self.source.prefix(), self.user),
+        }
+    }
+}
+
+/// `allow` or `approvers` with each name resolved to its source
+/// ([`AuthConfig::resolve`]).
+#[derive(Debug, Clone, Default)]
+struct Admits {
+    users: Vec<(Source, String)>,
+    groups: Vec<(Source, String)>,
+}
+
+impl Admits {
+    fn new(p: &Principals, auth: &AuthConfig) -> Admits {
+        let resolve = |names: &[String], group: bool| {
+            names
+                .iter()
+                .map(|n| {
+                    let r = auth.resolve(n, group);
+                    (r.source, r.name)
+                })
+                .collect()
+        };
+        Admits {
+            users: resolve(&p.users, false),
+            groups: resolve(&p.groups, true),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.users.is_empty() && self.groups.is_empty()
+    }
+
+    fn admits(&self, principal: &Principal) -> bool {
+        let source = principal.source;
+        self.users
+            .iter()
+            .any(|(s, u)| *s == source && *u == principal.user)
+            || self
+                .groups
+                .iter()
+                .any(|(s, g)| *s == source && principal.groups.contains(g))
+    }
 }
 
 /// Why a request is refused.
@@ -98,6 +160,9 @@ struct StaticTokenEntry {
 struct JwtAuth {
     issuer: String,
     audience: String,
+    /// `public_url`: with it, a server's own URL (`<public_url>/servers/<name>/mcp`, the
+    /// resource its RFC 9728 metadata names) is an accepted audience at that server.
+    public_url: String,
     jwks_url: String,
     user_claim: String,
     groups_claim: String,
@@ -146,8 +211,8 @@ pub struct Authenticator {
     jwt: Option<JwtAuth>,
     tokens: Vec<StaticTokenEntry>,
     /// Server name → who may reach it (`None`: every authenticated principal).
-    allow: BTreeMap<String, Option<Principals>>,
-    approvers: Principals,
+    allow: BTreeMap<String, Option<Admits>>,
+    approvers: Admits,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -189,6 +254,7 @@ impl Authenticator {
                 Some(JwtAuth {
                     issuer: j.issuer.clone(),
                     audience: config.audience().to_owned(),
+                    public_url: config.public_url.trim_end_matches('/').to_owned(),
                     jwks_url: j.jwks_url.clone(),
                     user_claim: j
                         .user_claim
@@ -232,14 +298,23 @@ impl Authenticator {
             allow: config
                 .servers
                 .iter()
-                .map(|(name, s)| (name.clone(), s.allow.clone()))
+                .map(|(name, s)| {
+                    let admits = s.allow.as_ref().map(|a| Admits::new(a, &config.auth));
+                    (name.clone(), admits)
+                })
                 .collect(),
-            approvers: config.auth.approvers.clone(),
+            approvers: Admits::new(&config.auth.approvers, &config.auth),
         })
     }
 
-    /// The `Authorization` header value, if any → the principal (401 cases).
-    pub async fn authenticate(&self, authorization: Option<&str>) -> Result<Principal, Denied> {
+    /// The `Authorization` header value, if any → the principal (401 cases). `server`: the
+    /// server the request is for, whose URL (the resource its RFC 9728 metadata names) a
+    /// JWT may carry as its audience besides the configured one (RFC 8707).
+    pub async fn authenticate(
+        &self,
+        authorization: Option<&str>,
+        server: Option<&str>,
+    ) -> Result<Principal, Denied> {
         let Some(header) = authorization else {
             return Err(Denied::Unauthenticated {
                 error: "",
@@ -251,7 +326,7 @@ impl Authenticator {
             return Ok(p);
         }
         match &self.jwt {
-            Some(jwt) if token.split('.').count() == 3 => jwt.authenticate(token).await,
+            Some(jwt) if token.split('.').count() == 3 => jwt.authenticate(token, server).await,
             Some(_) => Err(Denied::invalid_token(
                 "the token is neither a JWT nor a configured static token",
             )),
@@ -273,7 +348,8 @@ impl Authenticator {
         found.map(|e| Principal {
             user: e.user.clone(),
             groups: e.groups.clone(),
-            method: "token",
+            source: Source::Token,
+            issuer: None,
         })
     }
 
@@ -285,11 +361,11 @@ impl Authenticator {
                 description: format!("there is no server `{server}`"),
             }),
             Some(None) => Ok(()),
-            Some(Some(allow)) if admits(allow, principal) => Ok(()),
+            Some(Some(allow)) if allow.admits(principal) => Ok(()),
             Some(Some(_)) => Err(Denied::Forbidden {
                 description: format!(
                     "user `{}` may not reach server `{server}`: neither the user nor one of their groups is in its `allow` list",
-                    principal.user
+                    principal.name()
                 ),
             }),
         }
@@ -297,15 +373,15 @@ impl Authenticator {
 
     /// May `principal` answer approvals? (`auth.approvers`; empty: nobody.)
     pub fn may_approve(&self, principal: &Principal) -> Result<(), Denied> {
-        if admits(&self.approvers, principal) {
+        if self.approvers.admits(principal) {
             Ok(())
-        } else if self.approvers.users.is_empty() && self.approvers.groups.is_empty() {
+        } else if self.approvers.is_empty() {
             Err(Denied::Forbidden {
                 description: "no approvers are configured (`auth.approvers`)".to_owned(),
             })
         } else {
             Err(Denied::Forbidden {
-                description: format!("user `{}` is not an approver", principal.user),
+                description: format!("user `{}` is not an approver", principal.name()),
             })
         }
     }
@@ -359,10 +435,6 @@ impl Authenticator {
         doc.insert("resource_name".to_owned(), json!(resource_name));
         Value::Object(doc)
     }
-}
-
-fn admits(p: &Principals, principal: &Principal) -> bool {
-    p.users.contains(&principal.user) || p.groups.iter().any(|g| principal.groups.contains(g))
 }
 
 /// The token of `Bearer <token>` (scheme case-insensitive; RFC 6750 b64token syntax).
@@ -518,7 +590,20 @@ fn key_fits(jwk: &Jwk, alg: Algorithm) -> bool {
 }
 
 impl JwtAuth {
-    async fn authenticate(&self, token: &str) -> Result<Principal, Denied> {
+    /// The audiences a token may carry at `server`: the configured one, and the server's
+    /// own URL.
+    fn audiences(&self, server: Option<&str>) -> Vec<String> {
+        let mut out = vec![self.audience.clone()];
+        if let Some(name) = server {
+            let resource = format!("{}/servers/{name}/mcp", self.public_url);
+            if resource != self.audience {
+                out.push(resource);
+            }
+        }
+        out
+    }
+
+    async fn authenticate(&self, token: &str, server: Option<&str>) -> Result<Principal, Denied> {
         let header = raw_header(token)?;
         if header.alg.eq_ignore_ascii_case("none") {
             return Err(Denied::invalid_token("the token is unsigned (`alg: none`)"));
@@ -549,10 +634,11 @@ impl JwtAuth {
         validation.validate_exp = true;
         validation.validate_nbf = true;
         validation.set_issuer(&[self.issuer.as_str()]);
-        validation.set_audience(&[self.audience.as_str()]);
+        let audiences = self.audiences(server);
+        validation.set_audience(&audiences);
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         let data = jsonwebtoken::decode::<Value>(token, &key, &validation)
-            .map_err(|e| self.describe(e.kind(), token))?;
+            .map_err(|e| self.describe(e.kind(), token, &audiences))?;
         let claims = data.claims;
         let user = match claims.get(&self.user_claim) {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),
@@ -602,12 +688,13 @@ impl JwtAuth {
         Ok(Principal {
             user,
             groups,
-            method: "jwt",
+            source: Source::Jwt,
+            issuer: Some(self.issuer.clone()),
         })
     }
 
     /// A precise reason for a failed `decode`.
-    fn describe(&self, kind: &ErrorKind, token: &str) -> Denied {
+    fn describe(&self, kind: &ErrorKind, token: &str, audiences: &[String]) -> Denied {
         let claims = || claims_unverified(token);
         Denied::invalid_token(match kind {
             ErrorKind::ExpiredSignature => {
@@ -620,7 +707,7 @@ impl JwtAuth {
             ErrorKind::InvalidAudience => format!(
                 "wrong audience `{}` (expected `{}`)",
                 shown(claims().get("aud")),
-                self.audience
+                audiences.join("` or `")
             ),
             ErrorKind::InvalidIssuer => format!(
                 "wrong issuer `{}` (expected `{}`)",
@@ -930,13 +1017,23 @@ servers:
             .config
     }
 
+    impl Authenticator {
+        /// [`Authenticator::authenticate`] for no particular server.
+        async fn authenticate_for(&self, header: Option<&str>) -> Result<Principal, Denied> {
+            self.authenticate(header, None).await
+        }
+    }
+
     fn authenticator(issuer: &TestIssuer, jwt_extra: &str) -> Authenticator {
         let http = crate::remote::http::client(&Default::default()).unwrap();
         Authenticator::new(&config(issuer, jwt_extra), http).unwrap()
     }
 
     async fn denied(auth: &Authenticator, token: &str) -> (&'static str, String) {
-        match auth.authenticate(Some(&format!("Bearer {token}"))).await {
+        match auth
+            .authenticate_for(Some(&format!("Bearer {token}")))
+            .await
+        {
             Err(Denied::Unauthenticated { error, description }) => (error, description),
             other => panic!("expected a 401, got {other:?}"),
         }
@@ -949,7 +1046,7 @@ servers:
         let mut claims = issuer.claims("alice", AUD);
         claims["groups"] = json!(["eng", 7, "ops"]);
         let p = auth
-            .authenticate(Some(&format!("Bearer {}", issuer.token(claims))))
+            .authenticate_for(Some(&format!("Bearer {}", issuer.token(claims))))
             .await
             .unwrap();
         assert_eq!(
@@ -957,7 +1054,8 @@ servers:
             Principal {
                 user: "alice".to_owned(),
                 groups: vec!["eng".to_owned(), "ops".to_owned()],
-                method: "jwt"
+                source: Source::Jwt,
+                issuer: Some(issuer.issuer().to_owned()),
             }
         );
         // EdDSA, groups as one string, `aud` as an array, scheme in lower case.
@@ -965,7 +1063,7 @@ servers:
         claims["aud"] = json!(["other", AUD]);
         claims["groups"] = json!("eng");
         let p = auth
-            .authenticate(Some(&format!("bearer {}", issuer.token_eddsa(claims))))
+            .authenticate_for(Some(&format!("bearer {}", issuer.token_eddsa(claims))))
             .await
             .unwrap();
         assert_eq!((p.user.as_str(), p.groups), ("bob", vec!["eng".to_owned()]));
@@ -1057,14 +1155,16 @@ servers:
         let issuer = TestIssuer::start();
         let auth = authenticator(&issuer, "");
         let ok = issuer.token(issuer.claims("alice", AUD));
-        auth.authenticate(Some(&format!("Bearer {ok}")))
+        auth.authenticate_for(Some(&format!("Bearer {ok}")))
             .await
             .unwrap();
         assert_eq!(issuer.jwks_fetches(), 1);
         // A rotated-in key is unknown to the cache: one refetch finds it.
         let key = issuer.rotate_in("k2");
         let rotated = issuer.token_with_key(&key, "k2", issuer.claims("alice", AUD));
-        let _ = auth.authenticate(Some(&format!("Bearer {rotated}"))).await;
+        let _ = auth
+            .authenticate_for(Some(&format!("Bearer {rotated}")))
+            .await;
         // The first fetch was under 30 s ago: no refetch yet, so the key is unknown.
         assert_eq!(issuer.jwks_fetches(), 1);
         let (_, d) = denied(&auth, &rotated).await;
@@ -1073,7 +1173,7 @@ servers:
         auth.jwt.as_ref().unwrap().lock_cache().attempted =
             Some(Instant::now() - JWKS_REFETCH_INTERVAL);
         let p = auth
-            .authenticate(Some(&format!("Bearer {rotated}")))
+            .authenticate_for(Some(&format!("Bearer {rotated}")))
             .await
             .unwrap();
         assert_eq!(p.user, "alice");
@@ -1108,7 +1208,7 @@ servers:
         let issuer = TestIssuer::start();
         let auth = authenticator(&issuer, "");
         let p = auth
-            .authenticate(Some(&format!("Bearer {TOKEN}")))
+            .authenticate_for(Some(&format!("Bearer {TOKEN}")))
             .await
             .unwrap();
         assert_eq!(
@@ -1116,12 +1216,13 @@ servers:
             Principal {
                 user: "ci".to_owned(),
                 groups: vec!["bots".to_owned()],
-                method: "token"
+                source: Source::Token,
+                issuer: None,
             }
         );
         let (error, _) = denied(&auth, "s3cret-tokeN").await;
         assert_eq!(error, "invalid_token");
-        match auth.authenticate(None).await {
+        match auth.authenticate_for(None).await {
             Err(Denied::Unauthenticated { error: "", .. }) => {}
             other => panic!("{other:?}"),
         }
@@ -1131,7 +1232,7 @@ servers:
             "Bearer a\"b",
             "Token",
         ] {
-            match auth.authenticate(Some(header)).await {
+            match auth.authenticate_for(Some(header)).await {
                 Err(Denied::Unauthenticated {
                     error: "invalid_request",
                     ..
@@ -1148,14 +1249,15 @@ servers:
         let p = |user: &str, groups: &[&str]| Principal {
             user: user.to_owned(),
             groups: groups.iter().map(|g| (*g).to_owned()).collect(),
-            method: "jwt",
+            source: Source::Jwt,
+            issuer: Some(issuer.issuer().to_owned()),
         };
         assert_eq!(auth.may_reach(&p("x", &[]), "open"), Ok(()));
         assert_eq!(auth.may_reach(&p("x", &["eng"]), "closed"), Ok(()));
         assert_eq!(auth.may_reach(&p("carol", &[]), "closed"), Ok(()));
         let d = auth.may_reach(&p("x", &["ops"]), "closed").unwrap_err();
         assert!(
-            matches!(&d, Denied::Forbidden { description } if description.contains("user `x` may not reach server `closed`")),
+            matches!(&d, Denied::Forbidden { description } if description.contains("user `jwt:x` may not reach server `closed`")),
             "{d:?}"
         );
         assert_eq!(d.status(), 403);
@@ -1165,6 +1267,100 @@ servers:
             auth.may_approve(&p("x", &["eng"])),
             Err(Denied::Forbidden { .. })
         ));
+    }
+
+    #[tokio::test]
+    async fn a_jwt_never_passes_as_the_static_token_user_of_the_same_name() {
+        let issuer = TestIssuer::start();
+        let yaml = format!(
+            "version: 1
+listen: 127.0.0.1:0
+public_url: {AUD}
+secret: {{env: X}}
+auth:
+  jwt: {{issuer: {iss}, jwks_url: {jwks}}}
+  tokens:
+    - {{user: ci-bot, sha256: {hash}, groups: [bots]}}
+  approvers: {{users: [ci-bot]}}
+servers:
+  bare: {{command: [a], allow: {{users: [ci-bot]}}}}
+  token: {{command: [a], allow: {{users: [token:ci-bot]}}}}
+  jwt: {{command: [a], allow: {{users: [jwt:ci-bot]}}}}
+  bots: {{command: [a], allow: {{groups: [bots]}}}}
+  jwtbots: {{command: [a], allow: {{groups: [jwt:bots]}}}}
+",
+            iss = issuer.issuer(),
+            jwks = issuer.jwks_url(),
+            hash = token_hash(),
+        );
+        let loaded =
+            super::super::load::load_config_str(&yaml, "g.yaml", std::path::Path::new("/"))
+                .unwrap_or_else(|d| panic!("{}", d.render_plain()));
+        let http = crate::remote::http::client(&Default::default()).unwrap();
+        let auth = Authenticator::new(&loaded.config, http).unwrap();
+        let by_token = auth
+            .authenticate_for(Some(&format!("Bearer {TOKEN}")))
+            .await
+            .unwrap();
+        let mut claims = issuer.claims("ci-bot", AUD);
+        claims["groups"] = json!(["bots"]);
+        let by_jwt = auth
+            .authenticate_for(Some(&format!("Bearer {}", issuer.token(claims))))
+            .await
+            .unwrap();
+        assert_eq!(by_token.user, by_jwt.user);
+        assert_eq!(
+            (by_token.name().as_str(), by_jwt.name().as_str()),
+            ("token:ci-bot", "jwt:ci-bot")
+        );
+        assert_ne!(by_token.session_key(), by_jwt.session_key());
+        for (server, token_may, jwt_may) in [
+            ("bare", true, false),
+            ("token", true, false),
+            ("jwt", false, true),
+            ("bots", true, false),
+            ("jwtbots", false, true),
+        ] {
+            assert_eq!(
+                auth.may_reach(&by_token, server).is_ok(),
+                token_may,
+                "{server}"
+            );
+            assert_eq!(auth.may_reach(&by_jwt, server).is_ok(), jwt_may, "{server}");
+        }
+        assert_eq!(auth.may_approve(&by_token), Ok(()));
+        let d = auth.may_approve(&by_jwt).unwrap_err();
+        assert_eq!(d.description(), "user `jwt:ci-bot` is not an approver");
+    }
+
+    #[tokio::test]
+    async fn a_token_for_the_advertised_resource_is_accepted_at_that_server_only() {
+        let issuer = TestIssuer::start();
+        let auth = authenticator(&issuer, "");
+        let resource = "https://mcp.example.com/servers/open/mcp";
+        let token = issuer.token(issuer.claims("alice", resource));
+        let header = format!("Bearer {token}");
+        let p = auth
+            .authenticate(Some(&header), Some("open"))
+            .await
+            .unwrap();
+        assert_eq!(p.name(), "jwt:alice");
+        // Not at another server, nor where no server is named (approvals).
+        for server in [Some("closed"), None] {
+            match auth.authenticate(Some(&header), server).await {
+                Err(Denied::Unauthenticated { error, description }) => {
+                    assert_eq!(error, "invalid_token");
+                    assert!(description.contains("wrong audience"), "{description}");
+                }
+                other => panic!("{server:?}: {other:?}"),
+            }
+        }
+        // The configured audience still works everywhere.
+        let token = issuer.token(issuer.claims("alice", AUD));
+        let header = format!("Bearer {token}");
+        for server in [Some("closed"), Some("open"), None] {
+            assert!(auth.authenticate(Some(&header), server).await.is_ok());
+        }
     }
 
     #[tokio::test]
@@ -1178,7 +1374,7 @@ servers:
         assert!(d.contains("lacks the scope `tools:call`"), "{d}");
         claims["scp"] = json!(["tools:call"]);
         assert!(
-            auth.authenticate(Some(&format!("Bearer {}", issuer.token(claims))))
+            auth.authenticate_for(Some(&format!("Bearer {}", issuer.token(claims))))
                 .await
                 .is_ok()
         );

@@ -131,7 +131,43 @@ pub struct StaticToken {
     pub groups: Vec<String>,
 }
 
-/// A set of users and groups.
+/// Where an identity comes from: the two never name the same principal, even when their
+/// names are equal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Source {
+    /// A static bearer token of `auth.tokens`.
+    Token,
+    /// A JWT from `auth.jwt.issuer`.
+    Jwt,
+}
+
+impl Source {
+    /// The prefix of qualified names: `token` or `jwt`.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Source::Token => "token",
+            Source::Jwt => "jwt",
+        }
+    }
+}
+
+/// A name of `allow` or `approvers`, as [`AuthConfig::resolve`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameRef {
+    pub source: Source,
+    /// The name without its prefix.
+    pub name: String,
+    /// Written without a prefix.
+    pub bare: bool,
+    /// Bare, and both sources could mean it (a static token defines it and JWTs are
+    /// accepted): `gateway check` warns.
+    pub ambiguous: bool,
+}
+
+/// A set of users and groups. Each name says which source it comes from: `token:ci-bot`
+/// (a static token's `user` or one of its `groups`), `jwt:alice@example.com` (the value of
+/// the user or groups claim of a token from `auth.jwt.issuer`). A bare name is read as
+/// [`AuthConfig::resolve`] says.
 #[derive(Debug, Clone, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Principals {
@@ -237,6 +273,53 @@ impl GatewayConfig {
             "{}/servers/{name}/mcp",
             self.public_url.trim_end_matches('/')
         )
+    }
+}
+
+impl AuthConfig {
+    /// How a name of `allow` or `approvers` (a user, or with `group` a group) is read:
+    /// `token:NAME` and `jwt:NAME` name that source's principal. A bare name means the
+    /// static-token principal when a token defines it (a token's `user`, or one of its
+    /// `groups`), else the JWT principal when JWTs are accepted, else the static-token
+    /// one (which then names nobody). So a JWT whose claim happens to equal a static
+    /// token's user never passes as that user.
+    pub fn resolve(&self, written: &str, group: bool) -> NameRef {
+        for source in [Source::Token, Source::Jwt] {
+            if let Some(name) = written
+                .strip_prefix(source.prefix())
+                .and_then(|r| r.strip_prefix(':'))
+            {
+                return NameRef {
+                    source,
+                    name: name.to_owned(),
+                    bare: false,
+                    ambiguous: false,
+                };
+            }
+        }
+        let by_token = self.token_defines(written, group);
+        let source = if by_token || self.jwt.is_none() {
+            Source::Token
+        } else {
+            Source::Jwt
+        };
+        NameRef {
+            source,
+            name: written.to_owned(),
+            bare: true,
+            ambiguous: by_token && self.jwt.is_some(),
+        }
+    }
+
+    /// Does a static token have this user (or, with `group`, this group)?
+    pub fn token_defines(&self, name: &str, group: bool) -> bool {
+        self.tokens.iter().any(|t| {
+            if group {
+                t.groups.iter().any(|g| g == name)
+            } else {
+                t.user == name
+            }
+        })
     }
 }
 

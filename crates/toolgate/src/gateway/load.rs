@@ -369,6 +369,97 @@ impl Checker<'_> {
         }
         self.check_auth(config);
         self.check_servers(config);
+        self.check_names(config);
+    }
+
+    /// The names of `allow` and `approvers`: each must say (or make clear) which source it
+    /// means (`token:` or `jwt:`), and name someone that source can authenticate.
+    fn check_names(&mut self, config: &GatewayConfig) {
+        let auth = &config.auth;
+        let mut lists: Vec<(Vec<String>, String, &super::config::Principals)> = vec![(
+            vec!["auth".into(), "approvers".into()],
+            "`auth.approvers`".into(),
+            &auth.approvers,
+        )];
+        for (name, server) in &config.servers {
+            if let Some(allow) = &server.allow {
+                lists.push((
+                    vec!["servers".into(), name.clone(), "allow".into()],
+                    format!("`allow` of server `{name}`"),
+                    allow,
+                ));
+            }
+        }
+        for (path, shown, principals) in lists {
+            for (key, names, group) in [
+                ("users", &principals.users, false),
+                ("groups", &principals.groups, true),
+            ] {
+                for (i, written) in names.iter().enumerate() {
+                    let idx = i.to_string();
+                    let mut at: Vec<&str> = path.iter().map(String::as_str).collect();
+                    at.push(key);
+                    at.push(idx.as_str());
+                    self.check_name(&at, &shown, auth, written, group);
+                }
+            }
+        }
+    }
+
+    fn check_name(
+        &mut self,
+        at: &[&str],
+        shown: &str,
+        auth: &super::config::AuthConfig,
+        written: &str,
+        group: bool,
+    ) {
+        use super::config::Source;
+        let what = if group { "group" } else { "user" };
+        let r = auth.resolve(written, group);
+        if r.name.is_empty() {
+            self.error(
+                at,
+                format!("`{written}` in {shown} names no {what}"),
+                format!("write `token:NAME` for a static token's {what}, `jwt:NAME` for a JWT's"),
+            );
+            return;
+        }
+        if r.ambiguous {
+            self.warning(
+                at,
+                format!(
+                    "the {what} `{written}` in {shown} could mean a static token's {what} or a JWT's; it is read as `token:{written}`"
+                ),
+                format!(
+                    "write `token:{written}` for the static token's {what}, or `jwt:{written}` for the {what} the issuer's tokens name"
+                ),
+            );
+            return;
+        }
+        match r.source {
+            Source::Token if !auth.token_defines(&r.name, group) => {
+                let help = if auth.jwt.is_some() && r.bare {
+                    format!("add a token for it under `auth.tokens`, or write `jwt:{written}`")
+                } else {
+                    "add a token for it under `auth.tokens`, or remove the name".to_owned()
+                };
+                self.warning(
+                    at,
+                    format!(
+                        "no static token has the {what} `{}` ({shown}): the name admits nobody",
+                        r.name
+                    ),
+                    help,
+                );
+            }
+            Source::Jwt if auth.jwt.is_none() => self.warning(
+                at,
+                format!("`{written}` in {shown} names a JWT {what}, but `auth.jwt` is not configured: it admits nobody"),
+                "configure `auth.jwt`, or name a static token's user with `token:NAME`",
+            ),
+            _ => {}
+        }
     }
 
     fn check_auth(&mut self, config: &GatewayConfig) {
@@ -971,6 +1062,93 @@ servers:
         let (msg, l, _) = first_error(&src);
         assert!(msg.contains("allows nobody"), "{msg}");
         assert_eq!(l, 5);
+    }
+
+    #[test]
+    fn names_in_allow_and_approvers_say_their_source() {
+        let jwt = "  jwt: {issuer: https://i.example.com, jwks_url: https://i.example.com/jwks}\n";
+        let src = GOOD
+            .replace("auth:\n", &format!("auth:\n{jwt}"))
+            .replace(
+                "      sha256: 2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae\n",
+                "      sha256: 2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae\n      groups: [bots]\n  approvers: {users: [ci, token:ci, jwt:ci, alice], groups: [bots, token:nobody]}\n",
+            )
+            .replace("/srv]", "/srv]\n    allow: {users: [ci]}");
+        let l = load(&src).unwrap_or_else(|d| panic!("{}", d.render_plain()));
+        let shown: Vec<(String, usize, usize, String)> = l
+            .warnings
+            .items
+            .iter()
+            .map(|w| {
+                let p = w.pos.unwrap();
+                (
+                    w.message.clone(),
+                    p.line,
+                    p.column,
+                    w.help.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let ambiguous = |at: &str, what: &str, name: &str| {
+            format!(
+                "the {what} `{name}` in {at} could mean a static token's {what} or a JWT's; it is read as `token:{name}`"
+            )
+        };
+        assert_eq!(
+            shown,
+            vec![
+                (
+                    ambiguous("`auth.approvers`", "user", "ci"),
+                    11,
+                    23,
+                    "write `token:ci` for the static token's user, or `jwt:ci` for the user the issuer's tokens name".to_owned()
+                ),
+                (
+                    ambiguous("`auth.approvers`", "group", "bots"),
+                    11,
+                    62,
+                    "write `token:bots` for the static token's group, or `jwt:bots` for the group the issuer's tokens name".to_owned()
+                ),
+                (
+                    "no static token has the group `nobody` (`auth.approvers`): the name admits nobody".to_owned(),
+                    11,
+                    68,
+                    "add a token for it under `auth.tokens`, or remove the name".to_owned()
+                ),
+                (
+                    ambiguous("`allow` of server `files`", "user", "ci"),
+                    15,
+                    21,
+                    "write `token:ci` for the static token's user, or `jwt:ci` for the user the issuer's tokens name".to_owned()
+                ),
+            ]
+        );
+        // Without JWTs, a bare name is a token's, and says so only when no token has it.
+        let src = GOOD.replace("/srv]", "/srv]\n    allow: {users: [ci, jwt:x, y]}");
+        let l = load(&src).unwrap();
+        let messages: Vec<&str> = l
+            .warnings
+            .items
+            .iter()
+            .map(|w| w.message.as_str())
+            .collect();
+        assert_eq!(
+            messages,
+            vec![
+                "`jwt:x` in `allow` of server `files` names a JWT user, but `auth.jwt` is not configured: it admits nobody",
+                "no static token has the user `y` (`allow` of server `files`): the name admits nobody",
+            ]
+        );
+        let (msg, l, c) =
+            first_error(&GOOD.replace("/srv]", "/srv]\n    allow: {users: [\"token:\"]}"));
+        assert_eq!(
+            (msg.as_str(), l, c),
+            (
+                "`token:` in `allow` of server `files` names no user",
+                12,
+                21
+            )
+        );
     }
 
     #[test]

@@ -31,8 +31,8 @@ fn principals(description: &str) -> Value {
         "description": description,
         "additionalProperties": false,
         "properties": {
-            "users": {"type": "array", "items": {"type": "string"}, "description": "User names (the JWT's user claim, or a static token's `user`)."},
-            "groups": {"type": "array", "items": {"type": "string"}, "description": "Group names (the JWT's groups claim, or a static token's `groups`)."}
+            "users": {"type": "array", "items": {"type": "string"}, "description": "Users: `token:NAME` (a static token's `user`), `jwt:NAME` (the JWT's user claim); a bare name is a static token's user when one has it, else a JWT's."},
+            "groups": {"type": "array", "items": {"type": "string"}, "description": "Groups: `token:NAME` (in a static token's `groups`), `jwt:NAME` (in the JWT's groups claim); a bare name is a static token's group when one has it, else a JWT's."}
         }
     })
 }
@@ -48,7 +48,7 @@ pub fn gateway_schema() -> Value {
         "properties": {
             "issuer": {"allOf": [http_url, {"description": "The `iss` every token must carry; announced as the authorization server in the RFC 9728 metadata."}]},
             "jwks_url": {"allOf": [http_url, {"description": "The issuer's JWKS document (https, or http on loopback)."}]},
-            "audience": string("The `aud` every token must contain (default: `public_url`)."),
+            "audience": string("The `aud` a token must contain (default: `public_url`); a token whose `aud` is the URL of the server it calls (the resource of its RFC 9728 metadata) is accepted there too."),
             "user_claim": string("The claim naming the user (default `sub`)."),
             "groups_claim": string("The claim listing the user's groups: an array of strings or one string (default `groups`)."),
             "algorithms": {"type": "array", "minItems": 1, "items": {"enum": JWT_ALGORITHMS}, "description": "Accepted signature algorithms (default RS256, ES256, EdDSA)."},

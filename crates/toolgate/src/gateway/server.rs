@@ -395,7 +395,7 @@ async fn admit(
     let authorization = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    let principal = match loaded.auth.authenticate(authorization).await {
+    let principal = match loaded.auth.authenticate(authorization, Some(name)).await {
         Ok(p) => p,
         Err(denied) => return Err(refuse(gw, &loaded, name, &denied)),
     };
@@ -623,7 +623,7 @@ async fn mcp_post(
                     let reason = format!(
                         "{e}; toolgate denies calls it cannot decide on the agent session's current state"
                     );
-                    tracing::warn!(server = %name, user = %principal.user, "{reason}");
+                    tracing::warn!(server = %name, user = %principal.name(), "{reason}");
                     let reply = match env.id {
                         Some(raw) => session
                             .enforcer
@@ -853,8 +853,9 @@ async fn initialize(
     let info = SessionInfo {
         id: session_id.clone(),
         server: server.name.clone(),
-        user: principal.user.clone(),
-        agent: format!("{}\u{0}{agent}", principal.user),
+        user: principal.name(),
+        principal: principal.session_key(),
+        agent: format!("{}\u{0}{agent}", principal.session_key()),
         init: env
             .params
             .map_or_else(|| "{}".to_owned(), |p| p.get().to_owned()),
@@ -919,7 +920,7 @@ async fn session_for(
         )
     };
     let info = gw.ids.open(sealed).map_err(not_found)?;
-    if info.user != principal.user || info.server != server.name {
+    if info.principal != principal.session_key() || info.server != server.name {
         return Err(not_found("it belongs to another user or server"));
     }
     resume(gw, server, info, true).await
@@ -999,7 +1000,8 @@ async fn stateless_session(
         .filter(|v| !v.is_empty() && v.len() <= 128)
         .unwrap_or("default");
     let mut h = sha2::Sha256::new();
-    for part in ["stateless", &principal.user, &server.name, agent] {
+    let key = principal.session_key();
+    for part in ["stateless", &key, &server.name, agent] {
         h.update(part.as_bytes());
         h.update([0]);
     }
@@ -1010,8 +1012,9 @@ async fn stateless_session(
     let info = SessionInfo {
         id: id.clone(),
         server: server.name.clone(),
-        user: principal.user.clone(),
-        agent: format!("{}\u{0}{agent}", principal.user),
+        user: principal.name(),
+        principal: principal.session_key(),
+        agent: format!("{}\u{0}{agent}", principal.session_key()),
         init: json!({
             "protocolVersion": "2025-11-25",
             "capabilities": {},
@@ -1144,7 +1147,7 @@ async fn mcp_delete(
     let Some(info) = session_header(&headers).and_then(|s| gw.ids.open(s).ok()) else {
         return (StatusCode::NOT_FOUND, "unknown session\n").into_response();
     };
-    if info.user != principal.user || info.server != server.name {
+    if info.principal != principal.session_key() || info.server != server.name {
         return (StatusCode::NOT_FOUND, "unknown session\n").into_response();
     }
     let local = lock(&gw.sessions).remove(&info.id);
@@ -1187,7 +1190,7 @@ async fn approver(gw: &Gateway, headers: &HeaderMap) -> Result<Principal, Respon
     };
     let principal = loaded
         .auth
-        .authenticate(authorization)
+        .authenticate(authorization, None)
         .await
         .map_err(|d| refuse(&d))?;
     loaded
@@ -1294,15 +1297,15 @@ async fn approvals_answer(
     };
     let recorded = super::approvals::Recorded {
         decision,
-        by: principal.user.clone(),
+        by: principal.name(),
     };
     let Ok(text) = serde_json::to_string(&recorded) else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
     match gw.store.answer_pending(&id.to_string(), &text).await {
         Ok(true) => {
-            tracing::info!(approver = %principal.user, id, decision = decision.cli_name(), "approval answered");
-            axum::Json(json!({ "accepted": true, "message": format!("#{id}: {} by {}", decision.cli_name(), principal.user) }))
+            tracing::info!(approver = %principal.name(), id, decision = decision.cli_name(), "approval answered");
+            axum::Json(json!({ "accepted": true, "message": format!("#{id}: {} by {}", decision.cli_name(), principal.name()) }))
                 .into_response()
         }
         Ok(false) => (

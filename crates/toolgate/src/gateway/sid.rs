@@ -18,7 +18,13 @@ pub struct SessionInfo {
     /// The session's own id (random, hex): the key of the session on every replica.
     pub id: String,
     pub server: String,
+    /// The principal's qualified name (`token:ci-bot`, `jwt:alice`): the audit's `user`.
     pub user: String,
+    /// What the session is bound to: `Principal::session_key` (source, JWT issuer, user).
+    /// A request from any other principal does not resume it. Absent in an id sealed by an
+    /// older gateway, which then matches no one (the client initializes anew).
+    #[serde(default)]
+    pub principal: String,
     /// The agent session whose state the session shares (the store's key).
     pub agent: String,
     /// The client's `initialize` params (JSON text), replayed to a fresh upstream when
@@ -107,7 +113,8 @@ mod tests {
         SessionInfo {
             id: "00ff".into(),
             server: "fs".into(),
-            user: "alice".into(),
+            user: "token:alice".into(),
+            principal: "token\0alice".into(),
             agent: "alice/x".into(),
             init: r#"{"protocolVersion":"2025-06-18"}"#.into(),
             created_ms: 1,
