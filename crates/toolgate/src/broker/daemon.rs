@@ -284,7 +284,7 @@ fn process_start_ms(pid: u32) -> Option<u64> {
         .trim()
         .parse()
         .ok()?;
-    let hz = u64::from(rustix::param::clock_ticks_per_second()).max(1);
+    let hz = rustix::param::clock_ticks_per_second().max(1);
     btime
         .checked_mul(1000)?
         .checked_add(ticks.checked_mul(1000)? / hz)
@@ -582,10 +582,10 @@ impl State {
         {
             hook.mark_state_lost(STATE_LOST);
         }
-        if let Some(settled) = settled {
-            if let Err(why) = self.save(key, &[settled], &[]) {
-                return (HookDecision::Deny, why);
-            }
+        if let Some(settled) = settled
+            && let Err(why) = self.save(key, &[settled], &[])
+        {
+            return (HookDecision::Deny, why);
         }
         let Some(hook) = self
             .sessions
