@@ -9,9 +9,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncWriteExt as _, BufReader};
-use toolgate_store::{Cursor, EmbeddedStore};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
+use toolgate_store::{Cursor, EmbeddedStore};
 
 use super::hooks::{Audits, HookSession, Policies};
 use super::paths::{self, Layout};
@@ -89,8 +89,12 @@ enum Saved {
     Started {},
     /// A suspect session's next hook event was another: its state was lost.
     Lost {},
-    Token { token: TaintToken },
-    Digest { digest: String },
+    Token {
+        token: TaintToken,
+    },
+    Digest {
+        digest: String,
+    },
     /// A budget attempt, by a proxy (`pid`) or by the session's hooks (`hook`).
     Attempt {
         pid: u32,
@@ -264,7 +268,10 @@ fn load(store: &EmbeddedStore, key: &str) -> SharedSession {
 /// start cannot be read: yes, fail closed). Another name (`--session`): only when this broker
 /// replaced a store that a broker before it had (`replaced`), as there is no process to ask.
 fn predates(key: &str, created_ms: u64, replaced: bool) -> bool {
-    match key.strip_prefix("ppid-").and_then(|p| p.parse::<u32>().ok()) {
+    match key
+        .strip_prefix("ppid-")
+        .and_then(|p| p.parse::<u32>().ok())
+    {
         Some(pid) => process_start_ms(pid).is_none_or(|started| started < created_ms),
         None => replaced,
     }
@@ -808,9 +815,8 @@ pub fn bind(layout: &Layout) -> anyhow::Result<Bound> {
     }
     // The agent sessions' state: opened before the socket, so that no hook is served by a
     // broker that cannot resume or record sessions.
-    let store = EmbeddedStore::open(&layout.store, SESSION_TTL).map_err(|e| {
-        anyhow::anyhow!("cannot open the broker's session store: {e}")
-    })?;
+    let store = EmbeddedStore::open(&layout.store, SESSION_TTL)
+        .map_err(|e| anyhow::anyhow!("cannot open the broker's session store: {e}"))?;
     let token = paths::write_token(&layout.token)?;
     let listener = UnixListener::bind(&layout.socket)
         .with_context(|| format!("cannot listen on `{}`", layout.socket.display()))?;
