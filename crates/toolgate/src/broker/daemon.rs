@@ -175,6 +175,8 @@ struct SharedSession {
     /// session rebuilt by a broker that started again).
     hook_attempts: std::collections::VecDeque<(String, u64)>,
     standing: Standing,
+    /// The store held nothing of the session when this broker loaded it.
+    new_here: bool,
     touched: u64,
 }
 
@@ -358,6 +360,7 @@ impl State {
                     (Saved::Seen {}, Standing::Whole)
                 };
                 loaded.standing = standing;
+                loaded.new_here = true;
                 if let Err(why) = save(Some(&store), &session, &[first], &[]) {
                     tracing::error!("{why}");
                 }
@@ -367,6 +370,29 @@ impl State {
         let shared = self.sessions.entry(session).or_default();
         shared.touched = self.clock;
         shared
+    }
+
+    /// A proxy of `session` says it shared or received state of the session before it
+    /// connected (to a broker that started again): if the store held nothing of the session
+    /// when this broker met it, that state was lost (what a broker is sent is stored before
+    /// it is relayed; a proxy's connection ends only with its broker).
+    fn proxy_knows(&mut self, session: &str) {
+        let Some(shared) = self.sessions.get_mut(session) else {
+            return;
+        };
+        if !shared.new_here || shared.standing == Standing::Lost {
+            return;
+        }
+        tracing::warn!(
+            "a proxy of agent session `{session}` had state the broker does not: it was lost, the session's sinks ask"
+        );
+        shared.standing = Standing::Lost;
+        if let Some(hook) = shared.hook.as_mut() {
+            hook.mark_state_lost(STATE_LOST);
+        }
+        if let Err(why) = self.save(session, &[Saved::Lost {}], &[]) {
+            tracing::error!("{why}");
+        }
     }
 
     /// Writes entries of `session` to the store: durable when it returns `Ok`.
@@ -930,13 +956,14 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
             return;
         }
     }
-    let (role, pid, server, session) = match serde_json::from_slice::<ToBroker>(&hello) {
+    let (role, pid, server, session, known) = match serde_json::from_slice::<ToBroker>(&hello) {
         Ok(ToBroker::Hello {
             token,
             role,
             pid,
             server,
             session,
+            known,
             ..
         }) => {
             let given = hex::decode(token.as_bytes()).unwrap_or_default();
@@ -944,7 +971,7 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
                 reject(&mut write, error(ErrorCode::Unauthenticated, "wrong token")).await;
                 return;
             }
-            (role, pid, server, session)
+            (role, pid, server, session, known)
         }
         Ok(_) | Err(_) => {
             reject(&mut write, error(ErrorCode::Invalid, "malformed `hello`")).await;
@@ -999,7 +1026,10 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
             Role::Proxy => {
                 // A session this broker has not met yet is resumed from the store first.
                 if let Some(key) = session.clone() {
-                    st.session_named(key);
+                    st.session_named(key.clone());
+                    if known {
+                        st.proxy_knows(&key);
+                    }
                 }
                 // What the session's other proxies saw before this one connected.
                 let known: Vec<TaintToken> = session
