@@ -155,6 +155,10 @@ pub struct Session {
     /// kept, never the prompt. Bounded by [`MAX_USER_VOUCHED`] (oldest forgotten first).
     user_vouched: HashSet<[u8; 32]>,
     user_vouched_order: VecDeque<[u8; 32]>,
+    /// Why what toolgate knew of this agent session is gone (its state store was deleted or
+    /// replaced while the session ran): the sink gate then proves no destination from
+    /// session state ([`Session::mark_state_lost`]).
+    state_lost: Option<String>,
 }
 
 /// The most prompt digests a session keeps ([`Session::vouch_user_digest`]).
@@ -302,7 +306,23 @@ impl Session {
             field_notes: VecDeque::new(),
             user_vouched: HashSet::new(),
             user_vouched_order: VecDeque::new(),
+            state_lost: None,
         }
+    }
+
+    /// Marks the session as one whose earlier state (taint, the user's prompts, approvals,
+    /// budgets) toolgate lost: from now on every destination of a sink that only session state
+    /// could prove (approved, vouched for, named by the user, or unproven) asks, with `why` in
+    /// the reason. A destination the policy itself trusts (`trusted_destinations`, an allow
+    /// rule) still passes; a tainted one is still denied. There is no way back: the taint that
+    /// was lost could name any destination.
+    pub fn mark_state_lost(&mut self, why: impl Into<String>) {
+        self.state_lost = Some(why.into());
+    }
+
+    /// Why this session's earlier state was lost, if it was ([`Session::mark_state_lost`]).
+    pub fn state_lost(&self) -> Option<&str> {
+        self.state_lost.as_deref()
     }
 
     /// Remembers the digest of a destination the user typed ([`prompt_digests`]). Returns

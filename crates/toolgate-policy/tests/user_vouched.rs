@@ -140,3 +140,43 @@ fn a_user_vouched_slug_passes_the_repository_check() {
         gate.sinks
     );
 }
+
+#[test]
+fn a_session_whose_state_was_lost_proves_no_destination_from_it() {
+    let policy = "version: 1\ndefault: allow\nrules: []\ntools:\n  send_email:\n    trusted_destinations: ['*@corp.example']\n";
+    let e = engine(policy);
+    let fs = MapFs::new();
+    let mut s = session(false);
+    s.record_output(
+        Some("mail"),
+        "read_email",
+        &poisoned_mail(),
+        OutputTrust::Untrusted,
+    );
+    for digest in prompt_digests("write to bob@partner.example") {
+        s.vouch_user_digest(digest);
+    }
+    let send = |s: &mut toolgate_policy::session::Session, to: &str| {
+        decide(&e, s, &fs, "send_email", &json!({"to": to, "body": "hi"}))
+    };
+    assert_eq!(send(&mut s, "bob@partner.example").effect, Effect::Allow);
+    s.mark_state_lost("toolgate lost this agent session's state (test)");
+    assert_eq!(
+        s.state_lost(),
+        Some("toolgate lost this agent session's state (test)")
+    );
+    // What the session knew (the user's prompt) no longer proves it; nor is a new one unproven
+    // only: both ask, and the reason says why.
+    for to in ["bob@partner.example", "someone@new.example"] {
+        let d = send(&mut s, to);
+        assert_eq!(d.effect, Effect::Ask, "{to}: {d:?}");
+        assert!(
+            d.reason.contains("cannot be proven") && d.reason.contains("lost this agent session"),
+            "{}",
+            d.reason
+        );
+    }
+    // The policy's own trust still holds; a taint still known is still denied.
+    assert_eq!(send(&mut s, "carol@corp.example").effect, Effect::Allow);
+    assert_eq!(send(&mut s, "attacker@evil.example").effect, Effect::Deny);
+}

@@ -3,8 +3,10 @@
 //! definitions; single-use nonces; and pending approvals that any replica may answer.
 //!
 //! This crate stores opaque strings. It knows nothing about MCP or policy: the gateway decides
-//! what the entries mean. Two implementations of [`Store`]: [`RedisStore`] (Redis ≥ 6.2 or
-//! Valkey, shared by every replica) and [`MemoryStore`] (one process, same semantics).
+//! what the entries mean. Three implementations of [`Store`]: [`RedisStore`] (Redis ≥ 6.2 or
+//! Valkey, shared by every replica), [`MemoryStore`] (one process, same semantics) and
+//! [`EmbeddedStore`] (one process, the same semantics in one crash-safe redb file that
+//! survives it: the per-user broker keeps its agent sessions there).
 //!
 //! # Key layout (Redis)
 //!
@@ -63,9 +65,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+mod embedded;
 mod memory;
 mod redis_store;
 
+pub use embedded::EmbeddedStore;
 pub use memory::MemoryStore;
 pub use redis_store::RedisStore;
 
@@ -180,6 +184,15 @@ pub enum StoreError {
         url: String,
         /// Why it cannot be used.
         why: String,
+    },
+    /// Another process (or another [`EmbeddedStore`] of this one) has the embedded store open.
+    #[error(
+        "the state store {store} is in use by another process (one writer at a time)\n\
+         help: stop the other toolgate that uses it (`toolgate status` shows a running broker), or give this one another path"
+    )]
+    InUse {
+        /// The store, as [`Store::describe`] shows it.
+        store: String,
     },
     /// The namespace cannot be used.
     #[error(

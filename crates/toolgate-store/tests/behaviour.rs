@@ -1,5 +1,6 @@
-//! One behavioural suite, run on both stores: `memory::*` on a [`MemoryStore`] (both
-//! "replicas" are the same store) and `redis::*` on two [`RedisStore`]s sharing a real
+//! One behavioural suite, run on every store: `memory::*` on a [`MemoryStore`] (both
+//! "replicas" are the same store), `embedded::*` on an [`EmbeddedStore`] in a temporary
+//! directory (likewise one process), and `redis::*` on two [`RedisStore`]s sharing a real
 //! `redis-server` (two replicas). The Redis-only faults (garbage under our keys, Redis going
 //! away and coming back, TTLs, namespaces) are in `redis_faults.rs`.
 #![allow(
@@ -15,7 +16,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use toolgate_store::{BudgetAsk, Cursor, MemoryStore, READ_LIMIT, RedisStore, Store, StoreError};
+use toolgate_store::{
+    BudgetAsk, Cursor, EmbeddedStore, MemoryStore, READ_LIMIT, RedisStore, Store, StoreError,
+};
 use toolgate_testkit::redis::RedisServer;
 
 const SESSION_TTL: Duration = Duration::from_secs(3600);
@@ -25,6 +28,7 @@ struct Replicas {
     a: Arc<dyn Store>,
     b: Arc<dyn Store>,
     _server: Option<RedisServer>,
+    _dir: Option<tempfile::TempDir>,
 }
 
 fn memory() -> Replicas {
@@ -33,6 +37,19 @@ fn memory() -> Replicas {
         a: store.clone(),
         b: store,
         _server: None,
+        _dir: None,
+    }
+}
+
+fn embedded() -> Replicas {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(EmbeddedStore::open(&dir.path().join("state.redb"), SESSION_TTL).unwrap());
+    Replicas {
+        a: store.clone(),
+        b: store,
+        _server: None,
+        _dir: Some(dir),
     }
 }
 
@@ -46,13 +63,17 @@ async fn redis() -> Option<Replicas> {
         a: Arc::new(a),
         b: Arc::new(b),
         _server: Some(server),
+        _dir: None,
     })
 }
 
-macro_rules! on_both_stores {
+macro_rules! on_every_store {
     ($($name:ident),* $(,)?) => {
         mod memory {
             $( #[tokio::test] async fn $name() { super::$name(super::memory()).await } )*
+        }
+        mod embedded {
+            $( #[tokio::test] async fn $name() { super::$name(super::embedded()).await } )*
         }
         mod redis {
             $( #[tokio::test] async fn $name() {
@@ -62,7 +83,7 @@ macro_rules! on_both_stores {
     };
 }
 
-on_both_stores!(
+on_every_store!(
     streams_are_read_from_the_cursor_on_and_across_replicas,
     more_than_the_read_limit_is_read_in_several_calls,
     the_approvals_stream_is_capped_and_cursors_survive_trimming,

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use toolgate_testkit::{Peer, wait_until};
 
 /// The broker protocol this build speaks (`broker::proto::VERSION`).
-const PROTOCOL: u32 = 3;
+const PROTOCOL: u32 = 4;
 const LIMIT: Duration = Duration::from_secs(20);
 
 const POLICY: &str = r#"

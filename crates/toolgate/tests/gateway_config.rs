@@ -192,6 +192,18 @@ fn bad_files_are_located() {
             "`memcache://u:***@r:1` is not a redis URL",
             "9:14",
         ),
+        (
+            "servers:",
+            "store: {url: \"redis://r:1\", path: state.redb}\nservers:",
+            "`store` needs exactly one of `url` and `path`",
+            "9:1",
+        ),
+        (
+            "servers:",
+            "store: {namespace: x}\nservers:",
+            "`store` needs exactly one of `url` and `path`",
+            "9:1",
+        ),
     ];
     for (from, to, message, at) in cases {
         let text = GOOD.replacen(from, to, 1);
@@ -308,6 +320,25 @@ fn schema_is_json_and_matches_the_published_file() {
         v, published,
         "docs/gateway.schema.json is stale: regenerate it with `toolgate gateway schema > docs/gateway.schema.json`"
     );
+}
+
+#[test]
+fn a_store_file_is_one_replicas_state_beside_the_configuration() {
+    let (dir, path) =
+        dir_with(&GOOD.replacen("servers:", "store: {path: state/gw.redb}\nservers:", 1));
+    let out = check(&path);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let file = dir.path().join("state/gw.redb");
+    assert!(
+        out.stdout.contains(&format!(
+            "store: the file `{}` (one replica)",
+            file.display()
+        )),
+        "{}",
+        out.stdout
+    );
+    // `check` creates nothing.
+    assert!(!file.exists());
 }
 
 #[test]

@@ -417,12 +417,34 @@ pub(super) fn gate(
     if walk.overflow {
         effect = effect.max(Effect::Ask);
     }
+    // Lost session state: nothing the session knew can prove a destination (see
+    // `Session::mark_state_lost`); only the policy's own trust and a taint still known count.
+    let lost = session.state_lost().and_then(|why| {
+        let f = walk.findings.iter().find(|f| {
+            !matches!(
+                f.verdict,
+                SinkVerdict::Trusted | SinkVerdict::AllowedByRule | SinkVerdict::Tainted
+            )
+        })?;
+        // A deny, or a tainted destination's own ask, keeps its reason.
+        let tainted = worst.is_some_and(|w| w.verdict == SinkVerdict::Tainted);
+        (effect < Effect::Deny && !tainted).then(|| {
+            format!(
+                "destination `{}` in `{}` cannot be proven: {why}",
+                f.destination, f.argument
+            )
+        })
+    });
+    if lost.is_some() {
+        effect = Effect::Ask;
+    }
     let scope = if every_argument {
         " (no declared or destination-named argument, so every argument was checked)"
     } else {
         ""
     };
     let reason = match worst {
+        _ if lost.is_some() => lost.unwrap_or_default(),
         _ if walk.overflow && effect == Effect::Ask => {
             format!("more than {MAX_SINK_VALUES} destination values in one call: a human must look")
         }

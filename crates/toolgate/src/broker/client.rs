@@ -58,7 +58,22 @@ pub async fn connect(
     server: Option<&str>,
     session: Option<&str>,
 ) -> Result<Connection, String> {
-    tokio::time::timeout(CONNECT_TIMEOUT, connect_inner(layout, role, server, session))
+    connect_known(layout, role, server, session, false).await
+}
+
+/// [`connect`], saying whether this proxy shared or received state of its session before
+/// (`known` in `hello`).
+async fn connect_known(
+    layout: &Layout,
+    role: Role,
+    server: Option<&str>,
+    session: Option<&str>,
+    known: bool,
+) -> Result<Connection, String> {
+    tokio::time::timeout(
+        CONNECT_TIMEOUT,
+        connect_inner(layout, role, server, session, known),
+    )
         .await
         .unwrap_or_else(|_| {
             Err(format!(
@@ -74,6 +89,7 @@ async fn connect_inner(
     role: Role,
     server: Option<&str>,
     session: Option<&str>,
+    known: bool,
 ) -> Result<Connection, String> {
     let socket = layout.socket.display();
     match std::fs::symlink_metadata(&layout.dir) {
@@ -112,6 +128,7 @@ async fn connect_inner(
         pid: std::process::id(),
         server: server.map(str::to_owned),
         session: session.map(str::to_owned),
+        known,
     };
     conn.send(&hello)
         .await
@@ -213,6 +230,8 @@ pub struct BrokerChannel {
     known_approvals: Arc<Mutex<std::collections::HashSet<String>>>,
     wake: tokio::sync::Notify,
     started: AtomicBool,
+    /// This proxy shared or received state of its session (said in the next `hello`).
+    known: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for BrokerChannel {
@@ -243,6 +262,7 @@ impl BrokerChannel {
             known_approvals: Arc::new(Mutex::new(std::collections::HashSet::new())),
             wake: tokio::sync::Notify::new(),
             started: AtomicBool::new(false),
+            known: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -340,6 +360,7 @@ impl BrokerChannel {
         if tokens.is_empty() || self.session.is_none() {
             return;
         }
+        self.known.store(true, Ordering::SeqCst);
         lock(&self.outbox).tokens.extend(tokens);
         self.wake.notify_one();
     }
@@ -370,6 +391,7 @@ impl BrokerChannel {
         if fresh.is_empty() {
             return;
         }
+        self.known.store(true, Ordering::SeqCst);
         lock(&self.outbox).approvals.extend(fresh);
         self.wake.notify_one();
     }
@@ -379,6 +401,7 @@ impl BrokerChannel {
         if self.session.is_none() || tool.is_empty() || tool.len() > proto::MAX_NAME {
             return;
         }
+        self.known.store(true, Ordering::SeqCst);
         {
             let mut out = lock(&self.outbox);
             if out.attempts.len() >= MAX_QUEUED_ATTEMPTS {
@@ -413,11 +436,12 @@ impl BrokerChannel {
         if let Some(link) = slot.as_ref().filter(|l| l.alive.load(Ordering::SeqCst)) {
             return Ok(link.clone());
         }
-        let conn = connect(
+        let conn = connect_known(
             &self.layout,
             Role::Proxy,
             self.server.as_deref(),
             self.session.as_deref(),
+            self.known.load(Ordering::SeqCst),
         )
         .await?;
         let Connection {
@@ -432,6 +456,7 @@ impl BrokerChannel {
         let r_inbox = self.inbox.clone();
         let r_known = self.known_approvals.clone();
         let r_server = self.server.clone();
+        let r_has_state = self.known.clone();
         let (synced_tx, synced) = watch::channel(false);
         tokio::spawn(async move {
             while let Some(message) = rx.recv().await {
@@ -449,7 +474,17 @@ impl BrokerChannel {
                     Ok(Some(line)) => line,
                     _ => break,
                 };
-                match serde_json::from_slice::<FromBroker>(&line) {
+                let message = serde_json::from_slice::<FromBroker>(&line);
+                if let Ok(
+                    FromBroker::Taint { .. }
+                    | FromBroker::Approvals { .. }
+                    | FromBroker::Attempts { .. }
+                    | FromBroker::Vouched { .. },
+                ) = &message
+                {
+                    r_has_state.store(true, Ordering::SeqCst);
+                }
+                match message {
                     Ok(FromBroker::Answer {
                         id,
                         decision,

@@ -7,9 +7,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncWriteExt as _, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
+use toolgate_store::{Cursor, EmbeddedStore};
 
 use super::hooks::{Audits, HookSession, Policies};
 use super::paths::{self, Layout};
@@ -63,6 +65,57 @@ const MAX_SESSION_ATTEMPTS: usize = 20_000;
 const MAX_SESSION_DIGESTS: usize = 10_000;
 /// How long a hook connection has to send its event after `welcome`.
 const HOOK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long an agent session's state is kept in the store after its last use (the gateway's
+/// session TTL).
+const SESSION_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// The reason (and fix) the sink gate gives in a session whose state was lost.
+const STATE_LOST: &str = "toolgate lost what it knew of this agent session (its state store in the broker directory was deleted or replaced while the session ran, so taint and the prompts' provenance are gone). help: start a new agent session (restart the client)";
+
+/// One entry of an agent session's stream in the broker's store (`EmbeddedStore`, taint
+/// stream; session approvals go to its approvals stream as `SharedApproval`s). Everything a
+/// session shares is written before the broker relays or acts on it, so a broker that starts
+/// again resumes the session from these.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "k", rename_all = "snake_case", deny_unknown_fields)]
+enum Saved {
+    /// The broker met the session after the store was created: nothing of it can be lost.
+    Seen {},
+    /// The session's client is older than the store: it may have had state that a deleted
+    /// store took with it. Settled by its next hook event (below).
+    Suspect {},
+    /// A suspect session's next hook event was `SessionStart`: a new session.
+    Started {},
+    /// A suspect session's next hook event was another: its state was lost.
+    Lost {},
+    Token {
+        token: TaintToken,
+    },
+    Digest {
+        digest: String,
+    },
+    /// A budget attempt, by a proxy (`pid`) or by the session's hooks (`hook`).
+    Attempt {
+        pid: u32,
+        hook: bool,
+        attempt: SharedAttempt,
+    },
+}
+
+/// What the store says about whether a session's earlier state is all there.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Standing {
+    /// Not looked up yet (or no store).
+    #[default]
+    Unknown,
+    /// All of it is in the store.
+    Whole,
+    /// Its client predates the store; the next hook event settles it.
+    Suspect,
+    /// Its earlier state is gone: its sinks ask.
+    Lost,
+}
 
 /// A set that keeps the order things were added in and forgets the oldest past its bound.
 struct Recent<T> {
@@ -118,7 +171,132 @@ struct SharedSession {
     vouched: Recent<String>,
     /// The policy session the session's hooks decide in, once a hook came.
     hook: Option<HookSession>,
+    /// `(tool, at_ms)` attempts of budgeted tools the session's hooks made (for a hook
+    /// session rebuilt by a broker that started again).
+    hook_attempts: std::collections::VecDeque<(String, u64)>,
+    standing: Standing,
+    /// The store held nothing of the session when this broker loaded it.
+    new_here: bool,
     touched: u64,
+}
+
+impl SharedSession {
+    /// Whether it holds anything shared.
+    fn shares(&self) -> bool {
+        self.tokens.len() > 0
+            || self.approvals.len() > 0
+            || !self.attempts.is_empty()
+            || self.vouched.len() > 0
+            || !self.hook_attempts.is_empty()
+    }
+
+    /// Takes in one entry of the store.
+    fn replay(&mut self, entry: Saved) {
+        match entry {
+            Saved::Seen {} | Saved::Started {} => {
+                if self.standing != Standing::Lost {
+                    self.standing = Standing::Whole;
+                }
+            }
+            Saved::Suspect {} => {
+                if self.standing != Standing::Lost {
+                    self.standing = Standing::Suspect;
+                }
+            }
+            Saved::Lost {} => self.standing = Standing::Lost,
+            Saved::Token { token } => {
+                self.tokens.add([token], MAX_SESSION_TOKENS);
+            }
+            Saved::Digest { digest } => {
+                self.vouched.add([digest], MAX_SESSION_DIGESTS);
+            }
+            Saved::Attempt {
+                hook: true,
+                attempt,
+                ..
+            } => {
+                self.hook_attempts.push_back((attempt.tool, attempt.at_ms));
+                while self.hook_attempts.len() > MAX_SESSION_ATTEMPTS {
+                    self.hook_attempts.pop_front();
+                }
+            }
+            Saved::Attempt { pid, attempt, .. } => {
+                self.attempts.push_back((pid, attempt));
+                while self.attempts.len() > MAX_SESSION_ATTEMPTS {
+                    self.attempts.pop_front();
+                }
+            }
+        }
+    }
+}
+
+/// The session `key` as the store holds it (empty, `Standing::Unknown`, when it holds
+/// nothing of it). Anything unreadable fails closed: the session counts as lost.
+fn load(store: &EmbeddedStore, key: &str) -> SharedSession {
+    let mut shared = SharedSession::default();
+    let mut cursor = Cursor::default();
+    loop {
+        let page = match store.prepare_now(key, &cursor, None, now_ms()) {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::error!("cannot read agent session `{key}` from the store: {e}");
+                shared.standing = Standing::Lost;
+                return shared;
+            }
+        };
+        if page.taint.is_empty() && page.approvals.is_empty() {
+            return shared;
+        }
+        for entry in &page.taint {
+            match serde_json::from_str::<Saved>(entry) {
+                Ok(saved) => shared.replay(saved),
+                Err(e) => {
+                    tracing::error!("unreadable entry of agent session `{key}` in the store: {e}");
+                    shared.standing = Standing::Lost;
+                }
+            }
+        }
+        let approvals = page
+            .approvals
+            .iter()
+            .filter_map(|a| serde_json::from_str::<SharedApproval>(a).ok());
+        shared.approvals.add(approvals, MAX_SESSION_APPROVALS);
+        cursor = page.cursor;
+    }
+}
+
+/// Whether session `key`, which the store holds nothing of, may have had events before the
+/// store existed. `ppid-<pid>`: its client started before the store was created (a client whose
+/// start cannot be read: yes, fail closed). Another name (`--session`): only when this broker
+/// replaced a store that a broker before it had (`replaced`), as there is no process to ask.
+fn predates(key: &str, created_ms: u64, replaced: bool) -> bool {
+    match key
+        .strip_prefix("ppid-")
+        .and_then(|p| p.parse::<u32>().ok())
+    {
+        Some(pid) => process_start_ms(pid).is_none_or(|started| started < created_ms),
+        None => replaced,
+    }
+}
+
+/// When process `pid` started (ms since the Unix epoch; up to a second early, as the boot
+/// time is whole seconds), from `/proc/<pid>/stat` and `/proc/stat`.
+fn process_start_ms(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid …`: field 22 is the start time in clock ticks after boot.
+    let rest = stat.get(stat.rfind(')')?.checked_add(1)?..)?;
+    let ticks: u64 = rest.split_whitespace().nth(19)?.parse().ok()?;
+    let boot = std::fs::read_to_string("/proc/stat").ok()?;
+    let btime: u64 = boot
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    let hz = rustix::param::clock_ticks_per_second().max(1);
+    btime
+        .checked_mul(1000)?
+        .checked_add(ticks.checked_mul(1000)? / hz)
 }
 
 #[derive(Default)]
@@ -133,6 +311,11 @@ struct State {
     policies: Policies,
     /// The audit logs of hook decisions, open.
     audits: Audits,
+    /// The agent sessions' durable state (none only in unit tests).
+    store: Option<Arc<EmbeddedStore>>,
+    /// This broker created the store although a broker ran in the directory before: what
+    /// that one stored is gone.
+    store_replaced: bool,
 }
 
 impl State {
@@ -163,9 +346,63 @@ impl State {
                 self.sessions.remove(&k);
             }
         }
+        if !self.sessions.contains_key(&session)
+            && let Some(store) = self.store.clone()
+        {
+            // Resumed from the store (a broker that started again, or a session dropped at
+            // the bound); a session it holds nothing of is recorded as met.
+            let mut loaded = load(&store, &session);
+            if loaded.standing == Standing::Unknown {
+                let suspect = predates(&session, store.created_ms(), self.store_replaced);
+                let (first, standing) = if suspect {
+                    (Saved::Suspect {}, Standing::Suspect)
+                } else {
+                    (Saved::Seen {}, Standing::Whole)
+                };
+                loaded.standing = standing;
+                loaded.new_here = true;
+                if let Err(why) = save(Some(&store), &session, &[first], &[]) {
+                    tracing::error!("{why}");
+                }
+            }
+            self.sessions.insert(session.clone(), loaded);
+        }
         let shared = self.sessions.entry(session).or_default();
         shared.touched = self.clock;
         shared
+    }
+
+    /// A proxy of `session` says it shared or received state of the session before it
+    /// connected (to a broker that started again): if the store held nothing of the session
+    /// when this broker met it, that state was lost (what a broker is sent is stored before
+    /// it is relayed; a proxy's connection ends only with its broker).
+    fn proxy_knows(&mut self, session: &str) {
+        let Some(shared) = self.sessions.get_mut(session) else {
+            return;
+        };
+        if !shared.new_here || shared.standing == Standing::Lost {
+            return;
+        }
+        tracing::warn!(
+            "a proxy of agent session `{session}` had state the broker does not: it was lost, the session's sinks ask"
+        );
+        shared.standing = Standing::Lost;
+        if let Some(hook) = shared.hook.as_mut() {
+            hook.mark_state_lost(STATE_LOST);
+        }
+        if let Err(why) = self.save(session, &[Saved::Lost {}], &[]) {
+            tracing::error!("{why}");
+        }
+    }
+
+    /// Writes entries of `session` to the store: durable when it returns `Ok`.
+    fn save(
+        &self,
+        session: &str,
+        entries: &[Saved],
+        approvals: &[SharedApproval],
+    ) -> Result<(), String> {
+        save(self.store.as_deref(), session, entries, approvals)
     }
 
     /// Sends `message` to the other proxies of `session`.
@@ -184,6 +421,9 @@ impl State {
         };
         let fresh = shared.approvals.add(approvals, MAX_SESSION_APPROVALS);
         if !fresh.is_empty() {
+            if let Err(why) = self.save(&session, &[], &fresh) {
+                tracing::error!("{why}");
+            }
             self.relay(from, &session, &FromBroker::Approvals { approvals: fresh });
         }
     }
@@ -201,6 +441,17 @@ impl State {
             shared.attempts.pop_front();
         }
         if !attempts.is_empty() {
+            let saved: Vec<Saved> = attempts
+                .iter()
+                .map(|a| Saved::Attempt {
+                    pid,
+                    hook: false,
+                    attempt: a.clone(),
+                })
+                .collect();
+            if let Err(why) = self.save(&session, &saved, &[]) {
+                tracing::error!("{why}");
+            }
             self.relay(from, &session, &FromBroker::Attempts { attempts });
         }
     }
@@ -219,6 +470,9 @@ impl State {
         if fresh.is_empty() {
             return;
         }
+        if let Err(why) = self.save(&session, &tokens_saved(&fresh), &[]) {
+            tracing::error!("{why}");
+        }
         for (id, conn) in &self.conns {
             if *id != from && conn.role == Role::Proxy && conn.session.as_deref() == Some(&session)
             {
@@ -230,12 +484,13 @@ impl State {
     }
 
     /// Stores tokens a hook's tool output added and relays them to the session's proxies
-    /// (the hook session has them already).
-    fn share_from_hook(&mut self, session: &str, tokens: Vec<TaintToken>) {
+    /// (the hook session has them already). `Err`: they could not be written to the store.
+    fn share_from_hook(&mut self, session: &str, tokens: Vec<TaintToken>) -> Result<(), String> {
         let fresh = self
             .session_named(session.to_owned())
             .tokens
             .add(tokens, MAX_SESSION_TOKENS);
+        let saved = self.save(session, &tokens_saved(&fresh), &[]);
         for chunk in fresh.chunks(proto::MAX_TOKENS_PER_MESSAGE) {
             self.relay(
                 0,
@@ -245,6 +500,7 @@ impl State {
                 },
             );
         }
+        saved
     }
 
     /// Stores prompt digests (hex) of a session and relays them to its proxies.
@@ -253,6 +509,13 @@ impl State {
             .session_named(session.to_owned())
             .vouched
             .add(digests, MAX_SESSION_DIGESTS);
+        let saved: Vec<Saved> = fresh
+            .iter()
+            .map(|d| Saved::Digest { digest: d.clone() })
+            .collect();
+        if let Err(why) = self.save(session, &saved, &[]) {
+            tracing::error!("{why}");
+        }
         for chunk in fresh.chunks(proto::MAX_DIGESTS_PER_MESSAGE) {
             self.relay(
                 0,
@@ -316,9 +579,23 @@ impl State {
             Ok(engine) => engine,
             Err(reason) => return (HookDecision::Deny, reason),
         };
+        let starts = matches!(event, HookEvent::SessionStart {});
         let shared = self.session_named(key.to_owned());
+        // A session whose client predates the store: a `SessionStart` says it is new; any
+        // other event, that it ran before and what the store held of it is gone.
+        let settled = (shared.standing == Standing::Suspect).then(|| {
+            if starts {
+                shared.standing = Standing::Whole;
+                Saved::Started {}
+            } else {
+                tracing::warn!("agent session `{key}` ran before the broker's store was created: its state was lost, its sinks ask");
+                shared.standing = Standing::Lost;
+                Saved::Lost {}
+            }
+        });
         if shared.hook.is_none() {
-            // The first hook of the session: it starts from what the proxies shared so far.
+            // The first hook of the session: it starts from what the proxies shared so far
+            // (and, in a broker that started again, from what the store kept).
             let mut hook = HookSession::new(&engine);
             for t in shared.tokens.iter() {
                 hook.import_token(t);
@@ -328,9 +605,26 @@ impl State {
                     hook.import_digest(d);
                 }
             }
+            for (tool, at_ms) in &shared.hook_attempts {
+                hook.import_attempt(tool, *at_ms);
+            }
             shared.hook = Some(hook);
         }
-        let Some(hook) = shared.hook.as_mut() else {
+        if shared.standing == Standing::Lost
+            && let Some(hook) = shared.hook.as_mut()
+        {
+            hook.mark_state_lost(STATE_LOST);
+        }
+        if let Some(settled) = settled
+            && let Err(why) = self.save(key, &[settled], &[])
+        {
+            return (HookDecision::Deny, why);
+        }
+        let Some(hook) = self
+            .sessions
+            .get_mut(key)
+            .and_then(|shared| shared.hook.as_mut())
+        else {
             return (
                 HookDecision::Deny,
                 "internal error: the agent session has no hook state".to_owned(),
@@ -343,8 +637,19 @@ impl State {
                 arguments,
                 output,
             } => {
-                let mut ruling =
-                    hook.decide(&engine, server.as_deref(), &tool, &arguments, now_ms());
+                let counted_before = hook.calls(&tool);
+                let now = now_ms();
+                let mut ruling = hook.decide(&engine, server.as_deref(), &tool, &arguments, now);
+                // A counted budget attempt is written before the verdict goes out.
+                let attempt = (hook.calls(&tool) > counted_before).then(|| Saved::Attempt {
+                    pid: 0,
+                    hook: true,
+                    attempt: SharedAttempt {
+                        server: server.clone(),
+                        tool: tool.clone(),
+                        at_ms: now,
+                    },
+                });
                 let mut tokens = Vec::new();
                 if let Some(output) = output.filter(|_| ruling.decision != HookDecision::Deny) {
                     tokens = hook.record(&engine, server.as_deref(), &tool, &output);
@@ -354,7 +659,24 @@ impl State {
                 if let Err(reason) = self.audits.record(audit, &ruling.event) {
                     return (HookDecision::Deny, reason);
                 }
-                self.share_from_hook(key, tokens);
+                if let Some(attempt) = attempt {
+                    let shared = self.session_named(key.to_owned());
+                    if let Saved::Attempt { attempt, .. } = &attempt {
+                        shared
+                            .hook_attempts
+                            .push_back((attempt.tool.clone(), attempt.at_ms));
+                        while shared.hook_attempts.len() > MAX_SESSION_ATTEMPTS {
+                            shared.hook_attempts.pop_front();
+                        }
+                    }
+                    if let Err(why) = self.save(key, &[attempt], &[]) {
+                        return (HookDecision::Deny, why);
+                    }
+                }
+                // What the call's output taints must outlive the broker, or the call waits.
+                if let Err(why) = self.share_from_hook(key, tokens) {
+                    return (HookDecision::Deny, why);
+                }
                 (ruling.decision, ruling.reason)
             }
             HookEvent::After {
@@ -364,7 +686,10 @@ impl State {
             } => {
                 let tokens = hook.record(&engine, server.as_deref(), &tool, &output);
                 let n = tokens.len();
-                self.share_from_hook(key, tokens);
+                // The output was delivered already: nothing to withhold; a restart would miss it.
+                if let Err(why) = self.share_from_hook(key, tokens) {
+                    tracing::error!("{why}");
+                }
                 (
                     HookDecision::Abstain,
                     format!("the output of `{tool}` was indexed ({n} new destinations)"),
@@ -410,6 +735,34 @@ impl State {
     }
 }
 
+/// Writes entries of `session` to `store` (none: nothing to do).
+fn save(
+    store: Option<&EmbeddedStore>,
+    session: &str,
+    entries: &[Saved],
+    approvals: &[SharedApproval],
+) -> Result<(), String> {
+    let Some(store) = store else { return Ok(()) };
+    let entries: Vec<String> = entries
+        .iter()
+        .filter_map(|e| serde_json::to_string(e).ok())
+        .collect();
+    let approvals: Vec<String> = approvals
+        .iter()
+        .filter_map(|a| serde_json::to_string(a).ok())
+        .collect();
+    store.append_now(session, &entries, &approvals).map_err(|e| {
+        format!("toolgate cannot record this agent session's state, so it would not survive a restart of the broker: {e}")
+    })
+}
+
+fn tokens_saved(tokens: &[TaintToken]) -> Vec<Saved> {
+    tokens
+        .iter()
+        .map(|t| Saved::Token { token: t.clone() })
+        .collect()
+}
+
 struct Shared {
     state: Mutex<State>,
     token: [u8; paths::TOKEN_BYTES],
@@ -428,6 +781,8 @@ pub struct Bound {
     layout: Layout,
     _lock: std::fs::File,
     token: [u8; paths::TOKEN_BYTES],
+    store: Arc<EmbeddedStore>,
+    store_replaced: bool,
 }
 
 impl Drop for Bound {
@@ -446,8 +801,10 @@ pub fn bind(layout: &Layout) -> anyhow::Result<Bound> {
             paths::DIR_ENV
         )
     })?;
-    // One broker per directory: an exclusive lock held for the broker's lifetime.
+    // One broker per directory: an exclusive lock held for the broker's lifetime. Its file
+    // also says that a broker ran here before (see `store_replaced`).
     let lock_path = layout.dir.join("broker.lock");
+    let ran_before = lock_path.exists();
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -482,6 +839,10 @@ pub fn bind(layout: &Layout) -> anyhow::Result<Bound> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e).context(format!("cannot inspect `{}`", layout.socket.display())),
     }
+    // The agent sessions' state: opened before the socket, so that no hook is served by a
+    // broker that cannot resume or record sessions.
+    let store = EmbeddedStore::open(&layout.store, SESSION_TTL)
+        .map_err(|e| anyhow::anyhow!("cannot open the broker's session store: {e}"))?;
     let token = paths::write_token(&layout.token)?;
     let listener = UnixListener::bind(&layout.socket)
         .with_context(|| format!("cannot listen on `{}`", layout.socket.display()))?;
@@ -490,6 +851,8 @@ pub fn bind(layout: &Layout) -> anyhow::Result<Bound> {
         layout: layout.clone(),
         _lock: lock,
         token,
+        store_replaced: store.fresh() && ran_before,
+        store: Arc::new(store),
     };
     std::fs::set_permissions(&layout.socket, std::fs::Permissions::from_mode(0o600))
         .with_context(|| format!("cannot set the mode of `{}`", layout.socket.display()))?;
@@ -499,7 +862,11 @@ pub fn bind(layout: &Layout) -> anyhow::Result<Bound> {
 /// Serves until `shutdown` resolves; the socket and token are removed on return.
 pub async fn serve(bound: Bound, shutdown: impl std::future::Future<Output = ()>) {
     let shared = Arc::new(Shared {
-        state: Mutex::new(State::default()),
+        state: Mutex::new(State {
+            store: Some(bound.store.clone()),
+            store_replaced: bound.store_replaced,
+            ..State::default()
+        }),
         token: bound.token,
         me: paths::my_uid(),
     });
@@ -589,13 +956,14 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
             return;
         }
     }
-    let (role, pid, server, session) = match serde_json::from_slice::<ToBroker>(&hello) {
+    let (role, pid, server, session, known) = match serde_json::from_slice::<ToBroker>(&hello) {
         Ok(ToBroker::Hello {
             token,
             role,
             pid,
             server,
             session,
+            known,
             ..
         }) => {
             let given = hex::decode(token.as_bytes()).unwrap_or_default();
@@ -603,7 +971,7 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
                 reject(&mut write, error(ErrorCode::Unauthenticated, "wrong token")).await;
                 return;
             }
-            (role, pid, server, session)
+            (role, pid, server, session, known)
         }
         Ok(_) | Err(_) => {
             reject(&mut write, error(ErrorCode::Invalid, "malformed `hello`")).await;
@@ -643,7 +1011,9 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
                     proxies: st.count(Role::Proxy),
                     approvers: st.count(Role::Approver),
                     pending: st.pending.len(),
-                    sessions: st.sessions.len(),
+                    // Those with anything shared (a proxy that joined, or a session resumed
+                    // from the store, may have nothing yet).
+                    sessions: st.sessions.values().filter(|s| s.shares()).count(),
                     shared_tokens: st.sessions.values().map(|s| s.tokens.len()).sum(),
                 });
             }
@@ -654,6 +1024,13 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
                 });
             }
             Role::Proxy => {
+                // A session this broker has not met yet is resumed from the store first.
+                if let Some(key) = session.clone() {
+                    st.session_named(key.clone());
+                    if known {
+                        st.proxy_knows(&key);
+                    }
+                }
                 // What the session's other proxies saw before this one connected.
                 let known: Vec<TaintToken> = session
                     .as_ref()

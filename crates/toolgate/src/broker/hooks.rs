@@ -189,6 +189,23 @@ impl HookSession {
         self.session.vouch_user_digest(digest);
     }
 
+    /// Takes in an attempt of a budgeted tool an earlier hook of the session made (a broker
+    /// that starts again resumes the session's budgets).
+    pub fn import_attempt(&mut self, tool: &str, at_ms: u64) {
+        self.session.import_attempt(tool, at_ms);
+    }
+
+    /// The attempts of `tool` counted in the session (a decision that counted one raised it).
+    pub fn calls(&self, tool: &str) -> u64 {
+        self.session.calls(tool)
+    }
+
+    /// Marks the session as one whose earlier state toolgate lost: its sinks ask
+    /// (`Session::mark_state_lost`).
+    pub fn mark_state_lost(&mut self, why: &str) {
+        self.session.mark_state_lost(why);
+    }
+
     /// Decides a tool call. Never fails: an internal error would be the engine's deny.
     pub fn decide(
         &mut self,

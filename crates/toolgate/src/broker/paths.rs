@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 pub const SOCKET_NAME: &str = "broker.sock";
 /// The token's file name inside the broker directory.
 pub const TOKEN_NAME: &str = "token";
+/// The file name of the agent sessions' durable state inside the broker directory.
+pub const STORE_NAME: &str = "sessions.redb";
 /// Overrides the broker directory (tests, unusual setups).
 pub const DIR_ENV: &str = "TOOLGATE_BROKER_DIR";
 /// `sun_path` holds 108 bytes on Linux (104 on the BSDs), including the NUL.
@@ -22,6 +24,8 @@ pub struct Layout {
     pub dir: PathBuf,
     pub socket: PathBuf,
     pub token: PathBuf,
+    /// The agent sessions' state (`toolgate_store::EmbeddedStore`, 0600).
+    pub store: PathBuf,
 }
 
 impl Layout {
@@ -30,6 +34,7 @@ impl Layout {
         Layout {
             socket: dir.join(SOCKET_NAME),
             token: dir.join(TOKEN_NAME),
+            store: dir.join(STORE_NAME),
             dir,
         }
     }

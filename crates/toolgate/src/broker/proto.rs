@@ -16,8 +16,9 @@
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncReadExt as _};
 
-/// The protocol version this build speaks (2: `synced`; 3: the `hook` role, `vouched`).
-pub const VERSION: u32 = 3;
+/// The protocol version this build speaks (2: `synced`; 3: the `hook` role, `vouched`;
+/// 4: `known` in `hello`).
+pub const VERSION: u32 = 4;
 /// The longest accepted line, in bytes.
 pub const MAX_LINE: usize = 64 * 1024;
 /// The longest accepted text field, in bytes.
@@ -338,6 +339,11 @@ pub enum ToBroker {
         server: Option<String>,
         #[serde(default)]
         session: Option<String>,
+        /// A proxy that shared or received state of its session before this connection (it
+        /// connects again, to a broker that started again): the session must be in the
+        /// broker's store, or what the broker knew of it was lost.
+        #[serde(default)]
+        known: bool,
     },
     /// A proxy asks; `id` is the proxy's own id for the question.
     Ask {

@@ -143,7 +143,14 @@ fn check(path: &Path) -> anyhow::Result<ExitCode> {
         auth.push(format!("{n} static token{}", plural(n)));
     }
     let store = match &c.store {
-        Some(s) => format!("{} (namespace {})", redact_password(&s.url), s.namespace()),
+        Some(s) => match (&s.url, &s.path) {
+            (_, Some(path)) => format!("the file `{}` (one replica)", path.display()),
+            (url, None) => format!(
+                "{} (namespace {})",
+                redact_password(url.as_deref().unwrap_or_default()),
+                s.namespace()
+            ),
+        },
         None => "in memory (one replica)".to_owned(),
     };
     outln!(

@@ -96,6 +96,11 @@ pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
         layout.token.display(),
         paths::describe(&layout.token)
     );
+    outln!(
+        "store:      {} ({})",
+        layout.store.display(),
+        paths::describe(&layout.store)
+    );
     match &report.broker {
         Ok(b) => {
             outln!("proxies:    {} connected", b.proxies);

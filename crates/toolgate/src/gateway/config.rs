@@ -37,8 +37,8 @@ pub struct GatewayConfig {
     /// The audit log of this replica (default: `./toolgate-gateway-<replica>.jsonl`).
     #[serde(default)]
     pub audit: Option<PathBuf>,
-    /// The shared store (`redis://` or `rediss://` URL); absent: state in memory (one
-    /// replica only).
+    /// The shared store (`redis://` or `rediss://` URL), or a file for one replica's state
+    /// (`path`); absent: state in memory (one replica only, gone when it stops).
     #[serde(default)]
     pub store: Option<StoreConfig>,
     /// Who may connect, and how they authenticate.
@@ -71,8 +71,13 @@ pub struct SecretSource {
 #[serde(deny_unknown_fields)]
 pub struct StoreConfig {
     /// `redis://[user:password@]host:port[/db]` or `rediss://…` (a password may be
-    /// `${VAR}`, expanded from the environment).
-    pub url: String,
+    /// `${VAR}`, expanded from the environment). Exactly one of `url` and `path`.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// A file holding one replica's state (`toolgate_store::EmbeddedStore`: it survives a
+    /// restart; one process at a time). Relative to the configuration file.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
     /// The prefix of every key (default: `toolgate`): one per deployment.
     #[serde(default)]
     pub namespace: Option<String>,

@@ -336,15 +336,26 @@ impl Checker<'_> {
         if let Some(audit) = &mut config.audit {
             *audit = resolve_path(self.base_dir, audit);
         }
-        if let Some(store) = &config.store {
-            let url = store.url.clone();
-            match url::Url::parse(&url) {
-                Ok(u) if matches!(u.scheme(), "redis" | "rediss") && u.host().is_some() => {}
-                _ => self.error(
-                    &["store", "url"],
-                    format!("`{}` is not a redis URL", redact_password(&url)),
-                    "write `redis://host:6379` or `rediss://host:6380` (TLS); a password may be `${VAR}`",
+        if let Some(store) = &mut config.store {
+            match (&store.url, &mut store.path) {
+                (Some(_), Some(_)) | (None, None) => self.error_at_key(
+                    &["store"],
+                    "`store` needs exactly one of `url` and `path`",
+                    "write `store: {url: redis://host:6379}` (shared by replicas) or `store: {path: state/gateway.redb}` (one replica)",
                 ),
+                (None, Some(path)) => *path = resolve_path(self.base_dir, path),
+                (Some(url), None) => {
+                    let url = url.clone();
+                    match url::Url::parse(&url) {
+                        Ok(u)
+                            if matches!(u.scheme(), "redis" | "rediss") && u.host().is_some() => {}
+                        _ => self.error(
+                            &["store", "url"],
+                            format!("`{}` is not a redis URL", redact_password(&url)),
+                            "write `redis://host:6379` or `rediss://host:6380` (TLS); a password may be `${VAR}`",
+                        ),
+                    }
+                }
             }
             if let Some(ns) = &store.namespace
                 && (ns.is_empty() || ns.chars().any(|c| c.is_whitespace() || c.is_control()))

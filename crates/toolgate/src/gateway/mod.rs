@@ -292,8 +292,14 @@ async fn store_from(
     store: &config::StoreConfig,
     session_ttl: Duration,
 ) -> anyhow::Result<Arc<dyn Store>> {
+    if let Some(path) = &store.path {
+        let embedded = toolgate_store::EmbeddedStore::open(path, session_ttl)
+            .map_err(|e| anyhow::anyhow!("{e}. help: check `store.path`"))?;
+        return Ok(Arc::new(embedded));
+    }
     let timeout = store.timeout();
-    let url = crate::remote::headers::expand(&store.url, &|name: &str| std::env::var(name).ok())
+    let url = store.url.as_deref().unwrap_or_default();
+    let url = crate::remote::headers::expand(url, &|name: &str| std::env::var(name).ok())
         .map_err(|e| anyhow::anyhow!("`store.url`: {e}"))?;
     let namespace = store.namespace();
     let redis = toolgate_store::RedisStore::connect(&url, namespace, timeout, session_ttl)

@@ -113,11 +113,12 @@ pub fn gateway_schema() -> Value {
             "audit": string("The audit log of this replica (default `./toolgate-gateway-<replica>.jsonl`)."),
             "store": {
                 "type": "object",
-                "description": "The shared store; absent: state in memory (one replica only).",
-                "required": ["url"],
+                "description": "The shared store (`url`), or one replica's state in a file (`path`); absent: state in memory (one replica only).",
+                "oneOf": [{"required": ["url"]}, {"required": ["path"]}],
                 "additionalProperties": false,
                 "properties": {
                     "url": {"type": "string", "pattern": "^[rR][eE][dD][iI][sS][sS]?://[^\\s]+", "description": "`redis://[user:password@]host:port[/db]` or `rediss://…` (a password may be `${VAR}`)."},
+                    "path": string("A file for one replica's state (an embedded store that survives a restart), relative to this file."),
                     "namespace": {"type": "string", "pattern": "^\\S+$", "description": "The prefix of every key (default `toolgate`)."},
                     "timeout": duration("How long one store operation may take (default 500ms).")
                 }

@@ -128,6 +128,7 @@ fn connect(
         pid: std::process::id(),
         server: None,
         session: Some(session.to_owned()),
+        known: false,
     };
     let mut writer = stream
         .try_clone()
