@@ -198,7 +198,14 @@ impl HookSession {
         arguments: &Value,
         now_ms: u64,
     ) -> HookRuling {
-        let decision = decide_on_disk(engine, &mut self.session, server, tool, arguments, now_ms);
+        // A hook event without a server is the client's own built-in tool.
+        let decision = decide_on_disk(
+            engine,
+            &mut self.session,
+            (server, tool, arguments),
+            now_ms,
+            server.is_none(),
+        );
         let what: Vec<String> = decision
             .action
             .parts

@@ -117,15 +117,16 @@ pub trait Backend: Send {
 pub use crate::fsfacts::SoftFs as RealFs;
 
 /// Decides a call (no tool definition of its own) on the real filesystem, with the
-/// engine's workspace and home: what a hook and `serve`'s `check_verdict` ask.
+/// engine's workspace and home: what a hook and `serve`'s `check_verdict` ask. `builtin`:
+/// the call is a client's own built-in tool (a hook event without a server).
 pub fn decide_on_disk(
     engine: &Engine,
     session: &mut Session,
-    server: Option<&str>,
-    tool: &str,
-    arguments: &Value,
+    call: (Option<&str>, &str, &Value),
     now_ms: u64,
+    builtin: bool,
 ) -> Decision {
+    let (server, tool, arguments) = call;
     let vars = engine.vars();
     let ctx = NormalizeContext {
         workspace: &vars.workspace,
@@ -138,7 +139,7 @@ pub fn decide_on_disk(
         arguments,
         definition: None,
     };
-    engine.decide(&call, session, &ctx, now_ms)
+    engine.decide_as(&call, session, &ctx, now_ms, builtin)
 }
 
 /// The real backend: the compiled policy and one session's state.
@@ -326,6 +327,7 @@ impl Backend for EngineBackend {
             server,
             tool: TOOL,
             annotations: None,
+            builtin: false,
         };
         let rules = self.engine.decide_rules(&action, &facts);
         let decision = combine(action, &rules, Vec::new());
