@@ -101,6 +101,11 @@ impl Protected {
     }
 }
 
+/// `path` as a glob that matches only itself.
+pub fn escape(path: &str) -> String {
+    globset::escape(path)
+}
+
 fn dedup(mut v: Vec<String>) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     v.retain(|x| !x.is_empty() && seen.insert(x.clone()));

@@ -312,7 +312,7 @@ impl State {
         audit: &std::path::Path,
         event: HookEvent,
     ) -> (HookDecision, String) {
-        let engine = match self.policies.get(policy, workspace) {
+        let engine = match self.policies.get(policy, workspace, audit) {
             Ok(engine) => engine,
             Err(reason) => return (HookDecision::Deny, reason),
         };

@@ -46,14 +46,19 @@ struct Cached {
 /// The policies hooks asked for, compiled.
 #[derive(Default)]
 pub struct Policies {
-    cache: HashMap<(Option<PathBuf>, PathBuf), Cached>,
+    cache: HashMap<(Option<PathBuf>, PathBuf, PathBuf), Cached>,
 }
 
 impl Policies {
-    /// The engine of `policy` (none: the starter policy) for `workspace`: the cached one when
-    /// the file's content is unchanged, else compiled again. `Err` is a reason with the fix
-    /// (the hook denies with it).
-    pub fn get(&mut self, policy: Option<&Path>, workspace: &Path) -> Result<Arc<Engine>, String> {
+    /// The engine of `policy` (none: the starter policy) for `workspace`, protecting the
+    /// audit log `audit`: the cached one when the file's content is unchanged, else compiled
+    /// again. `Err` is a reason with the fix (the hook denies with it).
+    pub fn get(
+        &mut self,
+        policy: Option<&Path>,
+        workspace: &Path,
+        audit: &Path,
+    ) -> Result<Arc<Engine>, String> {
         if let Some(path) = policy {
             // Read under the broker's lock: only a regular file of a sane size (never a
             // FIFO or a device that would never end).
@@ -76,11 +81,16 @@ impl Policies {
         }
         let source = setup::read_policy(policy)?;
         let digest: [u8; 32] = Sha256::digest(source.as_bytes()).into();
-        let key = (policy.map(Path::to_path_buf), workspace.to_path_buf());
+        let key = (
+            policy.map(Path::to_path_buf),
+            workspace.to_path_buf(),
+            audit.to_path_buf(),
+        );
         if let Some(c) = self.cache.get(&key).filter(|c| c.digest == digest) {
             return c.engine.clone();
         }
-        let engine = setup::engine_from_source(&source, policy, workspace).map(Arc::new);
+        let engine =
+            setup::engine_from_source(&source, policy, workspace, Some(audit)).map(Arc::new);
         if self.cache.len() >= MAX_POLICIES && !self.cache.contains_key(&key) {
             self.cache.clear();
         }
@@ -246,25 +256,6 @@ impl HookSession {
             .parts
             .iter()
             .any(|p| p.operation == Operation::ShellExec);
-        // The agent must not run toolgate itself: a forged `UserPromptSubmit` would vouch for
-        // any destination, and `toolgate approvals` answers questions.
-        if let Some(part) = decision.action.parts.iter().find(|p| {
-            p.operation == Operation::ShellExec && p.executable.as_deref().is_some_and(is_toolgate)
-        }) {
-            let reason = format!(
-                "{what}: the agent may not run toolgate itself (`{}`): it could forge hook events or answer approvals. help: run toolgate commands yourself, in a terminal",
-                part.executable.as_deref().unwrap_or("toolgate")
-            );
-            event.effect = Some(Effect::Deny.as_str().to_owned());
-            event.contract = Some("hook".to_owned());
-            event.rule = None;
-            event.reason = Some(reason.clone());
-            return HookRuling {
-                decision: HookDecision::Deny,
-                reason,
-                event,
-            };
-        }
         if decision.effect != Effect::Deny
             && shell
             && let Some((token, source)) = self.tainted_in_command(arguments)
@@ -368,17 +359,6 @@ impl HookSession {
     }
 }
 
-/// Whether an executable (a basename) is toolgate: `toolgate`, or this broker's own
-/// executable name.
-fn is_toolgate(executable: &str) -> bool {
-    let base = executable.rsplit('/').next().unwrap_or(executable);
-    base == "toolgate"
-        || std::env::current_exe()
-            .ok()
-            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .is_some_and(|own| own == base)
-}
-
 fn cut(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
@@ -472,10 +452,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut policies = Policies::default();
         let err = policies
-            .get(Some(Path::new("/dev/zero")), dir.path())
+            .get(Some(Path::new("/dev/zero")), dir.path(), dir.path())
             .unwrap_err();
         assert!(err.contains("not a regular file"), "{err}");
-        let err = policies.get(Some(dir.path()), dir.path()).unwrap_err();
+        let err = policies
+            .get(Some(dir.path()), dir.path(), dir.path())
+            .unwrap_err();
         assert!(err.contains("not a regular file"), "{err}");
     }
 }

@@ -139,7 +139,9 @@ pub fn decide_on_disk(
         arguments,
         definition: None,
     };
-    engine.decide_as(&call, session, &ctx, now_ms, builtin)
+    let mut decision = engine.decide_as(&call, session, &ctx, now_ms, builtin);
+    crate::selfprotect::guard(&mut decision, &vars.workspace);
+    decision
 }
 
 /// The real backend: the compiled policy and one session's state.
@@ -308,9 +310,10 @@ impl Backend for EngineBackend {
         if let Some((total, in_window)) = self.shared.as_ref().and_then(|s| s.counted(call.tool)) {
             self.session.count_externally(call.tool, total, in_window);
         }
-        let decision = self
+        let mut decision = self
             .engine
             .decide(&tool_call, &mut self.session, &ctx, now_ms);
+        crate::selfprotect::guard(&mut decision, &self.vars.workspace);
         self.share_attempt(&decision, call.tool, now_ms);
         self.ruling(decision, call.tool, call.arguments)
     }
