@@ -209,8 +209,15 @@ impl Engine {
 
     /// The self-protection's verdict on an action: a deny when any part meets a protected
     /// resource.
-    fn protected(&self, action: &Action, facts: &CallFacts<'_>) -> Option<RulesOutcome> {
-        for part in &action.parts {
+    /// Parts that hide what they touch (`hidden`) are looked at apart: the policy's own
+    /// deny rules meet them too, and name the reason when they do.
+    fn protected(
+        &self,
+        action: &Action,
+        facts: &CallFacts<'_>,
+        hidden: bool,
+    ) -> Option<RulesOutcome> {
+        for part in action.parts.iter().filter(|p| p.hidden == hidden) {
             for (rule, p) in &self.protections.rules {
                 if rule.matches(facts, part) {
                     return Some(RulesOutcome {
@@ -381,7 +388,6 @@ impl Engine {
     /// The rules' verdict on an action (no contracts). An action without parts is an
     /// internal error and is denied.
     pub fn decide_rules(&self, action: &Action, facts: &CallFacts<'_>) -> RulesOutcome {
-        let mut matched = vec![false; self.rules.len()];
         if action.parts.is_empty() {
             return RulesOutcome {
                 effect: Effect::Deny,
@@ -393,9 +399,21 @@ impl Engine {
                 matched_rules: Vec::new(),
             };
         }
-        if let Some(outcome) = self.protected(action, facts) {
+        if let Some(outcome) = self.protected(action, facts, false) {
             return outcome;
         }
+        let outcome = self.decide_policy_rules(action, facts);
+        if outcome.effect != Effect::Deny
+            && let Some(protected) = self.protected(action, facts, true)
+        {
+            return protected;
+        }
+        outcome
+    }
+
+    /// [`Engine::decide_rules`] without the self-protection (an action with parts).
+    fn decide_policy_rules(&self, action: &Action, facts: &CallFacts<'_>) -> RulesOutcome {
+        let mut matched = vec![false; self.rules.len()];
         let mut best: Option<(Effect, Option<usize>, &Part)> = None;
         for part in &action.parts {
             let (effect, rule) = self.decide_part(facts, part, &mut matched);

@@ -336,6 +336,32 @@ impl State {
                 "internal error: the agent session has no hook state".to_owned(),
             );
         };
+        // Prompts that wait for their transcript: confirmed by any later event.
+        if hook.has_pending() && !matches!(event, HookEvent::Prompt { .. }) {
+            let fresh: Vec<String> = hook.confirm(now_ms()).iter().map(hex::encode).collect();
+            if !fresh.is_empty() {
+                self.share_digests(key, fresh);
+            }
+            return self.hook_event(key, &engine, audit, event);
+        }
+        self.hook_event(key, &engine, audit, event)
+    }
+
+    /// [`State::hook_decide`] once the session's hook state exists.
+    fn hook_event(
+        &mut self,
+        key: &str,
+        engine: &Arc<toolgate_policy::eval::Engine>,
+        audit: &std::path::Path,
+        event: HookEvent,
+    ) -> (HookDecision, String) {
+        let engine = engine.as_ref();
+        let Some(hook) = self.sessions.get_mut(key).and_then(|s| s.hook.as_mut()) else {
+            return (
+                HookDecision::Deny,
+                "internal error: the agent session has no hook state".to_owned(),
+            );
+        };
         match event {
             HookEvent::Before {
                 server,
@@ -370,15 +396,20 @@ impl State {
                     format!("the output of `{tool}` was indexed ({n} new destinations)"),
                 )
             }
-            HookEvent::Prompt { text } => {
-                let fresh: Vec<String> = hook.vouch(&text).iter().map(hex::encode).collect();
+            HookEvent::Prompt { text, transcript } => {
+                let (fresh, waiting) = hook.vouch(&text, transcript.as_deref(), now_ms());
                 drop(text);
+                let fresh: Vec<String> = fresh.iter().map(hex::encode).collect();
                 let n = fresh.len();
                 self.share_digests(key, fresh);
-                (
-                    HookDecision::Abstain,
-                    format!("{n} destinations the user typed are vouched for in this session"),
-                )
+                let reason = match waiting {
+                    Ok(false) => {
+                        format!("{n} destinations the user typed are vouched for in this session")
+                    }
+                    Ok(true) => "the prompt's destinations are vouched for once the prompt is in the client's transcript".to_owned(),
+                    Err(why) => format!("the prompt vouches for nothing: {why}"),
+                };
+                (HookDecision::Abstain, reason)
             }
             HookEvent::SessionStart {} => {
                 (HookDecision::Abstain, "joined the agent session".to_owned())

@@ -159,9 +159,26 @@ pub struct HookRuling {
     pub event: Event,
 }
 
+/// Prompts kept waiting for their transcript at once (the oldest dropped past it), and how
+/// long one waits.
+const MAX_PENDING: usize = 16;
+const PENDING_MS: u64 = 60 * 60 * 1000;
+
+/// A prompt not yet found in its transcript: what it would vouch for.
+struct Pending {
+    /// SHA-256 of the prompt's text (never the text).
+    prompt: [u8; 32],
+    digests: Vec<[u8; 32]>,
+    transcript: PathBuf,
+    since_ms: u64,
+    /// The transcript's (size, mtime) when it was last read without the prompt in it.
+    read_at: Option<(u64, i128)>,
+}
+
 /// The policy session of one agent session's hooks.
 pub struct HookSession {
     session: Session,
+    pending: Vec<Pending>,
 }
 
 impl HookSession {
@@ -172,6 +189,7 @@ impl HookSession {
         limits.pinning = false;
         HookSession {
             session: Session::new(limits),
+            pending: Vec::new(),
         }
     }
 
@@ -350,12 +368,85 @@ impl HookSession {
         tokens
     }
 
-    /// Vouches for the destinations in a prompt; returns the digests that are new here.
-    pub fn vouch(&mut self, text: &str) -> Vec<[u8; 32]> {
-        prompt_digests(text)
-            .into_iter()
-            .filter(|d| self.session.vouch_user_digest(*d))
-            .collect()
+    /// Takes in a prompt: its destinations are vouched for once the prompt is found as a
+    /// user message in the client's transcript (now, or when a later event of the session
+    /// arrives: [`HookSession::confirm`]); without a transcript, never. Returns the digests
+    /// vouched for now, and whether the prompt waits for its transcript.
+    pub fn vouch(
+        &mut self,
+        text: &str,
+        transcript: Option<&str>,
+        now_ms: u64,
+    ) -> (Vec<[u8; 32]>, Result<bool, String>) {
+        let Some(transcript) = transcript else {
+            return (
+                Vec::new(),
+                Err("the client gives no transcript to check the prompt against".to_owned()),
+            );
+        };
+        let transcript = match super::transcript::check_path(
+            Path::new(transcript),
+            &super::transcript::transcript_roots(),
+        ) {
+            Ok(t) => t,
+            Err(why) => return (Vec::new(), Err(why)),
+        };
+        let digests: Vec<[u8; 32]> = prompt_digests(text).into_iter().collect();
+        if digests.is_empty() {
+            return (Vec::new(), Ok(false));
+        }
+        if self.pending.len() >= MAX_PENDING {
+            self.pending.remove(0);
+        }
+        self.pending.push(Pending {
+            prompt: super::transcript::prompt_digest(text),
+            digests,
+            transcript,
+            since_ms: now_ms,
+            read_at: None,
+        });
+        let fresh = self.confirm(now_ms);
+        let waiting = !self.pending.is_empty();
+        (fresh, Ok(waiting))
+    }
+
+    /// Vouches for the destinations of pending prompts now found in their transcripts (a
+    /// transcript is read again only once it changed); returns the digests new here.
+    pub fn confirm(&mut self, now_ms: u64) -> Vec<[u8; 32]> {
+        self.pending
+            .retain(|p| now_ms.saturating_sub(p.since_ms) <= PENDING_MS);
+        let mut fresh = Vec::new();
+        let mut read: HashMap<PathBuf, Option<std::collections::HashSet<[u8; 32]>>> =
+            HashMap::new();
+        let mut confirmed = Vec::new();
+        for (i, p) in self.pending.iter_mut().enumerate() {
+            let now = super::transcript::stamp(&p.transcript);
+            if now.is_some() && now == p.read_at {
+                continue;
+            }
+            let found = read
+                .entry(p.transcript.clone())
+                .or_insert_with(|| super::transcript::user_message_digests(&p.transcript).ok());
+            if found.as_ref().is_some_and(|f| f.contains(&p.prompt)) {
+                confirmed.push(i);
+            } else {
+                p.read_at = now;
+            }
+        }
+        for i in confirmed.into_iter().rev() {
+            let p = self.pending.remove(i);
+            fresh.extend(
+                p.digests
+                    .into_iter()
+                    .filter(|d| self.session.vouch_user_digest(*d)),
+            );
+        }
+        fresh
+    }
+
+    /// Whether prompts wait for their transcript.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
     }
 }
 
