@@ -227,7 +227,8 @@ struct Exes {
 }
 
 /// Content comparisons already made: (dev, inode, mtime, size) → a copy of toolgate or not.
-static SAME: OnceLock<Mutex<HashMap<(u64, u64, i64, u64), bool>>> = OnceLock::new();
+type FileKey = (u64, u64, i64, u64);
+static SAME: OnceLock<Mutex<HashMap<FileKey, bool>>> = OnceLock::new();
 const MAX_SAME: usize = 4096;
 
 impl Exes {
@@ -481,7 +482,7 @@ fn signals_toolgate(base: &str, part: &Part, procs: &[Proc]) -> Option<String> {
     };
     let args: Vec<&str> = argv.iter().skip(1).map(String::as_str).collect();
     match base {
-        "kill" => kill_targets(&args, procs).or_else(|| None),
+        "kill" => kill_targets(&args, procs),
         "pkill" | "skill" => pkill_targets(&args, procs),
         _ => killall_targets(&args, procs),
     }

@@ -370,10 +370,10 @@ impl State {
                 output,
             } => {
                 let mut ruling =
-                    hook.decide(&engine, server.as_deref(), &tool, &arguments, now_ms());
+                    hook.decide(engine, server.as_deref(), &tool, &arguments, now_ms());
                 let mut tokens = Vec::new();
                 if let Some(output) = output.filter(|_| ruling.decision != HookDecision::Deny) {
-                    tokens = hook.record(&engine, server.as_deref(), &tool, &output);
+                    tokens = hook.record(engine, server.as_deref(), &tool, &output);
                 }
                 // No record, no call: a decision that cannot be written is a deny.
                 ruling.event.session = Some(key.to_owned());
@@ -388,7 +388,7 @@ impl State {
                 tool,
                 output,
             } => {
-                let tokens = hook.record(&engine, server.as_deref(), &tool, &output);
+                let tokens = hook.record(engine, server.as_deref(), &tool, &output);
                 let n = tokens.len();
                 self.share_from_hook(key, tokens);
                 (

@@ -174,7 +174,8 @@ mod tests {
             "not json",
         ];
         std::fs::write(&path, lines.join("\n")).unwrap();
-        let got = user_message_digests(&check_path(&path, &[root.clone()]).unwrap()).unwrap();
+        let got =
+            user_message_digests(&check_path(&path, std::slice::from_ref(&root)).unwrap()).unwrap();
         assert!(got.contains(&prompt_digest("mail carol@corp.example")));
         assert!(got.contains(&prompt_digest("and dave@corp.example")));
         for not in [
@@ -191,7 +192,7 @@ mod tests {
         assert!(check_path(&path, &[other.path().canonicalize().unwrap()]).is_err());
         let txt = root.join("s.txt");
         std::fs::write(&txt, "x").unwrap();
-        assert!(check_path(&txt, &[root.clone()]).is_err());
+        assert!(check_path(&txt, std::slice::from_ref(&root)).is_err());
         // A symlink into the directory from outside resolves to where it points.
         let outside = other.path().join("t.jsonl");
         std::fs::write(&outside, lines[1]).unwrap();
