@@ -162,7 +162,7 @@ pub struct HookRuling {
 /// Prompts kept waiting for their transcript at once (the oldest dropped past it), and how
 /// long one waits.
 const MAX_PENDING: usize = 16;
-const PENDING_MS: u64 = 60 * 60 * 1000;
+const PENDING_MS: u64 = 10 * 60 * 1000;
 
 /// A prompt not yet found in its transcript: what it would vouch for.
 struct Pending {
@@ -173,6 +173,8 @@ struct Pending {
     since_ms: u64,
     /// The transcript's (size, mtime) when it was last read without the prompt in it.
     read_at: Option<(u64, i128)>,
+    /// Where the next read of the transcript starts (what was read before is not read again).
+    offset: u64,
 }
 
 /// The policy session of one agent session's hooks.
@@ -404,6 +406,7 @@ impl HookSession {
             transcript,
             since_ms: now_ms,
             read_at: None,
+            offset: 0,
         });
         let fresh = self.confirm(now_ms);
         let waiting = !self.pending.is_empty();
@@ -416,21 +419,19 @@ impl HookSession {
         self.pending
             .retain(|p| now_ms.saturating_sub(p.since_ms) <= PENDING_MS);
         let mut fresh = Vec::new();
-        let mut read: HashMap<PathBuf, Option<std::collections::HashSet<[u8; 32]>>> =
-            HashMap::new();
         let mut confirmed = Vec::new();
         for (i, p) in self.pending.iter_mut().enumerate() {
             let now = super::transcript::stamp(&p.transcript);
             if now.is_some() && now == p.read_at {
                 continue;
             }
-            let found = read
-                .entry(p.transcript.clone())
-                .or_insert_with(|| super::transcript::user_message_digests(&p.transcript).ok());
-            if found.as_ref().is_some_and(|f| f.contains(&p.prompt)) {
-                confirmed.push(i);
-            } else {
-                p.read_at = now;
+            match super::transcript::user_message_digests(&p.transcript, p.offset) {
+                Ok((found, _)) if found.contains(&p.prompt) => confirmed.push(i),
+                Ok((_, next)) => {
+                    p.offset = next;
+                    p.read_at = now;
+                }
+                Err(_) => p.read_at = now,
             }
         }
         for i in confirmed.into_iter().rev() {

@@ -83,27 +83,41 @@ pub fn stamp(path: &Path) -> Option<(u64, i128)> {
     ))
 }
 
-/// The digests of the user messages in the last [`MAX_TAIL`] bytes of the transcript at
-/// `path` (already checked with [`check_path`]).
-pub fn user_message_digests(path: &Path) -> Result<HashSet<[u8; 32]>, String> {
+/// The digests of the user messages in the transcript at `path` (already checked with
+/// [`check_path`]) from byte `from` on (at most its last [`MAX_TAIL`] bytes), and the offset
+/// after its last complete line: where the next read starts (a transcript only grows; one
+/// that shrank is read from its tail again).
+pub fn user_message_digests(path: &Path, from: u64) -> Result<(HashSet<[u8; 32]>, u64), String> {
     let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let len = file.metadata().map_err(|e| e.to_string())?.len();
-    let start = len.saturating_sub(MAX_TAIL);
+    let from = if from > len { 0 } else { from };
+    let start = from.max(len.saturating_sub(MAX_TAIL));
     file.seek(SeekFrom::Start(start))
         .map_err(|e| e.to_string())?;
     let mut bytes = Vec::new();
     file.take(MAX_TAIL)
         .read_to_end(&mut bytes)
         .map_err(|e| e.to_string())?;
-    let mut lines = bytes.split(|b| *b == b'\n');
-    if start > 0 {
-        // The first line is cut: not a whole record.
+    // Up to the last newline: a line still being written is read next time.
+    let complete = memchr::memrchr(b'\n', &bytes).map_or(0, |i| i + 1);
+    let next = start + complete as u64;
+    let mut lines = bytes
+        .get(..complete)
+        .unwrap_or_default()
+        .split(|b| *b == b'\n');
+    if start > from {
+        // Started inside a line: not a whole record.
         lines.next();
     }
+    let finder = memchr::memmem::Finder::new(b"\"user\"");
     let mut out = HashSet::new();
     for line in lines {
         if out.len() >= MAX_MESSAGES {
             break;
+        }
+        // Only a line that names a user message is parsed.
+        if finder.find(line).is_none() {
+            continue;
         }
         let Ok(record) = serde_json::from_slice::<Value>(line) else {
             continue;
@@ -112,7 +126,7 @@ pub fn user_message_digests(path: &Path) -> Result<HashSet<[u8; 32]>, String> {
             out.insert(prompt_digest(text));
         }
     }
-    Ok(out)
+    Ok((out, next))
 }
 
 /// The texts of a record that the user typed: a `user` record of the main conversation
@@ -173,9 +187,23 @@ mod tests {
             r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"model text"}]}}"#,
             "not json",
         ];
-        std::fs::write(&path, lines.join("\n")).unwrap();
-        let got =
-            user_message_digests(&check_path(&path, std::slice::from_ref(&root)).unwrap()).unwrap();
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let checked = check_path(&path, std::slice::from_ref(&root)).unwrap();
+        let (got, next) = user_message_digests(&checked, 0).unwrap();
+        assert_eq!(next, std::fs::metadata(&path).unwrap().len());
+        // Read on from where it stopped: only what was appended since.
+        let (none, same) = user_message_digests(&checked, next).unwrap();
+        assert!(none.is_empty());
+        assert_eq!(same, next);
+        // A line still being written is not read yet.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut f, lines[1].as_bytes()).unwrap();
+        let (partial, at) = user_message_digests(&checked, next).unwrap();
+        assert!(partial.is_empty());
+        assert_eq!(at, next);
         assert!(got.contains(&prompt_digest("mail carol@corp.example")));
         assert!(got.contains(&prompt_digest("and dave@corp.example")));
         for not in [
