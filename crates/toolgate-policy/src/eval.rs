@@ -784,6 +784,7 @@ mod tests {
                     &["/w/toolgate.yaml".to_owned(), "/real/p[1].yaml".to_owned()],
                 ),
                 Protected::tree(ProtectedKind::BrokerDirectory, &["/run/tg".to_owned()]).secret(),
+                Protected::anywhere(ProtectedKind::ClientHooks, &["**/.claude/settings.json"]),
             ])
             .unwrap(),
         );
@@ -793,6 +794,8 @@ mod tests {
             (Operation::FsWrite, "/real/p[1].yaml"),
             (Operation::FsRead, "/run/tg/token"),
             (Operation::FsDelete, "/run/tg"),
+            (Operation::FsWrite, "/w/sub/.claude/settings.json"),
+            (Operation::FsWrite, "/elsewhere/.claude/settings.json"),
         ] {
             let o = e.decide_rules(&action(vec![fs(op, &["/w/a.rs", path])]), &FACTS);
             assert_eq!(
@@ -821,6 +824,7 @@ mod tests {
             (Operation::FsWrite, "/real/p1.yaml"),
             (Operation::FsWrite, "/run/tgx"),
             (Operation::FsWrite, "/w/toolgate.yaml.bak"),
+            (Operation::FsWrite, "/w/.claude/commands/review.md"),
         ] {
             let o = e.decide_rules(&action(vec![fs(op, &[path])]), &FACTS);
             assert_eq!(o.effect, Effect::Allow, "{op} {path}: {}", o.reason);

@@ -85,6 +85,20 @@ impl Protected {
         }
     }
 
+    /// Files of this name anywhere (`**/.claude/settings.json`): a project's files wherever
+    /// the project is (the agent's working directory may be below it).
+    pub fn anywhere(kind: ProtectedKind, patterns: &[&str]) -> Protected {
+        Protected {
+            kind,
+            shown: patterns
+                .first()
+                .map(|p| (*p).to_owned())
+                .unwrap_or_default(),
+            globs: patterns.iter().map(|p| (*p).to_owned()).collect(),
+            no_read: false,
+        }
+    }
+
     /// Reading it is denied too.
     pub fn secret(mut self) -> Protected {
         self.no_read = true;

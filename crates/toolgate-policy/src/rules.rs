@@ -616,7 +616,7 @@ pub fn compile_rule_with(
 }
 
 /// A built-in deny rule of toolgate's self-protection ([`crate::protect`]): `operations` on
-/// any of `globs` (absolute, escaped), with its own resource set, matched like a policy's
+/// any of `globs` (absolute and escaped, or `**/NAME…` for a name anywhere), with its own resource set, matched like a policy's
 /// deny rule (a part that hides what it touches meets it).
 pub fn protected_rule(
     id: &str,
@@ -625,8 +625,8 @@ pub fn protected_rule(
 ) -> Result<CompiledRule, String> {
     let mut compiled = Vec::with_capacity(globs.len());
     for g in globs {
-        if !g.starts_with('/') {
-            return Err(format!("`{g}` is not an absolute path"));
+        if !g.starts_with('/') && !g.starts_with("**/") {
+            return Err(format!("`{g}` is not an absolute path or a `**/` pattern"));
         }
         compiled.push(glob(g).map_err(|e| format!("invalid glob `{g}`: {e}"))?);
     }

@@ -119,6 +119,28 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
             list.push(Protected::file(K::McpConfig, &spellings(&location.path)));
         }
     }
+    // A project's own files wherever the project is: the agent's working directory (the
+    // workspace of a hook) may be below the project's root, where the client reads them.
+    list.push(Protected::anywhere(
+        K::ClientHooks,
+        &[
+            "**/.claude/settings.json",
+            "**/.claude/settings.local.json",
+            "**/.cursor/hooks.json",
+        ],
+    ));
+    list.push(Protected::anywhere(
+        K::McpConfig,
+        &["**/.mcp.json", "**/.cursor/mcp.json", "**/.vscode/mcp.json"],
+    ));
+    list.push(Protected::anywhere(
+        K::ClientHooks,
+        &["**/.claude", "**/.cursor"],
+    ));
+    list.push(Protected::anywhere(
+        K::AuditLog,
+        &["**/.toolgate/**", "**/.toolgate"],
+    ));
     // The directories holding them: renaming one away removes every file in it.
     let mut dirs = vec![
         workspace.join(".claude"),

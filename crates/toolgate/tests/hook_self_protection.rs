@@ -136,6 +136,16 @@ fn the_agent_cannot_change_toolgates_own_files() {
     assert_self_protected(&r, ".toolgate/audit.jsonl");
     assert!(r.stderr.contains("audit log"), "{}", r.stderr);
     assert!(project.join(".toolgate/audit.jsonl").exists());
+    // The agent's working directory below the project's root (where Claude Code reads the
+    // project's settings): the root's files are protected all the same.
+    std::fs::create_dir_all(project.join("sub")).unwrap();
+    let below = claude(
+        &project.join("sub"),
+        "PreToolUse",
+        json!({"tool_name": "Write", "tool_input": {"file_path": "../.claude/settings.json", "content": "{}"}, "tool_use_id": "t"}),
+    );
+    let r = hook_with(&w, &policy, &below, s);
+    assert_self_protected(&r, "../.claude/settings.json from sub/");
     // Reading the broker's token is denied; its directory's files too.
     let token = w.broker_dir.join("token");
     assert!(token.exists(), "the first hook started the broker");
