@@ -16,7 +16,7 @@ use std::sync::{Mutex, OnceLock};
 
 use toolgate_policy::fsfacts::{FsFacts as _, lexical_normalize};
 use toolgate_policy::protect::{Protected, ProtectedKind, Protections, SELF_PROTECTION_RULE};
-use toolgate_policy::{Action, Contract, Effect, Operation, Part};
+use toolgate_policy::{Action, Contract, ContractResult, Effect, Operation, Part};
 
 use crate::clients::discovery::{Client, Env, Platform, locations};
 use crate::clients::hooks::{HookClient, HookScope};
@@ -190,6 +190,10 @@ pub fn guard(decision: &mut toolgate_policy::eval::Decision, cwd: &str) {
         return;
     }
     if let Some(reason) = judge(&decision.action, cwd) {
+        let mut result = ContractResult::new(Contract::Rule, Effect::Deny, reason.clone());
+        result.rule = Some(SELF_PROTECTION_RULE.to_owned());
+        decision.results.push(result);
+        decision.matched_rules.push(SELF_PROTECTION_RULE.to_owned());
         decision.effect = Effect::Deny;
         decision.contract = Contract::Rule;
         decision.rule = Some(SELF_PROTECTION_RULE.to_owned());
