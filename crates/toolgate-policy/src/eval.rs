@@ -17,6 +17,7 @@ use crate::decision::{Contract, ContractResult, Effect, SinkFinding};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::model::Policy;
 use crate::normalize::{NormalizeContext, ToolCall, normalize_mapped};
+use crate::protect::{Protections, SELF_PROTECTION_RULE};
 use crate::rules::{
     CallFacts, CompiledRule, Vars, compile_rule_with, component_literal, dir_components,
 };
@@ -90,6 +91,8 @@ pub struct Engine {
     /// operation it does not cover).
     by_operation: Vec<Vec<usize>>,
     contracts: Contracts,
+    /// toolgate's self-protection: built-in deny rules evaluated before the policy's.
+    protections: Protections,
 }
 
 impl Engine {
@@ -188,7 +191,45 @@ impl Engine {
             owners,
             components,
             contracts,
+            protections: Protections::default(),
         })
+    }
+
+    /// Adds toolgate's self-protection (see [`crate::protect`]): deny rules on toolgate's own
+    /// files, evaluated before, and regardless of, the policy's rules.
+    pub fn with_protections(mut self, protections: Protections) -> Engine {
+        self.protections = protections;
+        self
+    }
+
+    /// The self-protection in force.
+    pub fn protections(&self) -> &Protections {
+        &self.protections
+    }
+
+    /// The self-protection's verdict on an action: a deny when any part meets a protected
+    /// resource.
+    /// Parts that hide what they touch (`hidden`) are looked at apart: the policy's own
+    /// deny rules meet them too, and name the reason when they do.
+    fn protected(
+        &self,
+        action: &Action,
+        facts: &CallFacts<'_>,
+        hidden: bool,
+    ) -> Option<RulesOutcome> {
+        for part in action.parts.iter().filter(|p| p.hidden == hidden) {
+            for (rule, p) in &self.protections.rules {
+                if rule.matches(facts, part) {
+                    return Some(RulesOutcome {
+                        effect: Effect::Deny,
+                        rule: Some(SELF_PROTECTION_RULE.to_owned()),
+                        reason: crate::protect::reason(&describe_part(part), p, part.hidden),
+                        matched_rules: vec![SELF_PROTECTION_RULE.to_owned()],
+                    });
+                }
+            }
+        }
+        None
     }
 
     /// The compiled contracts (packs and `tools:` entries).
@@ -208,6 +249,21 @@ impl Engine {
         ctx: &NormalizeContext<'_>,
         now_ms: u64,
     ) -> Decision {
+        self.decide_as(call, session, ctx, now_ms, false)
+    }
+
+    /// [`Engine::decide`] for a call whose origin the caller knows: `builtin` is true only
+    /// for a client's own built-in tool seen through a client hook (rules with
+    /// `builtin: true` match only those; an MCP server's tool is never built in, whatever
+    /// its name).
+    pub fn decide_as(
+        &self,
+        call: &ToolCall<'_>,
+        session: &mut Session,
+        ctx: &NormalizeContext<'_>,
+        now_ms: u64,
+        builtin: bool,
+    ) -> Decision {
         // The contract is resolved first (the session keeps it per tool, so this is a
         // lookup); its mapping is the one normalisation uses, for the same definition
         // (pinned, else the call's), and nothing before the rules changes the pins. The
@@ -226,7 +282,7 @@ impl Engine {
         };
         // A URL that one of the user's own allow rules matches (host and method) passes the
         // sink gate: the user trusts it.
-        let trust = |token: &str| self.allow_rule_trusting(call, &action, token);
+        let trust = |token: &str| self.allow_rule_trusting(call, &action, token, builtin);
         let results = self.contracts.check_resolved(
             call,
             &action,
@@ -244,6 +300,7 @@ impl Engine {
             server: call.server,
             tool: call.tool,
             annotations,
+            builtin,
         };
         let rules = self.decide_rules(&action, &facts);
         let mut decision = combine(action, &rules, results);
@@ -276,6 +333,7 @@ impl Engine {
         call: &ToolCall<'_>,
         action: &Action,
         token: &str,
+        builtin: bool,
     ) -> Option<String> {
         let url = url::Url::parse(token).ok()?;
         let host = url.host_str()?.trim_end_matches('.').to_ascii_lowercase();
@@ -296,6 +354,7 @@ impl Engine {
             server: call.server,
             tool: call.tool,
             annotations: None,
+            builtin,
         };
         let mut matched = vec![false; self.rules.len()];
         let mut trusted_by = None;
@@ -329,7 +388,6 @@ impl Engine {
     /// The rules' verdict on an action (no contracts). An action without parts is an
     /// internal error and is denied.
     pub fn decide_rules(&self, action: &Action, facts: &CallFacts<'_>) -> RulesOutcome {
-        let mut matched = vec![false; self.rules.len()];
         if action.parts.is_empty() {
             return RulesOutcome {
                 effect: Effect::Deny,
@@ -341,6 +399,21 @@ impl Engine {
                 matched_rules: Vec::new(),
             };
         }
+        if let Some(outcome) = self.protected(action, facts, false) {
+            return outcome;
+        }
+        let outcome = self.decide_policy_rules(action, facts);
+        if outcome.effect != Effect::Deny
+            && let Some(protected) = self.protected(action, facts, true)
+        {
+            return protected;
+        }
+        outcome
+    }
+
+    /// [`Engine::decide_rules`] without the self-protection (an action with parts).
+    fn decide_policy_rules(&self, action: &Action, facts: &CallFacts<'_>) -> RulesOutcome {
+        let mut matched = vec![false; self.rules.len()];
         let mut best: Option<(Effect, Option<usize>, &Part)> = None;
         for part in &action.parts {
             let (effect, rule) = self.decide_part(facts, part, &mut matched);
@@ -616,6 +689,7 @@ mod tests {
         server: None,
         tool: "t",
         annotations: None,
+        builtin: false,
     };
 
     const POLICY: &str = "version: 1\ndefault: ask\nrules:\n  - {id: ws, effect: allow, operations: [fs.read], resources: ['${workspace}/**']}\n  - {id: env, effect: deny, operations: [fs.read], resources: ['**/.env']}\n  - {id: ask-src, effect: ask, operations: [fs.read], resources: ['${workspace}/src/**']}\n";
@@ -662,6 +736,103 @@ mod tests {
         assert_eq!(o.effect, Effect::Deny);
         let o = e.decide_rules(&action(vec![]), &FACTS);
         assert_eq!(o.effect, Effect::Deny);
+    }
+
+    #[test]
+    fn builtin_rules_match_only_the_clients_own_tools() {
+        let e = engine(
+            "version: 1\ndefault: ask\nrules:\n  - {id: book, effect: allow, operations: [unknown], builtin: true, tools: [Task]}\n  - {id: mcp, effect: deny, operations: [unknown], builtin: false, tools: [Nuke]}\n",
+        );
+        let unknown = || action(vec![Part::new(Operation::Unknown)]);
+        let facts = |tool, server, builtin| CallFacts {
+            server,
+            tool,
+            annotations: None,
+            builtin,
+        };
+        let o = e.decide_rules(&unknown(), &facts("Task", None, true));
+        assert_eq!((o.effect, o.rule.as_deref()), (Effect::Allow, Some("book")));
+        // The same name from an MCP server (through the hook, or wrapped): not built in.
+        let o = e.decide_rules(&unknown(), &facts("Task", Some("evil"), false));
+        assert_eq!((o.effect, o.rule), (Effect::Ask, None));
+        let o = e.decide_rules(&unknown(), &facts("Task", None, false));
+        assert_eq!((o.effect, o.rule), (Effect::Ask, None));
+        let o = e.decide_rules(&unknown(), &facts("Nuke", Some("s"), false));
+        assert_eq!(o.effect, Effect::Deny);
+        let o = e.decide_rules(&unknown(), &facts("Nuke", None, true));
+        assert_eq!(o.effect, Effect::Ask);
+        // Strict loading: a quoted boolean is not one.
+        assert!(
+            load(
+                "version: 1\nrules:\n  - {id: b, effect: allow, operations: [unknown], builtin: 'true', tools: [Task]}\n",
+                "p.yaml"
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn self_protection_denies_whatever_the_rules_allow() {
+        use crate::protect::{Protected, ProtectedKind, Protections};
+        let e = engine(
+            "version: 1\ndefault: allow\nrules:\n  - {id: ws, effect: allow, operations: [fs.read, fs.write, fs.delete], resources: ['${workspace}/**', '/run/**']}\n",
+        )
+        .with_protections(
+            Protections::compile(vec![
+                Protected::file(
+                    ProtectedKind::PolicyFile,
+                    &["/w/toolgate.yaml".to_owned(), "/real/p[1].yaml".to_owned()],
+                ),
+                Protected::tree(ProtectedKind::BrokerDirectory, &["/run/tg".to_owned()]).secret(),
+                Protected::anywhere(ProtectedKind::ClientHooks, &["**/.claude/settings.json"]),
+            ])
+            .unwrap(),
+        );
+        for (op, path) in [
+            (Operation::FsWrite, "/w/toolgate.yaml"),
+            (Operation::FsDelete, "/w/toolgate.yaml"),
+            (Operation::FsWrite, "/real/p[1].yaml"),
+            (Operation::FsRead, "/run/tg/token"),
+            (Operation::FsDelete, "/run/tg"),
+            (Operation::FsWrite, "/w/sub/.claude/settings.json"),
+            (Operation::FsWrite, "/elsewhere/.claude/settings.json"),
+        ] {
+            let o = e.decide_rules(&action(vec![fs(op, &["/w/a.rs", path])]), &FACTS);
+            assert_eq!(
+                (o.effect, o.rule.as_deref()),
+                (Effect::Deny, Some("toolgate-self-protection")),
+                "{op} {path}"
+            );
+            assert!(
+                o.reason.contains("toolgate's self-protection"),
+                "{}",
+                o.reason
+            );
+            assert!(o.reason.contains("help: "), "{}", o.reason);
+        }
+        assert!(
+            e.decide_rules(
+                &action(vec![fs(Operation::FsWrite, &["/w/toolgate.yaml"])]),
+                &FACTS
+            )
+            .reason
+            .contains("toolgate's own policy file")
+        );
+        // Reading the policy is fine; the escaped glob matches only itself.
+        for (op, path) in [
+            (Operation::FsRead, "/w/toolgate.yaml"),
+            (Operation::FsWrite, "/real/p1.yaml"),
+            (Operation::FsWrite, "/run/tgx"),
+            (Operation::FsWrite, "/w/toolgate.yaml.bak"),
+            (Operation::FsWrite, "/w/.claude/commands/review.md"),
+        ] {
+            let o = e.decide_rules(&action(vec![fs(op, &[path])]), &FACTS);
+            assert_eq!(o.effect, Effect::Allow, "{op} {path}: {}", o.reason);
+        }
+        // A write that hides what it touches could be any of them.
+        let o = e.decide_rules(&action(vec![Part::hidden(Operation::FsWrite)]), &FACTS);
+        assert_eq!(o.effect, Effect::Deny);
+        assert!(o.reason.contains("hides what it touches"), "{}", o.reason);
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod fsfacts;
 pub mod load;
 pub mod model;
 pub mod normalize;
+pub mod protect;
 pub mod rules;
 pub mod schema;
 pub mod session;

@@ -85,10 +85,19 @@ pub struct Rule {
         deserialize_with = "crate::strict::boolean_map_opt"
     )]
     pub annotations: Option<BTreeMap<String, bool>>,
+    /// `true`: only the client's own built-in tools, seen through a client hook (Claude
+    /// Code's `Task`, `TodoWrite`, `Bash`, …), never a tool of an MCP server, whatever its
+    /// name; `false`: only MCP servers' tools.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::boolean_opt"
+    )]
+    pub builtin: Option<bool>,
 }
 
 /// The constraint keys of a rule, in documentation order.
-pub const RULE_CONSTRAINTS: [&str; 8] = [
+pub const RULE_CONSTRAINTS: [&str; 9] = [
     "resources",
     "servers",
     "tools",
@@ -97,6 +106,7 @@ pub const RULE_CONSTRAINTS: [&str; 8] = [
     "hosts",
     "methods",
     "annotations",
+    "builtin",
 ];
 
 /// The annotation hints MCP defines (`ToolAnnotations`).

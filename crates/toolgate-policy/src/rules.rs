@@ -70,6 +70,9 @@ pub struct CallFacts<'a> {
     pub tool: &'a str,
     /// The `annotations` object of the pinned (unchanged) tool definition, if any.
     pub annotations: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    /// True for a client's own built-in tool seen through a client hook (`Task`, `Bash`, …);
+    /// false for every tool of an MCP server (through `wrap`, or `mcp__server__tool`).
+    pub builtin: bool,
 }
 
 /// A rule ready to match.
@@ -91,6 +94,7 @@ pub struct CompiledRule {
     hosts: Option<NameSet>,
     methods: Option<Vec<String>>,
     annotations: Option<BTreeMap<String, bool>>,
+    builtin: Option<bool>,
 }
 
 /// Names matched exactly when a pattern has no glob syntax, else through one glob set
@@ -606,8 +610,43 @@ pub fn compile_rule_with(
         hosts: hosts.map(NameSet::build),
         methods,
         annotations: rule.annotations.clone(),
+        builtin: rule.builtin,
     };
     (Some(compiled), issues)
+}
+
+/// A built-in deny rule of toolgate's self-protection ([`crate::protect`]): `operations` on
+/// any of `globs` (absolute and escaped, or `**/NAME…` for a name anywhere), with its own resource set, matched like a policy's
+/// deny rule (a part that hides what it touches meets it).
+pub fn protected_rule(
+    id: &str,
+    operations: &[Operation],
+    globs: &[String],
+) -> Result<CompiledRule, String> {
+    let mut compiled = Vec::with_capacity(globs.len());
+    for g in globs {
+        if !g.starts_with('/') && !g.starts_with("**/") {
+            return Err(format!("`{g}` is not an absolute path or a `**/` pattern"));
+        }
+        compiled.push(glob(g).map_err(|e| format!("invalid glob `{g}`: {e}"))?);
+    }
+    let set = build_set(compiled.clone()).ok_or("the globs do not compile")?;
+    Ok(CompiledRule {
+        id: id.to_owned(),
+        effect: Effect::Deny,
+        index: usize::MAX,
+        operations: operations.iter().fold(0, |bits, op| bits | op_bit(*op)),
+        resource_globs: Some(compiled),
+        resources: Some(set),
+        servers: None,
+        tools: None,
+        executables: None,
+        commands: None,
+        hosts: None,
+        methods: None,
+        annotations: None,
+        builtin: None,
+    })
 }
 
 /// MCP's defaults for absent annotation hints.
@@ -666,6 +705,9 @@ impl CompiledRule {
             return false;
         }
         if allow && part.opaque && !self.vouches_for_unknown(part) {
+            return false;
+        }
+        if self.builtin.is_some_and(|b| b != facts.builtin) {
             return false;
         }
         if let Some(set) = &self.servers {
@@ -788,7 +830,9 @@ pub fn covers_rule(earlier: &Rule, later: &Rule) -> bool {
         (Some(a), _) if a.iter().any(|p| p == "**" || p == "/**") => true,
         (a, b) => superset(a, b),
     };
+    let builtin = earlier.builtin.is_none() || earlier.builtin == later.builtin;
     ann && res
+        && builtin
         && superset(&earlier.servers, &later.servers)
         && superset(&earlier.tools, &later.tools)
         && superset(&earlier.executables, &later.executables)
@@ -832,6 +876,7 @@ mod tests {
         server: Some("filesystem"),
         tool: "read_file",
         annotations: None,
+        builtin: false,
     };
 
     #[test]

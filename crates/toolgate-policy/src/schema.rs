@@ -60,7 +60,8 @@ pub fn policy_schema() -> Value {
             "commands": {"type": "array", "minItems": 1, "items": {"type": "array", "minItems": 1, "items": {"type": "string"}}, "description": "Exact argv lists, e.g. [npm, test]. shell.exec and git.* only."},
             "hosts": string_list("Host globs such as `*.example.com` (no scheme, port or path). net.request only."),
             "methods": string_list("HTTP methods, e.g. GET, HEAD. net.request only."),
-            "annotations": annotations("Required hints of the pinned tool definition. Allow rules count only explicit values; ask/deny rules use MCP's defaults for absent hints.")
+            "annotations": annotations("Required hints of the pinned tool definition. Allow rules count only explicit values; ask/deny rules use MCP's defaults for absent hints."),
+            "builtin": {"type": "boolean", "description": "true: only the client's own built-in tools seen through a client hook (Claude Code's Task, TodoWrite, …), never an MCP server's tool of the same name; false: only MCP servers' tools."}
         }
     });
     let contract = json!({

@@ -101,6 +101,7 @@ const FACTS: CallFacts<'static> = CallFacts {
     server: None,
     tool: "t",
     annotations: None,
+    builtin: false,
 };
 
 fn effect_strategy() -> impl Strategy<Value = Effect> {

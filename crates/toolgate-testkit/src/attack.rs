@@ -718,6 +718,34 @@ struct Hooks<'a> {
 }
 
 impl Hooks<'_> {
+    /// Claude Code's transcript of the session, where Claude Code keeps them (in the
+    /// sandbox's home); a prompt vouches only once it is recorded there.
+    fn transcript(&self) -> PathBuf {
+        self.sb
+            .home
+            .join(".claude/projects/-work")
+            .join("attack-corpus.jsonl")
+    }
+
+    /// Records what the user typed as Claude Code does: a user message in the transcript.
+    fn record_prompt(&self, text: &str) -> Result<(), String> {
+        let path = self.transcript();
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {dir:?}: {e}"))?;
+        }
+        let line = json!({
+            "parentUuid": null, "isSidechain": false, "userType": "external",
+            "cwd": self.sb.work, "sessionId": "attack-corpus", "type": "user",
+            "message": {"role": "user", "content": text}
+        });
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| format!("cannot open {path:?}: {e}"))?;
+        writeln!(f, "{line}").map_err(|e| format!("cannot write {path:?}: {e}"))
+    }
+
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(self.toolgate);
         cmd.args(args);
@@ -731,7 +759,7 @@ impl Hooks<'_> {
     fn event(&self, event: &str, extra: Value, deadline: Instant) -> Result<HookRun, String> {
         let mut input = json!({
             "session_id": "attack-corpus",
-            "transcript_path": self.sb.base.join("transcript.jsonl"),
+            "transcript_path": self.transcript(),
             "cwd": self.sb.work,
             "permission_mode": "default",
             "hook_event_name": event,
@@ -1111,11 +1139,9 @@ fn hook_step(
     result: &mut SessionResult,
 ) -> Result<(), String> {
     if let Some(text) = &step.prompt {
-        let r = hooks.event(
-            "UserPromptSubmit",
-            json!({"prompt": hooks.sb.expand_str(text)}),
-            deadline,
-        )?;
+        let text = hooks.sb.expand_str(text);
+        hooks.record_prompt(&text)?;
+        let r = hooks.event("UserPromptSubmit", json!({"prompt": text}), deadline)?;
         if r.code != Some(0) || !r.stdout.trim().is_empty() {
             result
                 .failures

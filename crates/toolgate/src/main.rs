@@ -36,6 +36,7 @@ mod pins;
 mod proxy;
 mod remote;
 mod report;
+mod selfprotect;
 
 use std::process::ExitCode;
 

@@ -35,8 +35,10 @@ fn post(w: &World, tool: &str, input: Value, response: Value) -> Value {
     )
 }
 
+/// What the user typed: recorded in the client's transcript, then submitted.
 fn prompt(w: &World, text: &str) -> Value {
-    claude(&w.project(), "UserPromptSubmit", json!({"prompt": text}))
+    w.typed(text);
+    w.prompt_event(text)
 }
 
 fn decision(r: &support::Run) -> String {

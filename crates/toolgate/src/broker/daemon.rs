@@ -575,7 +575,7 @@ impl State {
         audit: &std::path::Path,
         event: HookEvent,
     ) -> (HookDecision, String) {
-        let engine = match self.policies.get(policy, workspace) {
+        let engine = match self.policies.get(policy, workspace, audit) {
             Ok(engine) => engine,
             Err(reason) => return (HookDecision::Deny, reason),
         };
@@ -630,6 +630,32 @@ impl State {
                 "internal error: the agent session has no hook state".to_owned(),
             );
         };
+        // Prompts that wait for their transcript: confirmed by any later event.
+        if hook.has_pending() && !matches!(event, HookEvent::Prompt { .. }) {
+            let fresh: Vec<String> = hook.confirm(now_ms()).iter().map(hex::encode).collect();
+            if !fresh.is_empty() {
+                self.share_digests(key, fresh);
+            }
+            return self.hook_event(key, &engine, audit, event);
+        }
+        self.hook_event(key, &engine, audit, event)
+    }
+
+    /// [`State::hook_decide`] once the session's hook state exists.
+    fn hook_event(
+        &mut self,
+        key: &str,
+        engine: &Arc<toolgate_policy::eval::Engine>,
+        audit: &std::path::Path,
+        event: HookEvent,
+    ) -> (HookDecision, String) {
+        let engine = engine.as_ref();
+        let Some(hook) = self.sessions.get_mut(key).and_then(|s| s.hook.as_mut()) else {
+            return (
+                HookDecision::Deny,
+                "internal error: the agent session has no hook state".to_owned(),
+            );
+        };
         match event {
             HookEvent::Before {
                 server,
@@ -639,7 +665,7 @@ impl State {
             } => {
                 let counted_before = hook.calls(&tool);
                 let now = now_ms();
-                let mut ruling = hook.decide(&engine, server.as_deref(), &tool, &arguments, now);
+                let mut ruling = hook.decide(engine, server.as_deref(), &tool, &arguments, now);
                 // A counted budget attempt is written before the verdict goes out.
                 let attempt = (hook.calls(&tool) > counted_before).then(|| Saved::Attempt {
                     pid: 0,
@@ -652,7 +678,7 @@ impl State {
                 });
                 let mut tokens = Vec::new();
                 if let Some(output) = output.filter(|_| ruling.decision != HookDecision::Deny) {
-                    tokens = hook.record(&engine, server.as_deref(), &tool, &output);
+                    tokens = hook.record(engine, server.as_deref(), &tool, &output);
                 }
                 // No record, no call: a decision that cannot be written is a deny.
                 ruling.event.session = Some(key.to_owned());
@@ -684,7 +710,7 @@ impl State {
                 tool,
                 output,
             } => {
-                let tokens = hook.record(&engine, server.as_deref(), &tool, &output);
+                let tokens = hook.record(engine, server.as_deref(), &tool, &output);
                 let n = tokens.len();
                 // The output was delivered already: nothing to withhold; a restart would miss it.
                 if let Err(why) = self.share_from_hook(key, tokens) {
@@ -695,15 +721,20 @@ impl State {
                     format!("the output of `{tool}` was indexed ({n} new destinations)"),
                 )
             }
-            HookEvent::Prompt { text } => {
-                let fresh: Vec<String> = hook.vouch(&text).iter().map(hex::encode).collect();
+            HookEvent::Prompt { text, transcript } => {
+                let (fresh, waiting) = hook.vouch(&text, transcript.as_deref(), now_ms());
                 drop(text);
+                let fresh: Vec<String> = fresh.iter().map(hex::encode).collect();
                 let n = fresh.len();
                 self.share_digests(key, fresh);
-                (
-                    HookDecision::Abstain,
-                    format!("{n} destinations the user typed are vouched for in this session"),
-                )
+                let reason = match waiting {
+                    Ok(false) => {
+                        format!("{n} destinations the user typed are vouched for in this session")
+                    }
+                    Ok(true) => "the prompt's destinations are vouched for once the prompt is in the client's transcript".to_owned(),
+                    Err(why) => format!("the prompt vouches for nothing: {why}"),
+                };
+                (HookDecision::Abstain, reason)
             }
             HookEvent::SessionStart {} => {
                 (HookDecision::Abstain, "joined the agent session".to_owned())

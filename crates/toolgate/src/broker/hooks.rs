@@ -46,14 +46,19 @@ struct Cached {
 /// The policies hooks asked for, compiled.
 #[derive(Default)]
 pub struct Policies {
-    cache: HashMap<(Option<PathBuf>, PathBuf), Cached>,
+    cache: HashMap<(Option<PathBuf>, PathBuf, PathBuf), Cached>,
 }
 
 impl Policies {
-    /// The engine of `policy` (none: the starter policy) for `workspace`: the cached one when
-    /// the file's content is unchanged, else compiled again. `Err` is a reason with the fix
-    /// (the hook denies with it).
-    pub fn get(&mut self, policy: Option<&Path>, workspace: &Path) -> Result<Arc<Engine>, String> {
+    /// The engine of `policy` (none: the starter policy) for `workspace`, protecting the
+    /// audit log `audit`: the cached one when the file's content is unchanged, else compiled
+    /// again. `Err` is a reason with the fix (the hook denies with it).
+    pub fn get(
+        &mut self,
+        policy: Option<&Path>,
+        workspace: &Path,
+        audit: &Path,
+    ) -> Result<Arc<Engine>, String> {
         if let Some(path) = policy {
             // Read under the broker's lock: only a regular file of a sane size (never a
             // FIFO or a device that would never end).
@@ -76,11 +81,16 @@ impl Policies {
         }
         let source = setup::read_policy(policy)?;
         let digest: [u8; 32] = Sha256::digest(source.as_bytes()).into();
-        let key = (policy.map(Path::to_path_buf), workspace.to_path_buf());
+        let key = (
+            policy.map(Path::to_path_buf),
+            workspace.to_path_buf(),
+            audit.to_path_buf(),
+        );
         if let Some(c) = self.cache.get(&key).filter(|c| c.digest == digest) {
             return c.engine.clone();
         }
-        let engine = setup::engine_from_source(&source, policy, workspace).map(Arc::new);
+        let engine =
+            setup::engine_from_source(&source, policy, workspace, Some(audit)).map(Arc::new);
         if self.cache.len() >= MAX_POLICIES && !self.cache.contains_key(&key) {
             self.cache.clear();
         }
@@ -149,9 +159,28 @@ pub struct HookRuling {
     pub event: Event,
 }
 
+/// Prompts kept waiting for their transcript at once (the oldest dropped past it), and how
+/// long one waits.
+const MAX_PENDING: usize = 16;
+const PENDING_MS: u64 = 10 * 60 * 1000;
+
+/// A prompt not yet found in its transcript: what it would vouch for.
+struct Pending {
+    /// SHA-256 of the prompt's text (never the text).
+    prompt: [u8; 32],
+    digests: Vec<[u8; 32]>,
+    transcript: PathBuf,
+    since_ms: u64,
+    /// The transcript's (size, mtime) when it was last read without the prompt in it.
+    read_at: Option<(u64, i128)>,
+    /// Where the next read of the transcript starts (what was read before is not read again).
+    offset: u64,
+}
+
 /// The policy session of one agent session's hooks.
 pub struct HookSession {
     session: Session,
+    pending: Vec<Pending>,
 }
 
 impl HookSession {
@@ -162,6 +191,7 @@ impl HookSession {
         limits.pinning = false;
         HookSession {
             session: Session::new(limits),
+            pending: Vec::new(),
         }
     }
 
@@ -215,7 +245,14 @@ impl HookSession {
         arguments: &Value,
         now_ms: u64,
     ) -> HookRuling {
-        let decision = decide_on_disk(engine, &mut self.session, server, tool, arguments, now_ms);
+        // A hook event without a server is the client's own built-in tool.
+        let decision = decide_on_disk(
+            engine,
+            &mut self.session,
+            (server, tool, arguments),
+            now_ms,
+            server.is_none(),
+        );
         let what: Vec<String> = decision
             .action
             .parts
@@ -256,25 +293,6 @@ impl HookSession {
             .parts
             .iter()
             .any(|p| p.operation == Operation::ShellExec);
-        // The agent must not run toolgate itself: a forged `UserPromptSubmit` would vouch for
-        // any destination, and `toolgate approvals` answers questions.
-        if let Some(part) = decision.action.parts.iter().find(|p| {
-            p.operation == Operation::ShellExec && p.executable.as_deref().is_some_and(is_toolgate)
-        }) {
-            let reason = format!(
-                "{what}: the agent may not run toolgate itself (`{}`): it could forge hook events or answer approvals. help: run toolgate commands yourself, in a terminal",
-                part.executable.as_deref().unwrap_or("toolgate")
-            );
-            event.effect = Some(Effect::Deny.as_str().to_owned());
-            event.contract = Some("hook".to_owned());
-            event.rule = None;
-            event.reason = Some(reason.clone());
-            return HookRuling {
-                decision: HookDecision::Deny,
-                reason,
-                event,
-            };
-        }
         if decision.effect != Effect::Deny
             && shell
             && let Some((token, source)) = self.tainted_in_command(arguments)
@@ -369,24 +387,85 @@ impl HookSession {
         tokens
     }
 
-    /// Vouches for the destinations in a prompt; returns the digests that are new here.
-    pub fn vouch(&mut self, text: &str) -> Vec<[u8; 32]> {
-        prompt_digests(text)
-            .into_iter()
-            .filter(|d| self.session.vouch_user_digest(*d))
-            .collect()
+    /// Takes in a prompt: its destinations are vouched for once the prompt is found as a
+    /// user message in the client's transcript (now, or when a later event of the session
+    /// arrives: [`HookSession::confirm`]); without a transcript, never. Returns the digests
+    /// vouched for now, and whether the prompt waits for its transcript.
+    pub fn vouch(
+        &mut self,
+        text: &str,
+        transcript: Option<&str>,
+        now_ms: u64,
+    ) -> (Vec<[u8; 32]>, Result<bool, String>) {
+        let Some(transcript) = transcript else {
+            return (
+                Vec::new(),
+                Err("the client gives no transcript to check the prompt against".to_owned()),
+            );
+        };
+        let transcript = match super::transcript::check_path(
+            Path::new(transcript),
+            &super::transcript::transcript_roots(),
+        ) {
+            Ok(t) => t,
+            Err(why) => return (Vec::new(), Err(why)),
+        };
+        let digests: Vec<[u8; 32]> = prompt_digests(text).into_iter().collect();
+        if digests.is_empty() {
+            return (Vec::new(), Ok(false));
+        }
+        if self.pending.len() >= MAX_PENDING {
+            self.pending.remove(0);
+        }
+        self.pending.push(Pending {
+            prompt: super::transcript::prompt_digest(text),
+            digests,
+            transcript,
+            since_ms: now_ms,
+            read_at: None,
+            offset: 0,
+        });
+        let fresh = self.confirm(now_ms);
+        let waiting = !self.pending.is_empty();
+        (fresh, Ok(waiting))
     }
-}
 
-/// Whether an executable (a basename) is toolgate: `toolgate`, or this broker's own
-/// executable name.
-fn is_toolgate(executable: &str) -> bool {
-    let base = executable.rsplit('/').next().unwrap_or(executable);
-    base == "toolgate"
-        || std::env::current_exe()
-            .ok()
-            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .is_some_and(|own| own == base)
+    /// Vouches for the destinations of pending prompts now found in their transcripts (a
+    /// transcript is read again only once it changed); returns the digests new here.
+    pub fn confirm(&mut self, now_ms: u64) -> Vec<[u8; 32]> {
+        self.pending
+            .retain(|p| now_ms.saturating_sub(p.since_ms) <= PENDING_MS);
+        let mut fresh = Vec::new();
+        let mut confirmed = Vec::new();
+        for (i, p) in self.pending.iter_mut().enumerate() {
+            let now = super::transcript::stamp(&p.transcript);
+            if now.is_some() && now == p.read_at {
+                continue;
+            }
+            match super::transcript::user_message_digests(&p.transcript, p.offset) {
+                Ok((found, _)) if found.contains(&p.prompt) => confirmed.push(i),
+                Ok((_, next)) => {
+                    p.offset = next;
+                    p.read_at = now;
+                }
+                Err(_) => p.read_at = now,
+            }
+        }
+        for i in confirmed.into_iter().rev() {
+            let p = self.pending.remove(i);
+            fresh.extend(
+                p.digests
+                    .into_iter()
+                    .filter(|d| self.session.vouch_user_digest(*d)),
+            );
+        }
+        fresh
+    }
+
+    /// Whether prompts wait for their transcript.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
 }
 
 fn cut(s: &str, max: usize) -> &str {
@@ -482,10 +561,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut policies = Policies::default();
         let err = policies
-            .get(Some(Path::new("/dev/zero")), dir.path())
+            .get(Some(Path::new("/dev/zero")), dir.path(), dir.path())
             .unwrap_err();
         assert!(err.contains("not a regular file"), "{err}");
-        let err = policies.get(Some(dir.path()), dir.path()).unwrap_err();
+        let err = policies
+            .get(Some(dir.path()), dir.path(), dir.path())
+            .unwrap_err();
         assert!(err.contains("not a regular file"), "{err}");
     }
 }

@@ -10,6 +10,7 @@ pub mod daemon;
 pub mod hooks;
 pub mod paths;
 pub mod proto;
+pub mod transcript;
 
 pub use client::{BrokerChannel, connect};
 pub use paths::Layout;

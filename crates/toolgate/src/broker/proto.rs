@@ -174,9 +174,15 @@ pub enum HookEvent {
         tool: String,
         output: serde_json::Value,
     },
-    /// The user submitted a prompt: the destinations in it are vouched for in the session.
-    /// The broker keeps only digests of its tokens, never the text.
-    Prompt { text: String },
+    /// The user submitted a prompt: the destinations in it are vouched for in the session,
+    /// once the prompt is found as a user message in the client's own transcript
+    /// (`transcript`, Claude Code's `transcript_path`; none: vouches for nothing). The broker
+    /// keeps only digests (of the prompt and of its tokens), never the text.
+    Prompt {
+        text: String,
+        #[serde(default)]
+        transcript: Option<String>,
+    },
     /// The agent session started or resumed.
     SessionStart {},
 }
@@ -194,6 +200,12 @@ impl HookEvent {
                     ))
                 }
             }
+            HookEvent::Prompt {
+                transcript: Some(t),
+                ..
+            } if t.len() > MAX_PATH || !t.starts_with('/') => Err(format!(
+                "a hook event's transcript must be an absolute path of at most {MAX_PATH} bytes"
+            )),
             HookEvent::Prompt { .. } | HookEvent::SessionStart {} => Ok(()),
         }
     }

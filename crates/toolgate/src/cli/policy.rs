@@ -290,6 +290,10 @@ fn explain_cmd(
     let Some(engine) = engine_for(loaded.policy, vars.clone()) else {
         return Ok(ExitCode::from(1));
     };
+    // toolgate's self-protection, as `wrap` and hooks apply it (the default audit log).
+    let protections = crate::selfprotect::protections(Some(path), Path::new(&vars.workspace), None)
+        .map_err(|e| anyhow::anyhow!("toolgate's self-protection cannot be set up: {e}"))?;
+    let engine = engine.with_protections(protections);
     // No tool definitions are known here: pinning is off (explain assumes the tool is listed).
     let mut session = session_for(&engine, false);
     let fs = SoftFs;
@@ -304,7 +308,8 @@ fn explain_cmd(
         arguments: &arguments,
         definition: None,
     };
-    let decision = engine.decide(&call, &mut session, &ctx, 0);
+    let mut decision = engine.decide(&call, &mut session, &ctx, 0);
+    crate::selfprotect::guard(&mut decision, &vars.workspace);
     if json {
         outln!("{}", explain::to_json(&decision));
     } else {

@@ -117,15 +117,16 @@ pub trait Backend: Send {
 pub use crate::fsfacts::SoftFs as RealFs;
 
 /// Decides a call (no tool definition of its own) on the real filesystem, with the
-/// engine's workspace and home: what a hook and `serve`'s `check_verdict` ask.
+/// engine's workspace and home: what a hook and `serve`'s `check_verdict` ask. `builtin`:
+/// the call is a client's own built-in tool (a hook event without a server).
 pub fn decide_on_disk(
     engine: &Engine,
     session: &mut Session,
-    server: Option<&str>,
-    tool: &str,
-    arguments: &Value,
+    call: (Option<&str>, &str, &Value),
     now_ms: u64,
+    builtin: bool,
 ) -> Decision {
+    let (server, tool, arguments) = call;
     let vars = engine.vars();
     let ctx = NormalizeContext {
         workspace: &vars.workspace,
@@ -138,7 +139,9 @@ pub fn decide_on_disk(
         arguments,
         definition: None,
     };
-    engine.decide(&call, session, &ctx, now_ms)
+    let mut decision = engine.decide_as(&call, session, &ctx, now_ms, builtin);
+    crate::selfprotect::guard(&mut decision, &vars.workspace);
+    decision
 }
 
 /// The real backend: the compiled policy and one session's state.
@@ -307,9 +310,10 @@ impl Backend for EngineBackend {
         if let Some((total, in_window)) = self.shared.as_ref().and_then(|s| s.counted(call.tool)) {
             self.session.count_externally(call.tool, total, in_window);
         }
-        let decision = self
+        let mut decision = self
             .engine
             .decide(&tool_call, &mut self.session, &ctx, now_ms);
+        crate::selfprotect::guard(&mut decision, &self.vars.workspace);
         self.share_attempt(&decision, call.tool, now_ms);
         self.ruling(decision, call.tool, call.arguments)
     }
@@ -326,6 +330,7 @@ impl Backend for EngineBackend {
             server,
             tool: TOOL,
             annotations: None,
+            builtin: false,
         };
         let rules = self.engine.decide_rules(&action, &facts);
         let decision = combine(action, &rules, Vec::new());

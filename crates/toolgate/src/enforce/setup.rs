@@ -87,11 +87,11 @@ fn canonical_dir(path: &Path) -> Option<String> {
         .and_then(|p| p.to_str().map(str::to_owned))
 }
 
-/// Loads the policy and compiles it for this workspace and home; `Err` is a reason that
-/// ends up in every denial.
-fn engine(policy: Option<&Path>, workspace: &Path) -> Result<Engine, String> {
+/// Loads the policy and compiles it for this workspace and home, with toolgate's
+/// self-protection (the audit log `audit`); `Err` is a reason that ends up in every denial.
+fn engine(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) -> Result<Engine, String> {
     let source = read_policy(policy)?;
-    engine_from_source(&source, policy, workspace)
+    engine_from_source(&source, policy, workspace, audit)
 }
 
 /// The text of the policy at `policy` (none: the built-in starter policy); `Err` is a reason
@@ -110,10 +110,13 @@ pub fn read_policy(policy: Option<&Path>) -> Result<String, String> {
 
 /// Compiles the policy text `source` (read from `policy`, none: the starter policy) for
 /// `workspace` and `$HOME`: what `wrap` runs, and what the broker keeps compiled for hooks.
+/// toolgate's self-protection is built in (`crate::selfprotect`): the policy file, the audit
+/// log `audit` (none: only the workspace's `.toolgate/`), and toolgate's other files.
 pub fn engine_from_source(
     source: &str,
     policy: Option<&Path>,
     workspace: &Path,
+    audit: Option<&Path>,
 ) -> Result<Engine, String> {
     let name = match policy {
         Some(path) => path.display().to_string(),
@@ -133,12 +136,16 @@ pub fn engine_from_source(
         .ok_or_else(|| {
             "the home directory (`$HOME`) cannot be resolved, so `~` and `${home}` rules cannot apply. help: set HOME".to_owned()
         })?;
-    Engine::new(loaded.policy, Vars { workspace, home }).map_err(|d| {
+    let engine = Engine::new(loaded.policy, Vars { workspace, home }).map_err(|d| {
         format!(
             "the policy `{name}` does not compile: {}. help: run `toolgate policy check --policy {name}`",
             d.render_plain().lines().next().unwrap_or("invalid policy")
         )
-    })
+    })?;
+    let vars_workspace = PathBuf::from(&engine.vars().workspace);
+    let protections = crate::selfprotect::protections(policy, &vars_workspace, audit)
+        .map_err(|e| format!("toolgate's self-protection cannot be set up: {e}"))?;
+    Ok(engine.with_protections(protections))
 }
 
 /// Builds the interceptor for `toolgate wrap`.
@@ -181,23 +188,24 @@ pub fn interceptor(
                 .unwrap_or_else(crate::broker::client::default_session),
         ),
     ));
-    let backend: Box<dyn Backend> = match engine(args.policy.as_deref(), workspace) {
-        Ok(engine) => {
-            let taint: TaintLimits = engine.policy().taint.clone().unwrap_or_default();
-            Box::new(
-                EngineBackend::new(engine, taint, persisted)
-                    .with_shared(Arc::new(super::share::BrokerShare(broker.clone()))),
-            )
-        }
-        Err(reason) => {
-            tracing::error!("{reason}; every tool call will be denied");
-            Box::new(BrokenPolicy { reason })
-        }
-    };
     let audit_path = args
         .audit
         .clone()
         .unwrap_or_else(|| workspace.join(".toolgate").join("audit.jsonl"));
+    let backend: Box<dyn Backend> =
+        match engine(args.policy.as_deref(), workspace, Some(&audit_path)) {
+            Ok(engine) => {
+                let taint: TaintLimits = engine.policy().taint.clone().unwrap_or_default();
+                Box::new(
+                    EngineBackend::new(engine, taint, persisted)
+                        .with_shared(Arc::new(super::share::BrokerShare(broker.clone()))),
+                )
+            }
+            Err(reason) => {
+                tracing::error!("{reason}; every tool call will be denied");
+                Box::new(BrokenPolicy { reason })
+            }
+        };
     let (audit, audit_error) = match AuditWriter::open(&audit_path) {
         Ok(w) => {
             for warning in w.warnings() {
@@ -259,7 +267,7 @@ mod tests {
     fn unloadable_policy_is_a_reason_not_an_allow() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("nope.yaml");
-        let err = engine(Some(&missing), dir.path()).unwrap_err();
+        let err = engine(Some(&missing), dir.path(), None).unwrap_err();
         assert!(err.contains("cannot be read"), "{err}");
         let bad = dir.path().join("bad.yaml");
         std::fs::write(
@@ -267,7 +275,7 @@ mod tests {
             "version: 1\nrules:\n  - id: x\n    effect: allow\n    operationz: [fs.read]\n",
         )
         .unwrap();
-        let err = engine(Some(&bad), dir.path()).unwrap_err();
+        let err = engine(Some(&bad), dir.path(), None).unwrap_err();
         assert!(err.contains("does not load"), "{err}");
         assert!(err.contains("toolgate policy check"), "{err}");
     }

@@ -88,7 +88,12 @@ fn build_loaded(
         let policy = server.policy.as_ref().map(|p| dir.join(p));
         let engine = crate::enforce::setup::read_policy(policy.as_deref())
             .and_then(|source| {
-                crate::enforce::setup::engine_from_source(&source, policy.as_deref(), &workspace)
+                crate::enforce::setup::engine_from_source(
+                    &source,
+                    policy.as_deref(),
+                    &workspace,
+                    None,
+                )
             })
             .map(Arc::new)
             .map_err(|e| anyhow::anyhow!("server `{name}`: {e}"))?;

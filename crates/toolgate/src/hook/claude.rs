@@ -110,6 +110,9 @@ pub fn parse(v: &Value) -> Result<Parsed, String> {
                 str_field(v, "prompt").ok_or(format!("the `{name}` hook input has no `prompt`"))?;
             Some(HookEvent::Prompt {
                 text: text.to_owned(),
+                transcript: str_field(v, "transcript_path")
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_owned),
             })
         }
         "SessionStart" => Some(HookEvent::SessionStart {}),

@@ -149,8 +149,11 @@ pub fn parse(v: &Value) -> Result<Parsed, String> {
             output: str_field(v, "content").map(|c| json!({ "content": c })),
         }),
         "sessionStart" => Some(HookEvent::SessionStart {}),
+        // Cursor gives no transcript toolgate can check the prompt against: the prompt
+        // vouches for nothing (a forged one must not either).
         "beforeSubmitPrompt" => Some(HookEvent::Prompt {
             text: field("prompt")?.to_owned(),
+            transcript: None,
         }),
         other if IGNORED.contains(&other) => None,
         other => {

@@ -396,7 +396,13 @@ pub fn decide(
         let result = json!({"content": [{"type": "text", "text": text}]});
         session.record_output(server, CONTEXT_TOOL, &result, OutputTrust::Untrusted);
     }
-    let decision = decide_on_disk(engine, &mut session, server, tool, arguments, now_ms());
+    let decision = decide_on_disk(
+        engine,
+        &mut session,
+        (server, tool, arguments),
+        now_ms(),
+        false,
+    );
     explain::to_json(&decision)
 }
 

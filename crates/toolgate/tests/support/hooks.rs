@@ -171,6 +171,39 @@ impl World {
         run
     }
 
+    /// Claude Code's transcript of this world's agent session (in its home, where Claude
+    /// Code keeps them).
+    pub fn transcript(&self) -> PathBuf {
+        let dir = self.base().join("home/.claude/projects/-project");
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("s-1.jsonl")
+    }
+
+    /// Appends a prompt to the transcript as Claude Code records what the user typed.
+    pub fn typed(&self, text: &str) {
+        let line = json!({
+            "parentUuid": null, "isSidechain": false, "userType": "external",
+            "cwd": self.project(), "sessionId": "s-1", "version": "2.1.12", "gitBranch": "",
+            "type": "user", "message": {"role": "user", "content": text},
+            "uuid": "u-1", "timestamp": "2026-01-20T11:57:17.716Z"
+        });
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.transcript())
+            .unwrap();
+        writeln!(f, "{line}").unwrap();
+    }
+
+    /// A `UserPromptSubmit` of `text` naming this world's transcript.
+    pub fn prompt_event(&self, text: &str) -> Value {
+        claude(
+            &self.project(),
+            "UserPromptSubmit",
+            json!({"prompt": text, "transcript_path": self.transcript()}),
+        )
+    }
+
     /// The pid of the broker running on this world's directory, if any.
     pub fn broker_pid(&self) -> Option<u32> {
         let out = self.cmd(&["status"]).output().ok()?;
