@@ -18,7 +18,8 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::model::Policy;
 use crate::normalize::{NormalizeContext, ToolCall, normalize_mapped};
 use crate::rules::{
-    CallFacts, CompiledRule, Vars, compile_rule_with, component_literal, dir_components,
+    CallFacts, CompiledRule, Vars, beneath_trees, compile_rule_with, component_literal,
+    dir_components, expand_vars,
 };
 use crate::session::Session;
 
@@ -365,6 +366,16 @@ impl Engine {
         };
         let what = describe_part(part);
         match rule.and_then(|i| self.rules.get(i)) {
+            Some(r) if r.effect == Effect::Deny && part.beneath.is_some() && !part.hidden => {
+                RulesOutcome {
+                    effect,
+                    rule: Some(r.id.clone()),
+                    reason: self
+                        .beneath_reason(r, part)
+                        .unwrap_or_else(|| format!("{what} matches {} rule `{}`", r.effect, r.id)),
+                    matched_rules,
+                }
+            }
             Some(r) => RulesOutcome {
                 effect,
                 rule: Some(r.id.clone()),
@@ -387,6 +398,62 @@ impl Engine {
                 matched_rules,
             },
         }
+    }
+
+    /// Why a deny rule matched a recursive part through what lies beneath one of its
+    /// directories: "a recursive `fs.read` of `/w` can reach files matching `**/*.key`,
+    /// which deny rule `protect-keys` protects". `None` when a pattern matches a directory
+    /// itself (the ordinary reason says it) or none can be named.
+    fn beneath_reason(&self, rule: &CompiledRule, part: &Part) -> Option<String> {
+        let filters = &part.beneath.as_ref()?.filters;
+        let raw = self.policy.rules.get(rule.index)?.resources.as_ref()?;
+        let mut found: Option<(&str, &str)> = None;
+        for dir in &part.resources {
+            let tree = crate::beneath::PathSet::beneath(dir, filters);
+            for pattern in raw {
+                let Ok(expanded) = expand_vars(pattern, &self.vars) else {
+                    continue;
+                };
+                let mut globs = vec![expanded.clone()];
+                if let Some(d) = expanded.strip_suffix("/**").filter(|d| !d.is_empty()) {
+                    globs.push(d.to_owned());
+                }
+                let direct = globs.iter().any(|g| {
+                    globset::GlobBuilder::new(g)
+                        .literal_separator(true)
+                        .backslash_escape(true)
+                        .build()
+                        .is_ok_and(|g| g.compile_matcher().is_match(dir))
+                });
+                if direct {
+                    return None;
+                }
+                let meets = match (crate::beneath::PathSet::from_glob(&expanded), &tree) {
+                    (Some(g), Some(t)) => g.meets(t),
+                    _ => true,
+                };
+                if meets && found.is_none() {
+                    found = Some((dir, pattern));
+                }
+            }
+        }
+        let (dir, pattern) = found?;
+        let narrowed = if filters.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (file names {})",
+                filters
+                    .iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        Some(format!(
+            "a recursive `{}` of `{dir}`{narrowed} can reach files matching `{pattern}`, which deny rule `{}` protects",
+            part.operation, rule.id
+        ))
     }
 
     /// One part: every matching deny wins, else the first match, else the default.
@@ -435,6 +502,8 @@ impl Engine {
             }
         }
         let total = part.resources.len();
+        // What lies beneath a recursive part's directories, built once for all rules.
+        let trees = part.beneath.as_ref().map(|_| beneath_trees(part));
         let every: Vec<usize>;
         let candidates: &[usize] = match Operation::ALL
             .iter()
@@ -458,7 +527,7 @@ impl Engine {
             } else {
                 total > 0 && h == total
             };
-            if rule.matches_with(facts, part, Some(resources_ok)) {
+            if rule.matches_in(facts, part, Some(resources_ok), trees.as_deref()) {
                 if let Some(m) = matched.get_mut(i) {
                     *m = true;
                 }
@@ -563,10 +632,22 @@ pub fn describe_part(part: &Part) -> String {
             .map(|r| format!("`{r}`"))
             .collect();
         let more = part.resources.len().saturating_sub(3);
-        if more > 0 {
+        let listed = if more > 0 {
             format!(" of {} and {more} more", shown.join(", "))
         } else {
             format!(" of {}", shown.join(", "))
+        };
+        match &part.beneath {
+            None => listed,
+            Some(b) if b.filters.is_empty() => format!("{listed} and everything beneath"),
+            Some(b) => format!(
+                "{listed} and what lies beneath (file names {})",
+                b.filters
+                    .iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
     } else {
         String::new()

@@ -22,6 +22,14 @@ pub trait FsFacts {
     fn server_process(&self) -> ServerProcess {
         ServerProcess::default()
     }
+
+    /// True only when the canonical path is known to be a regular file now. A recursive
+    /// search of a file is a plain read of it; anything else (a directory, a path that does
+    /// not exist, nothing known: the default) is searched beneath.
+    fn is_regular_file(&self, canonical: &str) -> bool {
+        let _ = canonical;
+        false
+    }
 }
 
 /// What is known of the server process (see [`FsFacts::server_process`]).
@@ -56,6 +64,8 @@ pub struct MapFs {
     /// Set for a case-insensitive filesystem: the paths that exist, in their on-disk
     /// spelling. A component that names one of them in other letter case is read as it.
     case_insensitive: Option<Vec<String>>,
+    /// Paths that are regular files ([`FsFacts::is_regular_file`]).
+    files: Vec<String>,
 }
 
 impl MapFs {
@@ -73,6 +83,12 @@ impl MapFs {
     }
 
     /// Marks `path` and everything below it as impossible to canonicalise.
+    /// Marks a (canonical) path as a regular file.
+    pub fn file(mut self, path: &str) -> Self {
+        self.files.push(path.to_owned());
+        self
+    }
+
     pub fn unresolvable(mut self, path: &str) -> Self {
         let key = lexical_normalize(path).unwrap_or_else(|| path.to_owned());
         self.unresolvable.push(key);
@@ -189,6 +205,10 @@ impl FsFacts for MapFs {
 
     fn server_process(&self) -> ServerProcess {
         self.server.clone()
+    }
+
+    fn is_regular_file(&self, canonical: &str) -> bool {
+        self.files.iter().any(|f| f == canonical)
     }
 }
 

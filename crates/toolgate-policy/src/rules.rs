@@ -3,12 +3,20 @@
 //! Globs always use `literal_separator(true)`: `*` never crosses a `/`, only `**` does.
 //! `${workspace}` and `${home}` (and a leading `~/`) expand in resource patterns, and a
 //! pattern ending in `/**` also covers the directory itself.
+//!
+//! A part that reaches beneath its directories ([`Part::beneath`]: a recursive search,
+//! listing, copy or delete) is compared with what lies beneath them too
+//! ([`crate::beneath`]): a deny rule matches when one of its globs matches a directory or
+//! *meets* what lies beneath it; an allow or ask rule only when its globs match every
+//! directory and *cover* everything beneath it.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use crate::action::{Operation, Part};
+use crate::beneath::PathSet;
 use crate::decision::Effect;
 use crate::diag::Severity;
 use crate::model::{KNOWN_ANNOTATIONS, Rule};
@@ -84,6 +92,9 @@ pub struct CompiledRule {
     resource_globs: Option<Vec<globset::Glob>>,
     /// A per-rule set, built only for standalone matching ([`compile_rule`]).
     resources: Option<GlobSet>,
+    /// The union of the resource globs as a lazy DFA, built on first use by a part that
+    /// reaches beneath its directories.
+    resource_paths: OnceLock<Option<PathSet>>,
     servers: Option<NameSet>,
     tools: Option<NameSet>,
     executables: Option<Vec<String>>,
@@ -599,6 +610,7 @@ pub fn compile_rule_with(
             None
         },
         resource_globs: resources,
+        resource_paths: OnceLock::new(),
         servers: servers.map(NameSet::build),
         tools: tools.map(NameSet::build),
         executables,
@@ -653,13 +665,61 @@ impl CompiledRule {
         self.matches_with(facts, part, None)
     }
 
+    /// The rule's resource globs as one set of paths (a lazy DFA), when it has resources.
+    /// `None` also when the DFA cannot be built; callers then answer safely.
+    pub fn resource_paths(&self) -> Option<&PathSet> {
+        self.resource_paths
+            .get_or_init(|| {
+                self.resource_globs
+                    .as_ref()
+                    .and_then(|g| PathSet::from_globs(g))
+            })
+            .as_ref()
+    }
+
+    /// For a part that reaches beneath its directories, given `trees` (what lies beneath
+    /// each of its resources, in order: [`beneath_trees`]): for a deny rule, whether its
+    /// globs meet what lies beneath any directory; for an allow or ask rule, whether they
+    /// cover everything beneath every directory. Sound either way: a set that could not be
+    /// built meets, and never covers.
+    pub fn beneath_verdict(&self, trees: &[Option<PathSet>]) -> bool {
+        let set = self.resource_paths();
+        if self.effect == Effect::Deny {
+            trees.iter().any(|t| match (set, t) {
+                (Some(s), Some(t)) => s.meets(t),
+                _ => true,
+            })
+        } else {
+            !trees.is_empty()
+                && trees.iter().all(|t| match (set, t) {
+                    (Some(s), Some(t)) => s.covers(t),
+                    _ => false,
+                })
+        }
+    }
+
     /// Like [`CompiledRule::matches`], with the resource verdict computed by the caller
     /// (`Some(ok)`: for deny rules "any resource matches", else "every resource matches").
+    /// For a part that reaches beneath its directories, what lies beneath them is compared
+    /// too ([`CompiledRule::beneath_verdict`]).
     pub fn matches_with(
         &self,
         facts: &CallFacts<'_>,
         part: &Part,
         resources_ok: Option<bool>,
+    ) -> bool {
+        let trees = part.beneath.as_ref().map(|_| beneath_trees(part));
+        self.matches_in(facts, part, resources_ok, trees.as_deref())
+    }
+
+    /// Like [`CompiledRule::matches_with`], with what lies beneath a recursive part's
+    /// directories built once by the caller ([`beneath_trees`]; `None` builds them here).
+    pub fn matches_in(
+        &self,
+        facts: &CallFacts<'_>,
+        part: &Part,
+        resources_ok: Option<bool>,
+        trees: Option<&[Option<PathSet>]>,
     ) -> bool {
         let allow = self.effect == Effect::Allow;
         if !self.covers(part.operation) {
@@ -698,6 +758,22 @@ impl CompiledRule {
                 }
                 // No way to tell: fail closed (deny rules match, others do not).
                 (None, None) => self.effect == Effect::Deny,
+            };
+            // What lies beneath a recursive part's directories: a deny rule also matches
+            // when it meets it, an allow or ask rule only when it covers it as well.
+            let ok = match &part.beneath {
+                Some(_) if !hidden_deny && (ok != (self.effect == Effect::Deny)) => {
+                    let built;
+                    let trees = match trees {
+                        Some(t) => t,
+                        None => {
+                            built = beneath_trees(part);
+                            &built
+                        }
+                    };
+                    self.beneath_verdict(trees)
+                }
+                _ => ok,
             };
             if !ok {
                 return false;
@@ -754,6 +830,19 @@ impl CompiledRule {
             }
         }
         true
+    }
+}
+
+/// What lies beneath each resource (directory) of a part that reaches beneath them, in
+/// order; empty for any other part. `None` for a directory whose set could not be built.
+pub fn beneath_trees(part: &Part) -> Vec<Option<PathSet>> {
+    match &part.beneath {
+        Some(b) => part
+            .resources
+            .iter()
+            .map(|dir| PathSet::beneath(dir, &b.filters))
+            .collect(),
+        None => Vec::new(),
     }
 }
 
