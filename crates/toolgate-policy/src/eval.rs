@@ -18,8 +18,8 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::model::Policy;
 use crate::normalize::{NormalizeContext, ToolCall, normalize_mapped};
 use crate::rules::{
-    CallFacts, CompiledRule, Vars, beneath_trees, compile_rule_with, component_literal,
-    dir_components, expand_vars,
+    BeneathTree, CallFacts, CompiledRule, Vars, beneath_trees, beneath_trees_listed,
+    compile_rule_with, component_literal, dir_components, expand_vars,
 };
 use crate::session::Session;
 
@@ -246,7 +246,7 @@ impl Engine {
             tool: call.tool,
             annotations,
         };
-        let rules = self.decide_rules(&action, &facts);
+        let rules = self.decide_rules_in(&action, &facts, Some(ctx.fs));
         let mut decision = combine(action, &rules, results);
         if decision.effect == Effect::Ask {
             let fp = session.fingerprint_of(call.tool).map(str::to_owned);
@@ -301,7 +301,7 @@ impl Engine {
         let mut matched = vec![false; self.rules.len()];
         let mut trusted_by = None;
         for part in parts {
-            let (effect, rule) = self.decide_part(&facts, part, &mut matched);
+            let (effect, rule) = self.decide_part(&facts, part, &mut matched, None);
             let rule = rule.and_then(|i| self.rules.get(i))?;
             let names_hosts = self
                 .policy
@@ -328,8 +328,20 @@ impl Engine {
     }
 
     /// The rules' verdict on an action (no contracts). An action without parts is an
-    /// internal error and is denied.
+    /// internal error and is denied. Recursive parts are judged by pattern alone.
     pub fn decide_rules(&self, action: &Action, facts: &CallFacts<'_>) -> RulesOutcome {
+        self.decide_rules_in(action, facts, None)
+    }
+
+    /// Like [`Engine::decide_rules`]; with `fs`, what exists beneath the directories of a
+    /// recursive part is listed, so that a deny rule meets it only through a file that is
+    /// there (by pattern alone when the listing is incomplete).
+    pub fn decide_rules_in(
+        &self,
+        action: &Action,
+        facts: &CallFacts<'_>,
+        fs: Option<&dyn crate::fsfacts::FsFacts>,
+    ) -> RulesOutcome {
         let mut matched = vec![false; self.rules.len()];
         if action.parts.is_empty() {
             return RulesOutcome {
@@ -342,11 +354,21 @@ impl Engine {
                 matched_rules: Vec::new(),
             };
         }
-        let mut best: Option<(Effect, Option<usize>, &Part)> = None;
+        let mut best: Option<(Effect, Option<usize>, &Part, Vec<BeneathTree>)> = None;
         for part in &action.parts {
-            let (effect, rule) = self.decide_part(facts, part, &mut matched);
-            if best.as_ref().is_none_or(|(e, _, _)| effect > *e) {
-                best = Some((effect, rule, part));
+            let trees = match (part.beneath.is_some(), fs) {
+                (false, _) => Vec::new(),
+                (true, Some(fs)) => beneath_trees_listed(part, fs),
+                (true, None) => beneath_trees(part),
+            };
+            let (effect, rule) = self.decide_part(
+                facts,
+                part,
+                &mut matched,
+                part.beneath.is_some().then_some(trees.as_slice()),
+            );
+            if best.as_ref().is_none_or(|(e, _, _, _)| effect > *e) {
+                best = Some((effect, rule, part, trees));
             }
         }
         let matched_rules = self
@@ -356,7 +378,7 @@ impl Engine {
             .filter(|(_, m)| **m)
             .map(|(r, _)| r.id.clone())
             .collect();
-        let Some((effect, rule, part)) = best else {
+        let Some((effect, rule, part, trees)) = best else {
             return RulesOutcome {
                 effect: Effect::Deny,
                 rule: None,
@@ -371,7 +393,7 @@ impl Engine {
                     effect,
                     rule: Some(r.id.clone()),
                     reason: self
-                        .beneath_reason(r, part)
+                        .beneath_reason(r, part, &trees)
                         .unwrap_or_else(|| format!("{what} matches {} rule `{}`", r.effect, r.id)),
                     matched_rules,
                 }
@@ -404,9 +426,23 @@ impl Engine {
     /// directories: "a recursive `fs.read` of `/w` can reach files matching `**/*.key`,
     /// which deny rule `protect-keys` protects". `None` when a pattern matches a directory
     /// itself (the ordinary reason says it) or none can be named.
-    fn beneath_reason(&self, rule: &CompiledRule, part: &Part) -> Option<String> {
+    fn beneath_reason(
+        &self,
+        rule: &CompiledRule,
+        part: &Part,
+        trees: &[BeneathTree],
+    ) -> Option<String> {
         let filters = &part.beneath.as_ref()?.filters;
         let raw = self.policy.rules.get(rule.index)?.resources.as_ref()?;
+        // A listing names the very file.
+        for (tree, dir) in trees.iter().zip(&part.resources) {
+            if let Some(path) = rule.met_path(tree) {
+                return Some(format!(
+                    "a recursive `{}` of `{dir}` reaches `{path}`, which deny rule `{}` protects",
+                    part.operation, rule.id
+                ));
+            }
+        }
         let mut found: Option<(&str, &str)> = None;
         for dir in &part.resources {
             let tree = crate::beneath::PathSet::beneath(dir, filters);
@@ -462,6 +498,7 @@ impl Engine {
         facts: &CallFacts<'_>,
         part: &Part,
         matched: &mut [bool],
+        trees: Option<&[BeneathTree]>,
     ) -> (Effect, Option<usize>) {
         let mut first: Option<usize> = None;
         let mut first_deny: Option<usize> = None;
@@ -503,7 +540,15 @@ impl Engine {
         }
         let total = part.resources.len();
         // What lies beneath a recursive part's directories, built once for all rules.
-        let trees = part.beneath.as_ref().map(|_| beneath_trees(part));
+        let built;
+        let trees = match (trees, &part.beneath) {
+            (Some(t), _) => Some(t),
+            (None, Some(_)) => {
+                built = beneath_trees(part);
+                Some(built.as_slice())
+            }
+            (None, None) => None,
+        };
         let every: Vec<usize>;
         let candidates: &[usize] = match Operation::ALL
             .iter()
@@ -527,7 +572,7 @@ impl Engine {
             } else {
                 total > 0 && h == total
             };
-            if rule.matches_in(facts, part, Some(resources_ok), trees.as_deref()) {
+            if rule.matches_in(facts, part, Some(resources_ok), trees) {
                 if let Some(m) = matched.get_mut(i) {
                     *m = true;
                 }

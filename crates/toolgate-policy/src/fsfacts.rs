@@ -30,6 +30,26 @@ pub trait FsFacts {
         let _ = canonical;
         false
     }
+
+    /// What exists strictly beneath a canonical directory now, for a recursive part: every
+    /// entry (not following symlinks) and, for each symlink met, its canonical target and
+    /// everything beneath that target. `None` (the default) when it is not known
+    /// completely: a directory that cannot be read, more than `limit` paths, no
+    /// filesystem at all. Rules then judge by pattern alone.
+    fn list_beneath(&self, dir: &str, limit: usize) -> Option<Listing> {
+        let _ = (dir, limit);
+        None
+    }
+}
+
+/// What exists beneath a directory ([`FsFacts::list_beneath`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// Every path strictly beneath the directory (files, directories, links themselves).
+    pub entries: Vec<String>,
+    /// Canonical targets of the symlinks among them, and every path beneath the targets
+    /// that are directories (followed once each).
+    pub links: Vec<String>,
 }
 
 /// What is known of the server process (see [`FsFacts::server_process`]).
@@ -66,6 +86,9 @@ pub struct MapFs {
     case_insensitive: Option<Vec<String>>,
     /// Paths that are regular files ([`FsFacts::is_regular_file`]).
     files: Vec<String>,
+    /// When set, every path that exists (its directories implied): what
+    /// [`FsFacts::list_beneath`] lists.
+    tree: Option<Vec<String>>,
 }
 
 impl MapFs {
@@ -86,6 +109,23 @@ impl MapFs {
     /// Marks a (canonical) path as a regular file.
     pub fn file(mut self, path: &str) -> Self {
         self.files.push(path.to_owned());
+        self
+    }
+
+    /// Declares the paths that exist (their parent directories too), which makes
+    /// [`FsFacts::list_beneath`] answer; symlinks beneath a listed directory are followed.
+    pub fn exists(mut self, paths: &[&str]) -> Self {
+        let tree = self.tree.get_or_insert_with(Vec::new);
+        for p in paths {
+            let mut current = String::new();
+            for c in p.split('/').filter(|c| !c.is_empty()) {
+                current.push('/');
+                current.push_str(c);
+                if !tree.contains(&current) {
+                    tree.push(current.clone());
+                }
+            }
+        }
         self
     }
 
@@ -209,6 +249,47 @@ impl FsFacts for MapFs {
 
     fn is_regular_file(&self, canonical: &str) -> bool {
         self.files.iter().any(|f| f == canonical)
+    }
+
+    fn list_beneath(&self, dir: &str, limit: usize) -> Option<Listing> {
+        let tree = self.tree.as_ref()?;
+        let beneath = |d: &str| -> Vec<String> {
+            tree.iter()
+                .filter(|p| is_strictly_under(p, d))
+                .cloned()
+                .chain(
+                    self.links
+                        .keys()
+                        .filter(|l| is_strictly_under(l, d))
+                        .cloned(),
+                )
+                .collect()
+        };
+        let mut listing = Listing {
+            entries: beneath(dir),
+            links: Vec::new(),
+        };
+        let mut pending: Vec<String> = listing.entries.clone();
+        let mut followed: Vec<String> = Vec::new();
+        while let Some(p) = pending.pop() {
+            if !self.links.contains_key(&p) {
+                continue;
+            }
+            let target = self.canonicalize(&p)?;
+            if followed.contains(&target) {
+                continue;
+            }
+            followed.push(target.clone());
+            listing.links.push(target.clone());
+            for q in beneath(&target) {
+                listing.links.push(q.clone());
+                pending.push(q);
+            }
+            if listing.entries.len() + listing.links.len() > limit {
+                return None;
+            }
+        }
+        (listing.entries.len() + listing.links.len() <= limit).then_some(listing)
     }
 }
 

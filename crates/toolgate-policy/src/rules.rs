@@ -672,7 +672,7 @@ impl CompiledRule {
             .get_or_init(|| {
                 self.resource_globs
                     .as_ref()
-                    .and_then(|g| PathSet::from_globs(g))
+                    .and_then(PathSet::from_globs)
             })
             .as_ref()
     }
@@ -682,20 +682,38 @@ impl CompiledRule {
     /// globs meet what lies beneath any directory; for an allow or ask rule, whether they
     /// cover everything beneath every directory. Sound either way: a set that could not be
     /// built meets, and never covers.
-    pub fn beneath_verdict(&self, trees: &[Option<PathSet>]) -> bool {
+    ///
+    /// Where a tree carries a complete listing of what exists beneath it
+    /// ([`BeneathTree::existing`]), a deny rule meets it only through a path that exists
+    /// (its pattern may name files that are not there), and an allow rule must also match
+    /// the symlink targets found in it.
+    pub fn beneath_verdict(&self, trees: &[BeneathTree]) -> bool {
         let set = self.resource_paths();
         if self.effect == Effect::Deny {
-            trees.iter().any(|t| match (set, t) {
-                (Some(s), Some(t)) => s.meets(t),
+            trees.iter().any(|t| match (set, &t.existing, &t.set) {
+                (Some(s), Some(existing), _) => existing.reached().any(|p| s.contains(p)),
+                (Some(s), None, Some(tree)) => s.meets(tree),
                 _ => true,
             })
         } else {
             !trees.is_empty()
-                && trees.iter().all(|t| match (set, t) {
-                    (Some(s), Some(t)) => s.covers(t),
+                && trees.iter().all(|t| match (set, &t.set) {
+                    (Some(s), Some(tree)) => {
+                        s.covers(tree)
+                            && t.existing
+                                .as_ref()
+                                .is_none_or(|e| e.links.iter().all(|p| s.contains(p)))
+                    }
                     _ => false,
                 })
         }
+    }
+
+    /// For a deny rule that meets what lies beneath a tree: the existing path it matches
+    /// (when the tree has a listing), for the reason of a decision.
+    pub fn met_path<'t>(&self, tree: &'t BeneathTree) -> Option<&'t str> {
+        let set = self.resource_paths()?;
+        tree.existing.as_ref()?.reached().find(|p| set.contains(p))
     }
 
     /// Like [`CompiledRule::matches`], with the resource verdict computed by the caller
@@ -719,7 +737,7 @@ impl CompiledRule {
         facts: &CallFacts<'_>,
         part: &Part,
         resources_ok: Option<bool>,
-        trees: Option<&[Option<PathSet>]>,
+        trees: Option<&[BeneathTree]>,
     ) -> bool {
         let allow = self.effect == Effect::Allow;
         if !self.covers(part.operation) {
@@ -833,17 +851,94 @@ impl CompiledRule {
     }
 }
 
+/// What exists beneath a directory, as far as a complete listing shows
+/// ([`crate::fsfacts::FsFacts::list_beneath`]), narrowed to what a recursive part reaches.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Existing {
+    /// Paths strictly beneath the directory whose file name one of the part's filters
+    /// allows (every one without filters).
+    pub entries: Vec<String>,
+    /// Canonical targets of the symlinks beneath it, and what lies beneath those targets:
+    /// a tool that follows links reaches them whatever their names.
+    pub links: Vec<String>,
+}
+
+impl Existing {
+    /// Every path the part can reach: the entries and the link targets.
+    pub fn reached(&self) -> impl Iterator<Item = &str> {
+        self.entries
+            .iter()
+            .chain(self.links.iter())
+            .map(String::as_str)
+    }
+}
+
+/// What lies beneath one directory of a recursive part: the paths its pattern allows
+/// (`set`; `None` when it could not be built) and, when the filesystem could be listed
+/// completely, what exists there.
+#[derive(Debug, Clone)]
+pub struct BeneathTree {
+    pub set: Option<PathSet>,
+    pub existing: Option<Existing>,
+}
+
 /// What lies beneath each resource (directory) of a part that reaches beneath them, in
-/// order; empty for any other part. `None` for a directory whose set could not be built.
-pub fn beneath_trees(part: &Part) -> Vec<Option<PathSet>> {
+/// order, by pattern only (no listing); empty for any other part.
+pub fn beneath_trees(part: &Part) -> Vec<BeneathTree> {
     match &part.beneath {
         Some(b) => part
             .resources
             .iter()
-            .map(|dir| PathSet::beneath(dir, &b.filters))
+            .map(|dir| BeneathTree {
+                set: PathSet::beneath(dir, &b.filters),
+                existing: None,
+            })
             .collect(),
         None => Vec::new(),
     }
+}
+
+/// At most this many existing paths are listed beneath one directory of a recursive
+/// part; past it, rules judge the part by pattern alone.
+pub const LISTING_LIMIT: usize = 20_000;
+
+/// Like [`beneath_trees`], with what exists beneath each directory listed through `fs`
+/// ([`FsFacts::list_beneath`](crate::fsfacts::FsFacts::list_beneath)): a deny rule whose
+/// pattern could name a file there meets the part only when such a file exists.
+pub fn beneath_trees_listed(part: &Part, fs: &dyn crate::fsfacts::FsFacts) -> Vec<BeneathTree> {
+    let Some(b) = &part.beneath else {
+        return Vec::new();
+    };
+    // The filters as the pattern reading takes them: one that is empty or does not parse
+    // narrows nothing.
+    let matchers: Option<Vec<globset::GlobMatcher>> = b
+        .filters
+        .iter()
+        .map(|f| {
+            (!f.is_empty())
+                .then(|| glob(f).ok())
+                .flatten()
+                .map(|g| g.compile_matcher())
+        })
+        .collect();
+    let matchers = matchers.filter(|m| !m.is_empty());
+    let mut trees = beneath_trees(part);
+    for (tree, dir) in trees.iter_mut().zip(&part.resources) {
+        tree.existing = fs.list_beneath(dir, LISTING_LIMIT).map(|l| Existing {
+            entries: l
+                .entries
+                .into_iter()
+                .filter(|p| {
+                    let name = p.rsplit('/').next().unwrap_or(p);
+                    matchers
+                        .as_ref()
+                        .is_none_or(|m| m.iter().any(|m| m.is_match(name)))
+                })
+                .collect(),
+            links: l.links,
+        });
+    }
+    trees
 }
 
 /// Rule `later` can never decide because `earlier` matches everything it matches.
