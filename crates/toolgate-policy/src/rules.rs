@@ -669,11 +669,7 @@ impl CompiledRule {
     /// `None` also when the DFA cannot be built; callers then answer safely.
     pub fn resource_paths(&self) -> Option<&PathSet> {
         self.resource_paths
-            .get_or_init(|| {
-                self.resource_globs
-                    .as_ref()
-                    .and_then(PathSet::from_globs)
-            })
+            .get_or_init(|| self.resource_globs.as_ref().and_then(PathSet::from_globs))
             .as_ref()
     }
 
