@@ -896,7 +896,7 @@ pub fn beneath_trees(part: &Part) -> Vec<BeneathTree> {
 
 /// At most this many existing paths are listed beneath one directory of a recursive
 /// part; past it, rules judge the part by pattern alone.
-pub const LISTING_LIMIT: usize = 20_000;
+pub const LISTING_LIMIT: usize = 50_000;
 
 /// Like [`beneath_trees`], with what exists beneath each directory listed through `fs`
 /// ([`FsFacts::list_beneath`](crate::fsfacts::FsFacts::list_beneath)): a deny rule whose
@@ -1191,6 +1191,74 @@ mod tests {
             "{paths:?}"
         );
         assert!(paths.contains(&"rules.3.hosts".to_owned()), "{paths:?}");
+    }
+
+    fn beneath(paths: &[&str], filters: &[&str]) -> Part {
+        let mut p = fs(Operation::FsRead, paths);
+        p.beneath = Some(crate::action::Beneath {
+            filters: filters.iter().map(|f| (*f).to_owned()).collect(),
+        });
+        p
+    }
+
+    #[test]
+    fn deny_rules_meet_and_allow_rules_cover_what_lies_beneath() {
+        let keys = compiled(
+            "{id: k, effect: deny, operations: [fs.read], resources: ['**/*.key', '~/.ssh/**']}",
+        );
+        let ws = compiled(
+            "{id: w, effect: allow, operations: [fs.read], resources: ['${workspace}/**']}",
+        );
+        let ask = compiled(
+            "{id: a, effect: ask, operations: [fs.read], resources: ['${workspace}/src/**']}",
+        );
+        let cases: &[(&CompiledRule, Part, bool)] = &[
+            (&keys, beneath(&["/w"], &[]), true),
+            (&keys, beneath(&["/w"], &["*.rs"]), false),
+            (&keys, beneath(&["/w"], &["*.key"]), true),
+            (&keys, beneath(&["/w/src", "/home/u"], &["*.rs"]), true),
+            (&keys, beneath(&["/home/u/.ssh"], &["*.rs"]), true),
+            (&ws, beneath(&["/w"], &[]), true),
+            (&ws, beneath(&["/w", "/tmp"], &[]), false),
+            (&ws, beneath(&["/"], &["*.rs"]), false),
+            (&ask, beneath(&["/w/src/a"], &[]), true),
+            (&ask, beneath(&["/w"], &["*.rs"]), false),
+        ];
+        for (r, part, want) in cases {
+            assert_eq!(r.matches(&FACTS, part), *want, "{} {part:?}", r.id);
+        }
+        // The same parts without `beneath`: the directories alone.
+        assert!(!keys.matches(&FACTS, &fs(Operation::FsRead, &["/w"])));
+        assert!(ws.matches(&FACTS, &fs(Operation::FsRead, &["/w", "/w/a"])));
+    }
+
+    #[test]
+    fn a_listing_decides_what_a_deny_pattern_meets() {
+        let keys =
+            compiled("{id: k, effect: deny, operations: [fs.read], resources: ['**/id_rsa*']}");
+        let ws = compiled(
+            "{id: w, effect: allow, operations: [fs.read], resources: ['${workspace}/**']}",
+        );
+        let part = beneath(&["/w"], &["*.rs"]);
+        let tree = |entries: &[&str], links: &[&str]| {
+            let mut t = beneath_trees(&part);
+            if let Some(first) = t.first_mut() {
+                first.existing = Some(Existing {
+                    entries: entries.iter().map(|s| (*s).to_owned()).collect(),
+                    links: links.iter().map(|s| (*s).to_owned()).collect(),
+                });
+            }
+            t
+        };
+        // By pattern, `*.rs` names `id_rsa.rs`.
+        assert!(keys.matches(&FACTS, &part));
+        assert!(!keys.matches_in(&FACTS, &part, None, Some(&tree(&["/w/a.rs"], &[]))));
+        assert!(keys.matches_in(&FACTS, &part, None, Some(&tree(&["/w/id_rsa.rs"], &[]))));
+        // A symlink target counts whatever its name.
+        assert!(keys.matches_in(&FACTS, &part, None, Some(&tree(&[], &["/k/id_rsa"]))));
+        // Allow rules must cover the symlink targets too.
+        assert!(ws.matches_in(&FACTS, &part, None, Some(&tree(&["/w/a.rs"], &["/w/b"]))));
+        assert!(!ws.matches_in(&FACTS, &part, None, Some(&tree(&[], &["/etc/passwd"]))));
     }
 
     #[test]
