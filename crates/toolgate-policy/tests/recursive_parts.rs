@@ -362,3 +362,84 @@ fn explain_shows_what_lies_beneath() {
     assert_eq!(v["action"]["parts"][0]["operation"], "fs.read");
     assert_eq!(d.action.parts[0].operation, Operation::FsRead);
 }
+
+#[test]
+fn a_tools_entry_declares_a_recursive_tool() {
+    let policy = r#"version: 1
+default: ask
+rules:
+  - {id: keys, effect: deny, operations: [fs.read], resources: ["**/*.key"]}
+  - {id: ws, effect: allow, operations: [fs.read], resources: ["${workspace}/**"]}
+tools:
+  code_search:
+    operation: fs.read
+    recursive:
+      params: [root]
+      name_globs: [include]
+      types: [lang]
+"#;
+    let e = support::engine(policy);
+    let call = |args: Value| {
+        support::decide(
+            &e,
+            &mut support::session(false),
+            &LexicalFs,
+            "code_search",
+            &args,
+        )
+    };
+    let d = call(json!({"root": "/w", "include": "*.rs", "query": "x"}));
+    assert_eq!(effect_rule(&d), (Effect::Allow, Some("ws")), "{}", d.reason);
+    assert_eq!(
+        d.action.parts[0].beneath,
+        Some(Beneath {
+            filters: vec!["*.rs".to_owned()]
+        })
+    );
+    let d = call(json!({"root": "/w", "lang": "rust"}));
+    assert_eq!(effect_rule(&d), (Effect::Allow, Some("ws")), "{}", d.reason);
+    let d = call(json!({"root": "/w", "include": "*.key"}));
+    assert_eq!(effect_rule(&d), (Effect::Deny, Some("keys")));
+    let d = call(json!({"root": "/w"}));
+    assert_eq!(effect_rule(&d), (Effect::Deny, Some("keys")));
+    // No directory and no `workspace_default`: not understood, it asks.
+    let d = call(json!({"include": "*.rs"}));
+    assert_eq!(d.effect, Effect::Ask, "{}", d.reason);
+}
+
+#[test]
+fn recursive_entries_are_loaded_strictly() {
+    let with = |entry: &str| {
+        format!(
+            "version: 1\ndefault: ask\ntools:\n  code_search:\n    operation: fs.read\n    recursive: {entry}\n"
+        )
+    };
+    for (entry, message) in [
+        ("{params: [root], bogus: [x]}", "bogus"),
+        ("{params: []}", "`recursive.params` is an empty list"),
+        (
+            "{params: [root], types: []}",
+            "`recursive.types` is an empty list",
+        ),
+        (
+            "{params: [root], workspace_default: 'yes'}",
+            "workspace_default",
+        ),
+        ("{name_globs: [glob]}", "params"),
+    ] {
+        let err = toolgate_policy::load::load(&with(entry), "p.yaml")
+            .err()
+            .map(|d| d.to_string())
+            .unwrap_or_default();
+        assert!(err.contains(message), "{entry}: {err}");
+    }
+    let shell = "version: 1\ndefault: ask\ntools:\n  code_search:\n    operation: shell.exec\n    recursive: {params: [root]}\n";
+    let err = toolgate_policy::load::load(shell, "p.yaml")
+        .err()
+        .map(|d| d.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("`recursive` applies to file operations, not `shell.exec`"),
+        "{err}"
+    );
+}
