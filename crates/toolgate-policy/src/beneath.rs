@@ -134,14 +134,29 @@ impl PathSet {
         build(&format!("(?-u)^{}{tail}$", byte_literal(&prefix)))
     }
 
-    /// Whether one path is in the set (for tests and explanations).
+    /// Whether one path is in the set.
     pub fn contains(&self, path: &str) -> bool {
+        self.find([path]).is_some()
+    }
+
+    /// The first of `paths` in the set (one DFA cache for all of them).
+    pub fn find<'p>(&self, paths: impl IntoIterator<Item = &'p str>) -> Option<&'p str> {
         let mut cache = Cache::new(&self.dfa);
-        let Ok(mut sid) = start_of(&self.dfa, &mut cache) else {
+        paths.into_iter().find(|p| self.contains_in(&mut cache, p))
+    }
+
+    /// The first of `paths` not in the set (one DFA cache for all of them).
+    pub fn find_missing<'p>(&self, paths: impl IntoIterator<Item = &'p str>) -> Option<&'p str> {
+        let mut cache = Cache::new(&self.dfa);
+        paths.into_iter().find(|p| !self.contains_in(&mut cache, p))
+    }
+
+    fn contains_in(&self, cache: &mut Cache, path: &str) -> bool {
+        let Ok(mut sid) = start_of(&self.dfa, cache) else {
             return false;
         };
         for &b in path.as_bytes() {
-            match self.dfa.next_state(&mut cache, sid, b) {
+            match self.dfa.next_state(cache, sid, b) {
                 Ok(next) => sid = next,
                 Err(_) => return false,
             }
@@ -149,7 +164,7 @@ impl PathSet {
                 return false;
             }
         }
-        accepts(&self.dfa, &mut cache, sid).unwrap_or(false)
+        accepts(&self.dfa, cache, sid).unwrap_or(false)
     }
 
     /// True unless provably no path is in both sets. Sound: never `false` when a common

@@ -687,7 +687,14 @@ impl CompiledRule {
         let set = self.resource_paths();
         if self.effect == Effect::Deny {
             trees.iter().any(|t| match (set, &t.existing, &t.set) {
-                (Some(s), Some(existing), _) => existing.reached().any(|p| s.contains(p)),
+                // The entries only where the pattern can meet the tree at all (a cheap walk
+                // of two small DFAs first); symlink targets lie elsewhere: always.
+                (Some(s), Some(existing), tree) => {
+                    (tree.as_ref().is_none_or(|tree| s.meets(tree))
+                        && s.find(existing.entries.iter().map(String::as_str))
+                            .is_some())
+                        || s.find(existing.links.iter().map(String::as_str)).is_some()
+                }
                 (Some(s), None, Some(tree)) => s.meets(tree),
                 _ => true,
             })
@@ -696,9 +703,9 @@ impl CompiledRule {
                 && trees.iter().all(|t| match (set, &t.set) {
                     (Some(s), Some(tree)) => {
                         s.covers(tree)
-                            && t.existing
-                                .as_ref()
-                                .is_none_or(|e| e.links.iter().all(|p| s.contains(p)))
+                            && t.existing.as_ref().is_none_or(|e| {
+                                s.find_missing(e.links.iter().map(String::as_str)).is_none()
+                            })
                     }
                     _ => false,
                 })
@@ -709,7 +716,7 @@ impl CompiledRule {
     /// (when the tree has a listing), for the reason of a decision.
     pub fn met_path<'t>(&self, tree: &'t BeneathTree) -> Option<&'t str> {
         let set = self.resource_paths()?;
-        tree.existing.as_ref()?.reached().find(|p| set.contains(p))
+        set.find(tree.existing.as_ref()?.reached())
     }
 
     /// Like [`CompiledRule::matches`], with the resource verdict computed by the caller
