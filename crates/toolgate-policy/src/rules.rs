@@ -908,10 +908,17 @@ pub const LISTING_LIMIT: usize = 50_000;
 /// Like [`beneath_trees`], with what exists beneath each directory listed through `fs`
 /// ([`FsFacts::list_beneath`](crate::fsfacts::FsFacts::list_beneath)): a deny rule whose
 /// pattern could name a file there meets the part only when such a file exists.
+///
+/// Only reads and deletes are listed: they touch what exists. A recursive write (an archive
+/// extracted, a tree copied into the directory) creates files whose names come from
+/// elsewhere, so it is judged by pattern alone.
 pub fn beneath_trees_listed(part: &Part, fs: &dyn crate::fsfacts::FsFacts) -> Vec<BeneathTree> {
     let Some(b) = &part.beneath else {
         return Vec::new();
     };
+    if !matches!(part.operation, Operation::FsRead | Operation::FsDelete) {
+        return beneath_trees(part);
+    }
     // The filters as the pattern reading takes them: one that is empty or does not parse
     // narrows nothing.
     let matchers: Option<Vec<globset::GlobMatcher>> = b

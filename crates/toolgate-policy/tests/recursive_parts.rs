@@ -443,3 +443,37 @@ fn recursive_entries_are_loaded_strictly() {
         "{err}"
     );
 }
+
+#[test]
+fn a_recursive_write_is_judged_by_pattern_even_with_a_listing() {
+    // Nothing protected exists beneath `/w/out`, but what a recursive write creates there
+    // is named elsewhere (an archive, a copied tree): by pattern, `**/*.key` can be written.
+    let e = starter();
+    let fs = project();
+    let facts = toolgate_policy::rules::CallFacts {
+        server: None,
+        tool: "t",
+        annotations: None,
+    };
+    let part = |op: Operation| {
+        let mut p = toolgate_policy::Part::new(op);
+        p.resources = vec!["/w/src".to_owned()];
+        p.beneath = Some(Beneath::default());
+        p
+    };
+    let action = |op| toolgate_policy::Action {
+        server: None,
+        tool: "t".into(),
+        parts: vec![part(op)],
+    };
+    // A read or delete of `/w/src` reaches only what is there: no key.
+    for op in [Operation::FsRead, Operation::FsDelete] {
+        let o = e.decide_rules_in(&action(op), &facts, Some(&fs));
+        assert_ne!(o.effect, Effect::Deny, "{op}: {}", o.reason);
+        // By pattern alone it is denied (`**/id_rsa*` could be there).
+        let o = e.decide_rules(&action(op), &facts);
+        assert_eq!(o.effect, Effect::Deny, "{op}");
+    }
+    let o = e.decide_rules_in(&action(Operation::FsWrite), &facts, Some(&fs));
+    assert_eq!(o.effect, Effect::Deny, "{}", o.reason);
+}
