@@ -86,6 +86,10 @@ impl FsFacts for SoftFs {
 /// than `limit` paths: then rules judge by pattern.
 fn list_beneath(dir: &str, limit: usize) -> Option<Listing> {
     let mut listing = Listing::default();
+    if std::fs::symlink_metadata(dir).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        // Nothing is there: nothing beneath it either.
+        return Some(listing);
+    }
     let mut followed: std::collections::HashSet<String> = std::collections::HashSet::new();
     // (directory, reached through a link)
     let mut pending: Vec<(String, bool)> = vec![(dir.to_owned(), false)];
@@ -269,6 +273,11 @@ mod tests {
         assert!(!l.links.contains(&at(&w.join("src/main.rs"))), "{l:?}");
         // Past the limit: not known.
         assert_eq!(SoftFs.list_beneath(&at(&w), 3), None);
+        // A directory that does not exist holds nothing.
+        assert_eq!(
+            SoftFs.list_beneath(&at(&w.join("missing")), 3),
+            Some(Listing::default())
+        );
         assert!(SoftFs.is_regular_file(&at(&w.join("src/main.rs"))));
         assert!(!SoftFs.is_regular_file(&at(&w.join("src"))));
     }
