@@ -19,7 +19,8 @@ use crate::model::Policy;
 use crate::normalize::{NormalizeContext, ToolCall, normalize_mapped};
 use crate::protect::{Protections, SELF_PROTECTION_RULE};
 use crate::rules::{
-    CallFacts, CompiledRule, Vars, compile_rule_with, component_literal, dir_components,
+    BeneathTree, CallFacts, CompiledRule, Vars, beneath_trees, beneath_trees_listed,
+    compile_rule_with, component_literal, dir_components, expand_vars,
 };
 use crate::session::Session;
 
@@ -302,7 +303,7 @@ impl Engine {
             annotations,
             builtin,
         };
-        let rules = self.decide_rules(&action, &facts);
+        let rules = self.decide_rules_in(&action, &facts, Some(ctx.fs));
         let mut decision = combine(action, &rules, results);
         if decision.effect == Effect::Ask {
             let fp = session.fingerprint_of(call.tool).map(str::to_owned);
@@ -359,7 +360,7 @@ impl Engine {
         let mut matched = vec![false; self.rules.len()];
         let mut trusted_by = None;
         for part in parts {
-            let (effect, rule) = self.decide_part(&facts, part, &mut matched);
+            let (effect, rule) = self.decide_part(&facts, part, &mut matched, None);
             let rule = rule.and_then(|i| self.rules.get(i))?;
             let names_hosts = self
                 .policy
@@ -386,8 +387,20 @@ impl Engine {
     }
 
     /// The rules' verdict on an action (no contracts). An action without parts is an
-    /// internal error and is denied.
+    /// internal error and is denied. Recursive parts are judged by pattern alone.
     pub fn decide_rules(&self, action: &Action, facts: &CallFacts<'_>) -> RulesOutcome {
+        self.decide_rules_in(action, facts, None)
+    }
+
+    /// Like [`Engine::decide_rules`]; with `fs`, what exists beneath the directories of a
+    /// recursive part is listed, so that a deny rule meets it only through a file that is
+    /// there (by pattern alone when the listing is incomplete).
+    pub fn decide_rules_in(
+        &self,
+        action: &Action,
+        facts: &CallFacts<'_>,
+        fs: Option<&dyn crate::fsfacts::FsFacts>,
+    ) -> RulesOutcome {
         if action.parts.is_empty() {
             return RulesOutcome {
                 effect: Effect::Deny,
@@ -402,7 +415,7 @@ impl Engine {
         if let Some(outcome) = self.protected(action, facts, false) {
             return outcome;
         }
-        let outcome = self.decide_policy_rules(action, facts);
+        let outcome = self.decide_policy_rules(action, facts, fs);
         if outcome.effect != Effect::Deny
             && let Some(protected) = self.protected(action, facts, true)
         {
@@ -412,13 +425,28 @@ impl Engine {
     }
 
     /// [`Engine::decide_rules`] without the self-protection (an action with parts).
-    fn decide_policy_rules(&self, action: &Action, facts: &CallFacts<'_>) -> RulesOutcome {
+    fn decide_policy_rules(
+        &self,
+        action: &Action,
+        facts: &CallFacts<'_>,
+        fs: Option<&dyn crate::fsfacts::FsFacts>,
+    ) -> RulesOutcome {
         let mut matched = vec![false; self.rules.len()];
-        let mut best: Option<(Effect, Option<usize>, &Part)> = None;
+        let mut best: Option<(Effect, Option<usize>, &Part, Vec<BeneathTree>)> = None;
         for part in &action.parts {
-            let (effect, rule) = self.decide_part(facts, part, &mut matched);
-            if best.as_ref().is_none_or(|(e, _, _)| effect > *e) {
-                best = Some((effect, rule, part));
+            let trees = match (part.beneath.is_some(), fs) {
+                (false, _) => Vec::new(),
+                (true, Some(fs)) => beneath_trees_listed(part, fs),
+                (true, None) => beneath_trees(part),
+            };
+            let (effect, rule) = self.decide_part(
+                facts,
+                part,
+                &mut matched,
+                part.beneath.is_some().then_some(trees.as_slice()),
+            );
+            if best.as_ref().is_none_or(|(e, _, _, _)| effect > *e) {
+                best = Some((effect, rule, part, trees));
             }
         }
         let matched_rules = self
@@ -428,7 +456,7 @@ impl Engine {
             .filter(|(_, m)| **m)
             .map(|(r, _)| r.id.clone())
             .collect();
-        let Some((effect, rule, part)) = best else {
+        let Some((effect, rule, part, trees)) = best else {
             return RulesOutcome {
                 effect: Effect::Deny,
                 rule: None,
@@ -438,6 +466,16 @@ impl Engine {
         };
         let what = describe_part(part);
         match rule.and_then(|i| self.rules.get(i)) {
+            Some(r) if r.effect == Effect::Deny && part.beneath.is_some() && !part.hidden => {
+                RulesOutcome {
+                    effect,
+                    rule: Some(r.id.clone()),
+                    reason: self
+                        .beneath_reason(r, part, &trees)
+                        .unwrap_or_else(|| format!("{what} matches {} rule `{}`", r.effect, r.id)),
+                    matched_rules,
+                }
+            }
             Some(r) => RulesOutcome {
                 effect,
                 rule: Some(r.id.clone()),
@@ -462,12 +500,83 @@ impl Engine {
         }
     }
 
+    /// Why a deny rule matched a recursive part through what lies beneath one of its
+    /// directories: "a recursive `fs.read` of `/w` can reach files matching `**/*.key`,
+    /// which deny rule `protect-keys` protects". `None` when a pattern matches a directory
+    /// itself (the ordinary reason says it) or none can be named.
+    fn beneath_reason(
+        &self,
+        rule: &CompiledRule,
+        part: &Part,
+        trees: &[BeneathTree],
+    ) -> Option<String> {
+        let filters = &part.beneath.as_ref()?.filters;
+        let raw = self.policy.rules.get(rule.index)?.resources.as_ref()?;
+        // A listing names the very file.
+        for (tree, dir) in trees.iter().zip(&part.resources) {
+            if let Some(path) = rule.met_path(tree) {
+                return Some(format!(
+                    "a recursive `{}` of `{dir}` reaches `{path}`, which deny rule `{}` protects",
+                    part.operation, rule.id
+                ));
+            }
+        }
+        let mut found: Option<(&str, &str)> = None;
+        for dir in &part.resources {
+            let tree = crate::beneath::PathSet::beneath(dir, filters);
+            for pattern in raw {
+                let Ok(expanded) = expand_vars(pattern, &self.vars) else {
+                    continue;
+                };
+                let mut globs = vec![expanded.clone()];
+                if let Some(d) = expanded.strip_suffix("/**").filter(|d| !d.is_empty()) {
+                    globs.push(d.to_owned());
+                }
+                let direct = globs.iter().any(|g| {
+                    globset::GlobBuilder::new(g)
+                        .literal_separator(true)
+                        .backslash_escape(true)
+                        .build()
+                        .is_ok_and(|g| g.compile_matcher().is_match(dir))
+                });
+                if direct {
+                    return None;
+                }
+                let meets = match (crate::beneath::PathSet::from_glob(&expanded), &tree) {
+                    (Some(g), Some(t)) => g.meets(t),
+                    _ => true,
+                };
+                if meets && found.is_none() {
+                    found = Some((dir, pattern));
+                }
+            }
+        }
+        let (dir, pattern) = found?;
+        let narrowed = if filters.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (file names {})",
+                filters
+                    .iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        Some(format!(
+            "a recursive `{}` of `{dir}`{narrowed} can reach files matching `{pattern}`, which deny rule `{}` protects",
+            part.operation, rule.id
+        ))
+    }
+
     /// One part: every matching deny wins, else the first match, else the default.
     fn decide_part(
         &self,
         facts: &CallFacts<'_>,
         part: &Part,
         matched: &mut [bool],
+        trees: Option<&[BeneathTree]>,
     ) -> (Effect, Option<usize>) {
         let mut first: Option<usize> = None;
         let mut first_deny: Option<usize> = None;
@@ -508,6 +617,16 @@ impl Engine {
             }
         }
         let total = part.resources.len();
+        // What lies beneath a recursive part's directories, built once for all rules.
+        let built;
+        let trees = match (trees, &part.beneath) {
+            (Some(t), _) => Some(t),
+            (None, Some(_)) => {
+                built = beneath_trees(part);
+                Some(built.as_slice())
+            }
+            (None, None) => None,
+        };
         let every: Vec<usize>;
         let candidates: &[usize] = match Operation::ALL
             .iter()
@@ -531,7 +650,7 @@ impl Engine {
             } else {
                 total > 0 && h == total
             };
-            if rule.matches_with(facts, part, Some(resources_ok)) {
+            if rule.matches_in(facts, part, Some(resources_ok), trees) {
                 if let Some(m) = matched.get_mut(i) {
                     *m = true;
                 }
@@ -636,10 +755,22 @@ pub fn describe_part(part: &Part) -> String {
             .map(|r| format!("`{r}`"))
             .collect();
         let more = part.resources.len().saturating_sub(3);
-        if more > 0 {
+        let listed = if more > 0 {
             format!(" of {} and {more} more", shown.join(", "))
         } else {
             format!(" of {}", shown.join(", "))
+        };
+        match &part.beneath {
+            None => listed,
+            Some(b) if b.filters.is_empty() => format!("{listed} and everything beneath"),
+            Some(b) => format!(
+                "{listed} and what lies beneath (file names {})",
+                b.filters
+                    .iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
     } else {
         String::new()

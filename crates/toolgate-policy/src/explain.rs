@@ -2,10 +2,13 @@
 //!
 //! ```json
 //! {"action":{"server","tool","parts":[{"operation","resources","argv","executable",
-//!   "network":{"url","scheme","host","port","method"},"opaque":true}]},
+//!   "network":{"url","scheme","host","port","method"},"beneath":{"filters":[]},
+//!   "opaque":true}]},
 //!  "decision":{"effect","rule","contract","reason","matched_rules":[]}}
 //! ```
-//! Absent fields are omitted; `matched_rules` is always present. `"hidden": true` marks the
+//! Absent fields are omitted; `matched_rules` is always present. `beneath` marks a
+//! recursive part (its `resources` are directories; `filters` the file-name globs it is
+//! narrowed to, empty for every file). `"hidden": true` marks the
 //! parts the text form shows as `hidden: yes`. `"opaque": true` marks
 //! exactly the parts the text form shows as `opaque: yes` (not understood exactly: allow
 //! rules never match them); a part that was understood has no `opaque` member.
@@ -86,6 +89,13 @@ fn part_json(part: &Part) -> Value {
         n.insert("method".into(), Value::String(net.method.clone()));
         m.insert("network".into(), Value::Object(n));
     }
+    if let Some(b) = &part.beneath {
+        // The text form's "beneath:": a recursive part, and the file names it narrows to.
+        m.insert(
+            "beneath".into(),
+            json!({"filters": b.filters.iter().cloned().map(Value::String).collect::<Vec<_>>()}),
+        );
+    }
     if part.opaque {
         // The text form's "opaque: yes": not understood exactly, allow rules never match it.
         m.insert("opaque".into(), Value::Bool(true));
@@ -121,6 +131,24 @@ pub fn to_text(decision: &Decision) -> String {
         if let Some(net) = &part.network {
             let _ = writeln!(out, "      request:    {} {}", net.method, net.url);
             let _ = writeln!(out, "      host:       {}", net.host);
+        }
+        if let Some(b) = &part.beneath {
+            let names = if b.filters.is_empty() {
+                "every file".to_owned()
+            } else {
+                format!(
+                    "files named {}",
+                    b.filters
+                        .iter()
+                        .map(|f| format!("`{f}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            let _ = writeln!(
+                out,
+                "      beneath:    {names} (recursive: deny rules meet what lies beneath, allow rules must cover it)"
+            );
         }
         if part.opaque {
             let _ = writeln!(

@@ -23,42 +23,33 @@ pub trait FsFacts {
         ServerProcess::default()
     }
 
-    /// Walks what lies beneath the directory `dir` (canonical, absolute), at most
-    /// `max_entries` entries, handing each to `visit` until it returns `true` (stop). Files
-    /// come as [`WalkEntry::File`] (a symlink to a file as its own path and, once more, as its
-    /// canonical target); a symlink to a directory is not entered, its canonical target comes
-    /// as [`WalkEntry::LinkedDir`] for the caller to judge as a whole. The default knows
-    /// nothing: [`Walked::Incomplete`].
-    fn walk_beneath(
-        &self,
-        dir: &str,
-        max_entries: usize,
-        visit: &mut dyn FnMut(WalkEntry<'_>) -> bool,
-    ) -> Walked {
-        let _ = (dir, max_entries, visit);
-        Walked::Incomplete
+    /// True only when the canonical path is known to be a regular file now. A recursive
+    /// search of a file is a plain read of it; anything else (a directory, a path that does
+    /// not exist, nothing known: the default) is searched beneath.
+    fn is_regular_file(&self, canonical: &str) -> bool {
+        let _ = canonical;
+        false
+    }
+
+    /// What exists strictly beneath a canonical directory now, for a recursive part: every
+    /// entry (not following symlinks) and, for each symlink met, its canonical target and
+    /// everything beneath that target. `None` (the default) when it is not known
+    /// completely: a directory that cannot be read, more than `limit` paths, no
+    /// filesystem at all. Rules then judge by pattern alone.
+    fn list_beneath(&self, dir: &str, limit: usize) -> Option<Listing> {
+        let _ = (dir, limit);
+        None
     }
 }
 
-/// One entry of [`FsFacts::walk_beneath`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WalkEntry<'a> {
-    /// A file (or anything that is not a directory), by its canonical path.
-    File(&'a str),
-    /// The canonical target of a symlink to a directory (not entered).
-    LinkedDir(&'a str),
-}
-
-/// How a [`FsFacts::walk_beneath`] ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Walked {
-    /// Every entry beneath the directory was visited.
-    Complete,
-    /// `visit` asked to stop.
-    Stopped,
-    /// Not everything could be listed (too many entries, a directory that cannot be read,
-    /// nothing known about the filesystem).
-    Incomplete,
+/// What exists beneath a directory ([`FsFacts::list_beneath`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// Every path strictly beneath the directory (files, directories, links themselves).
+    pub entries: Vec<String>,
+    /// Canonical targets of the symlinks among them, and every path beneath the targets
+    /// that are directories (followed once each).
+    pub links: Vec<String>,
 }
 
 /// What is known of the server process (see [`FsFacts::server_process`]).
@@ -93,9 +84,11 @@ pub struct MapFs {
     /// Set for a case-insensitive filesystem: the paths that exist, in their on-disk
     /// spelling. A component that names one of them in other letter case is read as it.
     case_insensitive: Option<Vec<String>>,
-    /// The files that exist, when the fixture says ([`MapFs::files`]): what
-    /// [`FsFacts::walk_beneath`] lists. `None`: the walk is [`Walked::Incomplete`].
-    files: Option<Vec<String>>,
+    /// Paths that are regular files ([`FsFacts::is_regular_file`]).
+    files: Vec<String>,
+    /// When set, every path that exists (its directories implied): what
+    /// [`FsFacts::list_beneath`] lists.
+    tree: Option<Vec<String>>,
 }
 
 impl MapFs {
@@ -113,6 +106,29 @@ impl MapFs {
     }
 
     /// Marks `path` and everything below it as impossible to canonicalise.
+    /// Marks a (canonical) path as a regular file.
+    pub fn file(mut self, path: &str) -> Self {
+        self.files.push(path.to_owned());
+        self
+    }
+
+    /// Declares the paths that exist (their parent directories too), which makes
+    /// [`FsFacts::list_beneath`] answer; symlinks beneath a listed directory are followed.
+    pub fn exists(mut self, paths: &[&str]) -> Self {
+        let tree = self.tree.get_or_insert_with(Vec::new);
+        for p in paths {
+            let mut current = String::new();
+            for c in p.split('/').filter(|c| !c.is_empty()) {
+                current.push('/');
+                current.push_str(c);
+                if !tree.contains(&current) {
+                    tree.push(current.clone());
+                }
+            }
+        }
+        self
+    }
+
     pub fn unresolvable(mut self, path: &str) -> Self {
         let key = lexical_normalize(path).unwrap_or_else(|| path.to_owned());
         self.unresolvable.push(key);
@@ -179,13 +195,6 @@ impl MapFs {
         out
     }
 
-    /// The files that exist (absolute paths; their directories exist too), for
-    /// [`FsFacts::walk_beneath`].
-    pub fn files(mut self, files: &[&str]) -> Self {
-        self.files = Some(files.iter().filter_map(|f| lexical_normalize(f)).collect());
-        self
-    }
-
     fn is_unresolvable(&self, path: &str) -> bool {
         self.unresolvable
             .iter()
@@ -238,26 +247,49 @@ impl FsFacts for MapFs {
         self.server.clone()
     }
 
-    fn walk_beneath(
-        &self,
-        dir: &str,
-        max_entries: usize,
-        visit: &mut dyn FnMut(WalkEntry<'_>) -> bool,
-    ) -> Walked {
-        let Some(files) = &self.files else {
-            return Walked::Incomplete;
+    fn is_regular_file(&self, canonical: &str) -> bool {
+        self.files.iter().any(|f| f == canonical)
+    }
+
+    fn list_beneath(&self, dir: &str, limit: usize) -> Option<Listing> {
+        let tree = self.tree.as_ref()?;
+        let beneath = |d: &str| -> Vec<String> {
+            tree.iter()
+                .filter(|p| is_strictly_under(p, d))
+                .cloned()
+                .chain(
+                    self.links
+                        .keys()
+                        .filter(|l| is_strictly_under(l, d))
+                        .cloned(),
+                )
+                .collect()
         };
-        let mut seen = 0usize;
-        for f in files.iter().filter(|f| is_strictly_under(f, dir)) {
-            seen += 1;
-            if seen > max_entries {
-                return Walked::Incomplete;
+        let mut listing = Listing {
+            entries: beneath(dir),
+            links: Vec::new(),
+        };
+        let mut pending: Vec<String> = listing.entries.clone();
+        let mut followed: Vec<String> = Vec::new();
+        while let Some(p) = pending.pop() {
+            if !self.links.contains_key(&p) {
+                continue;
             }
-            if visit(WalkEntry::File(f)) {
-                return Walked::Stopped;
+            let target = self.canonicalize(&p)?;
+            if followed.contains(&target) {
+                continue;
+            }
+            followed.push(target.clone());
+            listing.links.push(target.clone());
+            for q in beneath(&target) {
+                listing.links.push(q.clone());
+                pending.push(q);
+            }
+            if listing.entries.len() + listing.links.len() > limit {
+                return None;
             }
         }
-        Walked::Complete
+        (listing.entries.len() + listing.links.len() <= limit).then_some(listing)
     }
 }
 

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod action;
+pub mod beneath;
 pub mod cases;
 pub mod contracts;
 pub mod decision;

@@ -3,12 +3,20 @@
 //! Globs always use `literal_separator(true)`: `*` never crosses a `/`, only `**` does.
 //! `${workspace}` and `${home}` (and a leading `~/`) expand in resource patterns, and a
 //! pattern ending in `/**` also covers the directory itself.
+//!
+//! A part that reaches beneath its directories ([`Part::beneath`]: a recursive search,
+//! listing, copy or delete) is compared with what lies beneath them too
+//! ([`crate::beneath`]): a deny rule matches when one of its globs matches a directory or
+//! *meets* what lies beneath it; an allow or ask rule only when its globs match every
+//! directory and *cover* everything beneath it.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use crate::action::{Operation, Part};
+use crate::beneath::PathSet;
 use crate::decision::Effect;
 use crate::diag::Severity;
 use crate::model::{KNOWN_ANNOTATIONS, Rule};
@@ -87,6 +95,9 @@ pub struct CompiledRule {
     resource_globs: Option<Vec<globset::Glob>>,
     /// A per-rule set, built only for standalone matching ([`compile_rule`]).
     resources: Option<GlobSet>,
+    /// The union of the resource globs as a lazy DFA, built on first use by a part that
+    /// reaches beneath its directories.
+    resource_paths: OnceLock<Option<PathSet>>,
     servers: Option<NameSet>,
     tools: Option<NameSet>,
     executables: Option<Vec<String>>,
@@ -603,6 +614,7 @@ pub fn compile_rule_with(
             None
         },
         resource_globs: resources,
+        resource_paths: OnceLock::new(),
         servers: servers.map(NameSet::build),
         tools: tools.map(NameSet::build),
         executables,
@@ -692,13 +704,82 @@ impl CompiledRule {
         self.matches_with(facts, part, None)
     }
 
+    /// The rule's resource globs as one set of paths (a lazy DFA), when it has resources.
+    /// `None` also when the DFA cannot be built; callers then answer safely.
+    pub fn resource_paths(&self) -> Option<&PathSet> {
+        self.resource_paths
+            .get_or_init(|| self.resource_globs.as_ref().and_then(PathSet::from_globs))
+            .as_ref()
+    }
+
+    /// For a part that reaches beneath its directories, given `trees` (what lies beneath
+    /// each of its resources, in order: [`beneath_trees`]): for a deny rule, whether its
+    /// globs meet what lies beneath any directory; for an allow or ask rule, whether they
+    /// cover everything beneath every directory. Sound either way: a set that could not be
+    /// built meets, and never covers.
+    ///
+    /// Where a tree carries a complete listing of what exists beneath it
+    /// ([`BeneathTree::existing`]), a deny rule meets it only through a path that exists
+    /// (its pattern may name files that are not there), and an allow rule must also match
+    /// the symlink targets found in it.
+    pub fn beneath_verdict(&self, trees: &[BeneathTree]) -> bool {
+        let set = self.resource_paths();
+        if self.effect == Effect::Deny {
+            trees.iter().any(|t| match (set, &t.existing, &t.set) {
+                // The entries only where the pattern can meet the tree at all (a cheap walk
+                // of two small DFAs first); symlink targets lie elsewhere: always.
+                (Some(s), Some(existing), tree) => {
+                    (tree.as_ref().is_none_or(|tree| s.meets(tree))
+                        && s.find(existing.entries.iter().map(String::as_str))
+                            .is_some())
+                        || s.find(existing.links.iter().map(String::as_str)).is_some()
+                }
+                (Some(s), None, Some(tree)) => s.meets(tree),
+                _ => true,
+            })
+        } else {
+            !trees.is_empty()
+                && trees.iter().all(|t| match (set, &t.set) {
+                    (Some(s), Some(tree)) => {
+                        s.covers(tree)
+                            && t.existing.as_ref().is_none_or(|e| {
+                                s.find_missing(e.links.iter().map(String::as_str)).is_none()
+                            })
+                    }
+                    _ => false,
+                })
+        }
+    }
+
+    /// For a deny rule that meets what lies beneath a tree: the existing path it matches
+    /// (when the tree has a listing), for the reason of a decision.
+    pub fn met_path<'t>(&self, tree: &'t BeneathTree) -> Option<&'t str> {
+        let set = self.resource_paths()?;
+        set.find(tree.existing.as_ref()?.reached())
+    }
+
     /// Like [`CompiledRule::matches`], with the resource verdict computed by the caller
     /// (`Some(ok)`: for deny rules "any resource matches", else "every resource matches").
+    /// For a part that reaches beneath its directories, what lies beneath them is compared
+    /// too ([`CompiledRule::beneath_verdict`]).
     pub fn matches_with(
         &self,
         facts: &CallFacts<'_>,
         part: &Part,
         resources_ok: Option<bool>,
+    ) -> bool {
+        let trees = part.beneath.as_ref().map(|_| beneath_trees(part));
+        self.matches_in(facts, part, resources_ok, trees.as_deref())
+    }
+
+    /// Like [`CompiledRule::matches_with`], with what lies beneath a recursive part's
+    /// directories built once by the caller ([`beneath_trees`]; `None` builds them here).
+    pub fn matches_in(
+        &self,
+        facts: &CallFacts<'_>,
+        part: &Part,
+        resources_ok: Option<bool>,
+        trees: Option<&[BeneathTree]>,
     ) -> bool {
         let allow = self.effect == Effect::Allow;
         if !self.covers(part.operation) {
@@ -740,6 +821,22 @@ impl CompiledRule {
                 }
                 // No way to tell: fail closed (deny rules match, others do not).
                 (None, None) => self.effect == Effect::Deny,
+            };
+            // What lies beneath a recursive part's directories: a deny rule also matches
+            // when it meets it, an allow or ask rule only when it covers it as well.
+            let ok = match &part.beneath {
+                Some(_) if !hidden_deny && (ok != (self.effect == Effect::Deny)) => {
+                    let built;
+                    let trees = match trees {
+                        Some(t) => t,
+                        None => {
+                            built = beneath_trees(part);
+                            &built
+                        }
+                    };
+                    self.beneath_verdict(trees)
+                }
+                _ => ok,
             };
             if !ok {
                 return false;
@@ -797,6 +894,103 @@ impl CompiledRule {
         }
         true
     }
+}
+
+/// What exists beneath a directory, as far as a complete listing shows
+/// ([`crate::fsfacts::FsFacts::list_beneath`]), narrowed to what a recursive part reaches.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Existing {
+    /// Paths strictly beneath the directory whose file name one of the part's filters
+    /// allows (every one without filters).
+    pub entries: Vec<String>,
+    /// Canonical targets of the symlinks beneath it, and what lies beneath those targets:
+    /// a tool that follows links reaches them whatever their names.
+    pub links: Vec<String>,
+}
+
+impl Existing {
+    /// Every path the part can reach: the entries and the link targets.
+    pub fn reached(&self) -> impl Iterator<Item = &str> {
+        self.entries
+            .iter()
+            .chain(self.links.iter())
+            .map(String::as_str)
+    }
+}
+
+/// What lies beneath one directory of a recursive part: the paths its pattern allows
+/// (`set`; `None` when it could not be built) and, when the filesystem could be listed
+/// completely, what exists there.
+#[derive(Debug, Clone)]
+pub struct BeneathTree {
+    pub set: Option<PathSet>,
+    pub existing: Option<Existing>,
+}
+
+/// What lies beneath each resource (directory) of a part that reaches beneath them, in
+/// order, by pattern only (no listing); empty for any other part.
+pub fn beneath_trees(part: &Part) -> Vec<BeneathTree> {
+    match &part.beneath {
+        Some(b) => part
+            .resources
+            .iter()
+            .map(|dir| BeneathTree {
+                set: PathSet::beneath(dir, &b.filters),
+                existing: None,
+            })
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
+/// At most this many existing paths are listed beneath one directory of a recursive
+/// part; past it, rules judge the part by pattern alone.
+pub const LISTING_LIMIT: usize = 50_000;
+
+/// Like [`beneath_trees`], with what exists beneath each directory listed through `fs`
+/// ([`FsFacts::list_beneath`](crate::fsfacts::FsFacts::list_beneath)): a deny rule whose
+/// pattern could name a file there meets the part only when such a file exists.
+///
+/// Only reads and deletes are listed: they touch what exists. A recursive write (an archive
+/// extracted, a tree copied into the directory) creates files whose names come from
+/// elsewhere, so it is judged by pattern alone.
+pub fn beneath_trees_listed(part: &Part, fs: &dyn crate::fsfacts::FsFacts) -> Vec<BeneathTree> {
+    let Some(b) = &part.beneath else {
+        return Vec::new();
+    };
+    if !matches!(part.operation, Operation::FsRead | Operation::FsDelete) {
+        return beneath_trees(part);
+    }
+    // The filters as the pattern reading takes them: one that is empty or does not parse
+    // narrows nothing.
+    let matchers: Option<Vec<globset::GlobMatcher>> = b
+        .filters
+        .iter()
+        .map(|f| {
+            (!f.is_empty())
+                .then(|| glob(f).ok())
+                .flatten()
+                .map(|g| g.compile_matcher())
+        })
+        .collect();
+    let matchers = matchers.filter(|m| !m.is_empty());
+    let mut trees = beneath_trees(part);
+    for (tree, dir) in trees.iter_mut().zip(&part.resources) {
+        tree.existing = fs.list_beneath(dir, LISTING_LIMIT).map(|l| Existing {
+            entries: l
+                .entries
+                .into_iter()
+                .filter(|p| {
+                    let name = p.rsplit('/').next().unwrap_or(p);
+                    matchers
+                        .as_ref()
+                        .is_none_or(|m| m.iter().any(|m| m.is_match(name)))
+                })
+                .collect(),
+            links: l.links,
+        });
+    }
+    trees
 }
 
 /// Rule `later` can never decide because `earlier` matches everything it matches.
@@ -1056,6 +1250,74 @@ mod tests {
             "{paths:?}"
         );
         assert!(paths.contains(&"rules.3.hosts".to_owned()), "{paths:?}");
+    }
+
+    fn beneath(paths: &[&str], filters: &[&str]) -> Part {
+        let mut p = fs(Operation::FsRead, paths);
+        p.beneath = Some(crate::action::Beneath {
+            filters: filters.iter().map(|f| (*f).to_owned()).collect(),
+        });
+        p
+    }
+
+    #[test]
+    fn deny_rules_meet_and_allow_rules_cover_what_lies_beneath() {
+        let keys = compiled(
+            "{id: k, effect: deny, operations: [fs.read], resources: ['**/*.key', '~/.ssh/**']}",
+        );
+        let ws = compiled(
+            "{id: w, effect: allow, operations: [fs.read], resources: ['${workspace}/**']}",
+        );
+        let ask = compiled(
+            "{id: a, effect: ask, operations: [fs.read], resources: ['${workspace}/src/**']}",
+        );
+        let cases: &[(&CompiledRule, Part, bool)] = &[
+            (&keys, beneath(&["/w"], &[]), true),
+            (&keys, beneath(&["/w"], &["*.rs"]), false),
+            (&keys, beneath(&["/w"], &["*.key"]), true),
+            (&keys, beneath(&["/w/src", "/home/u"], &["*.rs"]), true),
+            (&keys, beneath(&["/home/u/.ssh"], &["*.rs"]), true),
+            (&ws, beneath(&["/w"], &[]), true),
+            (&ws, beneath(&["/w", "/tmp"], &[]), false),
+            (&ws, beneath(&["/"], &["*.rs"]), false),
+            (&ask, beneath(&["/w/src/a"], &[]), true),
+            (&ask, beneath(&["/w"], &["*.rs"]), false),
+        ];
+        for (r, part, want) in cases {
+            assert_eq!(r.matches(&FACTS, part), *want, "{} {part:?}", r.id);
+        }
+        // The same parts without `beneath`: the directories alone.
+        assert!(!keys.matches(&FACTS, &fs(Operation::FsRead, &["/w"])));
+        assert!(ws.matches(&FACTS, &fs(Operation::FsRead, &["/w", "/w/a"])));
+    }
+
+    #[test]
+    fn a_listing_decides_what_a_deny_pattern_meets() {
+        let keys =
+            compiled("{id: k, effect: deny, operations: [fs.read], resources: ['**/id_rsa*']}");
+        let ws = compiled(
+            "{id: w, effect: allow, operations: [fs.read], resources: ['${workspace}/**']}",
+        );
+        let part = beneath(&["/w"], &["*.rs"]);
+        let tree = |entries: &[&str], links: &[&str]| {
+            let mut t = beneath_trees(&part);
+            if let Some(first) = t.first_mut() {
+                first.existing = Some(Existing {
+                    entries: entries.iter().map(|s| (*s).to_owned()).collect(),
+                    links: links.iter().map(|s| (*s).to_owned()).collect(),
+                });
+            }
+            t
+        };
+        // By pattern, `*.rs` names `id_rsa.rs`.
+        assert!(keys.matches(&FACTS, &part));
+        assert!(!keys.matches_in(&FACTS, &part, None, Some(&tree(&["/w/a.rs"], &[]))));
+        assert!(keys.matches_in(&FACTS, &part, None, Some(&tree(&["/w/id_rsa.rs"], &[]))));
+        // A symlink target counts whatever its name.
+        assert!(keys.matches_in(&FACTS, &part, None, Some(&tree(&[], &["/k/id_rsa"]))));
+        // Allow rules must cover the symlink targets too.
+        assert!(ws.matches_in(&FACTS, &part, None, Some(&tree(&["/w/a.rs"], &["/w/b"]))));
+        assert!(!ws.matches_in(&FACTS, &part, None, Some(&tree(&[], &["/etc/passwd"]))));
     }
 
     #[test]

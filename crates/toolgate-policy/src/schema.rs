@@ -95,7 +95,20 @@ pub fn policy_schema() -> Value {
             "method_param": {"type": "string"},
             "param_operations": {"type": "object", "additionalProperties": {"enum": operations()}, "description": "Per-argument operation, e.g. {source: fs.delete}."},
             "git_subcommand": {"type": "string"},
-            "annotations": annotations("Expected hints of the pinned definition; a definition that says otherwise makes every call ask.")
+            "annotations": annotations("Expected hints of the pinned definition; a definition that says otherwise makes every call ask."),
+            "recursive": {
+                "type": "object",
+                "description": "The tool reaches beneath a directory (a recursive search or listing): deny rules meet every path their pattern can match beneath it, allow rules must cover all of it. Filters narrow only where they provably exclude a pattern.",
+                "required": ["params"],
+                "additionalProperties": false,
+                "properties": {
+                    "params": string_list("Arguments naming a directory searched or listed recursively (a regular file is a plain read)."),
+                    "name_globs": string_list("Arguments holding file-name globs in the manner of ripgrep's --glob (`*.rs`, several separated by spaces or commas; a leading `!` narrows nothing)."),
+                    "relative_globs": string_list("Arguments holding a glob relative to the directory (`src/**/*.rs`): literal leading directories narrow the directory, the last component the names."),
+                    "types": string_list("Arguments holding ripgrep file-type names (`rust`, `py`); an unknown type narrows nothing."),
+                    "workspace_default": {"type": "boolean", "description": "Without a directory argument the call searches the workspace."}
+                }
+            }
         }
     });
     let taint = json!({

@@ -8,7 +8,7 @@
 
 use std::sync::OnceLock;
 
-use toolgate_policy::fsfacts::{FsFacts, ServerProcess, WalkEntry, Walked, lexical_normalize};
+use toolgate_policy::fsfacts::{FsFacts, Listing, ServerProcess, lexical_normalize};
 
 /// The wrapped server's process id, set once by `toolgate wrap` right after it starts the
 /// server (one wrap, one server).
@@ -50,6 +50,14 @@ impl FsFacts for SoftFs {
         }
     }
 
+    fn is_regular_file(&self, canonical: &str) -> bool {
+        std::fs::metadata(canonical).is_ok_and(|m| m.is_file())
+    }
+
+    fn list_beneath(&self, dir: &str, limit: usize) -> Option<Listing> {
+        list_beneath(dir, limit)
+    }
+
     fn canonicalize(&self, abs_path: &str) -> Option<String> {
         if abs_path.contains('\0') || !abs_path.starts_with('/') {
             return None;
@@ -69,70 +77,56 @@ impl FsFacts for SoftFs {
         }
         Some(canonical)
     }
-
-    fn walk_beneath(
-        &self,
-        dir: &str,
-        max_entries: usize,
-        visit: &mut dyn FnMut(WalkEntry<'_>) -> bool,
-    ) -> Walked {
-        walk(dir, max_entries, visit)
-    }
 }
 
-/// [`FsFacts::walk_beneath`] over the real filesystem: breadth first, symlinks not followed
-/// into directories (a link to a file is visited as itself and as its target; a link to a
-/// directory as [`WalkEntry::LinkedDir`]). A directory that cannot be read, a name that is not
-/// UTF-8 or more than `max_entries` entries make the walk [`Walked::Incomplete`].
-fn walk(dir: &str, max_entries: usize, visit: &mut dyn FnMut(WalkEntry<'_>) -> bool) -> Walked {
-    let mut queue = std::collections::VecDeque::from([dir.to_owned()]);
-    let mut seen = 0usize;
-    while let Some(current) = queue.pop_front() {
-        let Ok(entries) = std::fs::read_dir(&current) else {
-            return Walked::Incomplete;
-        };
-        for entry in entries {
-            seen += 1;
-            if seen > max_entries {
-                return Walked::Incomplete;
-            }
-            let Ok(entry) = entry else {
-                return Walked::Incomplete;
-            };
-            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-                return Walked::Incomplete;
-            };
-            let path = if current.ends_with('/') {
-                format!("{current}{name}")
+/// Everything beneath `dir` (see [`FsFacts::list_beneath`]): a walk that never follows a
+/// symlink in place but records its canonical target and walks a target directory once
+/// (into `links`; a dangling target is recorded where it points). `None` on any directory
+/// it cannot read, a name that is not UTF-8, a link whose target cannot be resolved, or more
+/// than `limit` paths: then rules judge by pattern.
+fn list_beneath(dir: &str, limit: usize) -> Option<Listing> {
+    let mut listing = Listing::default();
+    if std::fs::symlink_metadata(dir).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        // Nothing is there: nothing beneath it either.
+        return Some(listing);
+    }
+    let mut followed: std::collections::HashSet<String> = std::collections::HashSet::new();
+    // (directory, reached through a link)
+    let mut pending: Vec<(String, bool)> = vec![(dir.to_owned(), false)];
+    followed.insert(dir.to_owned());
+    while let Some((current, via_link)) = pending.pop() {
+        for entry in std::fs::read_dir(&current).ok()? {
+            let entry = entry.ok()?;
+            let name = entry.file_name().into_string().ok()?;
+            let path = if current == "/" {
+                format!("/{name}")
             } else {
                 format!("{current}/{name}")
             };
-            let Ok(kind) = entry.file_type() else {
-                return Walked::Incomplete;
-            };
-            if kind.is_dir() {
-                queue.push_back(path);
-                continue;
+            let kind = entry.file_type().ok()?;
+            if via_link {
+                listing.links.push(path.clone());
+            } else {
+                listing.entries.push(path.clone());
             }
-            if visit(WalkEntry::File(&path)) {
-                return Walked::Stopped;
+            if listing.entries.len() + listing.links.len() > limit {
+                return None;
             }
             if kind.is_symlink() {
-                let Some(target) = SoftFs.canonicalize(&path) else {
-                    return Walked::Incomplete;
-                };
-                let stop = if std::fs::metadata(&target).is_ok_and(|m| m.is_dir()) {
-                    visit(WalkEntry::LinkedDir(&target))
-                } else {
-                    visit(WalkEntry::File(&target))
-                };
-                if stop {
-                    return Walked::Stopped;
+                // Where it points, a dangling target included (it may appear later).
+                let target = SoftFs.canonicalize(&path)?;
+                if followed.insert(target.clone()) {
+                    listing.links.push(target.clone());
+                    if std::fs::metadata(&target).is_ok_and(|m| m.is_dir()) {
+                        pending.push((target, true));
+                    }
                 }
+            } else if kind.is_dir() {
+                pending.push((path, via_link));
             }
         }
     }
-    Walked::Complete
+    Some(listing)
 }
 
 /// How many symlinks [`through_magic_link`] follows.
@@ -244,6 +238,48 @@ mod tests {
             .canonicalize(&format!("{}/x/../secret", root.display()))
             .unwrap();
         assert_eq!(got, target.display().to_string());
+    }
+
+    #[test]
+    fn lists_beneath_and_follows_links_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let w = root.join("w");
+        let secrets = root.join("secrets");
+        std::fs::create_dir_all(w.join("src")).unwrap();
+        std::fs::create_dir_all(&secrets).unwrap();
+        std::fs::write(w.join("src/main.rs"), "").unwrap();
+        std::fs::write(secrets.join("id_rsa"), "").unwrap();
+        std::os::unix::fs::symlink(&secrets, w.join("s")).unwrap();
+        std::os::unix::fs::symlink(&w, secrets.join("back")).unwrap();
+        std::os::unix::fs::symlink(root.join("nowhere"), w.join("dangling")).unwrap();
+        let at = |p: &std::path::Path| p.display().to_string();
+        let l = SoftFs.list_beneath(&at(&w), 100).unwrap();
+        let mut entries = l.entries.clone();
+        entries.sort();
+        assert_eq!(
+            entries,
+            vec![
+                at(&w.join("dangling")),
+                at(&w.join("s")),
+                at(&w.join("src")),
+                at(&w.join("src/main.rs"))
+            ]
+        );
+        assert!(l.links.contains(&at(&secrets)), "{l:?}");
+        assert!(l.links.contains(&at(&secrets.join("id_rsa"))), "{l:?}");
+        assert!(l.links.contains(&at(&root.join("nowhere"))), "{l:?}");
+        // The link back into `w` is not walked again (the listing ends).
+        assert!(!l.links.contains(&at(&w.join("src/main.rs"))), "{l:?}");
+        // Past the limit: not known.
+        assert_eq!(SoftFs.list_beneath(&at(&w), 3), None);
+        // A directory that does not exist holds nothing.
+        assert_eq!(
+            SoftFs.list_beneath(&at(&w.join("missing")), 3),
+            Some(Listing::default())
+        );
+        assert!(SoftFs.is_regular_file(&at(&w.join("src/main.rs"))));
+        assert!(!SoftFs.is_regular_file(&at(&w.join("src"))));
     }
 
     #[test]

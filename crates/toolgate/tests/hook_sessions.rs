@@ -562,3 +562,72 @@ fn the_starter_policy_lets_the_agents_bookkeeping_through() {
     );
     assert_eq!((r.code, decision(&r)), (Some(0), "ask".to_owned()), "{r:?}");
 }
+
+/// Issue 31, hole 3: a recursive search reads what lies beneath its directory. `Grep` for a
+/// private key with `glob: "*.key"` in a project that holds `deploy/server.key` is denied by
+/// the starter's `protect-keys` (as `Read deploy/server.key` is); a search narrowed to the
+/// project's sources passes, and so does one without `path` in a directory with no key.
+#[test]
+fn a_recursive_search_meets_the_keys_beneath_it() {
+    let w = World::with_policy(toolgate_policy::load::STARTER_POLICY);
+    let project = w.project();
+    std::fs::create_dir_all(project.join("deploy")).unwrap();
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::write(
+        project.join("deploy/server.key"),
+        "-----BEGIN PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    std::fs::write(project.join("src/main.rs"), "fn main() {}\n").unwrap();
+    let key = project.join("deploy/server.key");
+    for input in [
+        json!({"pattern": "PRIVATE KEY", "path": project, "glob": "*.key", "output_mode": "content"}),
+        json!({"pattern": "PRIVATE KEY", "glob": "*.key", "output_mode": "content"}),
+        json!({"pattern": "PRIVATE KEY", "path": project}),
+    ] {
+        let r = w.small_hook("claude-code", &pre(&w, "Grep", input.clone()), &[]);
+        assert_eq!(
+            (r.code, decision(&r)),
+            (Some(2), "deny".to_owned()),
+            "{input}: {r:?}"
+        );
+        let reason = r.json()["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            reason.contains(key.to_str().unwrap()) && reason.contains("protect-keys"),
+            "{reason}"
+        );
+    }
+    let r = w.small_hook(
+        "claude-code",
+        &pre(&w, "Glob", json!({"pattern": "**/*.key"})),
+        &[],
+    );
+    assert_eq!(
+        (r.code, decision(&r)),
+        (Some(2), "deny".to_owned()),
+        "{r:?}"
+    );
+    // The benign twins: narrowed to sources, or beneath a directory without keys.
+    for (tool, input) in [
+        (
+            "Grep",
+            json!({"pattern": "fn main", "path": project, "glob": "*.rs"}),
+        ),
+        ("Grep", json!({"pattern": "fn main", "type": "rust"})),
+        (
+            "Grep",
+            json!({"pattern": "fn main", "path": project.join("src")}),
+        ),
+        ("Glob", json!({"pattern": "src/**/*.rs"})),
+    ] {
+        let r = w.small_hook("claude-code", &pre(&w, tool, input.clone()), &[]);
+        assert_eq!(
+            (r.code, decision(&r)),
+            (Some(0), "none".to_owned()),
+            "{tool} {input}: {r:?}"
+        );
+    }
+}

@@ -224,6 +224,75 @@ pub struct ToolContract {
     /// definition that says otherwise makes every call ask.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<BTreeMap<String, bool>>,
+    /// The tool reaches beneath a directory (a recursive search or listing): which
+    /// arguments name the directory and which narrow the files it touches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recursive: Option<RecursiveSpec>,
+}
+
+/// How a recursive tool names its directories and narrows the files beneath them (the
+/// `recursive:` field of a tool entry). Every list names arguments; lists are united when
+/// entries merge. A filter narrows a call only where it provably excludes a rule's pattern.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecursiveSpec {
+    /// Arguments that name a directory searched or listed recursively (a path or a list of
+    /// paths). A value that is a regular file is a plain read of it.
+    pub params: Vec<String>,
+    /// Arguments holding file-name globs in the manner of ripgrep's `--glob` (`*.rs`,
+    /// `*.{ts,tsx}`, several separated by spaces or commas); a glob with a `/` narrows by
+    /// its last component, one starting with `!` (an exclusion) narrows nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_globs: Option<Vec<String>>,
+    /// Arguments holding a glob relative to the directory (`src/**/*.rs`): its leading
+    /// literal directories narrow the directory, its last component the file names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relative_globs: Option<Vec<String>>,
+    /// Arguments holding ripgrep file-type names (`rust`, `py`, `ts`); an unknown type
+    /// narrows nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub types: Option<Vec<String>>,
+    /// Without any directory argument, the call searches the workspace (the call's
+    /// working directory).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::boolean_opt"
+    )]
+    pub workspace_default: Option<bool>,
+}
+
+impl RecursiveSpec {
+    /// This spec over `base`: every list united, `workspace_default` if either says so.
+    pub fn merge_over(&self, base: &RecursiveSpec) -> RecursiveSpec {
+        let mut params = base.params.clone();
+        for p in &self.params {
+            if !params.contains(p) {
+                params.push(p.clone());
+            }
+        }
+        RecursiveSpec {
+            params,
+            name_globs: union(&base.name_globs, &self.name_globs),
+            relative_globs: union(&base.relative_globs, &self.relative_globs),
+            types: union(&base.types, &self.types),
+            workspace_default: match (self.workspace_default, base.workspace_default) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(false) || b.unwrap_or(false)),
+            },
+        }
+    }
+
+    /// As the normalisation mapping reads it.
+    pub fn to_mapping(&self) -> crate::normalize::RecursiveMapping {
+        crate::normalize::RecursiveMapping {
+            params: self.params.clone(),
+            name_globs: self.name_globs.clone().unwrap_or_default(),
+            relative_globs: self.relative_globs.clone().unwrap_or_default(),
+            types: self.types.clone().unwrap_or_default(),
+            workspace_default: self.workspace_default.unwrap_or(false),
+        }
+    }
 }
 
 /// How bad an [`Issue`] is.
@@ -449,6 +518,10 @@ impl ToolContract {
                 .clone()
                 .or_else(|| base.git_subcommand.clone()),
             annotations: merge_map(&self.annotations, &base.annotations),
+            recursive: match (&self.recursive, &base.recursive) {
+                (Some(a), Some(b)) => Some(a.merge_over(b)),
+                (a, b) => a.clone().or_else(|| b.clone()),
+            },
         }
     }
 
@@ -463,6 +536,7 @@ impl ToolContract {
             || self.url_params.is_some()
             || self.method_param.is_some()
             || self.git_subcommand.is_some()
+            || self.recursive.is_some()
     }
 
     /// The semantic mapping for normalisation, when the entry gives one.
@@ -512,6 +586,13 @@ impl ToolContract {
         }
         if let Some(g) = &self.git_subcommand {
             m.git_subcommand = Some(g.clone());
+        }
+        if let Some(r) = &self.recursive {
+            let mine = r.to_mapping();
+            m.recursive = Some(match m.recursive.take() {
+                Some(base) => base.united(mine),
+                None => mine,
+            });
         }
         m
     }
@@ -579,6 +660,48 @@ impl ToolContract {
                         Some("anchor the glob at a separator: `*@corp.com` or `*.corp.com`"),
                     ));
                 }
+            }
+        }
+        if let Some(r) = &self.recursive {
+            if r.params.is_empty() {
+                issues.push(Issue::error(
+                    at(&["recursive", "params"]),
+                    "`recursive.params` is an empty list",
+                    Some("name the arguments that hold the directory, e.g. `params: [path]`"),
+                ));
+            }
+            for (key, list) in [
+                ("params", Some(&r.params)),
+                ("name_globs", r.name_globs.as_ref()),
+                ("relative_globs", r.relative_globs.as_ref()),
+                ("types", r.types.as_ref()),
+            ] {
+                let Some(l) = list else { continue };
+                if l.is_empty() && key != "params" {
+                    issues.push(Issue::error(
+                        at(&["recursive", key]),
+                        format!("`recursive.{key}` is an empty list"),
+                        empty_help,
+                    ));
+                }
+                if l.iter().any(|v| v.trim().is_empty()) {
+                    issues.push(Issue::error(
+                        at(&["recursive", key]),
+                        format!("`recursive.{key}` contains an empty value"),
+                        None,
+                    ));
+                }
+            }
+            if let Some(op) = self.operation
+                && !op.is_fs()
+            {
+                issues.push(Issue::error(
+                    at(&["recursive"]),
+                    format!("`recursive` applies to file operations, not `{op}`"),
+                    Some(
+                        "say `operation: fs.read` (a search or listing), `fs.write` or `fs.delete`",
+                    ),
+                ));
             }
         }
         if let Some(prefixes) = &self.allowed_path_prefixes {

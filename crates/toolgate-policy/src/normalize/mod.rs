@@ -6,6 +6,7 @@
 mod git;
 pub mod http;
 mod path;
+mod recursive;
 pub mod shell;
 
 use std::collections::BTreeMap;
@@ -67,6 +68,46 @@ pub struct ToolMapping {
     /// A git command line runner (a tool named `git`): `args`, `arguments` or `command`
     /// holds a git command line, with or without the leading `git`.
     pub git_command_line: bool,
+    /// A recursive tool (a search or listing of a directory): its parts reach beneath the
+    /// directories it names ([`crate::action::Part::beneath`]).
+    pub recursive: Option<RecursiveMapping>,
+}
+
+/// How a recursive tool names its directories and the filters that narrow the files beneath
+/// them (from a contract's `recursive:`; see
+/// [`RecursiveSpec`](crate::contracts::RecursiveSpec)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecursiveMapping {
+    /// Arguments naming a directory reached recursively.
+    pub params: Vec<String>,
+    /// Arguments holding ripgrep-style file-name globs.
+    pub name_globs: Vec<String>,
+    /// Arguments holding a glob relative to the directory (`src/**/*.rs`).
+    pub relative_globs: Vec<String>,
+    /// Arguments holding ripgrep file-type names.
+    pub types: Vec<String>,
+    /// No directory argument: the workspace.
+    pub workspace_default: bool,
+}
+
+impl RecursiveMapping {
+    /// Both mappings' arguments (a layer never drops what another declared).
+    pub fn united(mut self, other: RecursiveMapping) -> RecursiveMapping {
+        for (mine, theirs) in [
+            (&mut self.params, other.params),
+            (&mut self.name_globs, other.name_globs),
+            (&mut self.relative_globs, other.relative_globs),
+            (&mut self.types, other.types),
+        ] {
+            for v in theirs {
+                if !mine.contains(&v) {
+                    mine.push(v);
+                }
+            }
+        }
+        self.workspace_default |= other.workspace_default;
+        self
+    }
 }
 
 /// Splits an identifier or a sentence into lower-case words on `_`, `-`, `.`, `/`, spaces,
@@ -147,14 +188,21 @@ fn filesystem_mapping(tool: &str) -> Option<ToolMapping> {
         "delete_file" | "remove_file" | "remove_directory" | "delete_directory" => {
             (Operation::FsDelete, &["path"])
         }
-        "read_file"
-        | "read_text_file"
-        | "read_media_file"
-        | "get_file_info"
-        | "list_directory"
-        | "list_directory_with_sizes"
-        | "directory_tree"
-        | "search_files" => (Operation::FsRead, &["path"]),
+        "read_file" | "read_text_file" | "read_media_file" | "get_file_info" | "list_directory" => {
+            (Operation::FsRead, &["path"])
+        }
+        // They reach beneath the directory: names, sizes or a tree of everything in it.
+        "list_directory_with_sizes" | "directory_tree" | "search_files" => {
+            return Some(ToolMapping {
+                operation: Some(Operation::FsRead),
+                path_params: vec!["path".to_owned()],
+                recursive: Some(RecursiveMapping {
+                    params: vec!["path".to_owned()],
+                    ..RecursiveMapping::default()
+                }),
+                ..ToolMapping::default()
+            });
+        }
         "read_multiple_files" => (Operation::FsRead, &["paths"]),
         "write_file" | "edit_file" | "create_directory" => (Operation::FsWrite, &["path"]),
         "move_file" => {
@@ -376,6 +424,10 @@ fn infer_operation(m: &ToolMapping) -> Option<Operation> {
     if !m.url_params.is_empty() {
         return Some(Operation::NetRequest);
     }
+    if m.recursive.is_some() {
+        // A search or listing of a directory.
+        return Some(Operation::FsRead);
+    }
     if !m.path_params.is_empty() {
         return m
             .param_operations
@@ -425,7 +477,16 @@ fn fs_parts(call: &ToolCall, m: &ToolMapping, op: Operation, ctx: &NormalizeCont
     let mut parts: Vec<Part> = Vec::new();
     let mut unresolved: Vec<Operation> = Vec::new();
     let mut found_any = false;
+    if let Some(r) = &m.recursive {
+        found_any = recursive::add_recursive_parts(args, r, op, ctx, &mut parts, &mut unresolved);
+    }
     for name in path_param_names(call, m) {
+        if m.recursive
+            .as_ref()
+            .is_some_and(|r| r.params.contains(&name) || r.relative_globs.contains(&name))
+        {
+            continue;
+        }
         let Some(value) = args.get(&name) else {
             continue;
         };
@@ -457,7 +518,10 @@ fn fs_parts(call: &ToolCall, m: &ToolMapping, op: Operation, ctx: &NormalizeCont
 }
 
 fn add_resource(parts: &mut Vec<Part>, op: Operation, resource: String) {
-    if let Some(part) = parts.iter_mut().find(|p| p.operation == op && !p.opaque) {
+    if let Some(part) = parts
+        .iter_mut()
+        .find(|p| p.operation == op && !p.opaque && p.beneath.is_none())
+    {
         if !part.resources.contains(&resource) {
             part.resources.push(resource);
         }
