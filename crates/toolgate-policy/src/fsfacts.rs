@@ -22,6 +22,13 @@ pub trait FsFacts {
     fn server_process(&self) -> ServerProcess {
         ServerProcess::default()
     }
+
+    /// Whether something exists at this absolute path now (a file, a directory, a link).
+    /// Only used to show deny rules the arguments of a command toolgate does not know
+    /// (`mytool notes` with a file `notes`); `false` when unknown.
+    fn exists(&self, _abs_path: &str) -> bool {
+        false
+    }
 }
 
 /// What is known of the server process (see [`FsFacts::server_process`]).
@@ -56,6 +63,8 @@ pub struct MapFs {
     /// Set for a case-insensitive filesystem: the paths that exist, in their on-disk
     /// spelling. A component that names one of them in other letter case is read as it.
     case_insensitive: Option<Vec<String>>,
+    /// Paths that exist ([`FsFacts::exists`]).
+    existing: Vec<String>,
 }
 
 impl MapFs {
@@ -69,6 +78,13 @@ impl MapFs {
     pub fn symlink(mut self, link: &str, target: &str) -> Self {
         let key = lexical_normalize(link).unwrap_or_else(|| link.to_owned());
         self.links.insert(key, target.to_owned());
+        self
+    }
+
+    /// Marks `path` as existing (see [`FsFacts::exists`]).
+    pub fn file(mut self, path: &str) -> Self {
+        let key = lexical_normalize(path).unwrap_or_else(|| path.to_owned());
+        self.existing.push(key);
         self
     }
 
@@ -189,6 +205,15 @@ impl FsFacts for MapFs {
 
     fn server_process(&self) -> ServerProcess {
         self.server.clone()
+    }
+
+    fn exists(&self, abs_path: &str) -> bool {
+        self.existing.iter().any(|e| e == abs_path)
+            || self.links.contains_key(abs_path)
+            || self
+                .case_insensitive
+                .as_ref()
+                .is_some_and(|all| all.iter().any(|e| e == abs_path))
     }
 }
 

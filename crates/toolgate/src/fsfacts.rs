@@ -69,6 +69,10 @@ impl FsFacts for SoftFs {
         }
         Some(canonical)
     }
+
+    fn exists(&self, abs_path: &str) -> bool {
+        abs_path.starts_with('/') && std::fs::symlink_metadata(abs_path).is_ok()
+    }
 }
 
 /// How many symlinks [`through_magic_link`] follows.

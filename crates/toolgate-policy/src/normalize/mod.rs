@@ -3,6 +3,7 @@
 //! Never fails: anything not understood becomes an opaque `unknown` part (fail closed). A part
 //! is exact (`opaque: false`) only when every fact in it is known before the call runs.
 
+mod commands;
 mod git;
 pub mod http;
 mod path;
