@@ -809,9 +809,17 @@ impl<'c> ShellOut<'c> {
                 .unwrap_or_default();
             let is_git = name == "git" || name == "git.exe";
             let reading = (!e.container && !is_git).then(|| commands::classify(&e.argv));
+            // A known command is exact only when every option of it is understood, and when
+            // it is the system's: `./ls` or `/tmp/x/cat` may be any program.
+            let own_path = e.argv.first().is_some_and(|w| {
+                let slashes = w.matches('/').count();
+                let system = (w.starts_with("/bin/") && slashes == 2)
+                    || (w.starts_with("/usr/bin/") && slashes == 3);
+                slashes > 0 && !system
+            });
             if let Some(r) = &reading
                 && r.known
-                && !r.understood
+                && (!r.understood || own_path)
             {
                 part.opaque = true;
             }
@@ -855,6 +863,12 @@ impl<'c> ShellOut<'c> {
                     part_opaque,
                     &bases,
                 );
+            }
+            if r.known
+                && own_path
+                && let Some(program) = e.argv.first()
+            {
+                self.loose(program, literal, &bases);
             }
             for (k, w) in r.loose.iter().enumerate() {
                 if in_find && w.contains("{}") {
