@@ -17,7 +17,7 @@ use crate::action::{Action, Beneath, Operation, Part};
 use crate::fsfacts::FsFacts;
 
 pub use http::{UrlError, normalize_url};
-pub use shell::{Scan, look_through, scan};
+pub use shell::{Scan, decoded_words, look_through, scan};
 
 /// One tool call as the proxy sees it.
 #[derive(Debug, Clone, Copy)]
