@@ -479,17 +479,34 @@ pub(crate) fn classify(argv: &[String]) -> Reading {
                 ..Spec::default()
             },
         ),
-        "mkdir" => simple(
-            args,
-            Write,
-            &Spec {
-                short: "pvZ",
-                short_val: "m",
-                long: long!["parents", "verbose", "context"],
-                long_val: &["mode"],
-                ..Spec::default()
-            },
-        ),
+        "mkdir" => {
+            let p = parse(
+                args,
+                &Spec {
+                    short: "pvZ",
+                    short_val: "m",
+                    long: long!["parents", "verbose", "context"],
+                    long_val: &["mode"],
+                    ..Spec::default()
+                },
+            );
+            let mut r = reading_of(&p);
+            let parents = p.has(&["-p", "--parents"]);
+            for w in &p.operands {
+                if parents {
+                    // Every missing directory on the way is made.
+                    for (i, _) in w.match_indices('/').filter(|(i, _)| *i > 0) {
+                        let prefix = w.get(..i).unwrap_or_default();
+                        if !prefix.ends_with('/') && !prefix.ends_with("/.") && prefix != "." {
+                            r.file(Write, prefix);
+                        }
+                    }
+                }
+                r.file(Write, w);
+            }
+            r.operand_op = Some(Write);
+            r
+        }
         "truncate" => simple(
             args,
             Write,
@@ -603,6 +620,7 @@ pub(crate) fn classify(argv: &[String]) -> Reading {
                 ],
                 ..Spec::default()
             },
+            false,
         ),
         "du" => listing(
             args,
@@ -641,6 +659,7 @@ pub(crate) fn classify(argv: &[String]) -> Reading {
                 ],
                 ..Spec::default()
             },
+            true,
         ),
         "tree" => listing(
             args,
@@ -664,6 +683,7 @@ pub(crate) fn classify(argv: &[String]) -> Reading {
                 paths: &[("-o", Write)],
                 ..Spec::default()
             },
+            true,
         ),
         "stat" => simple(
             args,
@@ -798,14 +818,19 @@ fn simple(args: &[String], op: Operation, spec: &Spec) -> Reading {
     r
 }
 
-/// `ls`, `du`, `tree`: operands (the working directory without one) are listed.
-fn listing(args: &[String], spec: &Spec) -> Reading {
+/// `ls`, `du`, `tree`: operands (the working directory without one) are listed; `du`,
+/// `tree` and `ls -R` open every directory beneath them.
+fn listing(args: &[String], spec: &Spec, recursive_always: bool) -> Reading {
     let p = parse(args, spec);
     let mut r = reading_of(&p);
-    if p.operands.is_empty() {
-        r.file(Read, ".");
-    }
-    r.files_or_trees(Read, &p.operands, false, &[]);
+    let recursive = recursive_always || p.has(&["-R", "--recursive"]);
+    let default = [".".to_owned()];
+    let operands = if p.operands.is_empty() {
+        &default[..]
+    } else {
+        &p.operands[..]
+    };
+    r.files_or_trees(Read, operands, recursive, &[]);
     r.operand_op = Some(Read);
     r
 }
@@ -1582,6 +1607,9 @@ fn curl(args: &[String]) -> Reading {
         } else if name.starts_with("--") {
             r.understood = false;
             r.loose.extend(inline);
+        } else if w.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("file:")) {
+            // A `file:` URL reads the file.
+            r.file(Read, w);
         } else if let Some(cluster) = name.strip_prefix('-').filter(|c| !c.is_empty()) {
             if cluster.contains('O') {
                 r.tree(Write, ".", &[]);
@@ -2584,6 +2612,8 @@ fn find(args: &[String]) -> Reading {
             }
         }
     }
+    // find opens its working directory to return to it.
+    r.file(Read, ".");
     let filters: Vec<String> = if narrowing && names.len() == 1 {
         name_filters(names)
     } else {
@@ -2859,7 +2889,11 @@ mod tests {
             files("touch -r ref a"),
             (vec![f(Read, "ref"), f(Write, "a")], true)
         );
-        assert_eq!(files("mkdir -p -m 700 a/b"), (vec![f(Write, "a/b")], true));
+        assert_eq!(
+            files("mkdir -p -m 700 a/b"),
+            (vec![f(Write, "a"), f(Write, "a/b")], true)
+        );
+        assert_eq!(files("mkdir x/y"), (vec![f(Write, "x/y")], true));
         assert_eq!(files("truncate -s 0 a"), (vec![f(Write, "a")], true));
         assert_eq!(
             files("dd if=a of=b bs=1M"),
@@ -2953,6 +2987,8 @@ mod tests {
         // Options after operands are options (GNU).
         assert_eq!(files("ls src -la"), (vec![f(Read, "src")], true));
         assert_eq!(files("ls"), (vec![f(Read, ".")], true));
+        assert_eq!(files("ls -R src"), (vec![t(Read, "src")], true));
+        assert_eq!(files("du -sh"), (vec![t(Read, ".")], true));
         assert_eq!(files("ls -I target"), (vec![f(Read, ".")], true));
         assert_eq!(files("ls --sort=size"), (vec![f(Read, ".")], true));
         // An unknown option: not understood, and its value is still looked at.
