@@ -2831,29 +2831,43 @@ mod tests {
 
     #[test]
     fn find_reads_beneath_and_its_actions_are_not_read_only() {
-        assert_eq!(files("find src -name *.rs"), (vec![t(Read, "src")], true));
-        assert_eq!(files("find"), (vec![t(Read, ".")], true));
+        // find also opens its working directory (to return to it).
+        let cwd = f(Read, ".");
+        assert_eq!(
+            files("find src -name *.rs"),
+            (vec![cwd.clone(), t(Read, "src")], true)
+        );
+        assert_eq!(files("find"), (vec![cwd.clone(), t(Read, ".")], true));
         assert_eq!(
             files("find -L . -type f -maxdepth 2"),
-            (vec![t(Read, ".")], true)
+            (vec![cwd.clone(), t(Read, ".")], true)
         );
-        let r = classify(&argv("find src -name *.rs"));
+        let filters = |line: &str| -> Vec<Vec<String>> {
+            classify(&argv(line))
+                .files
+                .iter()
+                .filter(|f| f.recursive)
+                .map(|f| f.filters.clone())
+                .collect()
+        };
         assert_eq!(
-            r.files.first().map(|f| f.filters.clone()),
-            Some(vec!["*.rs".to_owned()])
+            filters("find src -name *.rs"),
+            vec![vec!["*.rs".to_owned()]]
         );
-        let r = classify(&argv("find src -name *.rs -o -name *.key"));
-        assert_eq!(r.files.first().map(|f| f.filters.clone()), Some(vec![]));
+        assert_eq!(
+            filters("find src -name *.rs -o -name *.key"),
+            vec![Vec::<String>::new()]
+        );
         assert_eq!(
             files("find . -delete"),
-            (vec![t(Delete, "."), t(Read, ".")], false)
+            (vec![t(Delete, "."), cwd.clone(), t(Read, ".")], false)
         );
         let (fs, understood) = files("find . -exec rm {} ;");
         assert!(!understood);
         assert!(fs.contains(&t(Delete, ".")) && fs.contains(&t(Write, ".")));
         assert_eq!(
             files("find . -fprint out").0,
-            vec![t(Read, "."), f(Write, "out")]
+            vec![cwd, t(Read, "."), f(Write, "out")]
         );
         assert!(!files("find . -ok rm {} ;").1);
     }
@@ -3025,5 +3039,97 @@ mod tests {
             Some(vec![".".to_owned()])
         );
         assert_eq!(git_clean_paths(&argv("git -C x status")), None);
+    }
+
+    mod props {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        /// A command with no-value short flags, value-taking short options (whose values are
+        /// no files) and what its operands are.
+        const COMMANDS: &[(&str, &str, &str, Operation)] = &[
+            ("cat", "AbeEnstTuv", "", Read),
+            ("head", "qvz", "nc", Read),
+            ("wc", "clmwL", "", Read),
+            ("sort", "bdfgiMhnRrVcsuz", "kSt", Read),
+            ("base64", "di", "w", Read),
+            ("tee", "aip", "", Write),
+            ("touch", "acfhm", "dt", Write),
+            ("rm", "fiIdv", "", Delete),
+            ("shred", "fuvxz", "ns", Delete),
+            ("truncate", "co", "s", Write),
+        ];
+
+        fn name() -> impl Strategy<Value = String> {
+            "[a-z][a-z0-9_.]{0,7}"
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+
+            /// Flags (alone or combined), option values (attached or in the next word) and
+            /// operands in any order: exactly the operands are files, with the command's
+            /// operation; after `--` even words that look like flags are files.
+            #[test]
+            fn operands_are_files_and_nothing_else(
+                which in 0..COMMANDS.len(),
+                flag_picks in proptest::collection::vec(any::<prop::sample::Index>(), 0..6),
+                value_picks in proptest::collection::vec((any::<prop::sample::Index>(), name(), any::<bool>()), 0..3),
+                operands in proptest::collection::vec(name(), 0..5),
+                dashed in proptest::collection::vec("-[a-z]{1,4}", 0..3),
+                combine in any::<bool>(),
+                order in any::<prop::sample::Index>(),
+            ) {
+                let (cmd, short, short_val, op) = COMMANDS[which];
+                let flags: Vec<char> = flag_picks.iter().map(|i| short.as_bytes()[i.index(short.len())] as char).collect();
+                let mut opts: Vec<Vec<String>> = Vec::new();
+                if combine && !flags.is_empty() {
+                    opts.push(vec![format!("-{}", flags.iter().collect::<String>())]);
+                } else {
+                    opts.extend(flags.iter().map(|c| vec![format!("-{c}")]));
+                }
+                if !short_val.is_empty() {
+                    for (i, value, attached) in &value_picks {
+                        let c = short_val.as_bytes()[i.index(short_val.len())] as char;
+                        if *attached {
+                            opts.push(vec![format!("-{c}{value}")]);
+                        } else {
+                            opts.push(vec![format!("-{c}"), value.clone()]);
+                        }
+                    }
+                }
+                // Options go before, between or after the operands (GNU permutes).
+                let at = order.index(operands.len() + 1);
+                let mut argv = vec![cmd.to_owned()];
+                argv.extend(operands[..at].iter().cloned());
+                for o in &opts {
+                    argv.extend(o.iter().cloned());
+                }
+                argv.extend(operands[at..].iter().cloned());
+                if !dashed.is_empty() {
+                    argv.push("--".to_owned());
+                    argv.extend(dashed.iter().cloned());
+                }
+                let r = classify(&argv);
+                prop_assert!(r.understood, "{argv:?}");
+                let got: Vec<(Operation, String)> = r.files.iter().map(|f| (f.op, f.word.clone())).collect();
+                let want: Vec<(Operation, String)> = operands.iter().chain(dashed.iter()).map(|w| (op, w.clone())).collect();
+                prop_assert_eq!(got, want, "{:?}", argv);
+            }
+
+            /// An option the table does not know is never understood, and a file after it
+            /// is still a file.
+            #[test]
+            fn unknown_options_are_not_understood(
+                which in 0..COMMANDS.len(),
+                unknown in "--zz[a-z]{1,8}",
+                file in name(),
+            ) {
+                let (cmd, _, _, op) = COMMANDS[which];
+                let r = classify(&[cmd.to_owned(), unknown, file.clone()]);
+                prop_assert!(!r.understood);
+                prop_assert!(r.files.iter().any(|f| f.op == op && f.word == file));
+            }
+        }
     }
 }
