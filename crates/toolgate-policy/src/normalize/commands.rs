@@ -197,8 +197,7 @@ fn parse(args: &[String], spec: &Spec) -> Parsed {
             p.opts.push(("-N".to_owned(), Some(cluster.to_owned())));
             continue;
         }
-        let mut chars = cluster.char_indices();
-        while let Some((at, c)) = chars.next() {
+        for (at, c) in cluster.char_indices() {
             let flag = format!("-{c}");
             if spec.short.contains(c) {
                 p.opts.push((flag, None));
@@ -1584,19 +1583,20 @@ fn curl(args: &[String]) -> Reading {
                 }
             }
         } else if read_file.contains(&name) {
-            if let Some(v) = value(&mut i) {
-                if v != "-" && v != "." {
-                    r.file(Read, &v);
-                }
+            if let Some(v) = value(&mut i)
+                && v != "-"
+                && v != "."
+            {
+                r.file(Read, &v);
             }
         } else if write_file.contains(&name) {
-            if let Some(v) = value(&mut i) {
-                if v != "-" {
-                    if name == "--output-dir" {
-                        r.tree(Write, &v, &[]);
-                    } else {
-                        r.file(Write, &v);
-                    }
+            if let Some(v) = value(&mut i)
+                && v != "-"
+            {
+                if name == "--output-dir" {
+                    r.tree(Write, &v, &[]);
+                } else {
+                    r.file(Write, &v);
                 }
             }
         } else if with_value.contains(&name) {
@@ -2698,7 +2698,8 @@ mod tests {
 
     #[test]
     fn readers() {
-        let cases: &[(&str, &[(Operation, &str, bool)], bool)] = &[
+        type Case<'a> = (&'a str, &'a [(Operation, &'a str, bool)], bool);
+        let cases: &[Case] = &[
             ("cat a b", &[(Read, "a", false), (Read, "b", false)], true),
             ("cat -n -- -x", &[(Read, "-x", false)], true),
             ("cat -nA a", &[(Read, "a", false)], true),
@@ -2766,7 +2767,7 @@ mod tests {
         assert_eq!(files("rg --files src"), (vec![t(Read, "src")], true));
         // `-r` is ripgrep's replacement, not recursion; its value is no file.
         assert_eq!(files("rg -r x foo a"), (vec![t(Read, "a")], true));
-        assert_eq!(files("rg --pre cat foo a").1, false);
+        assert!(!files("rg --pre cat foo a").1);
         let r = classify(&argv("rg -g *.rs -t rust foo"));
         assert_eq!(
             r.files.first().map(|f| f.filters.clone()),
@@ -2913,7 +2914,7 @@ mod tests {
             files("dd if=a of=b bs=1M"),
             (vec![f(Read, "a"), f(Write, "b")], true)
         );
-        assert_eq!(files("dd if=a of=b weird=1").1, false);
+        assert!(!files("dd if=a of=b weird=1").1);
         assert_eq!(files("xxd a b"), (vec![f(Read, "a"), f(Write, "b")], true));
         assert_eq!(files("xxd -c 16 a"), (vec![f(Read, "a")], true));
         assert_eq!(

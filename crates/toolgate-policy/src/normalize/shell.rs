@@ -151,7 +151,7 @@ impl Scanner {
             }
             Pending::Dup { write } => {
                 let digits = target.strip_suffix('-').unwrap_or(&target);
-                if !(digits.bytes().all(|b| b.is_ascii_digit()) && !inexact) {
+                if inexact || !digits.bytes().all(|b| b.is_ascii_digit()) {
                     add(write, target);
                 }
             }
