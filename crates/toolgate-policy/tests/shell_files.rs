@@ -417,3 +417,44 @@ fn compounds_take_the_most_restrictive_verdict_of_their_commands() {
     // One denied: the whole compound is denied.
     assert_eq!(starter("ls; cat ~/.ssh/id_rsa").0, Effect::Deny);
 }
+
+#[test]
+fn here_document_text_is_no_path_but_its_commands_still_are() {
+    // The usual commit: the message mentions `.env` and paths; it is text.
+    let commit = "git commit -m \"$(cat <<'EOF'\nKeep .env out of src/config.rs\n\nAlso ~/.ssh/config docs.\nEOF\n)\"";
+    let fs = fs();
+    let a = bash(&fs, commit);
+    assert!(
+        !a.parts.iter().any(|p| p
+            .resources
+            .iter()
+            .any(|r| r.ends_with("/.env") || r.contains(".ssh"))),
+        "{a:#?}"
+    );
+    // It hides what it runs (a substitution): it asks, it is not denied.
+    assert_eq!(starter(commit).0, Effect::Ask);
+    // A command after the body is a command again; one of the table inside a
+    // substitution in the body is one too.
+    assert_eq!(
+        starter("cat <<EOF > notes.md\ntext\nEOF\ncat ~/.ssh/id_rsa").0,
+        Effect::Deny
+    );
+    assert_eq!(
+        starter("cat <<EOF\n$(cat ~/.ssh/id_rsa)\nEOF").0,
+        Effect::Deny
+    );
+}
+
+#[test]
+fn resolving_is_bounded_and_what_is_past_the_bound_is_hidden() {
+    let fs = LexicalFs;
+    let many: Vec<String> = (0..600).map(|i| format!("f{i}.txt")).collect();
+    let a = bash(&fs, &format!("cat {}", many.join(" ")));
+    assert!(
+        a.parts
+            .iter()
+            .any(|p| p.operation == Operation::FsRead && p.hidden)
+    );
+    let count: usize = a.parts.iter().map(|p| p.resources.len()).sum();
+    assert!(count <= 512, "{count}");
+}

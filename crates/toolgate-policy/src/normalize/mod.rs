@@ -668,7 +668,15 @@ struct ShellOut<'c> {
     /// target: whether it succeeded, and so which one later commands run in, is only known
     /// at run time.
     bases: Vec<Option<String>>,
+    /// The segment being read is a line of a here-document's body.
+    body: bool,
+    /// Words resolved as paths so far (bounded: [`MAX_RESOLVED`]).
+    resolved: usize,
 }
+
+/// At most this many words of one call are resolved as paths; past it, what the rest name
+/// is hidden (every deny rule of the operation treats it as matching).
+const MAX_RESOLVED: usize = 512;
 
 /// At most this many working directories are followed; beyond, relative paths are hidden.
 const MAX_BASES: usize = 8;
@@ -722,6 +730,8 @@ impl<'c> ShellOut<'c> {
             cwd,
             ctx,
             bases: vec![base],
+            body: false,
+            resolved: 0,
         }
     }
 
@@ -746,8 +756,13 @@ impl<'c> ShellOut<'c> {
                     self.parts.push(opaque(Operation::ShellExec));
                 }
                 for seg in &line.segments {
+                    // A here-document's text is no command: only what a substitution in it
+                    // runs is (the scanner cannot tell which words those are). Its words
+                    // are not shown as paths; commands of the table in it still are.
+                    self.body = seg.body;
                     self.segment(&seg.words, &seg.redirects, line.exact, !line.exact);
                 }
+                self.body = false;
                 for r in &line.loose {
                     self.redirect(r, false, true);
                 }
@@ -909,9 +924,13 @@ impl<'c> ShellOut<'c> {
     }
 
     /// What one word names, against one working directory.
-    fn name(&self, word: &str, literal: bool, base: Option<&str>, recursive: bool) -> Named {
+    fn name(&mut self, word: &str, literal: bool, base: Option<&str>, recursive: bool) -> Named {
         if word.is_empty() || word == "-" || NO_RESOURCE.contains(&word) {
             return Named::Nothing;
+        }
+        self.resolved += 1;
+        if self.resolved > MAX_RESOLVED {
+            return Named::Hidden;
         }
         let mut raw = word.to_owned();
         let mut glob = None;
@@ -998,6 +1017,9 @@ impl<'c> ShellOut<'c> {
     /// A word whose role is not known: when it looks like a path (or names one that
     /// exists), deny rules see it as read, written and deleted; allow rules never vouch.
     fn loose(&mut self, word: &str, literal: bool, bases: &[Option<String>]) {
+        if self.body {
+            return;
+        }
         let mut candidates = vec![word];
         if let Some((_, value)) = word.split_once('=') {
             // `--file=x`, `KEY=x`.
@@ -1053,7 +1075,7 @@ impl<'c> ShellOut<'c> {
 
     fn chdir(&mut self, ch: &commands::Chdir, literal: bool) {
         let mut next = self.bases.clone();
-        for base in &self.bases {
+        for base in &self.bases.clone() {
             let to = match ch {
                 commands::Chdir::Home => path::resolve_path(self.ctx.home, "/", self.ctx).ok(),
                 commands::Chdir::Unknown => None,

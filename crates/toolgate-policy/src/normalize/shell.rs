@@ -52,6 +52,10 @@ struct Scanner {
     loose_redirects: Vec<Redirect>,
     /// A redirection operator waits for its target word.
     pending: Option<Pending>,
+    /// Delimiters of here-documents whose bodies start at the next line.
+    heredocs: Vec<String>,
+    /// The delimiter of the here-document whose body is being read.
+    body: Option<String>,
     /// Something other than `|`, `&&`, `||`, `;`, a newline and file redirections joins or
     /// shapes the commands: `&`, `( )`, `{ }` as a group, a here-document, a comment, a
     /// line continuation, a syntax error.
@@ -75,6 +79,8 @@ pub(crate) struct SegInfo {
     /// A word of the segment expands at run time.
     pub inexact: bool,
     pub redirects: Vec<Redirect>,
+    /// A line of a here-document's body (text, scanned for what its substitutions run).
+    pub body: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,8 +92,10 @@ enum Pending {
     Dup {
         write: bool,
     },
-    /// A here-document delimiter or a here-string: the word is no file.
+    /// A here-string: the word is no file.
     Data,
+    /// A here-document's delimiter.
+    Heredoc,
 }
 
 impl Scanner {
@@ -156,6 +164,7 @@ impl Scanner {
                 }
             }
             Pending::Data => {}
+            Pending::Heredoc => self.heredocs.push(target),
         }
     }
 
@@ -167,9 +176,18 @@ impl Scanner {
         }
         let redirects = std::mem::take(&mut self.seg_redirects);
         let inexact = std::mem::take(&mut self.seg_inexact);
+        let body = self.body.is_some();
+        if body && self.words.len() == 1 && self.words.first() == self.body.as_ref() {
+            // The delimiter line ends this body; the next here-document's may follow.
+            self.body = (!self.heredocs.is_empty()).then(|| self.heredocs.remove(0));
+        }
         if !self.words.is_empty() {
             self.segments.push(std::mem::take(&mut self.words));
-            self.seg_info.push(SegInfo { inexact, redirects });
+            self.seg_info.push(SegInfo {
+                inexact,
+                redirects,
+                body,
+            });
         } else {
             self.loose_redirects.extend(redirects);
         }
@@ -424,7 +442,14 @@ fn scan_detailed(command: &str) -> Detailed {
                     s.hidden = true;
                     s.other_operator();
                 }
-                '\n' | ';' => s.operator(),
+                '\n' => {
+                    s.operator();
+                    if s.body.is_none() && !s.heredocs.is_empty() {
+                        // The lines that follow are a here-document's body.
+                        s.body = Some(s.heredocs.remove(0));
+                    }
+                }
+                ';' => s.operator(),
                 '\r' => s.other_operator(),
                 '|' => {
                     // `|`, `||`, `|&`.
@@ -491,14 +516,17 @@ fn scan_detailed(command: &str) -> Detailed {
                             chars.next();
                             if chars.peek() == Some(&'<') {
                                 chars.next();
+                                Some(Pending::Data)
                             } else {
-                                // A here-document: its body lines are no commands.
+                                // A here-document: its body lines are text (only their
+                                // substitutions run); they are still scanned, so that deny
+                                // rules see every command a substitution may run.
                                 s.bad_ops = true;
                                 if chars.peek() == Some(&'-') {
                                     chars.next();
                                 }
+                                Some(Pending::Heredoc)
                             }
-                            Some(Pending::Data)
                         }
                         ('<', Some('>')) => {
                             chars.next();
@@ -669,6 +697,8 @@ pub(crate) struct Segment {
     /// A word expands at run time (a variable, a glob, `~`, braces).
     pub inexact: bool,
     pub redirects: Vec<Redirect>,
+    /// A line of a here-document's body.
+    pub body: bool,
 }
 
 /// Words that start a shell construct, not a command.
@@ -687,6 +717,7 @@ pub(crate) fn parse_line(command: &str) -> Line {
                 words,
                 inexact: true,
                 redirects: Vec::new(),
+                body: false,
             })
             .collect();
         return Line {
@@ -703,11 +734,13 @@ pub(crate) fn parse_line(command: &str) -> Line {
         .zip(d.seg_info.into_iter().chain(std::iter::repeat(SegInfo {
             inexact: true,
             redirects: Vec::new(),
+            body: false,
         })))
         .map(|(words, info)| Segment {
             words,
             inexact: info.inexact,
             redirects: info.redirects,
+            body: info.body,
         })
         .collect();
     let exact = !d.hidden
