@@ -52,6 +52,9 @@ pub(crate) struct Reading {
     pub chdir: Option<Chdir>,
     /// What the command does to operands it is given on standard input by `xargs`.
     pub operand_op: Option<Operation>,
+    /// Operations on files whose names come from a file or input (`wc --files0-from`,
+    /// `tar -T`): which files is not known here.
+    pub hidden_ops: Vec<Operation>,
 }
 
 impl Reading {
@@ -226,6 +229,9 @@ fn parse(args: &[String], spec: &Spec) -> Parsed {
     }
     p
 }
+
+/// Options that read the names of the files to work on from a file.
+const NAMES_FROM: &[&str] = &["--files0-from", "--files-from", "--input-file", "-T"];
 
 /// Starts a reading from a parse: path-valued options become files.
 fn reading_of(p: &Parsed) -> Reading {
@@ -733,7 +739,7 @@ pub(crate) fn classify(argv: &[String]) -> Reading {
             let mut r = reading_of(&p);
             if p.has(&["-f", "--files-from"]) {
                 // The names come from a file: which files is not known here.
-                r.understood = false;
+                r.hidden_ops.push(Read);
             }
             r.files_or_trees(Read, &p.operands, false, &[]);
             r.operand_op = Some(Read);
@@ -759,10 +765,25 @@ pub(crate) fn classify(argv: &[String]) -> Reading {
                     Chdir::Unknown
                 }
             });
+            // Going somewhere is looking at it: `cd ~/.ssh` meets the rules of `~/.ssh`,
+            // and an agent's shell may stay there for its next command.
+            match &r.chdir {
+                Some(Chdir::To(dir)) => {
+                    let dir = dir.clone();
+                    r.file(Read, &dir);
+                }
+                // The home directory: the caller reads it as `~`.
+                _ => {}
+            }
             r
         }
         "pushd" | "popd" => {
             let mut r = unknown(argv);
+            if name == "pushd" {
+                for dir in args.iter().filter(|w| !w.starts_with(['-', '+'])) {
+                    r.file(Read, dir);
+                }
+            }
             r.chdir = Some(Chdir::Unknown);
             r
         }
@@ -812,6 +833,9 @@ fn nothing(name: &str, args: &[String]) -> Reading {
 fn simple(args: &[String], op: Operation, spec: &Spec) -> Reading {
     let p = parse(args, spec);
     let mut r = reading_of(&p);
+    if p.has(NAMES_FROM) {
+        r.hidden_ops.push(op);
+    }
     r.files_or_trees(op, &p.operands, false, &[]);
     r.operand_op = Some(op);
     r
@@ -822,6 +846,9 @@ fn simple(args: &[String], op: Operation, spec: &Spec) -> Reading {
 fn listing(args: &[String], spec: &Spec, recursive_always: bool) -> Reading {
     let p = parse(args, spec);
     let mut r = reading_of(&p);
+    if p.has(NAMES_FROM) {
+        r.hidden_ops.push(Read);
+    }
     let recursive = recursive_always || p.has(&["-R", "--recursive"]);
     let default = [".".to_owned()];
     let operands = if p.operands.is_empty() {
@@ -1837,6 +1864,9 @@ fn rsync(args: &[String]) -> Reading {
     } else {
         Read
     };
+    if p.has(&["--files-from"]) {
+        r.hidden_ops.push(source_op);
+    }
     copy_operands(&mut r, &p.operands, recursive, source_op, deletes);
     if source_op == Delete {
         // The sources are read before they go.
@@ -1972,9 +2002,9 @@ fn tar(args: &[String]) -> Reading {
                 r.tree(Delete, &base(w), &[]);
             }
         }
-        if p.operands.is_empty() {
+        if p.has(&["-T", "--files-from"]) {
             // `tar c -T list`: which files is not known here.
-            r.understood &= !p.has(&["-T", "--files-from"]);
+            r.hidden_ops.push(Read);
         }
     } else if extracting {
         for a in archives.iter().filter(|a| *a != "-") {
@@ -2571,7 +2601,7 @@ fn find(args: &[String]) -> Reading {
                 "-iname" => narrowing = false,
                 "-files0-from" => {
                     r.file(Read, &v);
-                    r.understood = false;
+                    r.hidden_ops.push(Read);
                 }
                 _ => {}
             }
@@ -3030,6 +3060,16 @@ mod tests {
             Some(Chdir::To("src".to_owned()))
         );
         assert_eq!(classify(&argv("cd")).chdir, Some(Chdir::Home));
+        assert_eq!(files("cd src"), (vec![f(Read, "src")], true));
+        assert_eq!(files("cd"), (vec![], true));
+        assert_eq!(
+            classify(&argv("wc --files0-from=list")).hidden_ops,
+            vec![Read]
+        );
+        assert_eq!(
+            classify(&argv("tar cf a.tar -T list")).hidden_ops,
+            vec![Read]
+        );
         assert_eq!(classify(&argv("cd -")).chdir, Some(Chdir::Unknown));
         assert_eq!(classify(&argv("pushd x")).chdir, Some(Chdir::Unknown));
         let r = classify(&argv("mytool --in=./a b"));

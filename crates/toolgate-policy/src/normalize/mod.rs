@@ -895,6 +895,9 @@ impl<'c> ShellOut<'c> {
                 }
                 self.loose(w, literal, &bases);
             }
+            for op in &r.hidden_ops {
+                self.parts.push(Part::hidden(*op));
+            }
             if fed {
                 // Operands come from standard input: which files is not known here.
                 match r.operand_op {
@@ -911,6 +914,18 @@ impl<'c> ShellOut<'c> {
                 self.redirect(red, literal, true);
             }
             if let Some(ch) = &r.chdir {
+                if *ch == commands::Chdir::Home {
+                    // `cd` alone goes home: that is looking at it.
+                    self.file(
+                        Operation::FsRead,
+                        "~",
+                        false,
+                        &[],
+                        false,
+                        part_opaque,
+                        &bases,
+                    );
+                }
                 self.chdir(ch, literal);
             }
             in_find |= name == "find"
