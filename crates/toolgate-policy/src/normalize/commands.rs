@@ -766,14 +766,11 @@ pub(crate) fn classify(argv: &[String]) -> Reading {
                 }
             });
             // Going somewhere is looking at it: `cd ~/.ssh` meets the rules of `~/.ssh`,
-            // and an agent's shell may stay there for its next command.
-            match &r.chdir {
-                Some(Chdir::To(dir)) => {
-                    let dir = dir.clone();
-                    r.file(Read, &dir);
-                }
-                // The home directory: the caller reads it as `~`.
-                _ => {}
+            // and an agent's shell may stay there for its next command. (The home
+            // directory of a bare `cd`: the caller reads it as `~`.)
+            if let Some(Chdir::To(dir)) = &r.chdir {
+                let dir = dir.clone();
+                r.file(Read, &dir);
             }
             r
         }
