@@ -134,6 +134,14 @@ const CORPUS: &[&str] = &[
     "sudo -n true 2>/dev/null || cat b.txt",
     "env LC_ALL=C sort names.txt",
     "bash -c 'cd docs && cat x.md'",
+    "rsync -a src/ rdst/",
+    "rg -n main src",
+    "rg --files",
+    "ag main src",
+    "git clean -fdxq",
+    "grep -d recurse main src",
+    "tar czf out.tgz docs",
+    "cat notes 1<> rw.txt",
 ];
 
 /// Programs a line needs besides coreutils and bash.
@@ -141,7 +149,7 @@ fn needs(line: &str) -> Vec<&'static str> {
     let mut out = Vec::new();
     for p in [
         "xxd", "jq", "yq", "curl", "wget", "scp", "zip", "unzip", "openssl", "less", "more",
-        "strings", "file", "shred", "sudo",
+        "strings", "file", "shred", "sudo", "rsync", "rg", "ag", "git", "gzip",
     ] {
         if line.split(|c: char| !c.is_alphanumeric()).any(|w| w == p) {
             out.push(p);
@@ -182,6 +190,10 @@ fn template(root: &Path) {
     assert!(run(Command::new("tar")
         .args(["cf", "arch.tar", "docs"])
         .current_dir(&w)));
+    if find_program("git").is_some() {
+        // A repository whose files are all untracked (for `git clean`).
+        run(Command::new("git").args(["init", "-q"]).current_dir(&w));
+    }
     if find_program("zip").is_some() {
         run(Command::new("zip")
             .args(["-qr", "arch.zip", "docs"])
