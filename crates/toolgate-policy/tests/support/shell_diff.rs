@@ -385,6 +385,11 @@ impl Harness {
                 Some((last, rest)) if last.is_empty() => rest.to_vec(),
                 _ => argv,
             };
+            // An empty record: a stub the line left running in the background (`&`) has
+            // not written yet.
+            if argv.is_empty() {
+                continue;
+            }
             out.push(argv);
         }
         out
