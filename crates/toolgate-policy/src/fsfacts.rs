@@ -40,6 +40,13 @@ pub trait FsFacts {
         let _ = (dir, limit);
         None
     }
+
+    /// Whether something exists at this absolute path now (a file, a directory, a link).
+    /// Only used to show deny rules the arguments of a command toolgate does not know
+    /// (`mytool notes` with a file `notes`); `false` when unknown.
+    fn exists(&self, _abs_path: &str) -> bool {
+        false
+    }
 }
 
 /// What exists beneath a directory ([`FsFacts::list_beneath`]).
@@ -89,6 +96,8 @@ pub struct MapFs {
     /// When set, every path that exists (its directories implied): what
     /// [`FsFacts::list_beneath`] lists.
     tree: Option<Vec<String>>,
+    /// Paths that exist ([`FsFacts::exists`]).
+    existing: Vec<String>,
 }
 
 impl MapFs {
@@ -105,7 +114,13 @@ impl MapFs {
         self
     }
 
-    /// Marks `path` and everything below it as impossible to canonicalise.
+    /// Marks `path` as existing (see [`FsFacts::exists`]).
+    pub fn present(mut self, path: &str) -> Self {
+        let key = lexical_normalize(path).unwrap_or_else(|| path.to_owned());
+        self.existing.push(key);
+        self
+    }
+
     /// Marks a (canonical) path as a regular file.
     pub fn file(mut self, path: &str) -> Self {
         self.files.push(path.to_owned());
@@ -129,6 +144,7 @@ impl MapFs {
         self
     }
 
+    /// Marks `path` and everything below it as impossible to canonicalise.
     pub fn unresolvable(mut self, path: &str) -> Self {
         let key = lexical_normalize(path).unwrap_or_else(|| path.to_owned());
         self.unresolvable.push(key);
@@ -290,6 +306,17 @@ impl FsFacts for MapFs {
             }
         }
         (listing.entries.len() + listing.links.len() <= limit).then_some(listing)
+    }
+
+    fn exists(&self, abs_path: &str) -> bool {
+        self.existing.iter().any(|e| e == abs_path)
+            || self.files.iter().any(|e| e == abs_path)
+            || self.tree.as_ref().is_some_and(|t| t.iter().any(|e| e == abs_path))
+            || self.links.contains_key(abs_path)
+            || self
+                .case_insensitive
+                .as_ref()
+                .is_some_and(|all| all.iter().any(|e| e == abs_path))
     }
 }
 

@@ -341,12 +341,20 @@ fn substitutions_eval_and_variable_commands_ask() {
         &shell(r#"bash -c "$(echo x | base64 -d)"; rm y"#),
     );
     assert_eq!(d.effect, Effect::Deny, "{}", d.reason);
-    // Opaque but not hiding: a pipeline, a variable as an argument, a glob. These keep
+    // Opaque but not hiding: a variable as an argument, a glob. These keep
     // `default: allow` (allow rules still never match them).
-    for cmd in ["ls | wc -l", "echo $HOME", "ls *.rs", "A=$X ls", "ls; pwd"] {
+    for cmd in ["echo $HOME", "ls *.rs", "A=$X ls"] {
         let a = action(&LexicalFs, "run_command", &shell(cmd));
         assert!(!hidden(&a), "{cmd}: {a:?}");
         assert!(a.parts.iter().all(|p| p.opaque), "{cmd}");
+        let d = decide(RM_POLICY, &LexicalFs, "run_command", &shell(cmd));
+        assert_eq!(d.effect, Effect::Allow, "{cmd}: {}", d.reason);
+    }
+    // An exact compound (`|`, `;` between exact commands) is exact, segment by segment.
+    for cmd in ["ls | wc -l", "ls; pwd"] {
+        let a = action(&LexicalFs, "run_command", &shell(cmd));
+        assert!(!hidden(&a), "{cmd}: {a:?}");
+        assert!(a.parts.iter().all(|p| !p.opaque), "{cmd}: {a:?}");
         let d = decide(RM_POLICY, &LexicalFs, "run_command", &shell(cmd));
         assert_eq!(d.effect, Effect::Allow, "{cmd}: {}", d.reason);
     }

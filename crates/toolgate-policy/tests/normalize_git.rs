@@ -134,10 +134,15 @@ fn shell_git_commands() {
         .unwrap();
     assert_eq!(git.operation, Operation::GitRemote);
     assert!(git.opaque);
-    let a = sh("git status; git push");
+    let a = sh("git status & git push");
     let ops: Vec<Operation> = a.parts.iter().map(|p| p.operation).collect();
     assert_eq!(ops, [Operation::GitRead, Operation::GitRemote]);
     assert!(a.parts.iter().all(|p| p.opaque));
+    // An exact compound: each command is exact, and each is judged.
+    let a = sh("git status; git push");
+    let ops: Vec<Operation> = a.parts.iter().map(|p| p.operation).collect();
+    assert_eq!(ops, [Operation::GitRead, Operation::GitRemote]);
+    assert!(a.parts.iter().all(|p| !p.opaque));
     // Separate args form.
     let a = run(
         "run_command",

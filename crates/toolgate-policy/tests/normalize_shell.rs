@@ -70,17 +70,32 @@ fn simple_commands_are_exact() {
         ("\\rm -rf /", &["rm", "-rf", "/"], "rm"),
         ("'r'm x", &["rm", "x"], "rm"),
         ("\"/bin/rm\" x", &["/bin/rm", "x"], "rm"),
-        ("./rm x", &["./rm", "x"], "rm"),
-        ("../../bin/rm x", &["../../bin/rm", "x"], "rm"),
     ];
     for (cmd, argv, exe) in cases {
         let a = run(cmd);
-        assert_eq!(a.parts.len(), 1, "{cmd}: {a:?}");
+        // The command, then the files it touches (`ls` lists `/w`, `rm` deletes `/`).
+        assert!(
+            a.parts[1..].iter().all(|p| p.operation.is_fs()),
+            "{cmd}: {a:?}"
+        );
         let p = &a.parts[0];
         assert_eq!(p.operation, Operation::ShellExec, "{cmd}");
         assert!(!p.opaque, "{cmd}");
         assert_eq!(p.argv.as_deref(), Some(&words(argv)[..]), "{cmd}");
         assert_eq!(p.executable.as_deref(), Some(*exe), "{cmd}");
+    }
+    // A command of the table run from elsewhere than `/bin` or `/usr/bin` may be any
+    // program: deny rules see its name, allow rules do not vouch for it.
+    for (cmd, argv) in [
+        ("./rm x", &["./rm", "x"][..]),
+        ("../../bin/rm x", &["../../bin/rm", "x"]),
+        ("/tmp/x/ls", &["/tmp/x/ls"]),
+        ("/bin/../tmp/ls", &["/bin/../tmp/ls"]),
+    ] {
+        let a = run(cmd);
+        let p = &a.parts[0];
+        assert!(p.opaque, "{cmd}");
+        assert_eq!(p.argv.as_deref(), Some(&words(argv)[..]), "{cmd}");
     }
 }
 
@@ -148,13 +163,32 @@ fn deny_rules_see_through_wrappers_and_compounds() {
         "command -p rm x",
         "exec -a foo rm x",
     ];
+    // Exact compounds: every command in them is exact, and each is judged on its own.
+    let exact_compounds = [
+        "ls; rm -rf /",
+        "ls && rm -rf /",
+        "ls || rm -rf /",
+        "ls\nrm -rf /",
+    ];
     for cmd in cases {
         let a = run(cmd);
         assert!(exes(&a).iter().any(|e| e == "rm"), "{cmd}: {a:#?}");
-        assert!(
-            a.parts.iter().all(|p| p.opaque),
-            "{cmd} must not be exact: {a:#?}"
-        );
+        let rm: Vec<_> = a
+            .parts
+            .iter()
+            .filter(|p| p.executable.as_deref() == Some("rm"))
+            .collect();
+        if exact_compounds.contains(&cmd) {
+            assert!(a.parts.iter().all(|p| !p.opaque), "{cmd}: {a:#?}");
+        } else if cmd.starts_with("ls | ") {
+            // `ls` is exact; what `xargs` runs is not.
+            assert!(rm.iter().all(|p| p.opaque), "{cmd}: {a:#?}");
+        } else {
+            assert!(
+                a.parts.iter().all(|p| p.opaque),
+                "{cmd} must not be exact: {a:#?}"
+            );
+        }
     }
 }
 
@@ -170,13 +204,29 @@ fn run_time_expansions_are_not_exact() {
         "cat \"$HOME/.ssh/id_rsa\"",
         "echo {a,b}",
         "PATH=~/bin ls",
-        "ls > out.txt",
-        "ls 2>&1",
+        "ls > $OUT",
         "! ls",
     ] {
         let a = run(cmd);
         assert!(a.parts.iter().all(|p| p.opaque), "{cmd}: {a:#?}");
         assert!(!matches!(scan(cmd), Scan::Simple(_)), "{cmd}");
+    }
+    // File redirections of exact commands are exact: the target is a file part.
+    for (cmd, write) in [
+        ("ls > out.txt", Some("/w/out.txt")),
+        ("ls 2>&1", None),
+        ("ls 2>/dev/null", None),
+    ] {
+        let a = run(cmd);
+        assert!(!matches!(scan(cmd), Scan::Simple(_)), "{cmd}");
+        assert!(a.parts.iter().all(|p| !p.opaque), "{cmd}: {a:#?}");
+        let written: Vec<&str> = a
+            .parts
+            .iter()
+            .filter(|p| p.operation == Operation::FsWrite)
+            .flat_map(|p| p.resources.iter().map(String::as_str))
+            .collect();
+        assert_eq!(written, write.into_iter().collect::<Vec<_>>(), "{cmd}");
     }
     // A `~` that is not at a word start and the literal `{}` are not expansions.
     assert!(matches!(scan("git show HEAD~1:src/a~b"), Scan::Simple(_)));
@@ -204,8 +254,9 @@ fn look_through_returns_the_real_command() {
 fn argument_forms() {
     // Array (exec) form.
     let a = run_with("run_command", json!({"command": ["ls", "-la"]}), None);
-    assert_eq!(a.parts.len(), 1);
-    assert!(!a.parts[0].opaque);
+    assert_eq!(a.parts.len(), 2);
+    assert!(a.parts.iter().all(|p| !p.opaque));
+    assert_eq!(a.parts[1].resources, ["/w"]);
     assert_eq!(a.parts[0].argv.as_deref(), Some(&words(&["ls", "-la"])[..]));
 
     // Array whose elements a joining server would read as operators.
@@ -223,7 +274,8 @@ fn argument_forms() {
         json!({"command": "ls", "args": ["-la", "src"]}),
         None,
     );
-    assert_eq!(a.parts.len(), 1);
+    assert_eq!(a.parts.len(), 2);
+    assert_eq!(a.parts[1].resources, ["/w/src"]);
     assert!(!a.parts[0].opaque);
     assert_eq!(
         a.parts[0].argv.as_deref(),

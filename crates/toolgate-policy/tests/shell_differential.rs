@@ -1,5 +1,5 @@
-//! The shell scanner against bash itself (see `support/shell_diff.rs`): for every part
-//! toolgate reports as exact, bash ran exactly that argv; every executable bash reached is
+//! The shell scanner against bash itself (see `support/shell_diff.rs`): when toolgate
+//! reports exact parts, every argv bash ran is one of them; every executable bash reached is
 //! one toolgate reports, unless the line hides what it runs. Fixed seed, bounded case count;
 //! the `shell_differential` fuzz target runs the same property without bounds.
 #![allow(
@@ -64,15 +64,17 @@ fn known_lines_agree_with_bash() {
         ("bash -c 'rm -rf /'", false),
         (r#"bash -c "$(echo cm0gLXJmIC8= | base64 -d)""#, false),
         ("A=1 ls # rm -rf /", false),
-        ("ls && rm x || cat y; wc | grep z", false),
+        ("ls && rm x || cat y; wc | grep z", true),
+        ("ls 2>&1 | grep z > out", true),
+        ("ls & rm x", false),
         ("( ls ); { rm x; }", false),
     ] {
         h.check(line).unwrap();
         let reading = read(line);
         assert_eq!(!reading.exact.is_empty(), exact, "{line}");
         if exact {
-            // bash reached the stub, so the comparison above was made.
-            assert_eq!(h.run(line).len(), 1, "{line}");
+            // bash reached a stub, so the comparison above was made.
+            assert!(!h.run(line).is_empty(), "{line}");
         }
     }
     // Nothing real ran: the stubs directory holds only stubs.

@@ -77,6 +77,10 @@ impl FsFacts for SoftFs {
         }
         Some(canonical)
     }
+
+    fn exists(&self, abs_path: &str) -> bool {
+        abs_path.starts_with('/') && std::fs::symlink_metadata(abs_path).is_ok()
+    }
 }
 
 /// Everything beneath `dir` (see [`FsFacts::list_beneath`]): a walk that never follows a

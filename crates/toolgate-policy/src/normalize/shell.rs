@@ -38,6 +38,64 @@ struct Scanner {
     /// Something hides what runs: a command or process substitution, a variable in the
     /// command position, quoting that cannot be decoded.
     hidden: bool,
+    /// The word being read expands at run time (a variable, a glob, `~`, braces).
+    word_inexact: bool,
+    /// The word being read had a quote in it (`"2">x` is no file descriptor).
+    word_quoted: bool,
+    /// The segment being read has a word that expands at run time.
+    seg_inexact: bool,
+    /// Redirections of the segment being read.
+    seg_redirects: Vec<Redirect>,
+    /// What each segment in `segments` knows beyond its words.
+    seg_info: Vec<SegInfo>,
+    /// Redirections of a segment without words (`> file`).
+    loose_redirects: Vec<Redirect>,
+    /// A redirection operator waits for its target word.
+    pending: Option<Pending>,
+    /// Delimiters of here-documents whose bodies start at the next line.
+    heredocs: Vec<String>,
+    /// The delimiter of the here-document whose body is being read.
+    body: Option<String>,
+    /// Something other than `|`, `&&`, `||`, `;`, a newline and file redirections joins or
+    /// shapes the commands: `&`, `( )`, `{ }` as a group, a here-document, a comment, a
+    /// line continuation, a syntax error.
+    bad_ops: bool,
+}
+
+/// A file redirection (`< f`, `> f`, `>> f`, `2> f`, `&> f`, `<> f`, `>& f`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Redirect {
+    /// Whether the shell opens the target for writing (else reading).
+    pub write: bool,
+    /// The decoded target word.
+    pub target: String,
+    /// The target word expands at run time.
+    pub inexact: bool,
+}
+
+/// What a segment of a command line carries besides its words.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct SegInfo {
+    /// A word of the segment expands at run time.
+    pub inexact: bool,
+    pub redirects: Vec<Redirect>,
+    /// A line of a here-document's body (text, scanned for what its substitutions run).
+    pub body: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    Read,
+    Write,
+    ReadWrite,
+    /// `>&`, `<&`: a file descriptor (`2>&1`, `>&-`), or a file when the word is not one.
+    Dup {
+        write: bool,
+    },
+    /// A here-string: the word is no file.
+    Data,
+    /// A here-document's delimiter.
+    Heredoc,
 }
 
 impl Scanner {
@@ -52,28 +110,93 @@ impl Scanner {
 
     /// A `$` expansion (variable, parameter, arithmetic) in the current word.
     fn expansion(&mut self) {
-        self.inexact = true;
+        self.mark_inexact();
         if self.at_command_position() {
             self.hidden = true;
         }
     }
 
+    fn mark_inexact(&mut self) {
+        self.inexact = true;
+        self.word_inexact = true;
+    }
+
     fn end_word(&mut self) {
         if self.in_word {
             if self.word_brace && self.word != "{}" {
-                self.inexact = true;
+                self.mark_inexact();
             }
-            self.words.push(std::mem::take(&mut self.word));
+            let word = std::mem::take(&mut self.word);
+            match self.pending.take() {
+                None => {
+                    self.seg_inexact |= self.word_inexact;
+                    self.words.push(word);
+                }
+                Some(p) => self.redirect(p, word),
+            }
         }
         self.in_word = false;
         self.word_brace = false;
+        self.word_inexact = false;
+        self.word_quoted = false;
+    }
+
+    fn redirect(&mut self, pending: Pending, target: String) {
+        let inexact = self.word_inexact;
+        let mut add = |write: bool, target: String| {
+            self.seg_redirects.push(Redirect {
+                write,
+                target,
+                inexact,
+            });
+        };
+        match pending {
+            Pending::Read => add(false, target),
+            Pending::Write => add(true, target),
+            Pending::ReadWrite => {
+                add(false, target.clone());
+                add(true, target);
+            }
+            Pending::Dup { write } => {
+                let digits = target.strip_suffix('-').unwrap_or(&target);
+                if inexact || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    add(write, target);
+                }
+            }
+            Pending::Data => {}
+            Pending::Heredoc => self.heredocs.push(target),
+        }
     }
 
     fn end_segment(&mut self) {
         self.end_word();
+        if self.pending.take().is_some() {
+            // A redirection without its target: a syntax error.
+            self.bad_ops = true;
+        }
+        let redirects = std::mem::take(&mut self.seg_redirects);
+        let inexact = std::mem::take(&mut self.seg_inexact);
+        let body = self.body.is_some();
+        if body && self.words.len() == 1 && self.words.first() == self.body.as_ref() {
+            // The delimiter line ends this body; the next here-document's may follow.
+            self.body = (!self.heredocs.is_empty()).then(|| self.heredocs.remove(0));
+        }
         if !self.words.is_empty() {
             self.segments.push(std::mem::take(&mut self.words));
+            self.seg_info.push(SegInfo {
+                inexact,
+                redirects,
+                body,
+            });
+        } else {
+            self.loose_redirects.extend(redirects);
         }
+    }
+
+    /// An operator other than `|`, `&&`, `||`, `;` and a newline.
+    fn other_operator(&mut self) {
+        self.bad_ops = true;
+        self.operator();
     }
 
     fn push(&mut self, c: char) {
@@ -96,6 +219,9 @@ enum Quote {
 
 struct Detailed {
     segments: Vec<Vec<String>>,
+    seg_info: Vec<SegInfo>,
+    loose_redirects: Vec<Redirect>,
+    bad_ops: bool,
     compound: bool,
     inexact: bool,
     hidden: bool,
@@ -268,7 +394,7 @@ fn scan_detailed(command: &str) -> Detailed {
                     frames.push(('`', 0));
                     quote = Quote::None;
                     s.hidden = true;
-                    s.operator();
+                    s.other_operator();
                 }
                 '$' => {
                     if chars.peek() == Some(&'(') {
@@ -276,7 +402,7 @@ fn scan_detailed(command: &str) -> Detailed {
                         frames.push((')', 0));
                         quote = Quote::None;
                         s.hidden = true;
-                        s.operator();
+                        s.other_operator();
                     } else {
                         s.expansion();
                         s.push(c);
@@ -295,7 +421,7 @@ fn scan_detailed(command: &str) -> Detailed {
                         // path) becomes an argument.
                         s.hidden = true;
                     }
-                    s.operator();
+                    s.other_operator();
                 }
                 ')' => {
                     match frames.last_mut() {
@@ -306,7 +432,7 @@ fn scan_detailed(command: &str) -> Detailed {
                         Some((')', depth)) => *depth -= 1,
                         _ => {}
                     }
-                    s.operator();
+                    s.other_operator();
                 }
                 '`' => {
                     if let Some(('`', _)) = frames.last() {
@@ -314,26 +440,123 @@ fn scan_detailed(command: &str) -> Detailed {
                         quote = Quote::Double;
                     }
                     s.hidden = true;
+                    s.other_operator();
+                }
+                '\n' => {
+                    s.operator();
+                    if s.body.is_none() && !s.heredocs.is_empty() {
+                        // The lines that follow are a here-document's body.
+                        s.body = Some(s.heredocs.remove(0));
+                    }
+                }
+                ';' => s.operator(),
+                '\r' => s.other_operator(),
+                '|' => {
+                    // `|`, `||`, `|&`.
+                    if matches!(chars.peek(), Some('|' | '&')) {
+                        chars.next();
+                    }
                     s.operator();
                 }
-                '\n' | '\r' | ';' | '&' | '|' => s.operator(),
+                '&' => match chars.peek() {
+                    Some('&') => {
+                        chars.next();
+                        s.operator();
+                    }
+                    Some('>') => {
+                        // `&>FILE`, `&>>FILE`: stdout and stderr to a file.
+                        chars.next();
+                        if chars.peek() == Some(&'>') {
+                            chars.next();
+                        }
+                        s.compound = true;
+                        s.end_word();
+                        s.pending = Some(Pending::Write);
+                    }
+                    _ => s.other_operator(),
+                },
                 '<' | '>' => {
-                    // Redirection: not simple, but the target stays in the segment.
+                    // Redirection: not simple; the target is no word of the command.
                     s.compound = true;
-                    s.end_word();
+                    let fd = s.in_word
+                        && !s.word_quoted
+                        && !s.word.is_empty()
+                        && s.word.bytes().all(|b| b.is_ascii_digit());
+                    if fd {
+                        s.word.clear();
+                        s.in_word = false;
+                        s.word_brace = false;
+                        s.word_inexact = false;
+                    } else if s.in_word && s.word_brace && s.word.starts_with('{') {
+                        // `{name}>file`: a descriptor allocated into a variable.
+                        s.bad_ops = true;
+                        s.end_word();
+                    } else {
+                        s.end_word();
+                    }
+                    if s.pending.is_some() {
+                        s.bad_ops = true;
+                    }
+                    let pending = match (c, chars.peek().copied()) {
+                        (_, Some('(')) => None,
+                        ('>', Some('>')) => {
+                            chars.next();
+                            Some(Pending::Write)
+                        }
+                        ('>', Some('|')) => {
+                            chars.next();
+                            Some(Pending::Write)
+                        }
+                        ('>', Some('&')) => {
+                            chars.next();
+                            Some(Pending::Dup { write: true })
+                        }
+                        ('>', _) => Some(Pending::Write),
+                        ('<', Some('<')) => {
+                            chars.next();
+                            if chars.peek() == Some(&'<') {
+                                chars.next();
+                                Some(Pending::Data)
+                            } else {
+                                // A here-document: its body lines are text (only their
+                                // substitutions run); they are still scanned, so that deny
+                                // rules see every command a substitution may run.
+                                s.bad_ops = true;
+                                if chars.peek() == Some(&'-') {
+                                    chars.next();
+                                }
+                                Some(Pending::Heredoc)
+                            }
+                        }
+                        ('<', Some('>')) => {
+                            chars.next();
+                            Some(Pending::ReadWrite)
+                        }
+                        ('<', Some('&')) => {
+                            chars.next();
+                            Some(Pending::Dup { write: false })
+                        }
+                        _ => Some(Pending::Read),
+                    };
+                    s.pending = pending;
                 }
                 '\\' => match chars.next() {
-                    Some('\n') => s.operator(),
-                    Some(n) => s.push(n),
+                    Some('\n') => s.other_operator(),
+                    Some(n) => {
+                        s.word_quoted = true;
+                        s.push(n);
+                    }
                     None => invalid = true,
                 },
                 '\'' => {
                     quote = Quote::Single;
                     s.in_word = true;
+                    s.word_quoted = true;
                 }
                 '"' => {
                     quote = Quote::Double;
                     s.in_word = true;
+                    s.word_quoted = true;
                 }
                 '$' => match chars.peek() {
                     Some('(') => {
@@ -342,16 +565,17 @@ fn scan_detailed(command: &str) -> Detailed {
                             *depth += 1;
                         }
                         s.hidden = true;
-                        s.operator();
+                        s.other_operator();
                     }
                     Some('\'') => {
                         chars.next();
                         s.in_word = true;
+                        s.word_quoted = true;
                         match decode_ansi_c(&mut chars) {
                             Ok(text) => s.word.push_str(&text),
                             Err(AnsiC::Unterminated) => invalid = true,
                             Err(AnsiC::Undecodable) => {
-                                s.inexact = true;
+                                s.mark_inexact();
                                 s.hidden = true;
                                 s.word.push('$');
                             }
@@ -359,7 +583,7 @@ fn scan_detailed(command: &str) -> Detailed {
                     }
                     Some('"') => {
                         // `$"…"`: translated by the locale's message catalogue.
-                        s.inexact = true;
+                        s.mark_inexact();
                         s.hidden = true;
                         s.in_word = true;
                     }
@@ -369,7 +593,7 @@ fn scan_detailed(command: &str) -> Detailed {
                     }
                 },
                 '*' | '?' | '[' => {
-                    s.inexact = true;
+                    s.mark_inexact();
                     s.push(c);
                 }
                 '{' | '}' => {
@@ -380,14 +604,15 @@ fn scan_detailed(command: &str) -> Detailed {
                     // A comment: the shell ignores the rest, we keep scanning (deny rules
                     // see more, never less).
                     s.compound = true;
+                    s.bad_ops = true;
                     s.end_segment();
                 }
                 '!' if !s.in_word => {
-                    s.inexact = true;
+                    s.mark_inexact();
                     s.push(c);
                 }
                 '~' if !s.in_word || s.word.ends_with('=') || s.word.ends_with(':') => {
-                    s.inexact = true;
+                    s.mark_inexact();
                     s.push(c);
                 }
                 _ => s.push(c),
@@ -399,6 +624,9 @@ fn scan_detailed(command: &str) -> Detailed {
     }
     s.end_segment();
     Detailed {
+        seg_info: s.seg_info,
+        loose_redirects: s.loose_redirects,
+        bad_ops: s.bad_ops,
         compound: s.compound,
         inexact: s.inexact,
         hidden: s.hidden,
@@ -445,6 +673,133 @@ fn scan_verdict(d: Detailed) -> Scan {
     }
 }
 
+/// One command line read for what it touches: its segments with their redirections, and
+/// whether it is an *exact compound*.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Line {
+    pub segments: Vec<Segment>,
+    /// Redirections outside any command (`> file` alone truncates it).
+    pub loose: Vec<Redirect>,
+    /// Only simple commands joined by `|`, `&&`, `||`, `;` or a newline, with file
+    /// redirections; no word expands at run time, nothing hides what runs, no reserved word
+    /// starts a command. Each segment's argv is then exactly what bash runs.
+    pub exact: bool,
+    /// What runs is hidden (see [`scan_hiding`]).
+    pub hidden: bool,
+    /// The string does not parse; `segments` are best effort.
+    pub invalid: bool,
+}
+
+/// One simple command of a [`Line`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Segment {
+    pub words: Vec<String>,
+    /// A word expands at run time (a variable, a glob, `~`, braces).
+    pub inexact: bool,
+    pub redirects: Vec<Redirect>,
+    /// A line of a here-document's body.
+    pub body: bool,
+}
+
+/// Words that start a shell construct, not a command.
+const CONSTRUCTS: &[&str] = &[
+    "for", "case", "esac", "select", "function", "in", "[[", "]]", "((", "))", "time", "declare",
+    "typeset", "local", "readonly", "export", "alias", "trap", "let",
+];
+
+/// Reads a command line for what it touches (see [`Line`]).
+pub(crate) fn parse_line(command: &str) -> Line {
+    let d = scan_detailed(command);
+    if d.invalid {
+        let segments = best_effort_segments(command)
+            .into_iter()
+            .map(|words| Segment {
+                words,
+                inexact: true,
+                redirects: Vec::new(),
+                body: false,
+            })
+            .collect();
+        return Line {
+            segments,
+            loose: d.loose_redirects,
+            exact: false,
+            hidden: d.hidden,
+            invalid: true,
+        };
+    }
+    let segments: Vec<Segment> = d
+        .segments
+        .into_iter()
+        .zip(d.seg_info.into_iter().chain(std::iter::repeat(SegInfo {
+            inexact: true,
+            redirects: Vec::new(),
+            body: false,
+        })))
+        .map(|(words, info)| Segment {
+            words,
+            inexact: info.inexact,
+            redirects: info.redirects,
+            body: info.body,
+        })
+        .collect();
+    let exact = !d.hidden
+        && !d.bad_ops
+        && !d.inexact
+        && !segments.is_empty()
+        && d.loose_redirects.is_empty()
+        && segments.iter().all(|seg| {
+            !seg.inexact
+                && seg.redirects.iter().all(|r| !r.inexact)
+                && seg.words.first().is_some_and(|w| {
+                    !RESERVED.contains(&w.as_str()) && !CONSTRUCTS.contains(&w.as_str())
+                })
+        });
+    Line {
+        segments,
+        loose: d.loose_redirects,
+        exact,
+        hidden: d.hidden,
+        invalid: false,
+    }
+}
+
+/// Every word a command line passes to a program, decoded as bash decodes it (quotes
+/// removed, escapes and ANSI-C quoting `$'…'` resolved): the words of every segment, of every
+/// command nested in wrappers and inner shells (`sh -c '…'`, `find -exec`), and every
+/// redirection target. Destination checks (taint, provenance) read these as well as the raw
+/// text: `https://evil"".example`, `ev''il`, `evil.exampl\e` and `$'\x65'` spellings all
+/// decode to the word bash passes on.
+pub fn decoded_words(command: &str) -> Vec<String> {
+    let line = parse_line(command);
+    let mut out: Vec<String> = Vec::new();
+    let add = |w: &str, out: &mut Vec<String>| {
+        if !w.is_empty() && !out.iter().any(|o| o == w) {
+            out.push(w.to_owned());
+        }
+    };
+    for r in &line.loose {
+        add(&r.target, &mut out);
+    }
+    for seg in &line.segments {
+        for w in &seg.words {
+            add(w, &mut out);
+        }
+        for r in &seg.redirects {
+            add(&r.target, &mut out);
+        }
+        for e in expand(&seg.words) {
+            for w in &e.argv {
+                add(w, &mut out);
+            }
+            for r in &e.redirects {
+                add(&r.target, &mut out);
+            }
+        }
+    }
+    out
+}
+
 /// Best-effort segments of any string, also of an invalid one (an unbalanced quote is closed
 /// at the end). Used so that deny rules see executables even in strings the shell rejects.
 pub(crate) fn best_effort_segments(command: &str) -> Vec<Vec<String>> {
@@ -488,6 +843,8 @@ pub(crate) struct Exec {
     /// True when what runs is hidden: `eval`, a substitution or a variable in the command
     /// position of an inner string (see [`scan_hiding`]), or a variable as the command name.
     pub hidden: bool,
+    /// Redirections of an inner string's command (`sh -c 'cat x > y'`).
+    pub redirects: Vec<Redirect>,
 }
 
 const MAX_DEPTH: usize = 8;
@@ -537,6 +894,7 @@ fn expand_into(
             inexact: true,
             container: false,
             hidden,
+            redirects: Vec::new(),
         });
         return;
     }
@@ -711,6 +1069,7 @@ fn expand_into(
                     inexact,
                     container: true,
                     hidden,
+                    redirects: Vec::new(),
                 });
                 let r = skip_options(
                     rest,
@@ -767,6 +1126,7 @@ fn expand_into(
                         inexact,
                         container: true,
                         hidden,
+                        redirects: Vec::new(),
                     });
                     let cmd = rest.get(pos + 1..).unwrap_or_default().join(" ");
                     return rescan(&cmd, hidden, depth, out);
@@ -785,6 +1145,7 @@ fn expand_into(
                         inexact,
                         container: true,
                         hidden,
+                        redirects: Vec::new(),
                     });
                     let cmd = rest.get(pos + 1..).unwrap_or_default().join(" ");
                     return rescan(&cmd, hidden, depth, out);
@@ -800,6 +1161,7 @@ fn expand_into(
                         inexact,
                         container: true,
                         hidden,
+                        redirects: Vec::new(),
                     });
                     return rescan(&cmd, hidden, depth, out);
                 }
@@ -813,6 +1175,7 @@ fn expand_into(
                     inexact,
                     container: false,
                     hidden,
+                    redirects: Vec::new(),
                 });
                 for cmd in nested {
                     expand_into(cmd, true, inexact, hidden, depth + 1, out);
@@ -827,6 +1190,7 @@ fn expand_into(
                     inexact,
                     container: false,
                     hidden,
+                    redirects: Vec::new(),
                 });
                 if let Some(cmd) = nested {
                     expand_into(cmd, true, inexact, hidden, depth + 1, out);
@@ -850,6 +1214,7 @@ fn expand_into(
                     inexact,
                     container: false,
                     hidden,
+                    redirects: Vec::new(),
                 });
                 return;
             }
@@ -872,12 +1237,47 @@ fn push_container(
         inexact,
         container: true,
         hidden,
+        redirects: Vec::new(),
     });
 }
 
 fn rescan(command: &str, hidden: bool, depth: usize, out: &mut Vec<Exec>) {
+    let line = parse_line(command);
     let (scanned, hides) = scan_hiding(command);
     let hidden = hidden || hides;
+    if !line.invalid && !matches!(scanned, Scan::Simple(_)) {
+        // The inner string's commands, each with its redirections.
+        if line.segments.is_empty() && (hidden || !line.loose.is_empty()) {
+            out.push(Exec {
+                argv: Vec::new(),
+                wrapped: true,
+                inexact: true,
+                container: false,
+                hidden,
+                redirects: line.loose.clone(),
+            });
+        }
+        for seg in line.segments {
+            let first = out.len();
+            expand_into(seg.words, true, true, hidden, depth + 1, out);
+            if let Some(e) = out
+                .get_mut(first..)
+                .and_then(|es| es.iter_mut().find(|e| !e.container))
+            {
+                e.redirects = seg.redirects;
+            } else if !seg.redirects.is_empty() {
+                out.push(Exec {
+                    argv: Vec::new(),
+                    wrapped: true,
+                    inexact: true,
+                    container: false,
+                    hidden,
+                    redirects: seg.redirects,
+                });
+            }
+        }
+        return;
+    }
     match scanned {
         Scan::Simple(argv) => expand_into(argv, true, false, hidden, depth + 1, out),
         Scan::Compound { segments } => {
@@ -888,6 +1288,7 @@ fn rescan(command: &str, hidden: bool, depth: usize, out: &mut Vec<Exec>) {
                     inexact: true,
                     container: false,
                     hidden,
+                    redirects: Vec::new(),
                 });
             }
             for seg in segments {
