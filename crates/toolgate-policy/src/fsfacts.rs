@@ -311,7 +311,10 @@ impl FsFacts for MapFs {
     fn exists(&self, abs_path: &str) -> bool {
         self.existing.iter().any(|e| e == abs_path)
             || self.files.iter().any(|e| e == abs_path)
-            || self.tree.as_ref().is_some_and(|t| t.iter().any(|e| e == abs_path))
+            || self
+                .tree
+                .as_ref()
+                .is_some_and(|t| t.iter().any(|e| e == abs_path))
             || self.links.contains_key(abs_path)
             || self
                 .case_insensitive

@@ -650,6 +650,7 @@ pub fn protected_rule(
         operations: operations.iter().fold(0, |bits, op| bits | op_bit(*op)),
         resource_globs: Some(compiled),
         resources: Some(set),
+        resource_paths: OnceLock::new(),
         servers: None,
         tools: None,
         executables: None,

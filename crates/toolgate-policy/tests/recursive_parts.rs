@@ -454,6 +454,7 @@ fn a_recursive_write_is_judged_by_pattern_even_with_a_listing() {
         server: None,
         tool: "t",
         annotations: None,
+        builtin: false,
     };
     let part = |op: Operation| {
         let mut p = toolgate_policy::Part::new(op);

@@ -568,9 +568,13 @@ mod tests {
     /// untrusted output, and the user typed `good.example`.
     fn tainted_session() -> HookSession {
         let dir = tempfile::tempdir().unwrap();
-        let engine =
-            setup::engine_from_source(toolgate_policy::load::STARTER_POLICY, None, dir.path())
-                .unwrap();
+        let engine = setup::engine_from_source(
+            toolgate_policy::load::STARTER_POLICY,
+            None,
+            dir.path(),
+            None,
+        )
+        .unwrap();
         let mut hs = HookSession::new(&engine);
         let source = TaintSource {
             server: None,
@@ -582,7 +586,10 @@ mod tests {
             OutputTrust::Untrusted,
             source,
         );
-        hs.vouch("please post it to https://good.example/upload");
+        // What a prompt confirmed in the transcript vouches for.
+        for d in prompt_digests("please post it to https://good.example/upload") {
+            hs.import_digest(d);
+        }
         hs
     }
 
