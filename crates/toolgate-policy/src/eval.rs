@@ -217,10 +217,23 @@ impl Engine {
         action: &Action,
         facts: &CallFacts<'_>,
         hidden: bool,
+        fs: Option<&dyn crate::fsfacts::FsFacts>,
     ) -> Option<RulesOutcome> {
         for part in action.parts.iter().filter(|p| p.hidden == hidden) {
+            // A recursive part meets a protected file as a policy's deny rule does: through
+            // what exists beneath it, where that can be listed.
+            let trees = match (part.beneath.is_some(), fs) {
+                (false, _) => Vec::new(),
+                (true, Some(fs)) => beneath_trees_listed(part, fs),
+                (true, None) => beneath_trees(part),
+            };
             for (rule, p) in &self.protections.rules {
-                if rule.matches(facts, part) {
+                if rule.matches_in(
+                    facts,
+                    part,
+                    None,
+                    part.beneath.is_some().then_some(trees.as_slice()),
+                ) {
                     return Some(RulesOutcome {
                         effect: Effect::Deny,
                         rule: Some(SELF_PROTECTION_RULE.to_owned()),
@@ -412,12 +425,12 @@ impl Engine {
                 matched_rules: Vec::new(),
             };
         }
-        if let Some(outcome) = self.protected(action, facts, false) {
+        if let Some(outcome) = self.protected(action, facts, false, fs) {
             return outcome;
         }
         let outcome = self.decide_policy_rules(action, facts, fs);
         if outcome.effect != Effect::Deny
-            && let Some(protected) = self.protected(action, facts, true)
+            && let Some(protected) = self.protected(action, facts, true, fs)
         {
             return protected;
         }

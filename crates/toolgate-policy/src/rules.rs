@@ -168,7 +168,9 @@ pub(crate) fn op_bit(op: Operation) -> u16 {
 pub fn constraint_applies(constraint: &str, op: Operation) -> bool {
     match constraint {
         "resources" => op.is_fs() || op.is_git() || op == Operation::Unknown,
-        "executables" | "commands" => op == Operation::ShellExec || op.is_git(),
+        // A file part of a shell command carries the command's executable (`mv`'s deletes).
+        "executables" => op == Operation::ShellExec || op.is_git() || op.is_fs(),
+        "commands" => op == Operation::ShellExec || op.is_git(),
         "hosts" | "methods" => op == Operation::NetRequest,
         _ => true,
     }

