@@ -29,7 +29,7 @@ pub enum ProtectedKind {
 }
 
 impl ProtectedKind {
-    /// The words of the deny reason: "… is toolgate's own <label>".
+    /// The words of the deny reason: "… is toolgate's own `label`".
     pub fn label(self) -> &'static str {
         match self {
             ProtectedKind::PolicyFile => "policy file",
