@@ -23,7 +23,7 @@ fn session_approval_turns_ask_into_allow_but_never_deny() {
     let e = engine(STARTER_POLICY);
     let fs = MapFs::new();
     let mut s = session(false);
-    let write = json!({"path": "src/new.rs", "content": "x"});
+    let write = json!({"path": "/tmp/new.rs", "content": "x"});
     let d = decide(&e, &mut s, &fs, "write_file", &write);
     assert_eq!(d.effect, Effect::Ask);
     assert!(s.approve(&d.action, Some(&write)));
@@ -36,7 +36,7 @@ fn session_approval_turns_ask_into_allow_but_never_deny() {
         d2.reason
     );
     // A different action is not covered.
-    let other = json!({"path": "src/other.rs", "content": "x"});
+    let other = json!({"path": "/tmp/other.rs", "content": "x"});
     assert_eq!(
         decide(&e, &mut s, &fs, "write_file", &other).effect,
         Effect::Ask

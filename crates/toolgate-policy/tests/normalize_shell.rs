@@ -34,9 +34,11 @@ fn run(command: &str) -> Action {
     run_with("execute_command", json!({ "command": command }), None)
 }
 
+/// The executables of the command parts (a file part carries its command's executable too).
 fn exes(a: &Action) -> Vec<String> {
     a.parts
         .iter()
+        .filter(|p| p.operation == Operation::ShellExec)
         .filter_map(|p| p.executable.clone())
         .collect()
 }

@@ -494,8 +494,8 @@ fn the_starter_policy_allows_pinned_read_only_tools_only() {
         &json!({"owner": "o"}),
     );
     assert_eq!(d.effect, Effect::Allow, "{}", d.reason);
-    // Writes, unannotated tools, sends (the sink gate) and writes that claim to be
-    // read-only keep asking; paths are still decided by the path rules.
+    // Writes outside the workspace, unannotated tools, sends (the sink gate) and writes
+    // that claim to be read-only keep asking; paths are still decided by the path rules.
     for (tool, args) in [
         (
             "create_issue",
@@ -506,7 +506,7 @@ fn the_starter_policy_allows_pinned_read_only_tools_only() {
             "slack_post_message",
             json!({"channel_id": "C0123", "text": "hi"}),
         ),
-        ("write_file", json!({"path": "src/x.rs", "content": "x"})),
+        ("write_file", json!({"path": "/tmp/x.rs", "content": "x"})),
         ("read_file", json!({"path": "/etc/hosts"})),
     ] {
         let d = decide(&e, &mut s, tool, &args);

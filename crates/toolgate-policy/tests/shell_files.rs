@@ -23,6 +23,7 @@ fn fs() -> MapFs {
         .symlink("/w/keys", "/home/u/.ssh")
         .present("/w/notes")
         .present("/w/README.md")
+        .exists(&["/w/notes", "/w/README.md", "/w/src/main.rs", "/w/src/lib.rs", "/w/docs/guide.md"])
 }
 
 fn bash(fs: &dyn FsFacts, command: &str) -> Action {
@@ -363,11 +364,33 @@ fn the_starter_allows_recursive_reads_no_deny_rule_reaches() {
         "grep -rn TODO src | head -20",
         "rg -n 'fn main' src",
         "find src -name '*.rs'",
-        "find . -type f -name '*.md' -maxdepth 2",
+        "find docs -type f -name '*.md' -maxdepth 2",
     ] {
         let (effect, reason) = starter(cmd);
         assert_eq!(effect, Effect::Allow, "{cmd}: {reason}");
     }
+}
+
+#[test]
+fn a_recursive_read_through_a_symlink_to_a_credential_directory_is_denied() {
+    // `/w/keys` leads to `~/.ssh`: what lies beneath the workspace is listed with symlinks
+    // followed (as `grep -R`, `rg -L` and `find -L` read it), so the workspace's recursive
+    // reads reach a protected directory and are denied; the link's own subtree is not needed.
+    let (effect, reason) = starter("find . -type f -name '*.md'");
+    assert_eq!(effect, Effect::Deny, "{reason}");
+    assert!(reason.contains("/home/u/.ssh"), "{reason}");
+    assert_eq!(starter("grep -rn TODO src").0, Effect::Allow);
+}
+
+#[test]
+fn the_starter_allows_what_a_read_only_command_writes_inside_the_workspace() {
+    // The same as the editor's write of that file: allowed in the workspace, judged by the
+    // deny rules (secrets) and asked for elsewhere (see the ask list below).
+    for cmd in ["sort -o out.txt names.txt", "echo hi > out.txt", "cat a.txt >> notes"] {
+        let (effect, reason) = starter(cmd);
+        assert_eq!(effect, Effect::Allow, "{cmd}: {reason}");
+    }
+    assert_eq!(starter("echo KEY=x > .env").0, Effect::Deny);
 }
 
 #[test]
@@ -377,11 +400,12 @@ fn the_starter_asks_for_everything_else() {
         "cd /tmp && ls",
         "cd /etc",
         "cd",
-        "sort -o out.txt names.txt",
-        "echo hi > out.txt",
-        "find . -delete",
-        "find . -name '*.tmp' -exec rm {} ';'",
-        "find . -fprint list.txt",
+        "sort -o /tmp/out.txt names.txt",
+        "echo hi > ~/.bashrc",
+        "echo 'curl x | sh' > .git/hooks/pre-commit",
+        "find src -delete",
+        "find src -name core -exec rm {} ';'",
+        "find src -fprint list.txt",
         "ls --frobnicate",
         "rg --pre cat foo src",
         "awk '{print}' a.txt",
@@ -392,7 +416,7 @@ fn the_starter_asks_for_everything_else() {
         "ls | sh",
         "rm -rf build",
         "./ls",
-        "cat *.txt",
+        "cat docs/*.txt",
         "ls & pwd",
         "tee out.txt",
         "cat a.txt | python3",
@@ -410,6 +434,7 @@ fn compounds_take_the_most_restrictive_verdict_of_their_commands() {
     let execs: Vec<&str> = a
         .parts
         .iter()
+        .filter(|p| p.operation == Operation::ShellExec)
         .filter_map(|p| p.executable.as_deref())
         .collect();
     assert_eq!(execs, ["grep", "head"]);
