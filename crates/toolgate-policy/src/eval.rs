@@ -425,16 +425,16 @@ impl Engine {
                 matched_rules: Vec::new(),
             };
         }
-        if let Some(outcome) = self.protected(action, facts, false, fs) {
+        // The policy's own deny names the reason when there is one (both deny); otherwise
+        // the self-protection, which no allow rule opens, looks at the plain parts first
+        // and at the parts that hide what they touch last.
+        let outcome = self.decide_policy_rules(action, facts, fs);
+        if outcome.effect == Effect::Deny {
             return outcome;
         }
-        let outcome = self.decide_policy_rules(action, facts, fs);
-        if outcome.effect != Effect::Deny
-            && let Some(protected) = self.protected(action, facts, true, fs)
-        {
-            return protected;
-        }
-        outcome
+        self.protected(action, facts, false, fs)
+            .or_else(|| self.protected(action, facts, true, fs))
+            .unwrap_or(outcome)
     }
 
     /// [`Engine::decide_rules`] without the self-protection (an action with parts).
@@ -758,7 +758,11 @@ pub fn describe_part(part: &Part) -> String {
         format!(" `{} {}`", net.method, net.url)
     } else if let Some(argv) = &part.argv {
         format!(" `{}`", argv.join(" "))
-    } else if let Some(exe) = &part.executable {
+    } else if let Some(exe) = part
+        .executable
+        .as_ref()
+        .filter(|_| !op.is_fs() || part.resources.is_empty())
+    {
         format!(" of `{exe}`")
     } else if !part.resources.is_empty() {
         let shown: Vec<String> = part
@@ -773,7 +777,12 @@ pub fn describe_part(part: &Part) -> String {
         } else {
             format!(" of {}", shown.join(", "))
         };
-        match &part.beneath {
+        let by = part
+            .executable
+            .as_ref()
+            .map(|exe| format!(" by `{exe}`"))
+            .unwrap_or_default();
+        let whole = match &part.beneath {
             None => listed,
             Some(b) if b.filters.is_empty() => format!("{listed} and everything beneath"),
             Some(b) => format!(
@@ -784,7 +793,8 @@ pub fn describe_part(part: &Part) -> String {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-        }
+        };
+        format!("{whole}{by}")
     } else {
         String::new()
     };

@@ -23,7 +23,13 @@ fn fs() -> MapFs {
         .symlink("/w/keys", "/home/u/.ssh")
         .present("/w/notes")
         .present("/w/README.md")
-        .exists(&["/w/notes", "/w/README.md", "/w/src/main.rs", "/w/src/lib.rs", "/w/docs/guide.md"])
+        .exists(&[
+            "/w/notes",
+            "/w/README.md",
+            "/w/src/main.rs",
+            "/w/src/lib.rs",
+            "/w/docs/guide.md",
+        ])
 }
 
 fn bash(fs: &dyn FsFacts, command: &str) -> Action {
@@ -386,7 +392,11 @@ fn a_recursive_read_through_a_symlink_to_a_credential_directory_is_denied() {
 fn the_starter_allows_what_a_read_only_command_writes_inside_the_workspace() {
     // The same as the editor's write of that file: allowed in the workspace, judged by the
     // deny rules (secrets) and asked for elsewhere (see the ask list below).
-    for cmd in ["sort -o out.txt names.txt", "echo hi > out.txt", "cat a.txt >> notes"] {
+    for cmd in [
+        "sort -o out.txt names.txt",
+        "echo hi > out.txt",
+        "cat a.txt >> notes",
+    ] {
         let (effect, reason) = starter(cmd);
         assert_eq!(effect, Effect::Allow, "{cmd}: {reason}");
     }

@@ -185,10 +185,8 @@ pub fn protections(
 
 /// Applies the live checks to a decision: a command that runs or signals toolgate becomes
 /// a deny of the self-protection. `cwd`: where relative paths of the command resolve.
+/// Its reason wins over any other deny's: it is the most specific.
 pub fn guard(decision: &mut toolgate_policy::eval::Decision, cwd: &str) {
-    if decision.effect == Effect::Deny && decision.rule.as_deref() == Some(SELF_PROTECTION_RULE) {
-        return;
-    }
     if let Some(reason) = judge(&decision.action, cwd) {
         let mut result = ContractResult::new(Contract::Rule, Effect::Deny, reason.clone());
         result.rule = Some(SELF_PROTECTION_RULE.to_owned());

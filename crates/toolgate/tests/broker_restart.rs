@@ -97,11 +97,10 @@ fn session_with_state(w: &World, s: &[&str]) -> u32 {
     assert_eq!(r.code, Some(0), "{r:?}");
     let r = w.hook(
         "claude-code",
-        &claude(
-            &w.project(),
-            "UserPromptSubmit",
-            json!({"prompt": "send the notes to carol@corp.example"}),
-        ),
+        &{
+            w.typed("send the notes to carol@corp.example");
+            w.prompt_event("send the notes to carol@corp.example")
+        },
         s,
     );
     assert_eq!(r.code, Some(0), "{r:?}");
@@ -247,11 +246,10 @@ fn with_the_store_deleted_a_session_that_ran_before_asks_and_a_new_one_does_not(
     );
     w.hook(
         "claude-code",
-        &claude(
-            &w.project(),
-            "UserPromptSubmit",
-            json!({"prompt": "mail dave@corp.example"}),
-        ),
+        &{
+            w.typed("mail dave@corp.example");
+            w.prompt_event("mail dave@corp.example")
+        },
         &fresh,
     );
     let r = w.hook("claude-code", &send(&w, "dave@corp.example"), &fresh);
@@ -279,11 +277,10 @@ fn a_client_older_than_the_store_is_new_only_if_it_starts() {
             .env("HOME", w.base().join("home"));
         w.run(cmd, input.to_string().as_bytes())
     };
-    let prompt = claude(
-        &w.project(),
-        "UserPromptSubmit",
-        json!({"prompt": "mail dave@corp.example"}),
-    );
+    let prompt = {
+        w.typed("mail dave@corp.example");
+        w.prompt_event("mail dave@corp.example")
+    };
     // A first broker (and store) for another session; this client is older than it.
     let r = w.hook(
         "claude-code",
@@ -315,11 +312,10 @@ fn a_client_older_than_the_store_is_new_only_if_it_starts() {
         json!({"source": "startup"}),
     ));
     assert_eq!(r.code, Some(0), "{r:?}");
-    through_sh(&claude(
-        &w.project(),
-        "UserPromptSubmit",
-        json!({"prompt": "mail dave@corp.example"}),
-    ));
+    through_sh(&{
+        w.typed("mail dave@corp.example");
+        w.prompt_event("mail dave@corp.example")
+    });
     let r = through_sh(&send(&w, "dave@corp.example"));
     assert_eq!(
         (r.code, decision(&r)),

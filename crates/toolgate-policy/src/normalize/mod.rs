@@ -968,8 +968,20 @@ impl<'c> ShellOut<'c> {
                 if in_find && w.contains("{}") {
                     continue;
                 }
-                // The command's own name is a file only when written as a path.
-                if k == 0 && !r.known && !w.contains('/') {
+                // The command's own name is a file only when written as a path; then running
+                // it reads it, exactly (what it does with its arguments is not known).
+                if k == 0 && !r.known {
+                    if w.contains('/') {
+                        self.file(
+                            Operation::FsRead,
+                            w,
+                            false,
+                            &[],
+                            literal,
+                            part_opaque,
+                            &bases,
+                        );
+                    }
                     continue;
                 }
                 self.loose(w, literal, &bases);
