@@ -6,9 +6,9 @@
 //!
 //! The targets (issue 31, "How it is shown"):
 //! - reading, searching and editing inside the workspace, git reads and moving files inside
-//!   it: no ask and no deny (git commits still ask: see the events);
-//! - commands that run project code (build, test, package managers), reach an unknown host or
-//!   delete: may ask, never denied;
+//!   it: no ask and no deny;
+//! - commands that run project code (build, test, package managers, and `git add`/`git
+//!   commit`: see the events), reach an unknown host or delete: may ask, never denied;
 //! - every secret-reading or self-tampering variant: denied (an ask is not enough).
 //!
 //! The test prints the figures (docs/benchmarks.md, "A coding session under the starter").
@@ -303,8 +303,10 @@ fn session(project: &Path, broker_pid: u32, broker_dir: &Path) -> Vec<Event> {
         ),
         bash(Deny, "rm .toolgate/audit.jsonl"),
         // More everyday work.
-        // Local git writes still ask: a rule cannot yet say "git add and commit only" (a
-        // git.write allow would also cover `reset --hard`, `checkout -- .`).
+        // Local git writes ask, deliberately (a departure from the issue's target): `git
+        // commit` runs the repository's hooks, and a hook that runs the tests (husky,
+        // pre-commit, lefthook) runs the code the agent just wrote, which `cargo test` would
+        // ask for; `git add -f .env` stages a secret that `git diff --cached` then prints.
         bash(NotDenied, "git add src/util.rs src/main.rs src/lib.rs"),
         bash(NotDenied, "git commit -m 'Add util'"),
         bash(Allow, "mv src/old.rs src/new.rs"),
