@@ -167,6 +167,29 @@ fn own(message: &Value) -> bool {
         .is_some_and(|id| id.starts_with("toolgate-"))
 }
 
+/// A record in brief: direction, id and method (or `result`/`error`) of each message.
+fn outline(record: &[Value]) -> String {
+    record
+        .iter()
+        .map(|m| {
+            let msg = &m["msg"];
+            let what = msg["method"].as_str().map_or_else(
+                || {
+                    if msg.get("error").is_some() {
+                        "error"
+                    } else {
+                        "result"
+                    }
+                    .to_owned()
+                },
+                str::to_owned,
+            );
+            format!("{} {} {what}", m["dir"].as_str().unwrap_or("?"), msg["id"])
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// The messages of one direction (`in`: toward the server) of a record.
 fn direction<'a>(record: &'a [Value], dir: &str) -> Vec<&'a Value> {
     record
@@ -209,21 +232,29 @@ fn assert_same_traffic(clients: &Path, servers: &Path) -> usize {
         } else {
             targets.iter().collect()
         };
-        let mut mismatch = None;
+        // The mismatch shown is the closest candidate's: the longest common start.
+        let mut mismatch: Option<(usize, String)> = None;
         let mut matched = None;
         for (target, server) in candidates {
             let (theirs, ours): (Vec<&Value>, Vec<&Value>) = server.iter().partition(|m| !own(m));
             let theirs: Vec<Value> = theirs.into_iter().cloned().collect();
+            let common = direction(&client, "in")
+                .iter()
+                .zip(&direction(&theirs, "in"))
+                .take_while(|(x, y)| x == y)
+                .count();
             let differs = ["in", "out"].into_iter().find_map(|dir| {
                 let (a, b) = (direction(&client, dir), direction(&theirs, dir));
                 (a != b).then(|| {
                     let at = a.iter().zip(&b).position(|(x, y)| x != y);
                     format!(
-                        "session {name} vs {target} ({dir}): the two sides of toolgate differ ({} vs {} messages), first at {at:?}:\nclient side: {:?}\nserver side: {:?}",
+                        "session {name} vs {target} ({dir}): the two sides of toolgate differ ({} vs {} messages), first at {at:?}:\nclient side: {:?}\nserver side: {:?}\nin order, client side: {}\nin order, server side (toolgate's own included): {}",
                         a.len(),
                         b.len(),
                         at.and_then(|i| a.get(i)),
                         at.and_then(|i| b.get(i)),
+                        outline(&client),
+                        outline(server),
                     )
                 })
             });
@@ -233,14 +264,19 @@ fn assert_same_traffic(clients: &Path, servers: &Path) -> usize {
                     break;
                 }
                 Some(why) => {
-                    mismatch.get_or_insert(why);
+                    if mismatch.as_ref().is_none_or(|(best, _)| common > *best) {
+                        mismatch = Some((common, why));
+                    }
                 }
             }
         }
         let Some(ours) = matched else {
             panic!(
                 "{}",
-                mismatch.unwrap_or_else(|| format!("session {name}: no target session"))
+                mismatch.map_or_else(
+                    || format!("session {name}: no target session"),
+                    |(_, why)| why
+                )
             );
         };
         for m in &ours {
