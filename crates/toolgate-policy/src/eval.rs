@@ -577,8 +577,19 @@ impl Engine {
                     .join(", ")
             )
         };
+        // A read or delete is judged by pattern alone only when the listing ran out.
+        let unlisted = if matches!(part.operation, Operation::FsRead | Operation::FsDelete)
+            && trees.iter().any(|t| t.existing.is_none())
+        {
+            format!(
+                " (what lies beneath could not be listed: over {} paths, or a directory toolgate cannot read). help: search a narrower directory",
+                crate::rules::LISTING_LIMIT
+            )
+        } else {
+            String::new()
+        };
         Some(format!(
-            "a recursive `{}` of `{dir}`{narrowed} can reach files matching `{pattern}`, which deny rule `{}` protects",
+            "a recursive `{}` of `{dir}`{narrowed} can reach files matching `{pattern}`, which deny rule `{}` protects{unlisted}",
             part.operation, rule.id
         ))
     }

@@ -106,7 +106,7 @@ fn grep_for_keys_is_denied_by_the_starter() {
     );
     assert_eq!(
         d.reason,
-        "a recursive `fs.read` of `/w` (file names `*.key`) can reach files matching `**/.env.*`, which deny rule `protect-dotenv` protects"
+        "a recursive `fs.read` of `/w` (file names `*.key`) can reach files matching `**/.env.*`, which deny rule `protect-dotenv` protects (what lies beneath could not be listed: over 50000 paths, or a directory toolgate cannot read). help: search a narrower directory"
     );
 }
 

@@ -17,7 +17,9 @@
 //! `UserPromptSubmit`. Prints p50 / p99 / max per kind and the peak RSS of any hook process
 //! (`getrusage(RUSAGE_CHILDREN)`); then, apart, `--runs` prompts that each name a new address,
 //! which the broker writes to its session store before answering. The broker is stopped at
-//! the end. The broker directory is in the temporary directory (`TMPDIR`).
+//! the end. The broker directory is in the temporary directory (`TMPDIR`), and so is the
+//! hooks' `HOME`, where each prompt is written to Claude Code's transcript before its event
+//! (a prompt vouches for its destinations only once the transcript holds it).
 #![allow(
     clippy::print_stdout,
     clippy::cast_precision_loss,
@@ -81,11 +83,37 @@ fn options() -> Options {
     o
 }
 
-fn event(project: &Path, name: &str, extra: Value) -> Vec<u8> {
+/// Claude Code's transcript of the bench's session, in the hooks' `HOME`.
+fn transcript(base: &Path) -> PathBuf {
+    base.join("home/.claude/projects/-bench/bench.jsonl")
+}
+
+/// Appends a prompt to the transcript as Claude Code records what the user typed.
+fn typed(base: &Path, text: &str) {
+    let path = transcript(base);
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let line = json!({
+        "type": "user", "isSidechain": false, "sessionId": "bench",
+        "message": {"role": "user", "content": text}
+    });
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| writeln!(f, "{line}"));
+    if let Err(e) = written {
+        eprintln!("bench_hook: cannot write the transcript: {e}");
+        std::process::exit(1)
+    }
+}
+
+fn event(base: &Path, name: &str, extra: Value) -> Vec<u8> {
     let mut v = json!({
         "session_id": "bench",
-        "transcript_path": "/tmp/bench.jsonl",
-        "cwd": project,
+        "transcript_path": transcript(base),
+        "cwd": base.join("project"),
         "permission_mode": "default",
         "hook_event_name": name,
     });
@@ -106,6 +134,7 @@ fn once(o: &Options, base: &Path, input: &[u8]) -> (Duration, Option<i32>) {
         .args(["claude-code", "--session", "bench", "--policy"])
         .arg(base.join("policy.yaml"))
         .env("TOOLGATE_BROKER_DIR", base.join("b"))
+        .env("HOME", base.join("home"))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -149,6 +178,7 @@ fn stop_broker(o: &Options, base: &Path) {
     let out = Command::new(&o.toolgate)
         .arg("status")
         .env("TOOLGATE_BROKER_DIR", base.join("b"))
+        .env("HOME", base.join("home"))
         .output();
     let Ok(out) = out else { return };
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -178,11 +208,13 @@ fn main() {
     let output =
         "lorem ipsum dolor sit amet, see https://docs.example.com/page and mail bob@corp.example. "
             .repeat(64 * 1024 / 90);
+    let prompt = "reply to bob@corp.example and open https://docs.example.com/page";
+    typed(&base, prompt);
     let kinds: Vec<(&str, Vec<u8>, i32)> = vec![
         (
             "PreToolUse Bash (allowed)",
             event(
-                &project,
+                &base,
                 "PreToolUse",
                 json!({"tool_name": "Bash", "tool_input": {"command": "npm test"}, "tool_use_id": "t"}),
             ),
@@ -191,7 +223,7 @@ fn main() {
         (
             "PreToolUse mcp__mail__send_email (sink gate)",
             event(
-                &project,
+                &base,
                 "PreToolUse",
                 json!({"tool_name": "mcp__mail__send_email", "tool_input": {"to": ["bob@corp.example"], "subject": "s", "body": "b"}, "tool_use_id": "t"}),
             ),
@@ -200,7 +232,7 @@ fn main() {
         (
             "PostToolUse Bash, 64 KiB output",
             event(
-                &project,
+                &base,
                 "PostToolUse",
                 json!({"tool_name": "Bash", "tool_input": {"command": "cat notes"}, "tool_response": {"stdout": output, "stderr": "", "interrupted": false}, "tool_use_id": "t"}),
             ),
@@ -208,11 +240,7 @@ fn main() {
         ),
         (
             "UserPromptSubmit",
-            event(
-                &project,
-                "UserPromptSubmit",
-                json!({"prompt": "reply to bob@corp.example and open https://docs.example.com/page"}),
-            ),
+            event(&base, "UserPromptSubmit", json!({ "prompt": prompt })),
             0,
         ),
     ];
@@ -273,11 +301,9 @@ fn main() {
     // broker writes it to its session store (one durable commit) before answering.
     let mut fresh = Vec::with_capacity(o.runs);
     for n in 0..o.runs {
-        let input = event(
-            &project,
-            "UserPromptSubmit",
-            json!({"prompt": format!("reply to user{n}@corp{n}.example")}),
-        );
+        let text = format!("reply to user{n}@corp{n}.example");
+        typed(&base, &text);
+        let input = event(&base, "UserPromptSubmit", json!({ "prompt": text }));
         fresh.push(once(&o, &base, &input).0);
     }
     fresh.sort();
