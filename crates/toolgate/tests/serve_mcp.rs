@@ -231,6 +231,13 @@ async fn check_verdict_equals_policy_explain() {
         ),
         // no rule matches: default ask.
         (None, "mystery_tool", json!({"x": 1}), "ask"),
+        // toolgate's self-protection: the client settings that run its hooks.
+        (
+            Some("fs"),
+            "write_file",
+            json!({"path": ".claude/settings.json", "content": "{}"}),
+            "deny",
+        ),
     ];
     for (server, tool, args, effect) in cases {
         let mut input = json!({"tool": tool, "arguments": args});

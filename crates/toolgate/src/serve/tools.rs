@@ -252,8 +252,15 @@ fn home() -> Result<String, ToolError> {
         .map_err(|e| ToolError::new(format!("the home directory: {e:#}")))
 }
 
-/// Loads and compiles a policy for the workspace; errors carry the diagnostics.
-fn compile(source: &str, name: &str, workspace: &Path) -> Result<Engine, ToolError> {
+/// Loads and compiles a policy for the workspace, with toolgate's self-protection as `wrap`
+/// and hooks apply it (`policy_file`: the policy's file, when it came from one); errors
+/// carry the diagnostics.
+fn compile(
+    source: &str,
+    name: &str,
+    workspace: &Path,
+    policy_file: Option<&Path>,
+) -> Result<Engine, ToolError> {
     let loaded = load(source, name).map_err(|d| ToolError {
         message: format!("the policy `{name}` is invalid"),
         details: Some(diagnostics_json(&d, true)),
@@ -264,14 +271,17 @@ fn compile(source: &str, name: &str, workspace: &Path) -> Result<Engine, ToolErr
             workspace.display()
         ))
     })?;
+    let protections = crate::selfprotect::protections(policy_file, Path::new(&workspace), None)
+        .map_err(|e| ToolError::new(format!("toolgate's self-protection cannot be set up: {e}")))?;
     let vars = Vars {
         workspace,
         home: home()?,
     };
-    Engine::new(loaded.policy, vars).map_err(|d| ToolError {
+    let engine = Engine::new(loaded.policy, vars).map_err(|d| ToolError {
         message: format!("the policy `{name}` does not compile"),
         details: Some(diagnostics_json(&d, true)),
-    })
+    })?;
+    Ok(engine.with_protections(protections))
 }
 
 /// The policy `check_verdict` uses: inline, else the configured file, else the starter policy.
@@ -363,8 +373,13 @@ fn check_verdict(server: &Server, args: &Value) -> Outcome {
         }
         Some(_) => return Err(ToolError::new("`tool_definition` must be a JSON object")),
     };
-    let (source, name) = policy_source(server, opt_str(args, "policy")?)?;
-    let engine = compile(&source, &name, &server.config().workspace)?;
+    let inline = opt_str(args, "policy")?;
+    let (source, name) = policy_source(server, inline)?;
+    let policy_file = match inline {
+        Some(_) => None,
+        None => server.config().policy.as_deref(),
+    };
+    let engine = compile(&source, &name, &server.config().workspace, policy_file)?;
     Ok(decide(
         &engine,
         server_name,
