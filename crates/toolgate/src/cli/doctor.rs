@@ -178,14 +178,9 @@ fn check_in_use(out: &mut Out, uses: &[InUse]) {
         let problem = match &real {
             Err(_) => Some("does not exist".to_owned()),
             Ok(r) if !r.is_dir() => Some("is not a directory".to_owned()),
-            Ok(r) if r == std::path::Path::new("/") => Some("is the root directory".to_owned()),
-            Ok(r) if home.as_deref() == Some(r.as_path()) => {
-                Some("is your home directory: the policy's `${workspace}` covers your dotfiles and credentials".to_owned())
+            Ok(r) => {
+                crate::enforce::setup::workspace_problem(r, home.as_deref()).map(str::to_owned)
             }
-            Ok(r) if home.as_deref().is_some_and(|h| h.starts_with(r)) => {
-                Some("holds your home directory: the policy's `${workspace}` covers your dotfiles and credentials".to_owned())
-            }
-            Ok(_) => None,
         };
         if let Some(problem) = problem {
             out.line(

@@ -148,6 +148,25 @@ pub fn engine_from_source(
     Ok(engine.with_protections(protections))
 }
 
+/// What is wrong with `real` (a canonical directory) as a workspace, if anything: the root
+/// directory, or the home directory or one above it (`${workspace}` would cover the user's
+/// dotfiles and credentials).
+pub fn workspace_problem(real: &Path, home: Option<&Path>) -> Option<&'static str> {
+    if real == Path::new("/") {
+        Some("is the root directory")
+    } else if home == Some(real) {
+        Some(
+            "is your home directory: the policy's `${workspace}` covers your dotfiles and credentials",
+        )
+    } else if home.is_some_and(|h| h.starts_with(real)) {
+        Some(
+            "holds your home directory: the policy's `${workspace}` covers your dotfiles and credentials",
+        )
+    } else {
+        None
+    }
+}
+
 /// Builds the interceptor for `toolgate wrap`.
 pub fn interceptor(
     args: &EnforceArgs,
@@ -188,6 +207,17 @@ pub fn interceptor(
                 .unwrap_or_else(crate::broker::client::default_session),
         ),
     ));
+    if let Ok(real) = workspace.canonicalize() {
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .and_then(|h| h.canonicalize().ok());
+        if let Some(problem) = workspace_problem(&real, home.as_deref()) {
+            tracing::warn!(
+                "the workspace `{}` {problem}; help: pass `--workspace` with the project's directory",
+                real.display()
+            );
+        }
+    }
     let audit_path = args
         .audit
         .clone()
