@@ -612,36 +612,20 @@ fn pkill_targets(args: &[&str], procs: &[Proc]) -> Option<Option<String>> {
     let mut full = false;
     let mut exact = false;
     let mut icase = false;
-    let mut patterns = Vec::new();
-    let mut skip = false;
-    let mut options = true;
-    for a in args {
-        if skip {
-            skip = false;
-            continue;
+    let (options, patterns) = options_and_operands(args, VALUED);
+    for a in options {
+        if a == "--full" {
+            full = true;
+        } else if a == "--exact" {
+            exact = true;
+        } else if a == "--ignore-case" {
+            icase = true;
+        } else if !a.starts_with("--") {
+            let flags = a.trim_start_matches('-');
+            full |= flags.contains('f');
+            exact |= flags.contains('x');
+            icase |= flags.contains('i');
         }
-        if options && *a == "--" {
-            options = false;
-            continue;
-        }
-        if options && a.starts_with('-') && a.len() > 1 {
-            if VALUED.contains(a) {
-                skip = true;
-            } else if *a == "--full" {
-                full = true;
-            } else if *a == "--exact" {
-                exact = true;
-            } else if *a == "--ignore-case" {
-                icase = true;
-            } else if !a.starts_with("--") {
-                let flags = a.trim_start_matches('-');
-                full |= flags.contains('f');
-                exact |= flags.contains('x');
-                icase |= flags.contains('i');
-            }
-            continue;
-        }
-        patterns.push(*a);
     }
     if patterns.is_empty() {
         // Selected by user, group, parent, …: toolgate's processes may be among them.
@@ -673,6 +657,29 @@ fn pkill_targets(args: &[&str], procs: &[Proc]) -> Option<Option<String>> {
     None
 }
 
+/// The options of `args` (the values of those in `valued`, which take one, left out) and its
+/// operands; `--` ends the options.
+fn options_and_operands<'a>(args: &[&'a str], valued: &[&str]) -> (Vec<&'a str>, Vec<&'a str>) {
+    let mut options = Vec::new();
+    let mut operands = Vec::new();
+    let mut in_options = true;
+    let mut words = args.iter();
+    while let Some(a) = words.next() {
+        if in_options && *a == "--" {
+            in_options = false;
+        } else if in_options && a.starts_with('-') && a.len() > 1 {
+            if valued.contains(a) {
+                words.next();
+            } else {
+                options.push(*a);
+            }
+        } else {
+            operands.push(*a);
+        }
+    }
+    (options, operands)
+}
+
 /// `killall NAME`: a toolgate process's name or executable's name (`-r`: a regex).
 fn killall_targets(args: &[&str], procs: &[Proc]) -> Option<Option<String>> {
     const VALUED: &[&str] = &[
@@ -691,33 +698,17 @@ fn killall_targets(args: &[&str], procs: &[Proc]) -> Option<Option<String>> {
     ];
     let mut regex = false;
     let mut icase = false;
-    let mut names = Vec::new();
-    let mut skip = false;
-    let mut options = true;
-    for a in args {
-        if skip {
-            skip = false;
-            continue;
+    let (options, names) = options_and_operands(args, VALUED);
+    for a in options {
+        if a == "--regexp" {
+            regex = true;
+        } else if a == "--ignore-case" {
+            icase = true;
+        } else if !a.starts_with("--") {
+            let flags = a.trim_start_matches('-');
+            regex |= flags.contains('r');
+            icase |= flags.contains('I');
         }
-        if options && *a == "--" {
-            options = false;
-            continue;
-        }
-        if options && a.starts_with('-') && a.len() > 1 {
-            if VALUED.contains(a) {
-                skip = true;
-            } else if *a == "--regexp" {
-                regex = true;
-            } else if *a == "--ignore-case" {
-                icase = true;
-            } else if !a.starts_with("--") {
-                let flags = a.trim_start_matches('-');
-                regex |= flags.contains('r');
-                icase |= flags.contains('I');
-            }
-            continue;
-        }
-        names.push(*a);
     }
     if names.is_empty() {
         return Some(None);
