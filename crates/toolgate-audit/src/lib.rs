@@ -17,3 +17,17 @@ pub use record::{
 };
 pub use verify::{Problem, ProblemKind, Verification, verify_path, verify_reader};
 pub use writer::{Appended, AuditWriter, Durability, WriterOptions, now_rfc3339};
+
+/// Makes text from the log safe for a terminal: control characters (ANSI escapes,
+/// carriage returns a server could have put in a tool name or path) are shown escaped.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

@@ -1,4 +1,7 @@
-//! `toolgate`: a local, fail-closed firewall for MCP tool calls.
+//! `toolgate`: a local, fail-closed firewall for MCP tool calls. This executable is the
+//! command line (`cli/`), the offline demo and the approvals terminal UI over the library
+//! crates (`toolgate-runtime`, `toolgate-broker`, `toolgate-gateway`, `toolgate-clients`,
+//! `toolgate-report`).
 
 /// `println!` for command output: a closed stdout (`toolgate audit tail | head`) ends the
 /// command quietly instead of panicking. Never used by `wrap` or `serve`, whose stdout
@@ -19,24 +22,9 @@ macro_rules! out {
     };
 }
 
-mod approval;
 mod approvals_ui;
-mod broker;
-mod child;
 mod cli;
-mod clients;
-mod clock;
 mod demo;
-mod duration;
-mod enforce;
-mod fsfacts;
-mod gateway;
-mod hook;
-mod pins;
-mod proxy;
-mod remote;
-mod report;
-mod selfprotect;
 
 use std::process::ExitCode;
 
@@ -49,7 +37,7 @@ fn main() -> ExitCode {
     {
         return match cli::hook::run(hook) {
             Ok(code) => code,
-            Err(_) => ExitCode::from(crate::hook::BLOCKING_EXIT),
+            Err(_) => ExitCode::from(toolgate_broker::hook::BLOCKING_EXIT),
         };
     }
     cli::main()

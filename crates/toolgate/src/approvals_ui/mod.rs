@@ -9,7 +9,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph, Wrap};
 
-use crate::broker::proto::{Decision, FromBroker, Pending};
+use toolgate_broker::proto::{Decision, FromBroker, Pending};
 
 /// How many past events the terminal keeps.
 const LOG_LINES: usize = 50;
@@ -268,9 +268,9 @@ pub fn render(ui: &Ui, frame: &mut Frame<'_>, now_ms: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::broker::proto::{Question, Withdrawal};
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
+    use toolgate_broker::proto::{Question, Withdrawal};
 
     fn pending(id: u64, tool: &str, what: &str) -> Pending {
         Pending {

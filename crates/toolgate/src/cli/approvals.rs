@@ -13,10 +13,10 @@ use anyhow::Context as _;
 use tokio::io::AsyncBufReadExt as _;
 
 use crate::approvals_ui::{self, Effect, Key, Ui, safe};
-use crate::broker::client::Connection;
-use crate::broker::proto::{Decision, FromBroker, Role, ToBroker};
-use crate::broker::{Layout, connect};
 use crate::cli::approvals_gateway::GatewayLink;
+use toolgate_broker::client::Connection;
+use toolgate_broker::proto::{Decision, FromBroker, Role, ToBroker};
+use toolgate_broker::{Layout, connect};
 
 /// Approve or deny the calls waiting at the local broker.
 #[derive(Debug, clap::Args)]
@@ -89,7 +89,7 @@ impl Link {
     }
 }
 
-use crate::clock::now_ms;
+use toolgate_runtime::clock::now_ms;
 
 /// Runs `toolgate approvals`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -236,7 +236,7 @@ fn emit(lines: &[String]) {
 
 async fn plain(
     mut conn: Link,
-    pending: Vec<crate::broker::proto::Pending>,
+    pending: Vec<toolgate_broker::proto::Pending>,
 ) -> anyhow::Result<ExitCode> {
     emit(&[format!(
         "connected to {}: {} pending",
@@ -286,7 +286,7 @@ impl Drop for Restore {
 
 async fn tui(
     mut conn: Link,
-    pending: Vec<crate::broker::proto::Pending>,
+    pending: Vec<toolgate_broker::proto::Pending>,
 ) -> anyhow::Result<ExitCode> {
     use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 

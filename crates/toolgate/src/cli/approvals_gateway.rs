@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::broker::proto::{Decision, FromBroker, Pending, ToBroker, Withdrawal};
+use toolgate_broker::proto::{Decision, FromBroker, Pending, ToBroker, Withdrawal};
 
 /// How long one poll may wait for a change at the gateway.
 const POLL: Duration = Duration::from_secs(25);
@@ -25,7 +25,7 @@ pub struct GatewayLink {
 impl std::fmt::Debug for GatewayLink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GatewayLink")
-            .field("base", &crate::remote::http::redact(&self.base))
+            .field("base", &toolgate_runtime::remote::http::redact(&self.base))
             .finish_non_exhaustive()
     }
 }
@@ -39,15 +39,16 @@ impl GatewayLink {
         ca_file: Option<std::path::PathBuf>,
     ) -> anyhow::Result<GatewayLink> {
         let mut base = url::Url::parse(url).with_context(|| format!("`{url}` is not a URL"))?;
-        crate::remote::http::check_url(&base, false, "gateway URL")?;
+        toolgate_runtime::remote::http::check_url(&base, false, "gateway URL")?;
         if !base.path().ends_with('/') {
             let path = format!("{}/", base.path());
             base.set_path(&path);
         }
-        let http = crate::remote::http::client(&crate::remote::http::NetOptions {
-            allow_http: false,
-            ca_file,
-        })?;
+        let http =
+            toolgate_runtime::remote::http::client(&toolgate_runtime::remote::http::NetOptions {
+                allow_http: false,
+                ca_file,
+            })?;
         let mut link = GatewayLink {
             http,
             base,

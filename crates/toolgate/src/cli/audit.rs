@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use toolgate_audit::printable;
 
 use anyhow::Context as _;
 use clap::{Args as ClapArgs, Subcommand};
@@ -233,20 +234,6 @@ fn summary(path: &Path, as_json: bool) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
-}
-
-/// Makes text from the log safe for a terminal: control characters (ANSI escapes,
-/// carriage returns a server could have put in a tool name or path) are shown escaped.
-pub(crate) fn printable(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// `time  EFFECT  server/tool  operation  resource  reason`

@@ -10,11 +10,11 @@ use clap::{Args as ClapArgs, Subcommand};
 use serde_json::json;
 use url::Url;
 
-use crate::remote::authorizer::Authorizer as _;
-use crate::remote::http::{check_url, redact};
-use crate::remote::oauth::endpoints::{self, ClientAuth};
-use crate::remote::oauth::store::{ClientKind, Entry, Secret, now};
-use crate::remote::oauth::{NetArgs, OAuthArgs, OAuthAuthorizer, Store, server_key};
+use toolgate_runtime::remote::authorizer::Authorizer as _;
+use toolgate_runtime::remote::http::{check_url, redact};
+use toolgate_runtime::remote::oauth::endpoints::{self, ClientAuth};
+use toolgate_runtime::remote::oauth::store::{ClientKind, Entry, Secret, now};
+use toolgate_runtime::remote::oauth::{NetArgs, OAuthArgs, OAuthAuthorizer, Store, server_key};
 
 /// Arguments of `toolgate auth`.
 #[derive(Debug, ClapArgs)]
@@ -209,7 +209,7 @@ async fn probe(
 async fn login(url: &str, oauth: &OAuthArgs) -> anyhow::Result<ExitCode> {
     let server = parse_server(url, oauth.net.allow_http)?;
     let net = oauth.net.options();
-    let http = crate::remote::http::client(&net)?;
+    let http = toolgate_runtime::remote::http::client(&net)?;
     let auth = OAuthAuthorizer::new(
         &server,
         oauth.config(true)?,
@@ -243,7 +243,7 @@ async fn status(
     let key = server.as_ref().map(server_key);
     if let (true, Some(server)) = (check, &server) {
         let net = oauth.net.options();
-        let http = crate::remote::http::client(&net)?;
+        let http = toolgate_runtime::remote::http::client(&net)?;
         let auth = OAuthAuthorizer::new(server, oauth.config(false)?, http.clone(), store.clone());
         let needed = probe_until_accepted(&auth, &http, server).await?;
         if !as_json {
@@ -363,7 +363,7 @@ async fn logout(url: &str, secret_env: Option<&str>, net: &NetArgs) -> anyhow::R
         .and_then(|var| std::env::var(var).ok())
         .filter(|v| !v.is_empty())
         .map(Secret::new);
-    let http = crate::remote::http::client(&net.options())?;
+    let http = toolgate_runtime::remote::http::client(&net.options())?;
     let mut code = ExitCode::SUCCESS;
     for entry in &entries {
         let (Some(endpoint), Some(tokens)) = (&entry.revocation_endpoint, &entry.tokens) else {

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use crate::broker::{Layout, daemon};
+use toolgate_broker::{Layout, daemon};
 
 /// Run the local approval broker (one per user) until interrupted.
 #[derive(Debug, clap::Args)]

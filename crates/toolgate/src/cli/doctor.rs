@@ -9,13 +9,13 @@ use std::time::Duration;
 use anyhow::Context as _;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 
-use crate::broker::Layout;
-use crate::clients::discovery::{self, Client, Env};
-use crate::clients::document::{self, Outcome, WrapSettings};
-use crate::clients::hooks::{self, HookClient, HookScope};
-use crate::clients::remote;
-use crate::remote::probe::{self, Auth, Target, Transport as ProbeTransport};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use toolgate_broker::Layout;
+use toolgate_clients::discovery::{self, Client, Env};
+use toolgate_clients::document::{self, Outcome, WrapSettings};
+use toolgate_clients::hooks::{self, HookClient, HookScope};
+use toolgate_clients::remote;
+use toolgate_runtime::remote::probe::{self, Auth, Target, Transport as ProbeTransport};
 
 /// Check the policy, the approval broker, client configurations, their remote servers and
 /// (optionally) that an upstream server starts.
@@ -36,7 +36,7 @@ pub struct Args {
     pub policy: Option<PathBuf>,
     /// How long the start-up probe waits for the `initialize` reply.
     #[arg(long, value_name = "DURATION", default_value = "10s",
-          value_parser = crate::enforce::setup::parse_duration)]
+          value_parser = toolgate_runtime::enforce::setup::parse_duration)]
     pub probe_timeout: Duration,
     /// Start the MCP server command given after `--`, send `initialize` and wait for its
     /// reply: `toolgate doctor --probe -- CMD ARGS...`.
@@ -50,7 +50,7 @@ pub struct Args {
     pub no_remote: bool,
     /// How long the probe of one remote server may take.
     #[arg(long, value_name = "DURATION", default_value = "5s",
-          value_parser = crate::enforce::setup::parse_duration)]
+          value_parser = toolgate_runtime::enforce::setup::parse_duration)]
     pub remote_timeout: Duration,
 }
 
@@ -146,7 +146,7 @@ fn check_in_use(out: &mut Out, uses: &[InUse]) {
     }
     for (policy, users) in &policies {
         let shown_users = users.join(", ");
-        match crate::clients::check_policy(std::path::Path::new(policy)) {
+        match toolgate_clients::check_policy(std::path::Path::new(policy)) {
             Ok(()) => out.line(
                 Level::Pass,
                 format!("policy `{policy}` loads (used by {shown_users})"),
@@ -178,9 +178,8 @@ fn check_in_use(out: &mut Out, uses: &[InUse]) {
         let problem = match &real {
             Err(_) => Some("does not exist".to_owned()),
             Ok(r) if !r.is_dir() => Some("is not a directory".to_owned()),
-            Ok(r) => {
-                crate::enforce::setup::workspace_problem(r, home.as_deref()).map(str::to_owned)
-            }
+            Ok(r) => toolgate_runtime::enforce::setup::workspace_problem(r, home.as_deref())
+                .map(str::to_owned),
         };
         if let Some(problem) = problem {
             out.line(
@@ -325,7 +324,7 @@ fn check_clients(out: &mut Out, uses: &mut Vec<InUse>) -> Vec<RemoteServer> {
         exe: "toolgate".to_owned(),
         policy: None,
         workspace: Some(String::new()),
-        dialect: crate::clients::remote::Dialect::Other,
+        dialect: toolgate_clients::remote::Dialect::Other,
     };
     for location in found {
         let client: &'static str = location.client.map_or("file", Client::name);
@@ -452,7 +451,7 @@ fn probe_target(
 
 /// The `Authorization` value of the stored, unexpired OAuth token for `url`.
 fn stored_authorization(url: &url::Url) -> Option<HeaderValue> {
-    use crate::remote::oauth::{session::server_key, store};
+    use toolgate_runtime::remote::oauth::{session::server_key, store};
     let store = store::Store::open_default().ok()?;
     let entry = store.find(&server_key(url), None).ok()??;
     let tokens = entry.tokens?;
@@ -469,7 +468,9 @@ async fn check_remote(out: &mut Out, servers: &[RemoteServer], timeout: Duration
     if servers.is_empty() {
         return;
     }
-    let client = match crate::remote::http::client(&crate::remote::http::NetOptions::default()) {
+    let client = match toolgate_runtime::remote::http::client(
+        &toolgate_runtime::remote::http::NetOptions::default(),
+    ) {
         Ok(c) => c,
         Err(e) => {
             out.line(Level::Fail, format!("remote servers not probed: {e:#}"));
@@ -490,7 +491,7 @@ async fn check_remote(out: &mut Out, servers: &[RemoteServer], timeout: Duration
             }
         };
         let shown = url::Url::parse(&spec.url)
-            .map(|u| crate::remote::http::redact(&u))
+            .map(|u| toolgate_runtime::remote::http::redact(&u))
             .unwrap_or_else(|_| spec.url.clone());
         let (target, omitted) = match probe_target(spec, timeout) {
             Ok(t) => t,

@@ -10,7 +10,7 @@ use clap::Subcommand;
 use sha2::Digest as _;
 
 use crate::cli::policy::print_diagnostics;
-use crate::gateway::load::{LoadedConfig, load_config, redact_password, secret_key};
+use toolgate_gateway::load::{LoadedConfig, load_config, redact_password, secret_key};
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -63,7 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (Some(Cmd::Check { config }), _) => check(&config),
         (Some(Cmd::HashToken), _) => hash_token(),
         (Some(Cmd::Schema), _) => {
-            outln!("{}", crate::gateway::schema::gateway_schema_text());
+            outln!("{}", toolgate_gateway::schema::gateway_schema_text());
             Ok(ExitCode::SUCCESS)
         }
         (None, Some(config)) => serve(config),
@@ -110,7 +110,7 @@ fn serve(path: PathBuf) -> anyhow::Result<ExitCode> {
     };
     // Fail before binding anything when the key is missing or too short.
     secret_key(&loaded.config)?;
-    crate::gateway::run(loaded, path)
+    toolgate_gateway::run(loaded, path)
 }
 
 fn check(path: &Path) -> anyhow::Result<ExitCode> {

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use crate::clients::document::WrapSettings;
-use crate::clients::{Action, Selection};
+use super::configure::{Action, Selection};
+use toolgate_clients::document::WrapSettings;
 
 /// Wrap the MCP servers (stdio and remote) of a client's configuration with `toolgate wrap`.
 ///
@@ -64,7 +64,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // A policy that does not load would deny every call of every entry written: refuse it
     // before anything is written, with its own first error.
     if let Some(path) = &policy
-        && let Err((diags, summary)) = crate::clients::check_policy(path)
+        && let Err((diags, summary)) = toolgate_clients::check_policy(path)
     {
         if let Some(d) = &diags {
             crate::cli::policy::print_diagnostics(d);
@@ -77,15 +77,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let workspace = args
         .workspace
         .as_deref()
-        .map(|w| crate::clients::session::check_workspace(w, "`--workspace`"))
+        .map(|w| super::configure::check_workspace(w, "`--workspace`"))
         .transpose()?;
     let settings = WrapSettings {
         exe: path_string(exe)?,
         policy: policy.map(path_string).transpose()?,
         workspace,
-        dialect: crate::clients::remote::Dialect::Other,
+        dialect: toolgate_clients::remote::Dialect::Other,
     };
-    crate::clients::run(&args.selection, &Action::Init(settings))
+    super::configure::run(&args.selection, &Action::Init(settings))
 }
 
 fn path_string(path: PathBuf) -> anyhow::Result<String> {

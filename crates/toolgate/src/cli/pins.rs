@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use clap::{Args as ClapArgs, Subcommand};
 use serde_json::json;
 
-use crate::pins::PinStore;
+use toolgate_runtime::pins::PinStore;
 
 /// Arguments of `toolgate pins`.
 #[derive(Debug, ClapArgs)]
@@ -98,7 +98,7 @@ fn list(store: &PinStore, only: Option<&str>, as_json: bool) -> anyhow::Result<E
         match only {
             Some(name) => outln!(
                 "no pinned tools for server `{}`",
-                super::audit::printable(name)
+                toolgate_audit::printable(name)
             ),
             None => outln!("no pinned tools in `{}`", store.dir().display()),
         }
@@ -109,7 +109,7 @@ fn list(store: &PinStore, only: Option<&str>, as_json: bool) -> anyhow::Result<E
             let fp: String = pin.fingerprint.chars().take(16).collect();
             let when = pin.pinned_at.as_deref().unwrap_or("-");
             let line = format!("{server:<sw$}  {tool:<tw$}  {fp}  {when}");
-            outln!("{}", super::audit::printable(&line));
+            outln!("{}", toolgate_audit::printable(&line));
         }
     }
     Ok(if failed {

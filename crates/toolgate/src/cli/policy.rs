@@ -19,7 +19,7 @@ use toolgate_policy::normalize::{NormalizeContext, ToolCall};
 use toolgate_policy::rules::Vars;
 use toolgate_policy::{explain, schema};
 
-use crate::fsfacts::{SoftFs, canonical_dir};
+use toolgate_runtime::fsfacts::{SoftFs, canonical_dir};
 
 /// The default policy path of `policy init`.
 const DEFAULT_POLICY: &str = "toolgate.yaml";
@@ -291,8 +291,9 @@ fn explain_cmd(
         return Ok(ExitCode::from(1));
     };
     // toolgate's self-protection, as `wrap` and hooks apply it (the default audit log).
-    let protections = crate::selfprotect::protections(Some(path), Path::new(&vars.workspace), None)
-        .map_err(|e| anyhow::anyhow!("toolgate's self-protection cannot be set up: {e}"))?;
+    let protections =
+        toolgate_runtime::selfprotect::protections(Some(path), Path::new(&vars.workspace), None)
+            .map_err(|e| anyhow::anyhow!("toolgate's self-protection cannot be set up: {e}"))?;
     let engine = engine.with_protections(protections);
     // No tool definitions are known here: pinning is off (explain assumes the tool is listed).
     let mut session = session_for(&engine, false);
@@ -309,7 +310,7 @@ fn explain_cmd(
         definition: None,
     };
     let mut decision = engine.decide(&call, &mut session, &ctx, 0);
-    crate::selfprotect::guard(&mut decision, &vars.workspace);
+    toolgate_runtime::selfprotect::guard(&mut decision, &vars.workspace);
     if json {
         outln!("{}", explain::to_json(&decision));
     } else {

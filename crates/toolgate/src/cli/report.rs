@@ -15,9 +15,9 @@ use toolgate_policy::eval::Engine;
 use toolgate_policy::load::{STARTER_POLICY, load};
 use toolgate_policy::rules::Vars;
 
-use crate::fsfacts::canonical_dir;
-use crate::pins::PinStore;
-use crate::report::{self, Inputs, ServerTools, ToolSource, audit};
+use toolgate_report::{self as report, Inputs, ServerTools, ToolSource, audit};
+use toolgate_runtime::fsfacts::canonical_dir;
+use toolgate_runtime::pins::PinStore;
 
 /// Arguments of `toolgate report`.
 #[derive(Debug, clap::Args)]
@@ -203,26 +203,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             tools,
         });
     } else if let Some(store) = &store {
-        let all: Vec<(String, BTreeMap<String, crate::pins::PinnedTool>)> = match &args.server {
-            Some(name) => vec![(
-                name.clone(),
-                store
-                    .load(name)
-                    .with_context(|| format!("cannot read the pins of server `{name}`"))?,
-            )],
-            None => store
-                .all()
-                .context("cannot list the pin store")?
-                .into_iter()
-                .filter_map(|(name, pins)| match pins {
-                    Ok(p) => Some((name, p)),
-                    Err(e) => {
-                        eprintln!("toolgate: skipping the pins of `{name}`: {e}");
-                        None
-                    }
-                })
-                .collect(),
-        };
+        let all: Vec<(String, BTreeMap<String, toolgate_runtime::pins::PinnedTool>)> =
+            match &args.server {
+                Some(name) => vec![(
+                    name.clone(),
+                    store
+                        .load(name)
+                        .with_context(|| format!("cannot read the pins of server `{name}`"))?,
+                )],
+                None => store
+                    .all()
+                    .context("cannot list the pin store")?
+                    .into_iter()
+                    .filter_map(|(name, pins)| match pins {
+                        Ok(p) => Some((name, p)),
+                        Err(e) => {
+                            eprintln!("toolgate: skipping the pins of `{name}`: {e}");
+                            None
+                        }
+                    })
+                    .collect(),
+            };
         for (name, pins) in all {
             servers.push(ServerTools {
                 name,

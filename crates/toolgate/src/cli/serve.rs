@@ -1,9 +1,7 @@
 //! `toolgate serve`: the management MCP server (stdio): check verdicts, validate policies,
 //! list packs, summarise the audit log. Stdout carries JSON-RPC frames only.
 
-// The server lives under `src/serve/`; it is reached only from here.
-#[path = "../serve/mod.rs"]
-pub mod server;
+use toolgate_runtime::serve as server;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

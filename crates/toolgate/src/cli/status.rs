@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use crate::broker::paths::{self, Layout};
-use crate::broker::proto::{FromBroker, Role, VERSION};
+use toolgate_broker::paths::{self, Layout};
+use toolgate_broker::proto::{FromBroker, Role, VERSION};
 
 /// Show the approval broker's state: reachable, protocol, file modes, who is connected.
 #[derive(Debug, clap::Args)]
@@ -37,7 +37,7 @@ pub struct Broker {
 /// Asks the broker for its status.
 pub async fn probe(layout: &Layout) -> Report {
     let broker = async {
-        let mut conn = crate::broker::connect(layout, Role::Status, None, None).await?;
+        let mut conn = toolgate_broker::connect(layout, Role::Status, None, None).await?;
         match conn.recv().await {
             Ok(Some(FromBroker::Status {
                 version,

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use crate::clients::{Action, Selection};
+use super::configure::{Action, Selection};
 
 /// Restore the MCP servers wrapped by `toolgate init` to their original entries.
 #[derive(Debug, clap::Args)]
@@ -18,5 +18,5 @@ pub struct Args {
 
 /// Runs `toolgate unwrap`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    crate::clients::run(&args.selection, &Action::Unwrap)
+    super::configure::run(&args.selection, &Action::Unwrap)
 }

@@ -88,9 +88,9 @@ pub enum Human {
 impl Human {
     fn choice(self) -> &'static str {
         match self {
-            Human::AllowOnce => crate::approval::CHOICE_ALLOW_ONCE,
-            Human::AllowSession => crate::approval::CHOICE_ALLOW_SESSION,
-            Human::Deny => crate::approval::CHOICE_DENY,
+            Human::AllowOnce => toolgate_runtime::approval::CHOICE_ALLOW_ONCE,
+            Human::AllowSession => toolgate_runtime::approval::CHOICE_ALLOW_SESSION,
+            Human::Deny => toolgate_runtime::approval::CHOICE_DENY,
         }
     }
 
@@ -244,7 +244,10 @@ pub fn audited_reason(audit: &Path, request_id: i64) -> Option<String> {
 fn answer_choice(answer: &Value) -> String {
     match answer.get("action").and_then(Value::as_str) {
         Some("accept") => match answer
-            .pointer(&format!("/content/{}", crate::approval::DECISION_FIELD))
+            .pointer(&format!(
+                "/content/{}",
+                toolgate_runtime::approval::DECISION_FIELD
+            ))
             .and_then(Value::as_str)
         {
             Some(c) if c == Human::AllowOnce.choice() => Human::AllowOnce.said().to_owned(),
@@ -259,7 +262,10 @@ fn answer_choice(answer: &Value) -> String {
 pub fn is_toolgate_result(result: Option<&Value>) -> bool {
     let Some(result) = result else { return false };
     result
-        .pointer(&format!("/_meta/{}", crate::approval::META_DECISION))
+        .pointer(&format!(
+            "/_meta/{}",
+            toolgate_runtime::approval::META_DECISION
+        ))
         .is_some()
         || result_text(result).starts_with("toolgate ")
 }
@@ -367,7 +373,7 @@ impl Sandbox {
             // Never touch the user's own pin store or approval broker.
             .env_remove("TOOLGATE_PINS_DIR")
             .env(
-                crate::broker::paths::DIR_ENV,
+                toolgate_broker::paths::DIR_ENV,
                 self.workspace.with_file_name("broker"),
             )
             .env("TOOLGATE_LOG", "info")
@@ -507,7 +513,7 @@ pub fn run_session(
             let offered = params
                 .pointer(&format!(
                     "/requestedSchema/properties/{}/enum",
-                    crate::approval::DECISION_FIELD
+                    toolgate_runtime::approval::DECISION_FIELD
                 ))
                 .and_then(Value::as_array)
                 .is_some_and(|choices| {
@@ -517,7 +523,7 @@ pub fn run_session(
                 });
             if offered && step.human != Human::Deny {
                 json!({"action": "accept",
-                       "content": {crate::approval::DECISION_FIELD: step.human.choice()}})
+                       "content": {toolgate_runtime::approval::DECISION_FIELD: step.human.choice()}})
             } else {
                 json!({"action": "decline"})
             }

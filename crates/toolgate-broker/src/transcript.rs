@@ -1,0 +1,231 @@
+//! What a client's own transcript says the user typed: the second layer against forged hook
+//! events.
+//!
+//! Claude Code hands every hook its session's `transcript_path`, a JSON Lines file in
+//! `~/.claude/projects/<project>/<session>.jsonl` (`$CLAUDE_CONFIG_DIR/projects` when set)
+//! that it writes itself: one object per line, a typed prompt as
+//! `{"type":"user","isSidechain":false,"message":{"role":"user","content":"…"}, …}` (or
+//! `content` as a list of blocks, the prompt's text in `{"type":"text","text":"…"}`); tool
+//! results are user lines too, with `tool_result` blocks. A `UserPromptSubmit` vouches for the
+//! destinations in its prompt only once the prompt is found there as a user message: an agent
+//! that forges the event (whatever spelling of toolgate it runs) cannot put its text into
+//! the transcript, which is one of toolgate's protected files.
+//!
+//! Only the SHA-256 of each message's text is kept, never the text.
+
+use std::collections::HashSet;
+use std::io::{Read as _, Seek as _, SeekFrom};
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+
+/// The bytes of a transcript's end that are read (a prompt is at most 4 MiB).
+const MAX_TAIL: u64 = 16 * 1024 * 1024;
+/// Digests collected from one read at most.
+const MAX_MESSAGES: usize = 4096;
+
+/// The SHA-256 of a prompt's text, as kept for a pending prompt.
+pub fn prompt_digest(text: &str) -> [u8; 32] {
+    Sha256::digest(text.as_bytes()).into()
+}
+
+/// The directories Claude Code keeps its transcripts in (canonical), for this user.
+pub fn transcript_roots() -> Vec<PathBuf> {
+    let mut roots = Vec::new();
+    if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
+        roots.push(PathBuf::from(dir).join("projects"));
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        roots.push(PathBuf::from(home).join(".claude/projects"));
+    }
+    roots
+        .into_iter()
+        .filter_map(|r| std::fs::canonicalize(r).ok())
+        .collect()
+}
+
+/// Where `path` may be read as a transcript: a regular `.jsonl` file of this user inside one
+/// of `roots` (after resolving symlinks). `Err` says why not.
+pub fn check_path(path: &Path, roots: &[PathBuf]) -> Result<PathBuf, String> {
+    let real = std::fs::canonicalize(path).map_err(|e| {
+        format!(
+            "the transcript `{}` cannot be resolved ({e})",
+            path.display()
+        )
+    })?;
+    if !roots.iter().any(|r| real.starts_with(r)) {
+        return Err(format!(
+            "the transcript `{}` is not in Claude Code's transcript directory",
+            path.display()
+        ));
+    }
+    if real.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+        return Err(format!("`{}` is no JSON Lines transcript", path.display()));
+    }
+    let meta = std::fs::metadata(&real).map_err(|e| e.to_string())?;
+    if !meta.is_file() || meta.uid() != rustix::process::geteuid().as_raw() {
+        return Err(format!(
+            "the transcript `{}` is not a regular file of this user",
+            path.display()
+        ));
+    }
+    Ok(real)
+}
+
+/// A transcript's identity for "has it changed since": (size, mtime in ns).
+pub fn stamp(path: &Path) -> Option<(u64, i128)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((
+        m.len(),
+        i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+    ))
+}
+
+/// The digests of the user messages in the transcript at `path` (already checked with
+/// [`check_path`]) from byte `from` on (at most its last `MAX_TAIL` bytes), and the offset
+/// after its last complete line: where the next read starts (a transcript only grows; one
+/// that shrank is read from its tail again).
+pub fn user_message_digests(path: &Path, from: u64) -> Result<(HashSet<[u8; 32]>, u64), String> {
+    let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    let from = if from > len { 0 } else { from };
+    let start = from.max(len.saturating_sub(MAX_TAIL));
+    file.seek(SeekFrom::Start(start))
+        .map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(MAX_TAIL)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    // Up to the last newline: a line still being written is read next time.
+    let complete = memchr::memrchr(b'\n', &bytes).map_or(0, |i| i + 1);
+    let next = start + complete as u64;
+    let mut lines = bytes
+        .get(..complete)
+        .unwrap_or_default()
+        .split(|b| *b == b'\n');
+    if start > from {
+        // Started inside a line: not a whole record.
+        lines.next();
+    }
+    let finder = memchr::memmem::Finder::new(b"\"user\"");
+    let mut out = HashSet::new();
+    for line in lines {
+        if out.len() >= MAX_MESSAGES {
+            break;
+        }
+        // Only a line that names a user message is parsed.
+        if finder.find(line).is_none() {
+            continue;
+        }
+        let Ok(record) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        for text in typed_texts(&record) {
+            out.insert(prompt_digest(text));
+        }
+    }
+    Ok((out, next))
+}
+
+/// The texts of a record that the user typed: a `user` record of the main conversation
+/// (not a sub-agent's, whose "user" is the model), not one Claude Code wrote itself (meta,
+/// a compaction summary), that carries no tool result.
+fn typed_texts(record: &Value) -> Vec<&str> {
+    let flag = |k: &str| record.get(k).and_then(Value::as_bool) == Some(true);
+    if record.get("type").and_then(Value::as_str) != Some("user")
+        || flag("isSidechain")
+        || flag("isMeta")
+        || flag("isCompactSummary")
+        || flag("isVisibleInTranscriptOnly")
+        || record.get("toolUseResult").is_some()
+    {
+        return Vec::new();
+    }
+    let Some(message) = record.get("message") else {
+        return Vec::new();
+    };
+    if message.get("role").and_then(Value::as_str) != Some("user") {
+        return Vec::new();
+    }
+    match message.get("content") {
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(blocks)) => {
+            if blocks
+                .iter()
+                .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+            {
+                return Vec::new();
+            }
+            blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_what_the_user_typed_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let path = root.join("s.jsonl");
+        let lines = [
+            r#"{"type":"queue-operation","operation":"dequeue"}"#,
+            r#"{"parentUuid":null,"isSidechain":false,"userType":"external","type":"user","message":{"role":"user","content":"mail carol@corp.example"},"uuid":"1"}"#,
+            r#"{"type":"user","isSidechain":false,"message":{"role":"user","content":[{"type":"text","text":"and dave@corp.example"},{"type":"image","source":{}}]}}"#,
+            r#"{"type":"user","isSidechain":false,"message":{"role":"user","content":[{"tool_use_id":"t","type":"tool_result","content":"leak@evil.example"}]},"toolUseResult":{}}"#,
+            r#"{"type":"user","isSidechain":true,"message":{"role":"user","content":"sub-agent prompt"}}"#,
+            r#"{"type":"user","isCompactSummary":true,"message":{"role":"user","content":"summary"}}"#,
+            r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"model text"}]}}"#,
+            "not json",
+        ];
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let checked = check_path(&path, std::slice::from_ref(&root)).unwrap();
+        let (got, next) = user_message_digests(&checked, 0).unwrap();
+        assert_eq!(next, std::fs::metadata(&path).unwrap().len());
+        // Read on from where it stopped: only what was appended since.
+        let (none, same) = user_message_digests(&checked, next).unwrap();
+        assert!(none.is_empty());
+        assert_eq!(same, next);
+        // A line still being written is not read yet.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut f, lines[1].as_bytes()).unwrap();
+        let (partial, at) = user_message_digests(&checked, next).unwrap();
+        assert!(partial.is_empty());
+        assert_eq!(at, next);
+        assert!(got.contains(&prompt_digest("mail carol@corp.example")));
+        assert!(got.contains(&prompt_digest("and dave@corp.example")));
+        for not in [
+            "leak@evil.example",
+            "sub-agent prompt",
+            "summary",
+            "model text",
+        ] {
+            assert!(!got.contains(&prompt_digest(not)), "{not}");
+        }
+        assert_eq!(got.len(), 2);
+        // Outside the transcript directory, or not a transcript: refused.
+        let other = tempfile::tempdir().unwrap();
+        assert!(check_path(&path, &[other.path().canonicalize().unwrap()]).is_err());
+        let txt = root.join("s.txt");
+        std::fs::write(&txt, "x").unwrap();
+        assert!(check_path(&txt, std::slice::from_ref(&root)).is_err());
+        // A symlink into the directory from outside resolves to where it points.
+        let outside = other.path().join("t.jsonl");
+        std::fs::write(&outside, lines[1]).unwrap();
+        let link = root.join("l.jsonl");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        assert!(check_path(&link, &[root]).is_err());
+    }
+}

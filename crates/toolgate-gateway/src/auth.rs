@@ -1,0 +1,1418 @@
+//! Who is calling: authentication of downstream clients (JWT access tokens checked against
+//! the issuer's JWKS, or static bearer tokens stored as SHA-256) and authorization (which
+//! servers a principal may reach, who may answer approvals).
+//!
+//! Fail-closed: a JWKS that cannot be fetched, a token that does not parse, an unknown key
+//! or algorithm is a 401, never an allow. Tokens are never logged or echoed.
+//!
+//! JWT signatures are checked by `jsonwebtoken` through a `ring` crypto provider installed
+//! here (toolgate links ring already, through rustls).
+
+use std::collections::BTreeMap;
+use std::str::FromStr as _;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, PublicKeyUse};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::{Value, json};
+use sha2::Digest as _;
+use subtle::ConstantTimeEq as _;
+
+use super::config::{
+    AuthConfig, DEFAULT_ALGORITHMS, DEFAULT_GROUPS_CLAIM, DEFAULT_USER_CLAIM, GatewayConfig,
+    Principals, Source,
+};
+
+/// Leeway for `exp` and `nbf`.
+pub const CLOCK_LEEWAY: Duration = Duration::from_secs(30);
+/// An unknown `kid` refetches the JWKS at most this often.
+pub const JWKS_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
+/// Keys are refreshed when older than this (on the next token that needs them).
+pub const JWKS_MAX_AGE: Duration = Duration::from_secs(600);
+/// Bound on one JWKS fetch.
+pub const JWKS_TIMEOUT: Duration = Duration::from_secs(5);
+/// Bound on a JWKS document's size.
+const JWKS_MAX_BYTES: usize = 1 << 20;
+
+/// An authenticated caller. A static-token user and a JWT user of the same name are
+/// different principals: [`Principal::name`] and [`Principal::session_key`] say which.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub user: String,
+    pub groups: Vec<String>,
+    /// Where the identity comes from.
+    pub source: Source,
+    /// The issuer of a JWT (`None` for a static token).
+    pub issuer: Option<String>,
+}
+
+impl Principal {
+    /// The qualified name, as `allow` and `approvers` write it: `token:ci-bot`,
+    /// `jwt:alice@example.com`. The audit's `user`, and the name in messages.
+    pub fn name(&self) -> String {
+        format!("{}:{}", self.source.prefix(), self.user)
+    }
+
+    /// What sessions (sealed ids, agent sessions in the store) are bound to: the source,
+    /// a JWT's issuer and the user, `\0`-separated (no name can forge another's key).
+    pub fn session_key(&self) -> String {
+        match &self.issuer {
+            Some(iss) => format!("jwt\0{iss}\0{}", self.user),
+            None => format!("{}\0{}", self.source.prefix(), self.user),
+        }
+    }
+}
+
+/// `allow` or `approvers` with each name resolved to its source
+/// ([`AuthConfig::resolve`]).
+#[derive(Debug, Clone, Default)]
+struct Admits {
+    users: Vec<(Source, String)>,
+    groups: Vec<(Source, String)>,
+}
+
+impl Admits {
+    fn new(p: &Principals, auth: &AuthConfig) -> Admits {
+        let resolve = |names: &[String], group: bool| {
+            names
+                .iter()
+                .map(|n| {
+                    let r = auth.resolve(n, group);
+                    (r.source, r.name)
+                })
+                .collect()
+        };
+        Admits {
+            users: resolve(&p.users, false),
+            groups: resolve(&p.groups, true),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.users.is_empty() && self.groups.is_empty()
+    }
+
+    fn admits(&self, principal: &Principal) -> bool {
+        let source = principal.source;
+        self.users
+            .iter()
+            .any(|(s, u)| *s == source && *u == principal.user)
+            || self
+                .groups
+                .iter()
+                .any(|(s, g)| *s == source && principal.groups.contains(g))
+    }
+}
+
+/// Why a request is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Denied {
+    /// 401: no or bad credentials. `error` is the RFC 6750 code: `invalid_request`
+    /// (a malformed `Authorization` header), `invalid_token` (expired, wrong audience or
+    /// issuer, bad signature, unknown key id, malformed, ...), `insufficient_scope` (a
+    /// required scope is missing: RFC 6750 suggests 403 for it, see [`Denied::status`]),
+    /// or empty when no credentials were presented (RFC 6750 §3.1: no error code then).
+    /// `description` says exactly why, and never contains the token.
+    Unauthenticated {
+        error: &'static str,
+        description: String,
+    },
+    /// 403: authenticated but not allowed to reach the server (or not an approver).
+    Forbidden { description: String },
+}
+
+impl Denied {
+    fn invalid_token(description: impl Into<String>) -> Denied {
+        Denied::Unauthenticated {
+            error: "invalid_token",
+            description: description.into(),
+        }
+    }
+
+    /// The HTTP status: 401, except 403 for `Forbidden` and `insufficient_scope` (which
+    /// also carries a [`Authenticator::challenge`]).
+    pub fn status(&self) -> u16 {
+        match self {
+            Denied::Unauthenticated { error, .. } if *error == "insufficient_scope" => 403,
+            Denied::Unauthenticated { .. } => 401,
+            Denied::Forbidden { .. } => 403,
+        }
+    }
+
+    /// The reason, for logs and response bodies.
+    pub fn description(&self) -> &str {
+        match self {
+            Denied::Unauthenticated { description, .. } | Denied::Forbidden { description } => {
+                description
+            }
+        }
+    }
+}
+
+struct StaticTokenEntry {
+    sha256: [u8; 32],
+    user: String,
+    groups: Vec<String>,
+}
+
+struct JwtAuth {
+    issuer: String,
+    audience: String,
+    /// `public_url`: with it, a server's own URL (`<public_url>/servers/<name>/mcp`, the
+    /// resource its RFC 9728 metadata names) is an accepted audience at that server.
+    public_url: String,
+    jwks_url: String,
+    user_claim: String,
+    groups_claim: String,
+    algorithms: Vec<Algorithm>,
+    scopes: Vec<String>,
+    http: reqwest::Client,
+    cache: std::sync::Mutex<JwksCache>,
+    /// Held while fetching, so that concurrent misses fetch once.
+    fetching: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct JwksCache {
+    keys: Vec<Jwk>,
+    /// When the keys were last fetched successfully.
+    fetched: Option<Instant>,
+    /// When a fetch was last attempted (successful or not).
+    attempted: Option<Instant>,
+    /// Why the last fetch failed (cleared by a successful one).
+    last_error: Option<String>,
+}
+
+impl JwksCache {
+    fn may_fetch(&self) -> bool {
+        self.attempted
+            .is_none_or(|t| t.elapsed() >= JWKS_REFETCH_INTERVAL)
+    }
+
+    /// `found` if the keys are recent enough to use, else the reason from `no_key`.
+    fn answer(
+        &self,
+        found: Result<Option<Jwk>, String>,
+        no_key: impl FnOnce() -> Denied,
+    ) -> Result<Jwk, Denied> {
+        let usable = self.fetched.is_some_and(|t| t.elapsed() < JWKS_MAX_AGE * 6);
+        match found {
+            Ok(Some(k)) if usable => Ok(k),
+            Err(why) if usable => Err(Denied::invalid_token(why)),
+            _ => Err(no_key()),
+        }
+    }
+}
+
+/// Checks credentials and access; built once from the configuration, shared by sessions.
+pub struct Authenticator {
+    jwt: Option<JwtAuth>,
+    tokens: Vec<StaticTokenEntry>,
+    /// Server name → who may reach it (`None`: every authenticated principal).
+    allow: BTreeMap<String, Option<Admits>>,
+    approvers: Admits,
+}
+
+impl std::fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authenticator")
+            .field("jwt", &self.jwt.as_ref().map(|j| &j.issuer))
+            .field("tokens", &self.tokens.len())
+            .field("servers", &self.allow.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Authenticator {
+    /// Builds the authenticator. `http` fetches the JWKS (its own timeouts apply too; each
+    /// fetch is bounded by [`JWKS_TIMEOUT`]). The configuration should come from
+    /// `load::load_config`; values that do not parse are errors here as well.
+    pub fn new(config: &GatewayConfig, http: reqwest::Client) -> anyhow::Result<Authenticator> {
+        install_crypto_provider();
+        let jwt = match &config.auth.jwt {
+            None => None,
+            Some(j) => {
+                let names: Vec<String> = match &j.algorithms {
+                    Some(a) => a.clone(),
+                    None => DEFAULT_ALGORITHMS.iter().map(|s| (*s).to_owned()).collect(),
+                };
+                let mut algorithms = Vec::new();
+                for name in &names {
+                    let alg = Algorithm::from_str(name)
+                        .ok()
+                        .filter(|a| a.family() != jsonwebtoken::AlgorithmFamily::Hmac)
+                        .ok_or_else(|| {
+                            anyhow::anyhow!("`auth.jwt.algorithms`: `{name}` cannot be used")
+                        })?;
+                    algorithms.push(alg);
+                }
+                if algorithms.is_empty() {
+                    anyhow::bail!("`auth.jwt.algorithms` is empty");
+                }
+                Some(JwtAuth {
+                    issuer: j.issuer.clone(),
+                    audience: config.audience().to_owned(),
+                    public_url: config.public_url.trim_end_matches('/').to_owned(),
+                    jwks_url: j.jwks_url.clone(),
+                    user_claim: j
+                        .user_claim
+                        .clone()
+                        .unwrap_or_else(|| DEFAULT_USER_CLAIM.to_owned()),
+                    groups_claim: j
+                        .groups_claim
+                        .clone()
+                        .unwrap_or_else(|| DEFAULT_GROUPS_CLAIM.to_owned()),
+                    algorithms,
+                    scopes: j.scopes.clone(),
+                    http,
+                    cache: std::sync::Mutex::new(JwksCache::default()),
+                    fetching: tokio::sync::Mutex::new(()),
+                })
+            }
+        };
+        let mut tokens = Vec::new();
+        for t in &config.auth.tokens {
+            let bytes = hex::decode(t.sha256.trim())
+                .ok()
+                .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "`auth.tokens`: the hash of user `{}` is not 64 hexadecimal digits",
+                        t.user
+                    )
+                })?;
+            tokens.push(StaticTokenEntry {
+                sha256: bytes,
+                user: t.user.clone(),
+                groups: t.groups.clone(),
+            });
+        }
+        if jwt.is_none() && tokens.is_empty() {
+            anyhow::bail!("`auth` needs `jwt`, `tokens` or both");
+        }
+        Ok(Authenticator {
+            jwt,
+            tokens,
+            allow: config
+                .servers
+                .iter()
+                .map(|(name, s)| {
+                    let admits = s.allow.as_ref().map(|a| Admits::new(a, &config.auth));
+                    (name.clone(), admits)
+                })
+                .collect(),
+            approvers: Admits::new(&config.auth.approvers, &config.auth),
+        })
+    }
+
+    /// The `Authorization` header value, if any → the principal (401 cases). `server`: the
+    /// server the request is for, whose URL (the resource its RFC 9728 metadata names) a
+    /// JWT may carry as its audience besides the configured one (RFC 8707).
+    pub async fn authenticate(
+        &self,
+        authorization: Option<&str>,
+        server: Option<&str>,
+    ) -> Result<Principal, Denied> {
+        let Some(header) = authorization else {
+            return Err(Denied::Unauthenticated {
+                error: "",
+                description: "no bearer token: send `Authorization: Bearer <token>`".to_owned(),
+            });
+        };
+        let token = bearer_token(header)?;
+        if let Some(p) = self.static_token(token) {
+            return Ok(p);
+        }
+        match &self.jwt {
+            Some(jwt) if token.split('.').count() == 3 => jwt.authenticate(token, server).await,
+            Some(_) => Err(Denied::invalid_token(
+                "the token is neither a JWT nor a configured static token",
+            )),
+            None => Err(Denied::invalid_token("unknown token")),
+        }
+    }
+
+    /// The principal of a static token: its SHA-256 compared in constant time with every
+    /// configured hash (no early exit).
+    fn static_token(&self, token: &str) -> Option<Principal> {
+        let digest: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
+        let mut found: Option<&StaticTokenEntry> = None;
+        for entry in &self.tokens {
+            let equal: bool = entry.sha256.ct_eq(&digest).into();
+            if equal && found.is_none() {
+                found = Some(entry);
+            }
+        }
+        found.map(|e| Principal {
+            user: e.user.clone(),
+            groups: e.groups.clone(),
+            source: Source::Token,
+            issuer: None,
+        })
+    }
+
+    /// May `principal` reach server `server`? (`servers.<name>.allow`; absent: everyone
+    /// authenticated.)
+    pub fn may_reach(&self, principal: &Principal, server: &str) -> Result<(), Denied> {
+        match self.allow.get(server) {
+            None => Err(Denied::Forbidden {
+                description: format!("there is no server `{server}`"),
+            }),
+            Some(None) => Ok(()),
+            Some(Some(allow)) if allow.admits(principal) => Ok(()),
+            Some(Some(_)) => Err(Denied::Forbidden {
+                description: format!(
+                    "user `{}` may not reach server `{server}`: neither the user nor one of their groups is in its `allow` list",
+                    principal.name()
+                ),
+            }),
+        }
+    }
+
+    /// May `principal` answer approvals? (`auth.approvers`; empty: nobody.)
+    pub fn may_approve(&self, principal: &Principal) -> Result<(), Denied> {
+        if self.approvers.admits(principal) {
+            Ok(())
+        } else if self.approvers.is_empty() {
+            Err(Denied::Forbidden {
+                description: "no approvers are configured (`auth.approvers`)".to_owned(),
+            })
+        } else {
+            Err(Denied::Forbidden {
+                description: format!("user `{}` is not an approver", principal.name()),
+            })
+        }
+    }
+
+    /// The `WWW-Authenticate` value of a 401 (or of an `insufficient_scope` 403):
+    /// `Bearer resource_metadata="<url>", error="...", error_description="..."` (RFC 6750
+    /// §3, RFC 9728 §5.1), plus `scope="..."` when `auth.jwt.scopes` is set. No error when
+    /// no credentials were presented. The description is reduced to the characters RFC 6750
+    /// allows there (printable ASCII without `"` and `\`).
+    pub fn challenge(&self, denied: &Denied, resource_metadata_url: &str) -> String {
+        let mut out = format!(
+            "Bearer resource_metadata=\"{}\"",
+            quoted(resource_metadata_url)
+        );
+        if let Denied::Unauthenticated { error, description } = denied
+            && !error.is_empty()
+        {
+            out.push_str(&format!(
+                ", error=\"{error}\", error_description=\"{}\"",
+                description_chars(description)
+            ));
+        }
+        if let Some(jwt) = &self.jwt
+            && !jwt.scopes.is_empty()
+        {
+            out.push_str(&format!(", scope=\"{}\"", quoted(&jwt.scopes.join(" "))));
+        }
+        out
+    }
+
+    /// RFC 9728 protected resource metadata for `resource` (a server's full URL,
+    /// `public_url` + `/servers/<name>/mcp`).
+    pub fn metadata(&self, resource: &str) -> Value {
+        let name = resource
+            .rsplit_once("/servers/")
+            .map(|(_, rest)| rest.trim_end_matches("/mcp"))
+            .filter(|n| !n.is_empty());
+        let resource_name = match name {
+            Some(n) => format!("toolgate gateway: {n}"),
+            None => "toolgate gateway".to_owned(),
+        };
+        let mut doc = serde_json::Map::new();
+        doc.insert("resource".to_owned(), json!(resource));
+        if let Some(jwt) = &self.jwt {
+            doc.insert("authorization_servers".to_owned(), json!([jwt.issuer]));
+            if !jwt.scopes.is_empty() {
+                doc.insert("scopes_supported".to_owned(), json!(jwt.scopes));
+            }
+        }
+        doc.insert("bearer_methods_supported".to_owned(), json!(["header"]));
+        doc.insert("resource_name".to_owned(), json!(resource_name));
+        Value::Object(doc)
+    }
+}
+
+/// The token of `Bearer <token>` (scheme case-insensitive; RFC 6750 b64token syntax).
+fn bearer_token(header: &str) -> Result<&str, Denied> {
+    let malformed = |why: &str| Denied::Unauthenticated {
+        error: "invalid_request",
+        description: format!(
+            "the Authorization header {why}: send `Authorization: Bearer <token>`"
+        ),
+    };
+    let header = header.trim();
+    let Some((scheme, token)) = header.split_once(' ') else {
+        return Err(malformed("is not a bearer token"));
+    };
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(malformed("uses another scheme than Bearer"));
+    }
+    let token = token.trim_start_matches(' ');
+    if token.is_empty() {
+        return Err(malformed("has an empty token"));
+    }
+    let b64token = token
+        .trim_end_matches('=')
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b));
+    if !b64token {
+        return Err(malformed(
+            "holds a token with characters a bearer token cannot have",
+        ));
+    }
+    Ok(token)
+}
+
+/// A value inside a quoted-string: `\` and `"` escaped.
+fn quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// RFC 6750's `error_description` characters: %x20-21 / %x23-5B / %x5D-7E.
+fn description_chars(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '"' => '\'',
+            '\\' => '/',
+            ' '..='~' => c,
+            _ => '?',
+        })
+        .collect()
+}
+
+/// The JOSE header fields needed before the signature is checked.
+struct RawHeader {
+    alg: String,
+    kid: Option<String>,
+}
+
+fn raw_header(token: &str) -> Result<RawHeader, Denied> {
+    let first = token.split('.').next().unwrap_or("");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(first)
+        .map_err(|_| Denied::invalid_token("malformed token: the header is not base64url"))?;
+    let v: Value = serde_json::from_slice(&bytes)
+        .map_err(|_| Denied::invalid_token("malformed token: the header is not JSON"))?;
+    let alg = v
+        .get("alg")
+        .and_then(Value::as_str)
+        .ok_or_else(|| Denied::invalid_token("malformed token: the header has no `alg`"))?;
+    let kid = match v.get("kid") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(k)) => Some(k.clone()),
+        Some(_) => {
+            return Err(Denied::invalid_token(
+                "malformed token: `kid` is not a string",
+            ));
+        }
+    };
+    Ok(RawHeader {
+        alg: alg.to_owned(),
+        kid,
+    })
+}
+
+/// The claims of a token whose signature checked (for error messages).
+fn claims_unverified(token: &str) -> Value {
+    let part = token.split('.').nth(1).unwrap_or("");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(part)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// A claim for a message: a string as is, anything else as JSON, shortened.
+fn shown(v: Option<&Value>) -> String {
+    let s = match v {
+        None => return "(none)".to_owned(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    };
+    if s.chars().count() > 100 {
+        format!("{}…", s.chars().take(100).collect::<String>())
+    } else {
+        s
+    }
+}
+
+/// Does the key suit `alg`? (Family, curve, and the key's own `alg` and `use` if set.)
+fn key_fits(jwk: &Jwk, alg: Algorithm) -> bool {
+    if let Some(PublicKeyUse::Encryption) = jwk.common.public_key_use {
+        return false;
+    }
+    if let Some(ka) = jwk.common.key_algorithm {
+        let same = matches!(
+            (ka, alg),
+            (KeyAlgorithm::RS256, Algorithm::RS256)
+                | (KeyAlgorithm::RS384, Algorithm::RS384)
+                | (KeyAlgorithm::RS512, Algorithm::RS512)
+                | (KeyAlgorithm::PS256, Algorithm::PS256)
+                | (KeyAlgorithm::PS384, Algorithm::PS384)
+                | (KeyAlgorithm::PS512, Algorithm::PS512)
+                | (KeyAlgorithm::ES256, Algorithm::ES256)
+                | (KeyAlgorithm::ES384, Algorithm::ES384)
+                | (KeyAlgorithm::EdDSA, Algorithm::EdDSA)
+        );
+        if !same {
+            return false;
+        }
+    }
+    match (&jwk.algorithm, alg) {
+        (
+            AlgorithmParameters::RSA(_),
+            Algorithm::RS256
+            | Algorithm::RS384
+            | Algorithm::RS512
+            | Algorithm::PS256
+            | Algorithm::PS384
+            | Algorithm::PS512,
+        ) => true,
+        (AlgorithmParameters::EllipticCurve(p), Algorithm::ES256) => p.curve == EllipticCurve::P256,
+        (AlgorithmParameters::EllipticCurve(p), Algorithm::ES384) => p.curve == EllipticCurve::P384,
+        (AlgorithmParameters::OctetKeyPair(p), Algorithm::EdDSA) => {
+            p.curve == EllipticCurve::Ed25519
+        }
+        _ => false,
+    }
+}
+
+impl JwtAuth {
+    /// The audiences a token may carry at `server`: the configured one, and the server's
+    /// own URL.
+    fn audiences(&self, server: Option<&str>) -> Vec<String> {
+        let mut out = vec![self.audience.clone()];
+        if let Some(name) = server {
+            let resource = format!("{}/servers/{name}/mcp", self.public_url);
+            if resource != self.audience {
+                out.push(resource);
+            }
+        }
+        out
+    }
+
+    async fn authenticate(&self, token: &str, server: Option<&str>) -> Result<Principal, Denied> {
+        let header = raw_header(token)?;
+        if header.alg.eq_ignore_ascii_case("none") {
+            return Err(Denied::invalid_token("the token is unsigned (`alg: none`)"));
+        }
+        let accepted = || {
+            self.algorithms
+                .iter()
+                .map(|a| format!("{a:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let alg = Algorithm::from_str(&header.alg)
+            .ok()
+            .filter(|a| self.algorithms.contains(a))
+            .ok_or_else(|| {
+                Denied::invalid_token(format!(
+                    "algorithm `{}` is not accepted (accepted: {})",
+                    shown(Some(&Value::String(header.alg.clone()))),
+                    accepted()
+                ))
+            })?;
+        let jwk = self.key_for(header.kid.as_deref(), alg).await?;
+        let key = DecodingKey::from_jwk(&jwk)
+            .map_err(|e| Denied::invalid_token(format!("the issuer's key cannot be used: {e}")))?;
+        let mut validation = Validation::new(alg);
+        validation.algorithms = vec![alg];
+        validation.leeway = CLOCK_LEEWAY.as_secs();
+        validation.validate_exp = true;
+        validation.validate_nbf = true;
+        validation.set_issuer(&[self.issuer.as_str()]);
+        let audiences = self.audiences(server);
+        validation.set_audience(&audiences);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        let data = jsonwebtoken::decode::<Value>(token, &key, &validation)
+            .map_err(|e| self.describe(e.kind(), token, &audiences))?;
+        let claims = data.claims;
+        let user = match claims.get(&self.user_claim) {
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            _ => {
+                return Err(Denied::invalid_token(format!(
+                    "the token has no `{}` claim naming the user",
+                    self.user_claim
+                )));
+            }
+        };
+        let groups = match claims.get(&self.groups_claim) {
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        };
+        if !self.scopes.is_empty() {
+            let mut granted: Vec<&str> = Vec::new();
+            for claim in ["scope", "scp"] {
+                match claims.get(claim) {
+                    Some(Value::String(s)) => granted.extend(s.split_whitespace()),
+                    Some(Value::Array(items)) => {
+                        granted.extend(items.iter().filter_map(Value::as_str));
+                    }
+                    _ => {}
+                }
+            }
+            let missing: Vec<&str> = self
+                .scopes
+                .iter()
+                .map(String::as_str)
+                .filter(|s| !granted.contains(s))
+                .collect();
+            if !missing.is_empty() {
+                return Err(Denied::Unauthenticated {
+                    error: "insufficient_scope",
+                    description: format!(
+                        "the token lacks the scope{} `{}`",
+                        if missing.len() == 1 { "" } else { "s" },
+                        missing.join("`, `")
+                    ),
+                });
+            }
+        }
+        Ok(Principal {
+            user,
+            groups,
+            source: Source::Jwt,
+            issuer: Some(self.issuer.clone()),
+        })
+    }
+
+    /// A precise reason for a failed `decode`.
+    fn describe(&self, kind: &ErrorKind, token: &str, audiences: &[String]) -> Denied {
+        let claims = || claims_unverified(token);
+        Denied::invalid_token(match kind {
+            ErrorKind::ExpiredSignature => {
+                format!("the token expired (`exp` {})", shown(claims().get("exp")))
+            }
+            ErrorKind::ImmatureSignature => format!(
+                "the token is not valid yet (`nbf` {})",
+                shown(claims().get("nbf"))
+            ),
+            ErrorKind::InvalidAudience => format!(
+                "wrong audience `{}` (expected `{}`)",
+                shown(claims().get("aud")),
+                audiences.join("` or `")
+            ),
+            ErrorKind::InvalidIssuer => format!(
+                "wrong issuer `{}` (expected `{}`)",
+                shown(claims().get("iss")),
+                self.issuer
+            ),
+            ErrorKind::InvalidSignature => "bad signature".to_owned(),
+            ErrorKind::MissingRequiredClaim(c) => format!("the token has no `{c}` claim"),
+            ErrorKind::InvalidClaimFormat(c) => format!("the token's `{c}` claim is malformed"),
+            ErrorKind::InvalidAlgorithm => "the algorithm does not match the key".to_owned(),
+            ErrorKind::InvalidToken
+            | ErrorKind::Base64(_)
+            | ErrorKind::Json(_)
+            | ErrorKind::Utf8(_) => "malformed token".to_owned(),
+            other => format!("the token cannot be verified: {other:?}"),
+        })
+    }
+
+    /// The key for `kid` (or the only suitable key when the token names none), fetching
+    /// the JWKS when the cache is older than [`JWKS_MAX_AGE`] or lacks the key, at most
+    /// once per [`JWKS_REFETCH_INTERVAL`]. Keys fetched less than six times
+    /// [`JWKS_MAX_AGE`] ago still serve while refreshing fails.
+    async fn key_for(&self, kid: Option<&str>, alg: Algorithm) -> Result<Jwk, Denied> {
+        {
+            let cache = self.lock_cache();
+            let found = select(&cache.keys, kid, alg);
+            let fresh = cache.fetched.is_some_and(|t| t.elapsed() < JWKS_MAX_AGE);
+            if fresh && let Ok(Some(k)) = found {
+                return Ok(k);
+            }
+            if !cache.may_fetch() {
+                return cache.answer(found, || self.no_key(kid, alg, &cache));
+            }
+        }
+        // One fetch at a time; a concurrent one may have done the work meanwhile.
+        let _guard = self.fetching.lock().await;
+        if self.lock_cache().may_fetch() {
+            let result = self.fetch().await;
+            let mut cache = self.lock_cache();
+            cache.attempted = Some(Instant::now());
+            match result {
+                Ok(keys) => {
+                    cache.keys = keys;
+                    cache.fetched = Some(Instant::now());
+                    cache.last_error = None;
+                }
+                Err(e) => {
+                    tracing::warn!(jwks_url = %self.jwks_url, "cannot fetch the JWKS: {e}");
+                    cache.last_error = Some(e);
+                }
+            }
+        }
+        let cache = self.lock_cache();
+        let found = select(&cache.keys, kid, alg);
+        cache.answer(found, || self.no_key(kid, alg, &cache))
+    }
+
+    fn no_key(&self, kid: Option<&str>, alg: Algorithm, cache: &JwksCache) -> Denied {
+        if let Some(e) = &cache.last_error {
+            return Denied::invalid_token(format!(
+                "the issuer's signing keys cannot be fetched from `{}`: {e}",
+                self.jwks_url
+            ));
+        }
+        match kid {
+            Some(k) => Denied::invalid_token(format!(
+                "unknown key id `{}` (for {alg:?})",
+                shown(Some(&Value::String(k.to_owned())))
+            )),
+            None => Denied::invalid_token(format!(
+                "the token names no key (`kid`) and the issuer has no single {alg:?} key"
+            )),
+        }
+    }
+
+    fn lock_cache(&self) -> std::sync::MutexGuard<'_, JwksCache> {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// GETs and parses the JWKS; keys that do not parse are skipped.
+    async fn fetch(&self) -> Result<Vec<Jwk>, String> {
+        let fetch = async {
+            let resp = self
+                .http
+                .get(&self.jwks_url)
+                .header("accept", "application/json")
+                .send()
+                .await
+                .map_err(|e| without_url(&e))?;
+            if !resp.status().is_success() {
+                return Err(format!("HTTP status {}", resp.status()));
+            }
+            if resp
+                .content_length()
+                .is_some_and(|n| n > JWKS_MAX_BYTES as u64)
+            {
+                return Err("the document is too large".to_owned());
+            }
+            let body = resp.bytes().await.map_err(|e| without_url(&e))?;
+            if body.len() > JWKS_MAX_BYTES {
+                return Err("the document is too large".to_owned());
+            }
+            Ok(body)
+        };
+        let body = tokio::time::timeout(JWKS_TIMEOUT, fetch)
+            .await
+            .map_err(|_| format!("no answer within {}s", JWKS_TIMEOUT.as_secs()))??;
+        let doc: Value =
+            serde_json::from_slice(&body).map_err(|e| format!("not a JSON document: {e}"))?;
+        let keys = doc
+            .get("keys")
+            .and_then(Value::as_array)
+            .ok_or_else(|| "not a JWKS (no `keys` array)".to_owned())?;
+        Ok(keys
+            .iter()
+            .filter_map(|k| serde_json::from_value::<Jwk>(k.clone()).ok())
+            .collect())
+    }
+}
+
+fn without_url(e: &reqwest::Error) -> String {
+    let mut msg = e.to_string();
+    if e.is_timeout() {
+        msg = "timed out".to_owned();
+    } else if e.is_connect() {
+        msg = "cannot connect".to_owned();
+    }
+    msg
+}
+
+/// The key named `kid` if it suits `alg` (`Err` when it exists but does not suit); with
+/// no `kid`, the only key that suits `alg`.
+fn select(keys: &[Jwk], kid: Option<&str>, alg: Algorithm) -> Result<Option<Jwk>, String> {
+    match kid {
+        Some(kid) => {
+            let named: Vec<&Jwk> = keys
+                .iter()
+                .filter(|k| k.common.key_id.as_deref() == Some(kid))
+                .collect();
+            match named.iter().find(|k| key_fits(k, alg)) {
+                Some(k) => Ok(Some((*k).clone())),
+                None if named.is_empty() => Ok(None),
+                None => Err(format!(
+                    "the key `{}` is not a {alg:?} key",
+                    shown(Some(&Value::String(kid.to_owned())))
+                )),
+            }
+        }
+        None => {
+            let mut fitting = keys.iter().filter(|k| key_fits(k, alg));
+            match (fitting.next(), fitting.next()) {
+                (Some(k), None) => Ok(Some(k.clone())),
+                _ => Ok(None),
+            }
+        }
+    }
+}
+
+/// Installs the `ring` provider as `jsonwebtoken`'s process-wide crypto (once).
+fn install_crypto_provider() {
+    // Err: a provider is installed already (ours, by an earlier call).
+    let _ = jsonwebtoken::crypto::CryptoProvider::install_default(&ring_provider::PROVIDER);
+}
+
+/// `jsonwebtoken` verifiers backed by `ring` (verification only: the gateway signs nothing).
+mod ring_provider {
+    use jsonwebtoken::crypto::{CryptoProvider, JwtSigner, JwtVerifier, KeyUtils};
+    use jsonwebtoken::errors::{ErrorKind, Result};
+    use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, DecodingKeyKind, EncodingKey};
+    use ring::signature::{self as sig, RsaPublicKeyComponents, UnparsedPublicKey};
+
+    pub(super) static PROVIDER: CryptoProvider = CryptoProvider {
+        signer_factory: new_signer,
+        verifier_factory: new_verifier,
+        key_utils: KeyUtils::new_unimplemented(),
+    };
+
+    fn new_signer(_: &Algorithm, _: &EncodingKey) -> Result<Box<dyn JwtSigner>> {
+        Err(ErrorKind::Signing("the gateway does not sign tokens".to_owned()).into())
+    }
+
+    struct Verifier {
+        alg: Algorithm,
+        key: DecodingKey,
+    }
+
+    fn new_verifier(alg: &Algorithm, key: &DecodingKey) -> Result<Box<dyn JwtVerifier>> {
+        let family = match alg {
+            Algorithm::RS256
+            | Algorithm::RS384
+            | Algorithm::RS512
+            | Algorithm::PS256
+            | Algorithm::PS384
+            | Algorithm::PS512 => AlgorithmFamily::Rsa,
+            Algorithm::ES256 | Algorithm::ES384 => AlgorithmFamily::Ec,
+            Algorithm::EdDSA => AlgorithmFamily::Ed,
+            // Symmetric algorithms (HS*) are never accepted: the keys are public.
+            _ => {
+                return Err(ErrorKind::InvalidAlgorithm.into());
+            }
+        };
+        if key.family() != family {
+            return Err(ErrorKind::InvalidKeyFormat.into());
+        }
+        Ok(Box::new(Verifier {
+            alg: *alg,
+            key: key.clone(),
+        }))
+    }
+
+    impl jsonwebtoken::signature::Verifier<Vec<u8>> for Verifier {
+        fn verify(
+            &self,
+            msg: &[u8],
+            signature: &Vec<u8>,
+        ) -> std::result::Result<(), jsonwebtoken::signature::Error> {
+            let bad = |_| jsonwebtoken::signature::Error::new();
+            let rsa: Option<&'static sig::RsaParameters> = match self.alg {
+                Algorithm::RS256 => Some(&sig::RSA_PKCS1_2048_8192_SHA256),
+                Algorithm::RS384 => Some(&sig::RSA_PKCS1_2048_8192_SHA384),
+                Algorithm::RS512 => Some(&sig::RSA_PKCS1_2048_8192_SHA512),
+                Algorithm::PS256 => Some(&sig::RSA_PSS_2048_8192_SHA256),
+                Algorithm::PS384 => Some(&sig::RSA_PSS_2048_8192_SHA384),
+                Algorithm::PS512 => Some(&sig::RSA_PSS_2048_8192_SHA512),
+                _ => None,
+            };
+            if let Some(params) = rsa {
+                return match self.key.kind() {
+                    DecodingKeyKind::RsaModulusExponent { n, e } => {
+                        RsaPublicKeyComponents { n, e }.verify(params, msg, signature)
+                    }
+                    DecodingKeyKind::SecretOrDer(der) => {
+                        UnparsedPublicKey::new(params, der).verify(msg, signature)
+                    }
+                }
+                .map_err(bad);
+            }
+            let other: &'static dyn sig::VerificationAlgorithm = match self.alg {
+                Algorithm::ES256 => &sig::ECDSA_P256_SHA256_FIXED,
+                Algorithm::ES384 => &sig::ECDSA_P384_SHA384_FIXED,
+                Algorithm::EdDSA => &sig::ED25519,
+                _ => return Err(jsonwebtoken::signature::Error::new()),
+            };
+            let bytes = self
+                .key
+                .try_get_as_bytes()
+                .map_err(|_| jsonwebtoken::signature::Error::new())?;
+            UnparsedPublicKey::new(other, bytes)
+                .verify(msg, signature)
+                .map_err(bad)
+        }
+    }
+
+    impl JwtVerifier for Verifier {
+        fn algorithm(&self) -> Algorithm {
+            self.alg
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use toolgate_testkit::jwt::{ES256_KID, TestIssuer, now, signing_input};
+
+    const AUD: &str = "https://mcp.example.com";
+    /// SHA-256 of `s3cret-token`.
+    const TOKEN: &str = "s3cret-token";
+
+    fn token_hash() -> String {
+        hex::encode(sha2::Sha256::digest(TOKEN.as_bytes()))
+    }
+
+    fn config(issuer: &TestIssuer, jwt_extra: &str) -> GatewayConfig {
+        let yaml = format!(
+            "version: 1
+listen: 127.0.0.1:0
+public_url: {AUD}
+secret: {{env: X}}
+auth:
+  jwt:
+    issuer: {iss}
+    jwks_url: {jwks}
+{jwt_extra}
+  tokens:
+    - {{user: ci, sha256: {hash}, groups: [bots]}}
+  approvers: {{groups: [admins]}}
+servers:
+  open: {{command: [a]}}
+  closed: {{command: [a], allow: {{groups: [eng], users: [carol]}}}}
+",
+            iss = issuer.issuer(),
+            jwks = issuer.jwks_url(),
+            hash = token_hash(),
+        );
+        super::super::load::load_config_str(&yaml, "g.yaml", std::path::Path::new("/"))
+            .unwrap_or_else(|d| panic!("{}", d.render_plain()))
+            .config
+    }
+
+    impl Authenticator {
+        /// [`Authenticator::authenticate`] for no particular server.
+        async fn authenticate_for(&self, header: Option<&str>) -> Result<Principal, Denied> {
+            self.authenticate(header, None).await
+        }
+    }
+
+    fn authenticator(issuer: &TestIssuer, jwt_extra: &str) -> Authenticator {
+        let http = toolgate_runtime::remote::http::client(&Default::default()).unwrap();
+        Authenticator::new(&config(issuer, jwt_extra), http).unwrap()
+    }
+
+    async fn denied(auth: &Authenticator, token: &str) -> (&'static str, String) {
+        match auth
+            .authenticate_for(Some(&format!("Bearer {token}")))
+            .await
+        {
+            Err(Denied::Unauthenticated { error, description }) => (error, description),
+            other => panic!("expected a 401, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_valid_token_gives_the_principal_and_its_groups() {
+        let issuer = TestIssuer::start();
+        let auth = authenticator(&issuer, "");
+        let mut claims = issuer.claims("alice", AUD);
+        claims["groups"] = json!(["eng", 7, "ops"]);
+        let p = auth
+            .authenticate_for(Some(&format!("Bearer {}", issuer.token(claims))))
+            .await
+            .unwrap();
+        assert_eq!(
+            p,
+            Principal {
+                user: "alice".to_owned(),
+                groups: vec!["eng".to_owned(), "ops".to_owned()],
+                source: Source::Jwt,
+                issuer: Some(issuer.issuer().to_owned()),
+            }
+        );
+        // EdDSA, groups as one string, `aud` as an array, scheme in lower case.
+        let mut claims = issuer.claims("bob", AUD);
+        claims["aud"] = json!(["other", AUD]);
+        claims["groups"] = json!("eng");
+        let p = auth
+            .authenticate_for(Some(&format!("bearer {}", issuer.token_eddsa(claims))))
+            .await
+            .unwrap();
+        assert_eq!((p.user.as_str(), p.groups), ("bob", vec!["eng".to_owned()]));
+        // The keys were fetched once.
+        assert_eq!(issuer.jwks_fetches(), 1);
+    }
+
+    #[tokio::test]
+    async fn bad_tokens_are_refused_with_the_reason() {
+        let issuer = TestIssuer::start();
+        let auth = authenticator(&issuer, "");
+        let base = || issuer.claims("alice", AUD);
+        let mut expired = base();
+        expired["exp"] = json!(now() - 120);
+        let mut future = base();
+        future["nbf"] = json!(now() + 600);
+        let mut no_exp = base();
+        no_exp.as_object_mut().unwrap().remove("exp");
+        let mut no_sub = base();
+        no_sub.as_object_mut().unwrap().remove("sub");
+        // A string `exp` is not a number of seconds (no type confusion).
+        let mut exp_string = base();
+        exp_string["exp"] = json!((now() + 600).to_string());
+        let mut wrong_aud = base();
+        wrong_aud["aud"] = json!("https://elsewhere.example.com");
+        let mut wrong_iss = base();
+        wrong_iss["iss"] = json!("https://evil.example.com");
+        let none = format!(
+            "{}.",
+            signing_input(&json!({"alg": "none", "typ": "JWT"}), &base())
+        );
+        // Algorithm confusion: HS256 keyed with the public key.
+        let hs_header = json!({"alg": "HS256", "typ": "JWT", "kid": ES256_KID});
+        let input = signing_input(&hs_header, &base());
+        let secret = serde_json::to_vec(&issuer.public_jwk()).unwrap();
+        let mac = ring::hmac::sign(
+            &ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &secret),
+            input.as_bytes(),
+        );
+        let hs256 = format!(
+            "{input}.{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac.as_ref())
+        );
+        let cases: Vec<(String, &str)> = vec![
+            (issuer.token(expired), "the token expired"),
+            (issuer.token(future), "the token is not valid yet"),
+            (issuer.token(no_exp), "the token has no `exp` claim"),
+            (issuer.token(exp_string), "`exp`"),
+            (
+                issuer.token(no_sub),
+                "the token has no `sub` claim naming the user",
+            ),
+            (
+                issuer.token(wrong_aud),
+                "wrong audience `https://elsewhere.example.com` (expected `https://mcp.example.com`)",
+            ),
+            (
+                issuer.token(wrong_iss),
+                "wrong issuer `https://evil.example.com`",
+            ),
+            (issuer.token_signed_by_other_key(base()), "bad signature"),
+            (
+                issuer.token_with_header(json!({"alg": "ES256", "kid": "nope"}), base()),
+                "unknown key id `nope`",
+            ),
+            (none, "the token is unsigned (`alg: none`)"),
+            (hs256, "algorithm `HS256` is not accepted"),
+            // ES384 is not in the default list.
+            (
+                issuer.token_with_header(json!({"alg": "ES384", "kid": ES256_KID}), base()),
+                "algorithm `ES384` is not accepted",
+            ),
+            ("a.b.c".to_owned(), "malformed token"),
+            (
+                "not-a-jwt".to_owned(),
+                "neither a JWT nor a configured static token",
+            ),
+        ];
+        for (token, want) in cases {
+            let (error, description) = denied(&auth, &token).await;
+            assert_eq!(error, "invalid_token", "{want}");
+            assert!(description.contains(want), "{description} !~ {want}");
+            assert!(!description.contains(&token), "the token is echoed");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unknown_kid_refetches_at_most_once_per_interval() {
+        let issuer = TestIssuer::start();
+        let auth = authenticator(&issuer, "");
+        let ok = issuer.token(issuer.claims("alice", AUD));
+        auth.authenticate_for(Some(&format!("Bearer {ok}")))
+            .await
+            .unwrap();
+        assert_eq!(issuer.jwks_fetches(), 1);
+        // A rotated-in key is unknown to the cache: one refetch finds it.
+        let key = issuer.rotate_in("k2");
+        let rotated = issuer.token_with_key(&key, "k2", issuer.claims("alice", AUD));
+        let _ = auth
+            .authenticate_for(Some(&format!("Bearer {rotated}")))
+            .await;
+        // The first fetch was under 30 s ago: no refetch yet, so the key is unknown.
+        assert_eq!(issuer.jwks_fetches(), 1);
+        let (_, d) = denied(&auth, &rotated).await;
+        assert!(d.contains("unknown key id `k2`"), "{d}");
+        // Past the interval (simulated), the unknown kid triggers one fetch.
+        auth.jwt.as_ref().unwrap().lock_cache().attempted =
+            Some(Instant::now() - JWKS_REFETCH_INTERVAL);
+        let p = auth
+            .authenticate_for(Some(&format!("Bearer {rotated}")))
+            .await
+            .unwrap();
+        assert_eq!(p.user, "alice");
+        assert_eq!(issuer.jwks_fetches(), 2);
+        let (_, d) = denied(
+            &auth,
+            &issuer.token_with_header(
+                json!({"alg": "ES256", "kid": "k3"}),
+                issuer.claims("a", AUD),
+            ),
+        )
+        .await;
+        assert!(d.contains("unknown key id `k3`"), "{d}");
+        assert_eq!(issuer.jwks_fetches(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_jwks_that_cannot_be_fetched_is_a_401() {
+        let issuer = TestIssuer::start();
+        issuer.set_available(false);
+        let auth = authenticator(&issuer, "");
+        let (error, d) = denied(&auth, &issuer.token(issuer.claims("alice", AUD))).await;
+        assert_eq!(error, "invalid_token");
+        assert!(
+            d.contains("signing keys cannot be fetched") && d.contains("503"),
+            "{d}"
+        );
+    }
+
+    #[tokio::test]
+    async fn static_tokens_and_header_shapes() {
+        let issuer = TestIssuer::start();
+        let auth = authenticator(&issuer, "");
+        let p = auth
+            .authenticate_for(Some(&format!("Bearer {TOKEN}")))
+            .await
+            .unwrap();
+        assert_eq!(
+            p,
+            Principal {
+                user: "ci".to_owned(),
+                groups: vec!["bots".to_owned()],
+                source: Source::Token,
+                issuer: None,
+            }
+        );
+        let (error, _) = denied(&auth, "s3cret-tokeN").await;
+        assert_eq!(error, "invalid_token");
+        match auth.authenticate_for(None).await {
+            Err(Denied::Unauthenticated { error: "", .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        for header in [
+            "Basic YWxhZGRpbjpvcGVuc2VzYW1l",
+            "Bearer",
+            "Bearer a\"b",
+            "Token",
+        ] {
+            match auth.authenticate_for(Some(header)).await {
+                Err(Denied::Unauthenticated {
+                    error: "invalid_request",
+                    ..
+                }) => {}
+                other => panic!("{header}: {other:?}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn reach_and_approve() {
+        let issuer = TestIssuer::start();
+        let auth = authenticator(&issuer, "");
+        let p = |user: &str, groups: &[&str]| Principal {
+            user: user.to_owned(),
+            groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+            source: Source::Jwt,
+            issuer: Some(issuer.issuer().to_owned()),
+        };
+        assert_eq!(auth.may_reach(&p("x", &[]), "open"), Ok(()));
+        assert_eq!(auth.may_reach(&p("x", &["eng"]), "closed"), Ok(()));
+        assert_eq!(auth.may_reach(&p("carol", &[]), "closed"), Ok(()));
+        let d = auth.may_reach(&p("x", &["ops"]), "closed").unwrap_err();
+        assert!(
+            matches!(&d, Denied::Forbidden { description } if description.contains("user `jwt:x` may not reach server `closed`")),
+            "{d:?}"
+        );
+        assert_eq!(d.status(), 403);
+        assert!(auth.may_reach(&p("x", &[]), "missing").is_err());
+        assert_eq!(auth.may_approve(&p("x", &["admins"])), Ok(()));
+        assert!(matches!(
+            auth.may_approve(&p("x", &["eng"])),
+            Err(Denied::Forbidden { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_jwt_never_passes_as_the_static_token_user_of_the_same_name() {
+        let issuer = TestIssuer::start();
+        let yaml = format!(
+            "version: 1
+listen: 127.0.0.1:0
+public_url: {AUD}
+secret: {{env: X}}
+auth:
+  jwt: {{issuer: {iss}, jwks_url: {jwks}}}
+  tokens:
+    - {{user: ci-bot, sha256: {hash}, groups: [bots]}}
+  approvers: {{users: [ci-bot]}}
+servers:
+  bare: {{command: [a], allow: {{users: [ci-bot]}}}}
+  token: {{command: [a], allow: {{users: [token:ci-bot]}}}}
+  jwt: {{command: [a], allow: {{users: [jwt:ci-bot]}}}}
+  bots: {{command: [a], allow: {{groups: [bots]}}}}
+  jwtbots: {{command: [a], allow: {{groups: [jwt:bots]}}}}
+",
+            iss = issuer.issuer(),
+            jwks = issuer.jwks_url(),
+            hash = token_hash(),
+        );
+        let loaded =
+            super::super::load::load_config_str(&yaml, "g.yaml", std::path::Path::new("/"))
+                .unwrap_or_else(|d| panic!("{}", d.render_plain()));
+        let http = toolgate_runtime::remote::http::client(&Default::default()).unwrap();
+        let auth = Authenticator::new(&loaded.config, http).unwrap();
+        let by_token = auth
+            .authenticate_for(Some(&format!("Bearer {TOKEN}")))
+            .await
+            .unwrap();
+        let mut claims = issuer.claims("ci-bot", AUD);
+        claims["groups"] = json!(["bots"]);
+        let by_jwt = auth
+            .authenticate_for(Some(&format!("Bearer {}", issuer.token(claims))))
+            .await
+            .unwrap();
+        assert_eq!(by_token.user, by_jwt.user);
+        assert_eq!(
+            (by_token.name().as_str(), by_jwt.name().as_str()),
+            ("token:ci-bot", "jwt:ci-bot")
+        );
+        assert_ne!(by_token.session_key(), by_jwt.session_key());
+        for (server, token_may, jwt_may) in [
+            ("bare", true, false),
+            ("token", true, false),
+            ("jwt", false, true),
+            ("bots", true, false),
+            ("jwtbots", false, true),
+        ] {
+            assert_eq!(
+                auth.may_reach(&by_token, server).is_ok(),
+                token_may,
+                "{server}"
+            );
+            assert_eq!(auth.may_reach(&by_jwt, server).is_ok(), jwt_may, "{server}");
+        }
+        assert_eq!(auth.may_approve(&by_token), Ok(()));
+        let d = auth.may_approve(&by_jwt).unwrap_err();
+        assert_eq!(d.description(), "user `jwt:ci-bot` is not an approver");
+    }
+
+    #[tokio::test]
+    async fn a_token_for_the_advertised_resource_is_accepted_at_that_server_only() {
+        let issuer = TestIssuer::start();
+        let auth = authenticator(&issuer, "");
+        let resource = "https://mcp.example.com/servers/open/mcp";
+        let token = issuer.token(issuer.claims("alice", resource));
+        let header = format!("Bearer {token}");
+        let p = auth
+            .authenticate(Some(&header), Some("open"))
+            .await
+            .unwrap();
+        assert_eq!(p.name(), "jwt:alice");
+        // Not at another server, nor where no server is named (approvals).
+        for server in [Some("closed"), None] {
+            match auth.authenticate(Some(&header), server).await {
+                Err(Denied::Unauthenticated { error, description }) => {
+                    assert_eq!(error, "invalid_token");
+                    assert!(description.contains("wrong audience"), "{description}");
+                }
+                other => panic!("{server:?}: {other:?}"),
+            }
+        }
+        // The configured audience still works everywhere.
+        let token = issuer.token(issuer.claims("alice", AUD));
+        let header = format!("Bearer {token}");
+        for server in [Some("closed"), Some("open"), None] {
+            assert!(auth.authenticate(Some(&header), server).await.is_ok());
+        }
+    }
+
+    #[tokio::test]
+    async fn required_scopes() {
+        let issuer = TestIssuer::start();
+        let auth = authenticator(&issuer, "    scopes: [mcp, \"tools:call\"]");
+        let mut claims = issuer.claims("alice", AUD);
+        claims["scope"] = json!("openid mcp");
+        let (error, d) = denied(&auth, &issuer.token(claims.clone())).await;
+        assert_eq!(error, "insufficient_scope");
+        assert!(d.contains("lacks the scope `tools:call`"), "{d}");
+        claims["scp"] = json!(["tools:call"]);
+        assert!(
+            auth.authenticate_for(Some(&format!("Bearer {}", issuer.token(claims))))
+                .await
+                .is_ok()
+        );
+    }
+
+    #[tokio::test]
+    async fn the_challenge_and_the_metadata() {
+        let issuer = TestIssuer::start();
+        let auth = authenticator(&issuer, "    scopes: [mcp]");
+        let meta = "https://mcp.example.com/.well-known/oauth-protected-resource/servers/open/mcp";
+        let d = Denied::Unauthenticated {
+            error: "invalid_token",
+            description: "wrong audience `\"x\"` \\ é".to_owned(),
+        };
+        assert_eq!(
+            auth.challenge(&d, meta),
+            format!(
+                "Bearer resource_metadata=\"{meta}\", error=\"invalid_token\", error_description=\"wrong audience `'x'` / ?\", scope=\"mcp\""
+            )
+        );
+        let none = Denied::Unauthenticated {
+            error: "",
+            description: "no bearer token".to_owned(),
+        };
+        assert_eq!(
+            auth.challenge(&none, meta),
+            format!("Bearer resource_metadata=\"{meta}\", scope=\"mcp\"")
+        );
+        let resource = "https://mcp.example.com/servers/open/mcp";
+        assert_eq!(
+            auth.metadata(resource),
+            json!({
+                "resource": resource,
+                "authorization_servers": [issuer.issuer()],
+                "bearer_methods_supported": ["header"],
+                "scopes_supported": ["mcp"],
+                "resource_name": "toolgate gateway: open",
+            })
+        );
+    }
+}

@@ -1,0 +1,435 @@
+//! The JSON Schema (draft 2020-12) of `gateway.yaml`, for editors
+//! (`# yaml-language-server: $schema=…`) and `toolgate gateway schema`.
+//!
+//! Hand-written so that descriptions read well; tests keep it in sync with the model (every
+//! field serde accepts appears in the schema and nothing else does) and with the loader
+//! (good and bad files are judged alike). The schema cannot check everything the loader
+//! does (files that exist, policies that load, unique token hashes).
+
+use serde_json::{Value, json};
+
+use super::load::JWT_ALGORITHMS;
+
+/// Where the schema is published.
+pub const SCHEMA_URL: &str =
+    "https://raw.githubusercontent.com/toolgate/toolgate/main/docs/gateway.schema.json";
+
+/// The pattern of server names.
+pub const SERVER_NAME_PATTERN: &str = "^[A-Za-z0-9_-]{1,64}$";
+
+fn string(description: &str) -> Value {
+    json!({"type": "string", "minLength": 1, "description": description})
+}
+
+fn duration(description: &str) -> Value {
+    json!({"type": "string", "pattern": "^\\s*[0-9]+\\s*[a-zµ]+(\\s*[0-9]+\\s*[a-zµ]+)*\\s*$", "description": description})
+}
+
+fn principals(description: &str) -> Value {
+    json!({
+        "type": "object",
+        "description": description,
+        "additionalProperties": false,
+        "properties": {
+            "users": {"type": "array", "items": {"type": "string"}, "description": "Users: `token:NAME` (a static token's `user`), `jwt:NAME` (the JWT's user claim); a bare name is a static token's user when one has it, else a JWT's."},
+            "groups": {"type": "array", "items": {"type": "string"}, "description": "Groups: `token:NAME` (in a static token's `groups`), `jwt:NAME` (in the JWT's groups claim); a bare name is a static token's group when one has it, else a JWT's."}
+        }
+    })
+}
+
+/// The schema as a JSON value.
+pub fn gateway_schema() -> Value {
+    let http_url = json!({"type": "string", "pattern": "^[hH][tT][tT][pP][sS]?://[^/?#\\s]+"});
+    let jwt = json!({
+        "type": "object",
+        "description": "JWT access tokens from the organisation's authorization server, checked against its JWKS.",
+        "required": ["issuer", "jwks_url"],
+        "additionalProperties": false,
+        "properties": {
+            "issuer": {"allOf": [http_url, {"description": "The `iss` every token must carry; announced as the authorization server in the RFC 9728 metadata."}]},
+            "jwks_url": {"allOf": [http_url, {"description": "The issuer's JWKS document (https, or http on loopback)."}]},
+            "audience": string("The `aud` a token must contain (default: `public_url`); a token whose `aud` is the URL of the server it calls (the resource of its RFC 9728 metadata) is accepted there too."),
+            "user_claim": string("The claim naming the user (default `sub`)."),
+            "groups_claim": string("The claim listing the user's groups: an array of strings or one string (default `groups`)."),
+            "algorithms": {"type": "array", "minItems": 1, "items": {"enum": JWT_ALGORITHMS}, "description": "Accepted signature algorithms (default RS256, ES256, EdDSA)."},
+            "scopes": {"type": "array", "items": {"type": "string", "pattern": "^[^\\s\"]+$"}, "description": "Scopes announced in the metadata and required of every token (in `scope` or `scp`)."}
+        }
+    });
+    let token = json!({
+        "type": "object",
+        "required": ["user", "sha256"],
+        "additionalProperties": false,
+        "properties": {
+            "user": string("The user this token authenticates."),
+            "sha256": {"type": "string", "pattern": "^[0-9a-fA-F]{64}$", "description": "SHA-256 of the token in hex (`toolgate gateway hash-token` prints it)."},
+            "groups": {"type": "array", "items": {"type": "string"}}
+        }
+    });
+    let server = json!({
+        "type": "object",
+        "description": "An upstream server: exactly one of `command` (local, stdio; one child per session) and `url` (remote, Streamable HTTP).",
+        "additionalProperties": false,
+        "oneOf": [
+            {"required": ["command"], "not": {"anyOf": [{"required": ["url"]}, {"required": ["headers"]}]}},
+            {"required": ["url"], "not": {"anyOf": [{"required": ["command"]}, {"required": ["env"]}, {"required": ["workspace"]}]}}
+        ],
+        "properties": {
+            "command": {"type": "array", "minItems": 1, "items": {"type": "string"}, "prefixItems": [{"type": "string", "pattern": "\\S"}], "description": "The program and its arguments."},
+            "workspace": string("The working directory of the local server, also the policy's `${workspace}` (relative: to this file's directory)."),
+            "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Extra environment of the local server (values may use `${VAR}`)."},
+            "url": {"allOf": [http_url, {"description": "The remote server's MCP endpoint."}]},
+            "headers": {"type": "object", "propertyNames": {"pattern": "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$"}, "additionalProperties": {"type": "string"}, "description": "Headers sent to the remote server (values may use `${VAR}`): the gateway's own credentials."},
+            "policy": string("The policy file (relative: to this file's directory); default: the built-in starter policy."),
+            "allow": principals("Who may reach this server; absent: every authenticated user.")
+        }
+    });
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_URL,
+        "title": "toolgate gateway configuration",
+        "type": "object",
+        "required": ["version", "listen", "public_url", "secret", "auth", "servers"],
+        "additionalProperties": false,
+        "properties": {
+            "version": {"const": 1},
+            "listen": {"type": "string", "pattern": "^(\\[[0-9A-Fa-f:.]+\\]|[0-9.]+):[0-9]{1,5}$", "description": "IP address and port to listen on, e.g. `0.0.0.0:8443` (port 0: any free port)."},
+            "tls": {
+                "type": "object",
+                "description": "TLS from PEM files; absent: plain HTTP (behind a TLS-terminating load balancer).",
+                "required": ["cert", "key"],
+                "additionalProperties": false,
+                "properties": {"cert": string("Certificate chain (PEM)."), "key": string("Private key (PEM).")}
+            },
+            "public_url": {"allOf": [http_url, {"description": "The gateway's public base URL (https unless loopback; no query or fragment): the OAuth resource identifier and the base of the server URLs."}]},
+            "replica": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$", "description": "This replica's id (default `<hostname>-<pid>`)."},
+            "secret": {
+                "type": "object",
+                "description": "The key (at least 32 bytes, hex or base64) that seals session ids and approval states; the same on every replica.",
+                "additionalProperties": false,
+                "minProperties": 1,
+                "maxProperties": 1,
+                "properties": {"file": string("A file holding the key."), "env": string("An environment variable holding the key.")}
+            },
+            "audit": string("The audit log of this replica (default `./toolgate-gateway-<replica>.jsonl`)."),
+            "store": {
+                "type": "object",
+                "description": "The shared store (`url`), or one replica's state in a file (`path`); absent: state in memory (one replica only).",
+                "oneOf": [{"required": ["url"]}, {"required": ["path"]}],
+                "additionalProperties": false,
+                "properties": {
+                    "url": {"type": "string", "pattern": "^[rR][eE][dD][iI][sS][sS]?://[^\\s]+", "description": "`redis://[user:password@]host:port[/db]` or `rediss://…` (a password may be `${VAR}`)."},
+                    "path": string("A file for one replica's state (an embedded store that survives a restart), relative to this file."),
+                    "namespace": {"type": "string", "pattern": "^\\S+$", "description": "The prefix of every key (default `toolgate`)."},
+                    "timeout": duration("How long one store operation may take (default 500ms).")
+                }
+            },
+            "auth": {
+                "type": "object",
+                "description": "Who may connect and how they authenticate: `jwt`, `tokens` or both.",
+                "additionalProperties": false,
+                "anyOf": [{"required": ["jwt"]}, {"required": ["tokens"], "properties": {"tokens": {"minItems": 1}}}],
+                "properties": {
+                    "jwt": {"$ref": "#/$defs/jwt"},
+                    "tokens": {"type": "array", "items": {"$ref": "#/$defs/token"}, "description": "Static bearer tokens, stored as SHA-256."},
+                    "approvers": principals("Users and groups that may answer approvals.")
+                }
+            },
+            "sessions": {
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "idle_timeout": duration("An idle session ends after this long (default 30m)."),
+                    "max": {"type": "integer", "minimum": 1, "description": "At most this many sessions per replica (default 10000)."}
+                }
+            },
+            "servers": {
+                "type": "object",
+                "minProperties": 1,
+                "propertyNames": {"pattern": SERVER_NAME_PATTERN},
+                "additionalProperties": {"$ref": "#/$defs/server"},
+                "description": "The upstream servers by name; each is served at `/servers/<name>/mcp`."
+            }
+        },
+        "$defs": {"jwt": jwt, "token": token, "server": server}
+    })
+}
+
+/// The schema as pretty JSON text.
+pub fn gateway_schema_text() -> String {
+    serde_json::to_string_pretty(&gateway_schema()).unwrap_or_default()
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::super::config;
+    use super::*;
+
+    /// The fields serde accepts for `T`, read from its unknown-field error.
+    fn serde_fields<T: serde::de::DeserializeOwned + std::fmt::Debug>() -> BTreeSet<String> {
+        let err = serde_saphyr::from_str::<T>("__probe__: 1\n").unwrap_err();
+        match err.without_snippet() {
+            serde_saphyr::Error::SerdeUnknownField { expected, .. } => {
+                expected.iter().map(|s| (*s).to_owned()).collect()
+            }
+            other => panic!("unexpected error {other:?}"),
+        }
+    }
+
+    fn schema_fields(v: &Value) -> BTreeSet<String> {
+        v["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn schema_lists_exactly_the_model_fields() {
+        let s = gateway_schema();
+        let p = &s["properties"];
+        assert_eq!(serde_fields::<config::GatewayConfig>(), schema_fields(&s));
+        assert_eq!(
+            serde_fields::<config::TlsConfig>(),
+            schema_fields(&p["tls"])
+        );
+        assert_eq!(
+            serde_fields::<config::SecretSource>(),
+            schema_fields(&p["secret"])
+        );
+        assert_eq!(
+            serde_fields::<config::StoreConfig>(),
+            schema_fields(&p["store"])
+        );
+        assert_eq!(
+            serde_fields::<config::AuthConfig>(),
+            schema_fields(&p["auth"])
+        );
+        assert_eq!(
+            serde_fields::<config::SessionsConfig>(),
+            schema_fields(&p["sessions"])
+        );
+        assert_eq!(
+            serde_fields::<config::Principals>(),
+            schema_fields(&p["auth"]["properties"]["approvers"])
+        );
+        let d = &s["$defs"];
+        assert_eq!(
+            serde_fields::<config::JwtConfig>(),
+            schema_fields(&d["jwt"])
+        );
+        assert_eq!(
+            serde_fields::<config::StaticToken>(),
+            schema_fields(&d["token"])
+        );
+        assert_eq!(
+            serde_fields::<config::ServerConfig>(),
+            schema_fields(&d["server"])
+        );
+    }
+
+    /// A validator for the keywords this schema uses (enough to test it; not general).
+    fn valid(root: &Value, schema: &Value, v: &Value) -> bool {
+        let Some(s) = schema.as_object() else {
+            return true;
+        };
+        for (k, want) in s {
+            let ok = match k.as_str() {
+                "$ref" => {
+                    let name = want.as_str().unwrap().trim_start_matches("#/$defs/");
+                    valid(root, &root["$defs"][name], v)
+                }
+                "type" => match want.as_str().unwrap() {
+                    "object" => v.is_object(),
+                    "array" => v.is_array(),
+                    "string" => v.is_string(),
+                    "integer" => v.is_u64() || v.is_i64(),
+                    "boolean" => v.is_boolean(),
+                    other => panic!("type {other}"),
+                },
+                "const" => v == want,
+                "enum" => want.as_array().unwrap().contains(v),
+                "pattern" => v.as_str().is_none_or(|t| {
+                    regex::Regex::new(want.as_str().unwrap())
+                        .unwrap()
+                        .is_match(t)
+                }),
+                "minLength" => v
+                    .as_str()
+                    .is_none_or(|t| t.chars().count() as u64 >= want.as_u64().unwrap()),
+                "minimum" => v.as_i64().is_none_or(|n| n >= want.as_i64().unwrap()),
+                "minItems" => v
+                    .as_array()
+                    .is_none_or(|a| a.len() as u64 >= want.as_u64().unwrap()),
+                "minProperties" => v
+                    .as_object()
+                    .is_none_or(|o| o.len() as u64 >= want.as_u64().unwrap()),
+                "maxProperties" => v
+                    .as_object()
+                    .is_none_or(|o| o.len() as u64 <= want.as_u64().unwrap()),
+                "items" => v
+                    .as_array()
+                    .is_none_or(|a| a.iter().all(|i| valid(root, want, i))),
+                "prefixItems" => v.as_array().is_none_or(|a| {
+                    a.iter()
+                        .zip(want.as_array().unwrap())
+                        .all(|(i, s)| valid(root, s, i))
+                }),
+                "required" => v.as_object().is_none_or(|o| {
+                    want.as_array()
+                        .unwrap()
+                        .iter()
+                        .all(|r| o.contains_key(r.as_str().unwrap()))
+                }),
+                "properties" => v.as_object().is_none_or(|o| {
+                    o.iter()
+                        .all(|(name, val)| want.get(name).is_none_or(|s| valid(root, s, val)))
+                }),
+                "additionalProperties" => v.as_object().is_none_or(|o| {
+                    o.iter().all(|(name, val)| {
+                        let declared = s.get("properties").is_some_and(|p| p.get(name).is_some());
+                        declared
+                            || match want {
+                                Value::Bool(b) => *b,
+                                schema => valid(root, schema, val),
+                            }
+                    })
+                }),
+                "propertyNames" => v.as_object().is_none_or(|o| {
+                    o.keys()
+                        .all(|name| valid(root, want, &Value::String(name.clone())))
+                }),
+                "allOf" => want.as_array().unwrap().iter().all(|s| valid(root, s, v)),
+                "anyOf" => want.as_array().unwrap().iter().any(|s| valid(root, s, v)),
+                "oneOf" => {
+                    want.as_array()
+                        .unwrap()
+                        .iter()
+                        .filter(|s| valid(root, s, v))
+                        .count()
+                        == 1
+                }
+                "not" => !valid(root, want, v),
+                "$schema" | "$id" | "title" | "description" | "$defs" | "default" => true,
+                other => panic!("keyword {other} not handled by the test validator"),
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn schema_accepts(yaml: &str) -> bool {
+        let v: Value = serde_saphyr::from_str(yaml).unwrap();
+        let s = gateway_schema();
+        valid(&s, &s, &v)
+    }
+
+    fn loader_accepts(yaml: &str, dir: &std::path::Path) -> bool {
+        super::super::load::load_config_str(yaml, "g.yaml", dir).is_ok()
+    }
+
+    const GOOD: &str = "version: 1
+listen: 127.0.0.1:8443
+public_url: https://mcp.example.com
+secret: {env: KEY}
+store: {url: redis://localhost:6379, timeout: 500ms}
+sessions: {idle_timeout: 30m, max: 100}
+auth:
+  jwt: {issuer: https://login.example.com, jwks_url: https://login.example.com/jwks, algorithms: [ES256], scopes: [mcp]}
+  tokens:
+    - {user: ci, sha256: 2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae}
+  approvers: {groups: [admins]}
+servers:
+  files: {command: [srv, /data], env: {A: b}, allow: {groups: [eng]}}
+  remote: {url: https://mcp.example.net/mcp, headers: {Authorization: Bearer x}}
+";
+
+    #[test]
+    fn schema_and_loader_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(schema_accepts(GOOD));
+        assert!(loader_accepts(GOOD, dir.path()));
+        let good_variants: &[(&str, &str)] = &[
+            ("secret: {env: KEY}", "secret: {file: key.hex}"),
+            ("  approvers: {groups: [admins]}\n", ""),
+            ("listen: 127.0.0.1:8443", "listen: \"[::1]:0\""),
+            ("https://mcp.example.com\n", "http://localhost:8080\n"),
+        ];
+        let bad_variants: &[(&str, &str)] = &[
+            ("version: 1", "version: 2"),
+            ("version: 1", "version: \"1\""),
+            ("listen: 127.0.0.1:8443", "listen: localhost"),
+            ("https://mcp.example.com\n", "ftp://mcp.example.com\n"),
+            ("secret: {env: KEY}", "secret: {}"),
+            ("secret: {env: KEY}", "secret: {env: KEY, file: k}"),
+            ("secret: {env: KEY}", "secret: {env: KEY, value: k}"),
+            ("redis://localhost:6379", "memcached://localhost:1"),
+            ("timeout: 500ms", "timeout: soon"),
+            ("max: 100", "max: 0"),
+            ("max: 100", "max: \"100\""),
+            ("algorithms: [ES256]", "algorithms: [HS256]"),
+            ("algorithms: [ES256]", "algorithms: []"),
+            ("scopes: [mcp]", "scopes: [\"a b\"]"),
+            ("sha256: 2c26", "sha256: zz26"),
+            ("  files:", "  \"bad name\":"),
+            (
+                "{command: [srv, /data], env: {A: b}, allow: {groups: [eng]}}",
+                "{command: [], env: {A: b}}",
+            ),
+            (
+                "{command: [srv, /data], env: {A: b}, allow: {groups: [eng]}}",
+                "{url: https://x.example.com, env: {A: b}}",
+            ),
+            (
+                "{url: https://mcp.example.net/mcp, headers: {Authorization: Bearer x}}",
+                "{command: [a], headers: {A: b}}",
+            ),
+            (
+                "{url: https://mcp.example.net/mcp, headers: {Authorization: Bearer x}}",
+                "{}",
+            ),
+            (
+                "{url: https://mcp.example.net/mcp, headers: {Authorization: Bearer x}}",
+                "{url: https://x.example.com, command: [a]}",
+            ),
+            ("  files:", "  files:\n    polcy: x\n  other:"),
+            ("  approvers:", "  aprovers:"),
+        ];
+        for (from, to) in good_variants {
+            let y = GOOD.replacen(from, to, 1);
+            assert_ne!(y, GOOD, "{from}");
+            assert!(schema_accepts(&y), "schema refuses: {to}");
+            assert!(loader_accepts(&y, dir.path()), "loader refuses: {to}");
+        }
+        for (from, to) in bad_variants {
+            let y = GOOD.replacen(from, to, 1);
+            assert_ne!(y, GOOD, "{from}");
+            assert!(!loader_accepts(&y, dir.path()), "loader accepts: {to}");
+            // A quoted number is a string to the loader and to the schema alike.
+            assert!(!schema_accepts(&y), "schema accepts: {to}");
+        }
+        // No authentication method at all.
+        let y = GOOD.replace(
+            "  jwt: {issuer: https://login.example.com, jwks_url: https://login.example.com/jwks, algorithms: [ES256], scopes: [mcp]}\n  tokens:\n    - {user: ci, sha256: 2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae}\n",
+            "",
+        );
+        assert!(!schema_accepts(&y) && !loader_accepts(&y, dir.path()));
+    }
+
+    #[test]
+    fn the_documented_example_validates() {
+        let example = include_str!("../../../docs/gateway.example.yaml");
+        assert!(schema_accepts(example));
+        assert!(example.starts_with(&format!("# yaml-language-server: $schema={SCHEMA_URL}")));
+    }
+}
