@@ -1,4 +1,4 @@
-//! Evaluation and loading benchmarks (issue 3 §6):
+//! Evaluation and loading benchmarks, against the policy engine's targets:
 //! - one call with the starter policy (target p50 ≤ 5 µs),
 //! - one call with 500 rules (target p99 ≤ 20 µs),
 //! - loading a 500-rule policy (target ≤ 20 ms).

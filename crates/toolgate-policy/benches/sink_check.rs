@@ -1,12 +1,13 @@
-//! The sink decision after a long session (issue 21 §3 i: a sink check costs ≤ 1 ms p99 over
-//! 16 MiB of session output). 16 untrusted outputs of 1 MiB each (prose, an access log,
+//! The sink decision after a long session (target: a sink check costs ≤ 1 ms p99 over
+//! 16 MiB of session output, so searching the verbatim window stays affordable). 16
+//! untrusted outputs of 1 MiB each (prose, an access log,
 //! dotted text, a CRM export, a mailing list, repeated) are recorded first; then the sink
 //! gate of one call is timed:
 //! - `email_unproven`: `send_email` to an address never seen (token lookup, then a verbatim
 //!   search of the whole window that finds nothing: the worst case);
 //! - `email_tainted_in_deferred_text`: to an address near the end of the last CRM export,
 //!   whose tokens past the first 256 were not indexed: found by the search of the
-//!   deferred text (issue 21 §4);
+//!   deferred text;
 //! - `email_unproven_same_domain_as_deferred_text`: to an unseen address at a domain the
 //!   CRM export names about a hundred times per MiB (each occurrence checked);
 //! - `account_unproven`: `transfer_funds` to an account number never seen (the same);

@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 use crate::action::Part;
 use crate::eval::Decision;
 
-/// The JSON shape of issue 3 §4, exactly.
+/// The JSON shape `policy explain --json` documents (docs/policy.md), exactly: scripts read it.
 pub fn to_json(decision: &Decision) -> Value {
     let mut action = Map::new();
     if let Some(server) = &decision.action.server {
@@ -291,7 +291,7 @@ mod tests {
         }
     }
 
-    /// `"opaque": true` in JSON exactly where the text says `opaque: yes` (issue 21, 3h).
+    /// `"opaque": true` in JSON exactly where the text says `opaque: yes` (both forms agree).
     #[test]
     fn json_marks_opaque_parts_as_the_text_does() {
         let exact = Part::new(Operation::FsRead);

@@ -553,7 +553,7 @@ mod tests {
     }
 
     /// A quoted number is a string: `max_calls: "3"` gets exactly the located diagnostic of
-    /// `max_calls: true` (issue 21, 3g), and so does a quoted budget `max`.
+    /// `max_calls: true` (no silent coercion of a budget), and so does a quoted budget `max`.
     #[test]
     fn quoted_numbers_are_type_errors() {
         let head = "version: 1\ntools:\n  send_email:\n";

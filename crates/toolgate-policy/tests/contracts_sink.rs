@@ -1,5 +1,5 @@
-//! The sink gate, table-driven, with an adversarial test for every bypass named in issue 3
-//! §3: undeclared sink parameter, a tainted address hidden in a list, encoded addresses,
+//! The sink gate, table-driven, with an adversarial test for every known bypass:
+//! undeclared sink parameter, a tainted address hidden in a list, encoded addresses,
 //! look-alikes, a pack override that would drop the gate, `bob@corp.com.evil.net`, and the
 //! memory bound degrading to ask.
 #![allow(
@@ -685,7 +685,7 @@ fn destination_nested_under_another_argument_is_checked() {
     assert_eq!(r.effect, Effect::Allow, "{r:?}");
 }
 
-/// Issue 21 §3 i: a destination of a shape the token index does not recognise (an account
+/// A destination of a shape the token index does not recognise (an account
 /// number, a wallet address, a company name) that untrusted output named verbatim is
 /// tainted; the same shapes never seen, seen only inside a longer word, or too short to
 /// search stay unproven (ask).
@@ -782,7 +782,8 @@ fn the_verbatim_window_is_bounded() {
     assert_eq!(r.effect, Effect::Ask, "{}", r.reason);
 }
 
-/// Issue 21 §3 f: a repository slug in untrusted output taints an owner/repo pair, whatever
+/// A repository slug in untrusted output taints an owner/repo pair (a repository is a place
+/// to exfiltrate to), whatever
 /// the length of either half; a path in text does not.
 #[test]
 fn repository_slugs_are_destinations() {

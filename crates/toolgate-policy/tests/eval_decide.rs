@@ -1,6 +1,7 @@
 //! `Engine::decide` end to end (normalisation, contracts, rules): session approvals turn an
 //! ask (never a deny) into allow, every contributing result is recorded, determinism, and
-//! the bypasses of issue 3 §2 that rules must see through.
+//! the bypasses (symlinks, `..`, wrappers, compounds, disguised URLs) that rules must see
+//! through.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -85,7 +86,8 @@ fn deterministic_for_the_same_inputs() {
     assert_eq!(a, b);
 }
 
-/// Rules see through the bypasses issue 3 §2 names.
+/// Rules see through symlinks, `..`, wrappers, compounds, multi-file calls and disguised
+/// URLs: other spellings of the same path, command or host.
 #[test]
 fn bypasses_do_not_escape_deny_rules() {
     let e = engine(

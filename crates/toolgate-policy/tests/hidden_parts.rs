@@ -1,4 +1,5 @@
-//! Paths and commands that hide what they touch (issue 21 §1): `/proc` and `/dev/fd` links
+//! Paths and commands that hide what they touch (they must fail closed): `/proc` and
+//! `/dev/fd` links
 //! resolved for the server process, paths that cannot be canonicalised, ANSI-C quoting,
 //! substitutions, `eval`, variables as the command name, case-insensitive filesystems. A part
 //! that hides what it touches never takes `default: allow`, and every deny rule whose

@@ -1,5 +1,6 @@
 //! The git, fetch, slack, github and gdrive packs against the LIVE `tools/list` of the real
-//! servers they describe, at the pinned versions (issue #3):
+//! servers they describe, at the pinned versions (a pack that drifts from its server would
+//! silently lose its contracts):
 //!
 //! - PyPI `mcp-server-git` / `mcp-server-fetch`, pinned with every dependency in
 //!   `tests/requirements.txt` and installed into `tests/.venv`;

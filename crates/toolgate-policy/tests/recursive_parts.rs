@@ -1,4 +1,5 @@
-//! Recursive reads meet what lies beneath (issue 31, hole 3): `Grep` and `Glob` of the coding
+//! Recursive reads meet what lies beneath (else a search prints what `Read` may not): `Grep`
+//! and `Glob` of the coding
 //! agents, and the filesystem server's `search_files`, `directory_tree` and
 //! `list_directory_with_sizes`, reach beneath their directory. A deny rule matches when its
 //! pattern can match a path beneath it that the call's filters (`glob`, `type`, `pattern`)

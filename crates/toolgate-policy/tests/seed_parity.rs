@@ -1,4 +1,4 @@
-//! Seed parity (issue 21 §3): what users of Bouncer and ToolFence expect. Namespaced and
+//! Seed parity: what users of Bouncer and ToolFence expect. Namespaced and
 //! differently cased tool names, deletion tools, a tool named `git`, `git remote`, unusable
 //! destinations, allow rules for URLs passing the sink gate, and the starter policy's
 //! read-only tools.

@@ -1,4 +1,5 @@
-//! Shell commands are judged by the files they touch (issue 31): file operands, redirections
+//! Shell commands are judged by the files they touch (one policy for the shell and the
+//! editor: `cat` of a secret meets the rule that stops `Read`): file operands, redirections
 //! and `cd` become `fs.read` / `fs.write` / `fs.delete` parts, so the starter's deny rules
 //! that stop `Read` stop `cat` too; exact compounds are judged command by command; the
 //! starter allows read-only commands inside the workspace.

@@ -1,4 +1,4 @@
-//! `output: {trusted_fields: [...]}` on text content (issue 23, provenance from structure):
+//! `output: {trusted_fields: [...]}` on text content (provenance from structure):
 //! a JSON or YAML document in a text block is read field by field; paths with wildcards and
 //! nested objects; text that does not parse is untrusted as a whole; a value that a trusted
 //! field and an untrusted field of the same output both hold is untrusted unless

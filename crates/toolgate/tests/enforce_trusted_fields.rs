@@ -1,4 +1,5 @@
-//! `output: {trusted_fields}` on text content through `toolgate wrap` (issue 23): the demo
+//! `output: {trusted_fields}` on text content through `toolgate wrap` (provenance from the
+//! structure of a document a server returns as text): the demo
 //! server's `read_file` returns a JSON document as text; its trusted field vouches for a
 //! recipient, its free text taints one, and a text that is not a document is untrusted as a
 //! whole and says so on stderr.

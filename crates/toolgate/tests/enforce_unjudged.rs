@@ -1,4 +1,4 @@
-//! Issue 21, item 1: nothing reaches the server without a verdict.
+//! Nothing reaches the server without a verdict, however a sloppy server would read it.
 //!
 //! `toolgate wrap` in front of `sloppy_upstream`, a server that executes every
 //! `tools/call`, `resources/read` and `prompts/get` it can make out (with or without an id,

@@ -361,8 +361,9 @@ fn resource_text_feeds_the_taint_index() {
     assert!(!is_denied(&g.recv_response(&json!(3))));
 }
 
-/// Issue 21 §4: of a destination-dense output only the first tokens are indexed as it
-/// arrives; an address far past them is still found when a sink call names it.
+/// Of a destination-dense output only the first tokens are indexed as it arrives (indexing
+/// all of it would delay every later message); an address far past them is still found when
+/// a sink call names it.
 #[test]
 fn an_address_deep_in_a_dense_output_still_taints_the_sink_call() {
     let mut g = Gate::start(SEND_POLICY, &["--approval", "none"]);

@@ -4,7 +4,8 @@
 //! variants mixed in (secrets read through the shell or a search, toolgate's own files
 //! edited, the broker killed, hook events forged).
 //!
-//! The targets (issue 31, "How it is shown"):
+//! The targets (ordinary work must not train people to click "allow"; tampering must not
+//! rest on a human noticing):
 //! - reading, searching and editing inside the workspace, git reads and moving files inside
 //!   it: no ask and no deny;
 //! - commands that run project code (build, test, package managers, and `git add`/`git

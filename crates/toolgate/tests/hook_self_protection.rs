@@ -1,4 +1,5 @@
-//! toolgate protects itself from the agent it governs (issue 31): its own files are built-in
+//! toolgate protects itself from the agent it governs (an injected agent with a shell and an
+//! editor must not be able to switch it off): its own files are built-in
 //! deny rules no allow rule opens, a command that runs a toolgate executable (by name, path
 //! or a copy) or signals a toolgate process is denied, a forged `UserPromptSubmit` vouches for
 //! nothing, and the starter's bookkeeping rule covers only the client's own tools. Through

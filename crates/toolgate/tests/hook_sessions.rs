@@ -564,7 +564,8 @@ fn the_starter_policy_lets_the_agents_bookkeeping_through() {
     assert_eq!((r.code, decision(&r)), (Some(0), "ask".to_owned()), "{r:?}");
 }
 
-/// Issue 31, hole 3: a recursive search reads what lies beneath its directory. `Grep` for a
+/// A recursive search reads what lies beneath its directory, so it must meet the deny rules
+/// that protect what lies there, or it prints a key `Read` may not. `Grep` for a
 /// private key with `glob: "*.key"` in a project that holds `deploy/server.key` is denied by
 /// the starter's `protect-keys` (as `Read deploy/server.key` is); a search narrowed to the
 /// project's sources passes, and so does one without `path` in a directory with no key.

@@ -279,7 +279,7 @@ fn explain_json_shape_is_exact() {
 }
 
 /// `--json` marks exactly the parts the text form shows as `opaque: yes` with
-/// `"opaque": true` (issue 21, 3h).
+/// `"opaque": true` (a script reading the JSON must see what a person reading the text sees).
 #[test]
 fn explain_json_marks_opaque_parts_like_the_text() {
     let run = |json: bool| {
@@ -334,7 +334,7 @@ fn explain_json_marks_opaque_parts_like_the_text() {
 }
 
 /// An allow rule for a host and method makes `policy explain` say that it trusted the
-/// fetch pack's URL (issue 21, 3a).
+/// fetch pack's URL (a URL that passes the sink gate says which rule vouched for it).
 #[test]
 fn explain_says_an_allow_rule_trusted_a_url() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,5 +1,5 @@
 //! Deferred text: the tail of a large untrusted output whose tokens were not indexed as it
-//! arrived, searched for a destination when a sink call needs to know (issue 21 §4).
+//! arrived, searched for a destination when a sink call needs to know.
 //!
 //! Indexing a token costs a canonical form, a hash insertion and a place in the recency
 //! order: a few hundred nanoseconds. A destination-dense output (a CRM export, a mailing

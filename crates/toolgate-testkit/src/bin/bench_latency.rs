@@ -8,19 +8,20 @@
 //! `--suite all`):
 //!
 //! - `relay`: `ping`, a request toolgate does not intercept and passes through byte for byte:
-//!   p50/p99 round trip, calls/s, peak RSS (issue 2's relay targets);
+//!   p50/p99 round trip, calls/s, peak RSS (the relay's targets: added p50 ≤ 15 µs, p99
+//!   ≤ 100 µs, ≥ 50 000 calls/s, peak RSS ≤ 8 MB);
 //! - `allowed`: `tools/call` of a tool the policy allows: decision, pinning check, audit and
-//!   taint indexing of the result (issue 4: added p50 ≤ 25 µs, p99 ≤ 150 µs);
+//!   taint indexing of the result (enforcement's target: added p50 ≤ 25 µs, p99 ≤ 150 µs);
 //! - `denied`: `tools/call` of `blocked`, which the policy denies, so toolgate answers itself;
-//!   its round trip against the direct allowed call for reference (issue 4: p50 ≤ 20 µs);
+//!   its round trip against the direct allowed call for reference (target: p50 ≤ 20 µs);
 //! - `large`: calls returning 1 MiB of text (added p50 ≤ 2 ms including taint indexing) and
 //!   toolgate's VmRSS after the warm-up and after 1,000 such results (bounded);
 //! - `list`: a `tools/list` of 1,000 tools with realistic schemas (added ≤ 3 ms); toolgate pins
 //!   every definition, the first listing of a session (pins written) is reported apart;
 //! - `rest`: VmHWM and VmRSS of toolgate after `initialize` + `tools/list`, before any call
-//!   (issue 4: ≤ 10 MB);
-//! - `startup`: time from spawn to the `initialize` reply, median of fresh spawns (issue 2:
-//!   ≤ +10 ms).
+//!   (target: ≤ 10 MB);
+//! - `startup`: time from spawn to the `initialize` reply, median of fresh spawns (target:
+//!   ≤ +10 ms over the server's own).
 //!
 //! Without `--suite` it runs `allowed,startup` (the figures of the first version of this tool).
 //!
@@ -787,7 +788,7 @@ fn us(v: f64) -> String {
 }
 
 /// The p50 and p99 rows of a section timed in milliseconds; the p50 added by toolgate is
-/// held to `target_ms` (issue #4).
+/// held to `target_ms` (enforcement's latency target for that section).
 fn millisecond_rows(table: &mut Table, d: &Summary, v: &Summary, target_ms: f64) {
     let added50_ms = (v.p50_us - d.p50_us) / 1000.0;
     table.rows.push(
@@ -1165,7 +1166,8 @@ fn suite_large(setup: &Setup<'_>) -> anyhow::Result<Table> {
     Ok(table)
 }
 
-/// Issue 21 §4: the sink call right after a destination-dense result, to an address in the
+/// The sink call right after a destination-dense result (it must wait for no indexing it does
+/// not need: target ≤ 1 ms), to an address in the
 /// middle of it (past the tokens indexed as it arrives): `send_email` runs directly, and
 /// toolgate denies it as tainted. Each side alternates a dense result (untimed) and the
 /// timed sink call, in the same sessions as the large results before.

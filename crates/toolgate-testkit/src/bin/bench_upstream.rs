@@ -13,7 +13,8 @@
 //!   unique to the call, so a taint index sees new tokens every time. The prose is serialised
 //!   once; each call only splices in its id and first line.
 //!   With `--dense-result` every line of that text holds its own e-mail address and URL
-//!   instead (a CRM export: the destination-dense case of issue 21 §4), and the server
+//!   instead (a CRM export: the destination-dense case that must not delay later calls), and
+//!   the server
 //!   also lists `send_email` (`to`, `body`), the sink call that follows such a result.
 //! - `tools/call` of `blocked` (or `send_email`) returns the text `blocked ran` (`send_email
 //!   ran`): a benchmark that expects toolgate to deny that tool can tell when the call got
@@ -209,7 +210,7 @@ fn tools_list(tools: usize, dense: bool) -> anyhow::Result<String> {
         }),
     ];
     if dense {
-        // The sink call that follows a destination-dense result (issue 21 §4).
+        // The sink call that follows a destination-dense result, timed by `--large-dense`.
         list.push(json!({
             "name": "send_email",
             "description": "Sends an e-mail.",

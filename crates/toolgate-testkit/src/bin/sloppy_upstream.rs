@@ -1,6 +1,6 @@
 //! A deliberately sloppy MCP server: it executes every `tools/call`, `resources/read` and
 //! `prompts/get` it can make out, however it is spelled, and records each one it executed.
-//! It stands for the hand-written servers toolgate must protect too (the issue-21 tests).
+//! It stands for the hand-written servers toolgate must protect too (`enforce_unjudged`).
 //!
 //! What it is lenient about, each the habit of some real JSON-RPC stack:
 //! - lines end at `\n` *or* `\r` (Python's universal newlines, as in a `TextIOWrapper`);

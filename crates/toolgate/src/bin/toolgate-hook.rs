@@ -2,8 +2,9 @@
 //!
 //! A coding agent runs its hook command as a new process for every tool call. The `toolgate`
 //! executable carries the whole firewall, and merely loading it (its relocations, the pages of
-//! code the kernel maps around each one it runs) costs more memory than a hook may use (issue
-//! 23: ≤ 3 MB). This executable holds only what a hook does: read the event, ask the broker
+//! code the kernel maps around each one it runs) costs more memory than a hook may use (a hook
+//! runs for every tool call: ≤ 3 MB). This executable holds only what a hook does: read the
+//! event, ask the broker
 //! (starting `toolgate broker` from the `toolgate` beside it when none runs), print the
 //! client's answer. It shares that code with `toolgate hook`, which stays for users who run
 //! it, and `toolgate init --hooks` writes this executable when it is installed.
