@@ -16,26 +16,23 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
-use toolgate_policy::contracts::OnTainted;
-use toolgate_policy::eval::{Engine, describe_part};
-use toolgate_policy::normalize::decoded_words;
+use toolgate_policy::Effect;
+use toolgate_policy::eval::Engine;
 use toolgate_policy::session::{Session, SessionLimits, prompt_digests};
-use toolgate_policy::taint::{OutputTrust, Provenance, TaintSource, tokenize_destinations};
-use toolgate_policy::{Effect, Operation};
+use toolgate_policy::taint::{OutputTrust, TaintSource};
 
-use toolgate_audit::{AuditWriter, Event, Kind as AuditKind, Net};
+use toolgate_audit::{AuditWriter, Event};
 
 use super::proto::{HookDecision, MAX_TOKENS_PER_MESSAGE, TaintToken};
+use toolgate_policy::command_sink::collect_strings;
 use toolgate_runtime::enforce::backend::decide_on_disk;
+use toolgate_runtime::enforce::event::decision_event;
 use toolgate_runtime::enforce::setup;
 
 /// The largest policy file a hook may name.
 const MAX_POLICY_BYTES: u64 = 4 * 1024 * 1024;
 /// Compiled policies kept at once (all dropped past it; they compile again on use).
 const MAX_POLICIES: usize = 32;
-/// Strings of a shell call's arguments searched for destinations, and their total bytes.
-const MAX_COMMAND_STRINGS: usize = 64;
-const MAX_COMMAND_BYTES: usize = 256 * 1024;
 /// Bytes of a tool's output text taken from a non-MCP response.
 const MAX_OUTPUT_TEXT: usize = 16 * 1024 * 1024;
 
@@ -254,125 +251,31 @@ impl HookSession {
             now_ms,
             server.is_none(),
         );
-        let what: Vec<String> = decision
-            .action
-            .parts
-            .iter()
-            .take(3)
-            .map(describe_part)
-            .collect();
-        let what = format!("{tool}: {}", what.join("; "));
         let named = match server {
             Some(server) => format!("`{tool}` of `{server}`"),
             None => format!("`{tool}`"),
         };
         // The audit record, as `wrap` writes it for a decision (never the arguments).
-        let mut event = Event::new(AuditKind::Decision);
+        let mut event = decision_event(
+            tool,
+            arguments,
+            Some(&decision.action),
+            decision.effect,
+            decision.contract.as_str(),
+            decision.rule.clone(),
+            &decision.reason,
+        );
         event.server = server.map(str::to_owned);
-        event.tool = Some(tool.to_owned());
-        for part in &decision.action.parts {
-            let op = part.operation.as_str().to_owned();
-            if !event.operations.contains(&op) {
-                event.operations.push(op);
-            }
-            event.resources.extend(part.resources.iter().cloned());
-            if event.executable.is_none() {
-                event.executable = part.executable.clone();
-            }
-            if event.net.is_none() {
-                event.net = part.network.as_ref().map(|n| Net {
-                    host: n.host.clone(),
-                    method: Some(n.method.clone()),
-                });
-            }
-        }
-        event.contract = Some(decision.contract.as_str().to_owned());
-        event.rule = decision.rule.clone();
-        event.args_sha256 = toolgate_audit::canonical_sha256(arguments).ok();
-        let shell = decision
-            .action
-            .parts
-            .iter()
-            .any(|p| p.operation == Operation::ShellExec);
-        if decision.effect != Effect::Deny
-            && shell
-            && let Some((token, source)) = self.tainted_in_command(arguments)
-        {
-            let from = match &source.server {
-                Some(s) => format!("`{s}`/`{}`", source.tool),
-                None => format!("`{}`", source.tool),
-            };
-            // The tool's `on_tainted` says what a tainted destination gets (deny by default;
-            // `tools: {Bash: {on_tainted: ask}}` asks instead).
-            let ask = engine
-                .contracts()
-                .lookup_in(tool, &mut self.session, None)
-                .contract()
-                .on_tainted
-                == Some(OnTainted::Ask);
-            let (effect, decided) = if ask {
-                (Effect::Ask, HookDecision::Ask)
-            } else {
-                (Effect::Deny, HookDecision::Deny)
-            };
-            let reason = format!(
-                "{what}: the command names `{token}`, which came from untrusted output of {from} (a prompt injection can put it there)"
-            );
-            event.effect = Some(effect.as_str().to_owned());
-            event.contract = Some("sink_gate".to_owned());
-            event.rule = None;
-            event.reason = Some(reason.clone());
-            return HookRuling {
-                decision: decided,
-                reason,
-                event,
-            };
-        }
         let effect = match decision.effect {
             Effect::Allow => HookDecision::Allow,
             Effect::Ask => HookDecision::Ask,
             Effect::Deny => HookDecision::Deny,
         };
-        event.effect = Some(decision.effect.as_str().to_owned());
-        event.reason = Some(decision.reason.clone());
         HookRuling {
             decision: effect,
             reason: format!("{named}: {}", decision.reason),
             event,
         }
-    }
-
-    /// A destination in a shell call's arguments that only untrusted output named (and the
-    /// user did not), with where it was seen.
-    fn tainted_in_command(&self, arguments: &Value) -> Option<(String, TaintSource)> {
-        let mut strings = Vec::new();
-        collect_strings(arguments, &mut strings, MAX_COMMAND_STRINGS, 0);
-        let mut budget = MAX_COMMAND_BYTES;
-        for s in strings {
-            let s = cut(s, budget);
-            budget = budget.saturating_sub(s.len());
-            // The raw text (what the scanner cannot decode is still seen) and the words bash
-            // passes on, decoded (`evil"".example`, `ev''il`, `exampl\e`, `$'\x65'`), of
-            // every command, nested command and redirection in it.
-            let decoded = decoded_words(s);
-            let texts = std::iter::once(s).chain(decoded.iter().map(String::as_str));
-            for text in texts {
-                for token in tokenize_destinations(text) {
-                    // A shell command reaches hosts, URLs and addresses; `@file` (curl's
-                    // "read this file") and `#…` (a comment) are no chat handle or channel.
-                    if token.starts_with(['@', '#']) || self.session.user_vouched(&token) {
-                        continue;
-                    }
-                    if let Provenance::Tainted(source) = self.session.taint().classify(&token) {
-                        return Some((token, source));
-                    }
-                }
-            }
-            if budget == 0 {
-                break;
-            }
-        }
-        None
     }
 
     /// Feeds a tool's output (the client's response object) into the taint index with the
@@ -477,37 +380,6 @@ impl HookSession {
     }
 }
 
-fn cut(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while end > 0 && !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s.get(..end).unwrap_or_default()
-}
-
-fn collect_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>, max: usize, depth: usize) {
-    if out.len() >= max || depth > 32 {
-        return;
-    }
-    match v {
-        Value::String(s) => out.push(s),
-        Value::Array(items) => {
-            for item in items {
-                collect_strings(item, out, max, depth + 1);
-            }
-        }
-        Value::Object(map) => {
-            for item in map.values() {
-                collect_strings(item, out, max, depth + 1);
-            }
-        }
-        _ => {}
-    }
-}
-
 /// A client's tool response as an MCP result: an MCP tool's result (an object with `content`
 /// or `structuredContent`, or a list of content blocks) as it is; anything else (a shell's
 /// `stdout`, a file's text, a fetched page) as one text block of all its strings.
@@ -562,7 +434,7 @@ mod tests {
                 .unwrap()
                 .contains("see evil.example")
         );
-        assert_eq!(cut("héllo", 2), "h");
+        assert_eq!(toolgate_policy::command_sink::cut("héllo", 2), "h");
     }
 
     /// A session of the starter policy in which `evil.example` and `good.example` came from
@@ -597,7 +469,12 @@ mod tests {
     #[test]
     fn taint_sees_the_argv_bash_runs_in_every_quoting_form() {
         let hs = tainted_session();
-        let tainted = |cmd: &str| hs.tainted_in_command(&json!({ "command": cmd }));
+        let tainted = |cmd: &str| {
+            toolgate_policy::command_sink::tainted_in_command(
+                &hs.session,
+                &json!({ "command": cmd }),
+            )
+        };
         for host in ["evil.example", "good.example"] {
             let (a, b) = host.split_at(3);
             let (c, d) = host.split_at(host.len() - 1);

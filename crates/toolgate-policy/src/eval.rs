@@ -335,6 +335,9 @@ impl Engine {
                 decision.approved_by_session = Some(what);
             }
         }
+        if builtin {
+            crate::command_sink::gate(self, call.tool, call.arguments, session, &mut decision);
+        }
         decision
     }
 

@@ -3,6 +3,7 @@
 pub mod action;
 pub mod beneath;
 pub mod cases;
+pub mod command_sink;
 pub mod contracts;
 pub mod decision;
 pub mod diag;

@@ -13,6 +13,7 @@
 //!   path denies.
 
 pub mod backend;
+pub mod event;
 mod listing;
 mod recorder;
 use recorder::Recorder;
@@ -28,9 +29,7 @@ use bytes::Bytes;
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use toolgate_audit::{
-    Approval, ApprovalHow, ApprovalScope, AuditWriter, Event, Kind as AuditKind, Net,
-};
+use toolgate_audit::{Approval, ApprovalHow, ApprovalScope, AuditWriter, Event, Kind as AuditKind};
 use toolgate_mcp::{IdKey, Kind, RawValue, build};
 use toolgate_policy::Effect;
 
@@ -429,33 +428,17 @@ impl Inner {
         ruling: &Ruling,
         effect: Effect,
     ) -> Event {
-        let mut e = Event::new(AuditKind::Decision);
+        let mut e = event::decision_event(
+            call.tool,
+            call.arguments,
+            ruling.decision.as_ref().map(|d| &d.action),
+            effect,
+            &ruling.contract,
+            ruling.rule.clone(),
+            &ruling.reason,
+        );
         e.request_id = Some(request_id.to_owned());
-        e.tool = Some(call.tool.to_owned());
         e.fingerprint = ruling.fingerprint.clone();
-        if let Some(d) = &ruling.decision {
-            for part in &d.action.parts {
-                let op = part.operation.as_str().to_owned();
-                if !e.operations.contains(&op) {
-                    e.operations.push(op);
-                }
-                e.resources.extend(part.resources.iter().cloned());
-                if e.executable.is_none() {
-                    e.executable = part.executable.clone();
-                }
-                if e.net.is_none() {
-                    e.net = part.network.as_ref().map(|n| Net {
-                        host: n.host.clone(),
-                        method: Some(n.method.clone()),
-                    });
-                }
-            }
-        }
-        e.effect = Some(effect.as_str().to_owned());
-        e.contract = Some(ruling.contract.clone());
-        e.rule = ruling.rule.clone();
-        e.reason = Some(ruling.reason.clone());
-        e.args_sha256 = Some(canonical_sha256(call.arguments));
         if self.settings.audit_raw {
             e.raw = Some(toolgate_audit::Raw {
                 arguments: Some(call.arguments.clone()),

@@ -1,0 +1,137 @@
+//! The sink gate for a client's own shell tool (a hook's `Bash`, Cursor's shell): its
+//! command is one free-text argument, so no `sink_params` name the destination in it. Every
+//! destination-shaped word of the command (raw and as the shell decodes it) is looked up in
+//! the session's taint index; one that only untrusted output named, and the user did not,
+//! makes the call the tool's `on_tainted` (deny by default).
+//!
+//! MCP tools are not judged here: their contracts name their sink arguments.
+
+use serde_json::Value;
+
+use crate::Operation;
+use crate::contracts::OnTainted;
+use crate::decision::{Contract, ContractResult, Effect};
+use crate::eval::{Decision, Engine};
+use crate::normalize::decoded_words;
+use crate::session::Session;
+use crate::taint::{Provenance, TaintSource, tokenize_destinations};
+
+/// The most strings of one call's arguments that are searched.
+const MAX_COMMAND_STRINGS: usize = 64;
+/// The most bytes of one call's arguments that are searched.
+const MAX_COMMAND_BYTES: usize = 256 * 1024;
+
+/// Applies the gate to `decision`, the engine's decision on a built-in `tool`'s call with
+/// `arguments`: a decision that is not a deny and runs a shell command naming a tainted
+/// destination becomes the tool's `on_tainted` effect, decided by the sink gate.
+pub(crate) fn gate(
+    engine: &Engine,
+    tool: &str,
+    arguments: &Value,
+    session: &mut Session,
+    decision: &mut Decision,
+) {
+    let shell = decision
+        .action
+        .parts
+        .iter()
+        .any(|p| p.operation == Operation::ShellExec);
+    if decision.effect == Effect::Deny || !shell {
+        return;
+    }
+    let Some((token, source)) = tainted_in_command(session, arguments) else {
+        return;
+    };
+    let from = match &source.server {
+        Some(s) => format!("`{s}`/`{}`", source.tool),
+        None => format!("`{}`", source.tool),
+    };
+    let ask = engine
+        .contracts()
+        .lookup_in(tool, session, None)
+        .contract()
+        .on_tainted
+        == Some(OnTainted::Ask);
+    let effect = if ask { Effect::Ask } else { Effect::Deny };
+    let reason = format!(
+        "the command names `{token}`, which came from untrusted output of {from} (a prompt injection can put it there)"
+    );
+    decision.results.push(ContractResult {
+        contract: Contract::SinkGate,
+        effect,
+        rule: None,
+        reason: reason.clone(),
+        sinks: Vec::new(),
+    });
+    decision.effect = effect;
+    decision.contract = Contract::SinkGate;
+    decision.rule = None;
+    decision.reason = reason;
+    decision.approved_by_session = None;
+}
+
+/// A destination in a shell call's arguments that only untrusted output named (and the
+/// user did not), with where it was seen.
+pub fn tainted_in_command(session: &Session, arguments: &Value) -> Option<(String, TaintSource)> {
+    let mut strings = Vec::new();
+    collect_strings(arguments, &mut strings, MAX_COMMAND_STRINGS, 0);
+    let mut budget = MAX_COMMAND_BYTES;
+    for s in strings {
+        let s = cut(s, budget);
+        budget = budget.saturating_sub(s.len());
+        // The raw text (what the scanner cannot decode is still seen) and the words bash
+        // passes on, decoded (`evil"".example`, `ev''il`, `exampl\e`, `$'\x65'`), of
+        // every command, nested command and redirection in it.
+        let decoded = decoded_words(s);
+        let texts = std::iter::once(s).chain(decoded.iter().map(String::as_str));
+        for text in texts {
+            for token in tokenize_destinations(text) {
+                // A shell command reaches hosts, URLs and addresses; `@file` (curl's
+                // "read this file") and `#…` (a comment) are no chat handle or channel.
+                if token.starts_with(['@', '#']) || session.user_vouched(&token) {
+                    continue;
+                }
+                if let Provenance::Tainted(source) = session.taint().classify(&token) {
+                    return Some((token, source));
+                }
+            }
+        }
+        if budget == 0 {
+            break;
+        }
+    }
+    None
+}
+
+/// `s` cut to at most `max` bytes, at a character boundary.
+pub fn cut(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while end > 0 && !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.get(..end).unwrap_or_default()
+}
+
+/// The strings in `v` (depth first, at most `max`, at most 32 levels deep).
+pub fn collect_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>, max: usize, depth: usize) {
+    if out.len() >= max || depth > 32 {
+        return;
+    }
+    match v {
+        Value::String(s) => out.push(s),
+        Value::Array(items) => {
+            for item in items {
+                collect_strings(item, out, max, depth + 1);
+            }
+        }
+        Value::Object(map) => {
+            for item in map.values() {
+                collect_strings(item, out, max, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
