@@ -380,7 +380,10 @@ pub fn verify_reader<R: Read>(reader: R) -> std::io::Result<Verification> {
     Ok(v)
 }
 
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site; a struct would only rename the arguments"
+)]
 fn classify(
     fields: &ChainFields,
     is_header: bool,

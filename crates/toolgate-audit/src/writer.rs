@@ -583,7 +583,10 @@ fn new_chain_id() -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(
+        clippy::unwrap_used,
+        reason = "tests: a failed expectation should stop the test with its message"
+    )]
 
     use std::io::Write;
     use std::os::unix::fs::MetadataExt;

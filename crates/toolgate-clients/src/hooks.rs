@@ -770,7 +770,11 @@ fn remove_items(container: Range, ranges: &[Range], drop: &[bool]) -> Vec<Splice
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![allow(
+        clippy::unwrap_used,
+        clippy::indexing_slicing,
+        reason = "tests: a failed expectation should stop the test with its message"
+    )]
 
     use super::*;
 

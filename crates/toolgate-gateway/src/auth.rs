@@ -975,7 +975,8 @@ mod ring_provider {
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
-    clippy::indexing_slicing
+    clippy::indexing_slicing,
+    reason = "tests: a failed expectation should stop the test with its message"
 )]
 mod tests {
     use super::*;

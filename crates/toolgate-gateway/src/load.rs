@@ -854,7 +854,8 @@ pub fn key_from_text(text: &str) -> Result<[u8; 32], String> {
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
-    clippy::indexing_slicing
+    clippy::indexing_slicing,
+    reason = "tests: a failed expectation should stop the test with its message"
 )]
 mod tests {
     use super::*;

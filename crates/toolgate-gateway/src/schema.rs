@@ -164,7 +164,8 @@ pub fn gateway_schema_text() -> String {
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
-    clippy::indexing_slicing
+    clippy::indexing_slicing,
+    reason = "tests: a failed expectation should stop the test with its message"
 )]
 mod tests {
     use std::collections::BTreeSet;

@@ -89,7 +89,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 const RESUME_WITHIN: Duration = Duration::from_secs(30);
 
 impl Gateway {
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one call site; a struct would only rename the arguments"
+    )]
     pub fn new(
         replica: String,
         secret: [u8; 32],
@@ -439,7 +442,10 @@ const REVISIONS: [&str; 5] = [
 /// Refuses what the transport forbids before anything else is read: an `Origin` that is not
 /// the gateway's own (DNS rebinding: a web page in a browser reaching a gateway on the
 /// user's network), and a protocol revision the gateway does not carry.
-#[allow(clippy::result_large_err)] // a handler's early answer, returned once per request
+#[allow(
+    clippy::result_large_err,
+    reason = "a handler's early answer, returned once per request"
+)]
 fn check_transport(loaded: &Loaded, headers: &HeaderMap) -> Result<(), Response> {
     if let Some(origin) = headers.get(header::ORIGIN) {
         let ours = url::Url::parse(&loaded.config.public_url)

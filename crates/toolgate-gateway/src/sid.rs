@@ -106,7 +106,10 @@ impl IdSealer {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(
+        clippy::unwrap_used,
+        reason = "tests: a failed expectation should stop the test with its message"
+    )]
     use super::*;
 
     fn info() -> SessionInfo {

@@ -224,7 +224,11 @@ fn any_needs_escape(eight: &[u8]) -> bool {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        reason = "tests: a failed expectation should stop the test with its message"
+    )]
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;

@@ -390,7 +390,12 @@ fn utf16_cmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        reason = "tests: a failed expectation should stop the test with its message"
+    )]
     use super::*;
     use crate::{canonical_sha256, canonical_sha256_of_json};
     use proptest::prelude::*;

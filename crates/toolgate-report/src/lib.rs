@@ -938,7 +938,10 @@ fn suggestions(a: &AuditFigures, loaded: &LoadedPolicy) -> Vec<Suggestion> {
 
 #[cfg(test)]
 mod output_trust_tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(
+        clippy::unwrap_used,
+        reason = "tests: a failed expectation should stop the test with its message"
+    )]
 
     use super::*;
 

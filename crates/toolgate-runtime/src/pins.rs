@@ -113,7 +113,6 @@ pub fn default_dir() -> Result<PathBuf, PinError> {
 /// What changed between a pinned definition and a new one, one line per difference, in
 /// the fingerprinted fields only: `description: "old" → "new"`,
 /// `inputSchema.properties.bcc: added {"type":"string"}`. At most `limit` lines.
-#[allow(dead_code)] // called by the proxy to explain a changed tool
 pub fn describe_change(old: &Value, new: &Value, limit: usize) -> Vec<String> {
     let mut out = Vec::new();
     for field in FINGERPRINT_FIELDS {
@@ -382,7 +381,10 @@ impl PinStore {
 
     /// Every server with pins, by name, with its pins. Damaged files are returned as errors
     /// in place so one bad file does not hide the others.
-    #[allow(clippy::type_complexity)]
+    #[allow(
+        clippy::type_complexity,
+        reason = "a one-off shape, named where it is used"
+    )]
     pub fn all(
         &self,
     ) -> Result<Vec<(String, Result<BTreeMap<String, PinnedTool>, PinError>)>, PinError> {

@@ -926,7 +926,10 @@ impl Store for RedisStore {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(
+        clippy::unwrap_used,
+        reason = "tests: a failed expectation should stop the test with its message"
+    )]
     use super::*;
 
     #[test]

@@ -240,7 +240,10 @@ fn connect_or_start(
 
 /// Sends one event to the broker of `layout` and returns its verdict; any failure is a
 /// reason (the hook denies with it).
-#[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site; a struct would only rename them"
+)]
 pub fn ask(
     layout: &Layout,
     session: &str,

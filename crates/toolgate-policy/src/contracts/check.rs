@@ -579,7 +579,10 @@ impl Contracts {
     /// [`Contracts::check_in`] with the tool's contract already resolved, by
     /// [`Contracts::lookup_in`] (the session's pinned definition, else the call's), and the
     /// engine's test of which allow rule trusts a destination (for the sink gate).
-    #[allow(clippy::too_many_arguments)] // one call site (the engine); a struct would only rename them
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one call site (the engine); a struct would only rename them"
+    )]
     pub(crate) fn check_resolved(
         &self,
         call: &ToolCall,

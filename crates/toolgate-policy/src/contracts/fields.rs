@@ -267,7 +267,11 @@ impl<'de> Visitor<'de> for Unique {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![allow(
+        clippy::unwrap_used,
+        clippy::indexing_slicing,
+        reason = "tests: a failed expectation should stop the test with its message"
+    )]
 
     use super::*;
     use serde_json::json;

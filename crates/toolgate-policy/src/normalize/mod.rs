@@ -1089,7 +1089,10 @@ impl<'c> ShellOut<'c> {
     }
 
     /// A file operand of a known command.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one call site; a struct would only rename the arguments"
+    )]
     fn file(
         &mut self,
         op: Operation,

@@ -5,10 +5,6 @@
 //! every request the proxy blocks gets a reply; stdout carries only protocol frames;
 //! per-direction order is kept; a parked decision never blocks other traffic.
 
-// The seam's full API (watch tags, parking, proxy-originated requests) is consumed by
-// the enforcement layer; until that lands, parts of it are used only by tests.
-#![allow(dead_code, unused_imports)]
-
 pub mod intercept;
 pub mod lines;
 mod pipes;

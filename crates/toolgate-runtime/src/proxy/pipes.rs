@@ -20,9 +20,6 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 /// The largest buffer toolgate asks for.
 pub(crate) const MAX: usize = 1 << 20;
 
-/// The buffer of a pipe nobody has resized.
-const DEFAULT: usize = 64 * 1024;
-
 /// One pipe end of toolgate's and the size of its buffer.
 #[derive(Debug)]
 pub(crate) struct PipeGrowth {
@@ -152,7 +149,8 @@ mod tests {
         // The duplicate keeps the pipe open; make the resize fail by replacing the
         // duplicate with a descriptor that is not a pipe.
         growth.fd = Some(tempfile::tempfile().unwrap().into());
-        growth.fit(2 * DEFAULT);
+        // Twice a pipe's default 64 KiB buffer.
+        growth.fit(2 * 64 * 1024);
         assert!(growth.fd.is_none(), "gave up after the failure");
         assert_eq!(growth.capacity(), MAX);
     }

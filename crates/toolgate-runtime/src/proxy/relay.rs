@@ -1577,7 +1577,12 @@ fn random_u64() -> u64 {
 
 #[cfg(test)]
 mod frame_writer_tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        reason = "tests: a failed expectation should stop the test with its message"
+    )]
     use super::{FrameWriter, PipeGrowth};
     use std::time::Duration;
     use tokio::io::AsyncReadExt;

@@ -3,7 +3,7 @@
 //!
 //! A terminal UI by default; `--plain` prints one line per event and reads decisions as lines
 //! (`o 3`, `s 3`, `d 3`); `--json` prints the queue; `--id N --decision D` decides one request.
-#![allow(clippy::print_stdout)]
+#![allow(clippy::print_stdout, reason = "this command's output is its stdout")]
 
 use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;

@@ -2,7 +2,7 @@
 //!
 //! Exit codes: 0 when the log is intact, 1 when its chain is broken (with the located
 //! problem on stderr), 2 when it cannot be read at all.
-#![allow(clippy::print_stdout)]
+#![allow(clippy::print_stdout, reason = "this command's output is its stdout")]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

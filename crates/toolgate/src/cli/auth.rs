@@ -407,7 +407,10 @@ async fn logout(url: &str, secret_env: Option<&str>, net: &NetArgs) -> anyhow::R
     Ok(code)
 }
 
-#[allow(clippy::print_stderr)]
+#[allow(
+    clippy::print_stderr,
+    reason = "a message for the person at the terminal"
+)]
 fn eprintln_warning(message: &str) {
     eprintln!("toolgate: warning: {message}");
 }

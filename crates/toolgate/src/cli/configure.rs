@@ -1,6 +1,6 @@
 //! One `init` or `unwrap` run: find the files, plan the edits, show the diff,
 //! confirm, write.
-#![allow(clippy::print_stdout)]
+#![allow(clippy::print_stdout, reason = "this command's output is its stdout")]
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::PathBuf;

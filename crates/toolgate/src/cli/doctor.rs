@@ -1,5 +1,5 @@
 //! `toolgate doctor`: is everything in place? PASS / WARN / FAIL lines; exit 1 on any FAIL.
-#![allow(clippy::print_stdout)]
+#![allow(clippy::print_stdout, reason = "this command's output is its stdout")]
 
 use std::ffi::OsString;
 use std::path::PathBuf;

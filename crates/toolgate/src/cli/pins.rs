@@ -1,5 +1,5 @@
 //! `toolgate pins list|forget`: the tool definitions trusted on first use.
-#![allow(clippy::print_stdout)]
+#![allow(clippy::print_stdout, reason = "this command's output is its stdout")]
 
 use std::process::ExitCode;
 

@@ -1,6 +1,6 @@
 //! `toolgate policy init|check|explain|test|schema`: write, validate, explain and
 //! regression-test policies.
-#![allow(clippy::print_stdout)]
+#![allow(clippy::print_stdout, reason = "this command's output is its stdout")]
 
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};

@@ -227,7 +227,11 @@ async fn respond(stream: &mut TcpStream, status: u16, message: &str) -> std::io:
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "tests: a failed expectation should stop the test with its message"
+)]
 mod tests {
     use super::*;
 

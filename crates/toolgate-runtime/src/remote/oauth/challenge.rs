@@ -197,7 +197,11 @@ fn is_tchar(b: u8) -> bool {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "tests: a failed expectation should stop the test with its message"
+)]
 mod tests {
     use super::*;
 

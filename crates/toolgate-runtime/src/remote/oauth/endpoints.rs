@@ -314,7 +314,10 @@ pub fn authorization_url(meta: &AuthServer, req: &AuthorizationRequest<'_>) -> a
 }
 
 /// Exchanges an authorization code (with its PKCE verifier) for tokens.
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site; a struct would only rename the arguments"
+)]
 pub async fn exchange_code(
     http: &reqwest::Client,
     token_endpoint: &str,
@@ -416,7 +419,10 @@ pub async fn revoke(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed expectation should stop the test with its message"
+)]
 mod tests {
     use super::*;
 

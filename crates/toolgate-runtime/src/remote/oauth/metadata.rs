@@ -295,7 +295,11 @@ pub async fn discover(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "tests: a failed expectation should stop the test with its message"
+)]
 mod tests {
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};

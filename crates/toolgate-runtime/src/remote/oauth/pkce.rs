@@ -24,7 +24,10 @@ pub fn s256(verifier: &str) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed expectation should stop the test with its message"
+)]
 mod tests {
     use super::*;
 

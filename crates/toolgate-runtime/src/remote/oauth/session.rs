@@ -509,7 +509,10 @@ impl OAuthAuthorizer {
             },
         )
         .map_err(failed)?;
-        #[allow(clippy::print_stderr)]
+        #[allow(
+            clippy::print_stderr,
+            reason = "a message for the person at the terminal"
+        )]
         {
             eprintln!(
                 "toolgate: to authorize access to `{}`, open this URL in a browser (waiting {}s):\n  {url}",
@@ -734,7 +737,10 @@ fn open_browser(url: &Url) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed expectation should stop the test with its message"
+)]
 mod tests {
     use super::*;
 

@@ -358,7 +358,11 @@ fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "tests: a failed expectation should stop the test with its message"
+)]
 mod tests {
     use std::os::unix::fs::PermissionsExt as _;
 
