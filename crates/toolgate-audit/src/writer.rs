@@ -63,7 +63,7 @@ pub struct Appended {
 }
 
 #[derive(Debug)]
-struct State {
+struct OpenLog {
     file: File,
     chain: Chain,
     clock: Clock,
@@ -111,7 +111,7 @@ struct Chain {
 pub struct AuditWriter {
     path: PathBuf,
     options: WriterOptions,
-    state: Mutex<State>,
+    state: Mutex<OpenLog>,
     warnings: Vec<String>,
 }
 
@@ -219,7 +219,7 @@ impl AuditWriter {
                 meta.mode() & 0o777
             ));
         }
-        let state = State {
+        let state = OpenLog {
             file,
             chain: Chain {
                 len: u64::MAX,

@@ -15,11 +15,11 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::paths::{self, Layout};
 use super::proto::{
-    self, Decision, ErrorCode, FromBroker, Role, SharedApproval, SharedAttempt, TaintToken,
-    ToBroker, VERSION, Withdrawal,
+    self, Choice, ErrorCode, FromBroker, Role, SharedApproval, SharedAttempt, TaintToken, ToBroker,
+    VERSION, Withdrawal,
 };
 use toolgate_runtime::approval::question::question_of;
-use toolgate_runtime::approval::{Answer, AnswerFuture, ApprovalChannel, Prompt};
+use toolgate_runtime::approval::{Answer, AnswerFuture, ApprovalChannel, Question};
 
 /// How long connecting and the hello exchange may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -494,9 +494,9 @@ impl BrokerChannel {
                     }) => {
                         if let Some(waiter) = lock(&r_waiters).remove(&id) {
                             let _ = waiter.send(match decision {
-                                Decision::AllowOnce => Answer::AllowOnce,
-                                Decision::AllowSession => Answer::AllowSession,
-                                Decision::Deny => Answer::Deny(reason),
+                                Choice::AllowOnce => Answer::AllowOnce,
+                                Choice::AllowSession => Answer::AllowSession,
+                                Choice::Deny => Answer::Deny(reason),
                             });
                         }
                     }
@@ -608,7 +608,7 @@ impl ApprovalChannel for BrokerChannel {
         self.forced || std::fs::symlink_metadata(&self.layout.socket).is_ok()
     }
 
-    fn ask<'a>(&'a self, prompt: &'a Prompt, timeout: Duration) -> AnswerFuture<'a> {
+    fn ask<'a>(&'a self, prompt: &'a Question, timeout: Duration) -> AnswerFuture<'a> {
         Box::pin(async move {
             let link = match self.link().await {
                 Ok(link) => link,

@@ -16,7 +16,7 @@ use toolgate_store::{Cursor, EmbeddedStore};
 use super::hooks::{Audits, HookSession, Policies};
 use super::paths::{self, Layout};
 use super::proto::{
-    self, Decision, ErrorCode, FromBroker, HookDecision, HookEvent, MAX_PENDING_PER_PROXY,
+    self, Choice, ErrorCode, FromBroker, HookEffect, HookEvent, MAX_PENDING_PER_PROXY,
     MAX_TIMEOUT_MS, Pending, Question, Role, SharedApproval, SharedAttempt, TaintToken, ToBroker,
     VERSION, Withdrawal,
 };
@@ -300,7 +300,7 @@ fn process_start_ms(pid: u32) -> Option<u64> {
 }
 
 #[derive(Default)]
-struct State {
+struct BrokerState {
     next_conn: u64,
     next_request: u64,
     conns: HashMap<u64, Conn>,
@@ -318,7 +318,7 @@ struct State {
     store_replaced: bool,
 }
 
-impl State {
+impl BrokerState {
     fn broadcast(&self, message: &FromBroker) {
         for conn in self.conns.values().filter(|c| c.role == Role::Approver) {
             let _ = conn.tx.send(message.clone());
@@ -535,7 +535,7 @@ impl State {
         workspace: &std::path::Path,
         audit: &std::path::Path,
         event: HookEvent,
-    ) -> (HookDecision, String) {
+    ) -> (HookEffect, String) {
         // An MCP tool of a server that a proxy of this session wraps is decided once, there;
         // its output is indexed there too (and shared with this session).
         let (HookEvent::Before {
@@ -557,7 +557,7 @@ impl State {
                 && c.server.as_deref() == Some(server.as_str())
         }) {
             return (
-                HookDecision::Abstain,
+                HookEffect::Abstain,
                 format!(
                     "`{tool}` of `{server}` is decided by the `toolgate wrap` proxy of `{server}` in this session"
                 ),
@@ -566,7 +566,7 @@ impl State {
         self.hook_decide(key, policy, workspace, audit, event)
     }
 
-    /// [`State::hook`] for an event no proxy of the session takes care of.
+    /// [`BrokerState::hook`] for an event no proxy of the session takes care of.
     fn hook_decide(
         &mut self,
         key: &str,
@@ -574,10 +574,10 @@ impl State {
         workspace: &std::path::Path,
         audit: &std::path::Path,
         event: HookEvent,
-    ) -> (HookDecision, String) {
+    ) -> (HookEffect, String) {
         let engine = match self.policies.get(policy, workspace, audit) {
             Ok(engine) => engine,
-            Err(reason) => return (HookDecision::Deny, reason),
+            Err(reason) => return (HookEffect::Deny, reason),
         };
         let starts = matches!(event, HookEvent::SessionStart {});
         let shared = self.session_named(key.to_owned());
@@ -618,7 +618,7 @@ impl State {
         if let Some(settled) = settled
             && let Err(why) = self.save(key, &[settled], &[])
         {
-            return (HookDecision::Deny, why);
+            return (HookEffect::Deny, why);
         }
         let Some(hook) = self
             .sessions
@@ -626,7 +626,7 @@ impl State {
             .and_then(|shared| shared.hook.as_mut())
         else {
             return (
-                HookDecision::Deny,
+                HookEffect::Deny,
                 "internal error: the agent session has no hook state".to_owned(),
             );
         };
@@ -641,18 +641,18 @@ impl State {
         self.hook_event(key, &engine, audit, event)
     }
 
-    /// [`State::hook_decide`] once the session's hook state exists.
+    /// [`BrokerState::hook_decide`] once the session's hook state exists.
     fn hook_event(
         &mut self,
         key: &str,
         engine: &Arc<toolgate_policy::eval::Engine>,
         audit: &std::path::Path,
         event: HookEvent,
-    ) -> (HookDecision, String) {
+    ) -> (HookEffect, String) {
         let engine = engine.as_ref();
         let Some(hook) = self.sessions.get_mut(key).and_then(|s| s.hook.as_mut()) else {
             return (
-                HookDecision::Deny,
+                HookEffect::Deny,
                 "internal error: the agent session has no hook state".to_owned(),
             );
         };
@@ -677,13 +677,13 @@ impl State {
                     },
                 });
                 let mut tokens = Vec::new();
-                if let Some(output) = output.filter(|_| ruling.decision != HookDecision::Deny) {
+                if let Some(output) = output.filter(|_| ruling.decision != HookEffect::Deny) {
                     tokens = hook.record(engine, server.as_deref(), &tool, &output);
                 }
                 // No record, no call: a decision that cannot be written is a deny.
                 ruling.event.session = Some(key.to_owned());
                 if let Err(reason) = self.audits.record(audit, &ruling.event) {
-                    return (HookDecision::Deny, reason);
+                    return (HookEffect::Deny, reason);
                 }
                 if let Some(attempt) = attempt {
                     let shared = self.session_named(key.to_owned());
@@ -696,12 +696,12 @@ impl State {
                         }
                     }
                     if let Err(why) = self.save(key, &[attempt], &[]) {
-                        return (HookDecision::Deny, why);
+                        return (HookEffect::Deny, why);
                     }
                 }
                 // What the call's output taints must outlive the broker, or the call waits.
                 if let Err(why) = self.share_from_hook(key, tokens) {
-                    return (HookDecision::Deny, why);
+                    return (HookEffect::Deny, why);
                 }
                 (ruling.decision, ruling.reason)
             }
@@ -717,7 +717,7 @@ impl State {
                     tracing::error!("{why}");
                 }
                 (
-                    HookDecision::Abstain,
+                    HookEffect::Abstain,
                     format!("the output of `{tool}` was indexed ({n} new destinations)"),
                 )
             }
@@ -734,10 +734,10 @@ impl State {
                     Ok(true) => "the prompt's destinations are vouched for once the prompt is in the client's transcript".to_owned(),
                     Err(why) => format!("the prompt vouches for nothing: {why}"),
                 };
-                (HookDecision::Abstain, reason)
+                (HookEffect::Abstain, reason)
             }
             HookEvent::SessionStart {} => {
-                (HookDecision::Abstain, "joined the agent session".to_owned())
+                (HookEffect::Abstain, "joined the agent session".to_owned())
             }
         }
     }
@@ -757,7 +757,7 @@ impl State {
             {
                 let _ = proxy.tx.send(FromBroker::Answer {
                     id: entry.local,
-                    decision: Decision::Deny,
+                    decision: Choice::Deny,
                     reason: reason.to_owned(),
                 });
             }
@@ -794,14 +794,14 @@ fn tokens_saved(tokens: &[TaintToken]) -> Vec<Saved> {
         .collect()
 }
 
-struct Shared {
-    state: Mutex<State>,
+struct Daemon {
+    state: Mutex<BrokerState>,
     token: [u8; paths::TOKEN_BYTES],
     me: u32,
 }
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
+impl Daemon {
+    fn lock(&self) -> MutexGuard<'_, BrokerState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -893,11 +893,11 @@ pub fn bind(layout: &Layout) -> anyhow::Result<Bound> {
 
 /// Serves until `shutdown` resolves; the socket and token are removed on return.
 pub async fn serve(bound: Bound, shutdown: impl std::future::Future<Output = ()>) {
-    let shared = Arc::new(Shared {
-        state: Mutex::new(State {
+    let shared = Arc::new(Daemon {
+        state: Mutex::new(BrokerState {
             store: Some(bound.store.clone()),
             store_replaced: bound.store_replaced,
-            ..State::default()
+            ..BrokerState::default()
         }),
         token: bound.token,
         me: paths::my_uid(),
@@ -939,7 +939,7 @@ fn error(code: ErrorCode, message: impl Into<String>) -> FromBroker {
     }
 }
 
-async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
+async fn serve_conn(shared: Arc<Daemon>, mut stream: UnixStream) {
     // Only our own user: checked before a single byte is read.
     match stream.peer_cred() {
         Ok(cred) if paths::peer_allowed(cred.uid(), shared.me) => {}
@@ -1174,7 +1174,7 @@ async fn serve_conn(shared: Arc<Shared>, mut stream: UnixStream) {
 /// Reads a hook's one event and decides it: a verdict, or an error that the hook turns into
 /// a deny.
 async fn hook_conn(
-    shared: &Arc<Shared>,
+    shared: &Arc<Daemon>,
     reader: &mut BufReader<tokio::net::unix::OwnedReadHalf>,
     session: String,
 ) -> FromBroker {
@@ -1237,7 +1237,7 @@ async fn hook_conn(
 }
 
 /// Handles one message; `Err` is a protocol violation that closes the connection.
-fn handle(shared: &Arc<Shared>, conn_id: u64, role: Role, message: ToBroker) -> Result<(), String> {
+fn handle(shared: &Arc<Daemon>, conn_id: u64, role: Role, message: ToBroker) -> Result<(), String> {
     match (role, message) {
         (
             Role::Proxy,
@@ -1290,7 +1290,7 @@ fn handle(shared: &Arc<Shared>, conn_id: u64, role: Role, message: ToBroker) -> 
                 Some(entry) => {
                     if let Some(proxy) = st.conns.get(&entry.conn) {
                         let reason = match decision {
-                            Decision::Deny => format!("denied in `toolgate approvals` ({by})"),
+                            Choice::Deny => format!("denied in `toolgate approvals` ({by})"),
                             _ => format!("allowed in `toolgate approvals` ({by})"),
                         };
                         let _ = proxy.tx.send(FromBroker::Answer {
@@ -1334,7 +1334,7 @@ fn handle(shared: &Arc<Shared>, conn_id: u64, role: Role, message: ToBroker) -> 
 }
 
 fn ask(
-    shared: &Arc<Shared>,
+    shared: &Arc<Daemon>,
     conn_id: u64,
     local: u64,
     question: Question,

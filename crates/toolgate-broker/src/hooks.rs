@@ -23,7 +23,7 @@ use toolgate_policy::taint::{OutputTrust, TaintSource};
 
 use toolgate_audit::{AuditWriter, Event};
 
-use super::proto::{HookDecision, MAX_TOKENS_PER_MESSAGE, TaintToken};
+use super::proto::{HookEffect, MAX_TOKENS_PER_MESSAGE, TaintToken};
 use toolgate_policy::command_sink::collect_strings;
 use toolgate_runtime::enforce::backend::decide_on_disk;
 use toolgate_runtime::enforce::event::decision_event;
@@ -152,7 +152,7 @@ impl Audits {
 /// A hook decision: the verdict, its reason, and the audit record to write before it is
 /// answered.
 pub(crate) struct HookRuling {
-    pub decision: HookDecision,
+    pub decision: HookEffect,
     pub reason: String,
     pub event: Event,
 }
@@ -267,9 +267,9 @@ impl HookSession {
         );
         event.server = server.map(str::to_owned);
         let effect = match decision.effect {
-            Effect::Allow => HookDecision::Allow,
-            Effect::Ask => HookDecision::Ask,
-            Effect::Deny => HookDecision::Deny,
+            Effect::Allow => HookEffect::Allow,
+            Effect::Ask => HookEffect::Ask,
+            Effect::Deny => HookEffect::Deny,
         };
         HookRuling {
             decision: effect,

@@ -16,9 +16,7 @@
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncReadExt as _};
 
-pub use toolgate_runtime::approval::question::{
-    Decision, MAX_FIELD, Pending, Question, Withdrawal,
-};
+pub use toolgate_runtime::approval::question::{Choice, MAX_FIELD, Pending, Question, Withdrawal};
 pub use toolgate_runtime::enforce::share::{
     MAX_APPROVALS_PER_MESSAGE, MAX_ATTEMPTS_PER_MESSAGE, MAX_NAME, MAX_TOKEN_LEN,
     MAX_TOKENS_PER_MESSAGE, SharedApproval, SharedAttempt, TaintToken, name_ok, validate_approvals,
@@ -117,7 +115,7 @@ impl HookEvent {
 /// The broker's verdict on a hook event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum HookDecision {
+pub enum HookEffect {
     Allow,
     Ask,
     Deny,
@@ -155,7 +153,7 @@ pub enum ToBroker {
     /// A proxy withdraws its question `id`.
     Withdraw { id: u64, why: Withdrawal },
     /// An approver decides request `id` (the broker's id).
-    Decide { id: u64, decision: Decision },
+    Decide { id: u64, decision: Choice },
     /// A proxy shares destination tokens it saw with its session.
     Taint { tokens: Vec<TaintToken> },
     /// A proxy shares session approvals a human gave through it.
@@ -201,7 +199,7 @@ pub enum FromBroker {
     /// The decision on a proxy's question `id` (the proxy's id).
     Answer {
         id: u64,
-        decision: Decision,
+        decision: Choice,
         reason: String,
     },
     Snapshot {
@@ -212,7 +210,7 @@ pub enum FromBroker {
     },
     Resolved {
         id: u64,
-        decision: Decision,
+        decision: Choice,
         by: String,
     },
     Withdrawn {
@@ -255,7 +253,7 @@ pub enum FromBroker {
     },
     /// The answer to a `hook` message.
     Verdict {
-        decision: HookDecision,
+        decision: HookEffect,
         reason: String,
     },
 }
@@ -338,7 +336,7 @@ mod tests {
             serde_json::from_value::<ToBroker>(ok).unwrap(),
             ToBroker::Decide {
                 id: 3,
-                decision: Decision::AllowOnce
+                decision: Choice::AllowOnce
             }
         );
         for bad in [

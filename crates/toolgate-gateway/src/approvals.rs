@@ -9,15 +9,15 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use toolgate_store::Store;
 
-use toolgate_runtime::approval::question::{Decision, Pending, question_of};
-use toolgate_runtime::approval::{Answer, AnswerFuture, ApprovalChannel, Prompt};
+use toolgate_runtime::approval::question::{Choice, Pending, question_of};
+use toolgate_runtime::approval::{Answer, AnswerFuture, ApprovalChannel, Question};
 
 use toolgate_runtime::clock::now_ms;
 
 /// An answer as the store keeps it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Recorded {
-    pub decision: Decision,
+    pub decision: Choice,
     /// The approver who gave it.
     pub by: String,
 }
@@ -46,7 +46,7 @@ impl ApprovalChannel for GatewayApprovals {
         true
     }
 
-    fn ask<'a>(&'a self, prompt: &'a Prompt, timeout: Duration) -> AnswerFuture<'a> {
+    fn ask<'a>(&'a self, prompt: &'a Question, timeout: Duration) -> AnswerFuture<'a> {
         Box::pin(async move {
             let id = new_id();
             let created = now_ms();
@@ -76,15 +76,15 @@ impl ApprovalChannel for GatewayApprovals {
             match answer {
                 Ok(Some(text)) => match serde_json::from_str::<Recorded>(&text) {
                     Ok(Recorded {
-                        decision: Decision::AllowOnce,
+                        decision: Choice::AllowOnce,
                         ..
                     }) => Answer::AllowOnce,
                     Ok(Recorded {
-                        decision: Decision::AllowSession,
+                        decision: Choice::AllowSession,
                         ..
                     }) => Answer::AllowSession,
                     Ok(Recorded {
-                        decision: Decision::Deny,
+                        decision: Choice::Deny,
                         by,
                     }) => Answer::Deny(format!("the approver `{by}` denied it")),
                     Err(_) => Answer::Deny("the store holds an unreadable answer".to_owned()),

@@ -1291,7 +1291,7 @@ async fn approvals_answer(
         Ok(p) => p,
         Err(r) => return r,
     };
-    let decision: toolgate_runtime::approval::question::Decision = match body.decision.parse() {
+    let decision: toolgate_runtime::approval::question::Choice = match body.decision.parse() {
         Ok(d) => d,
         Err(why) => {
             return (

@@ -25,7 +25,7 @@ use toolgate_runtime::proxy::StartFuture;
 use super::metrics::Metrics;
 
 #[derive(Debug, Default)]
-struct State {
+struct Mailbox {
     cursor: Cursor,
     tokens_in: Vec<TaintToken>,
     approvals_in: Vec<String>,
@@ -54,11 +54,11 @@ pub struct StoreShare {
     session_id: String,
     /// Set once a `!closed` entry for this session was read.
     closed: std::sync::atomic::AtomicBool,
-    state: Mutex<State>,
+    state: Mutex<Mailbox>,
     metrics: Arc<Metrics>,
 }
 
-fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+fn lock(m: &Mutex<Mailbox>) -> MutexGuard<'_, Mailbox> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -79,7 +79,7 @@ impl StoreShare {
             server,
             session_id,
             closed: std::sync::atomic::AtomicBool::new(false),
-            state: Mutex::new(State::default()),
+            state: Mutex::new(Mailbox::default()),
             metrics,
         }
     }

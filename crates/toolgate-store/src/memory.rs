@@ -21,7 +21,7 @@ const SWEEP_EVERY: u64 = 1024;
 /// Stream cursors are decimal sequence numbers, unique across the store, so a cursor stays
 /// valid when its session expired and started again.
 pub struct MemoryStore {
-    state: Mutex<State>,
+    state: Mutex<Contents>,
     session_ttl: Duration,
     /// Bumped on every put, answer and removal of a pending approval.
     events: watch::Sender<u64>,
@@ -36,7 +36,7 @@ impl std::fmt::Debug for MemoryStore {
 }
 
 #[derive(Default)]
-struct State {
+struct Contents {
     /// The id of the last stream entry appended (any session).
     last_id: u64,
     /// The creation number of the last pending approval put.
@@ -73,13 +73,13 @@ impl MemoryStore {
     /// A new empty store whose session state expires `session_ttl` after its last use.
     pub fn new(session_ttl: Duration) -> MemoryStore {
         MemoryStore {
-            state: Mutex::new(State::default()),
+            state: Mutex::new(Contents::default()),
             session_ttl: Duration::from_millis(millis(session_ttl)),
             events: watch::Sender::new(0),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, Contents> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -189,7 +189,7 @@ fn read(stream: &VecDeque<(u64, String)>, after: u64, out: &mut Vec<String>, cur
     }
 }
 
-impl State {
+impl Contents {
     /// Counts a write; sweeps everything expired every [`SWEEP_EVERY`] writes.
     fn tick(&mut self, now: Instant) {
         self.writes = self.writes.wrapping_add(1);

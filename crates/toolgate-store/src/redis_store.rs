@@ -136,7 +136,7 @@ return {'ok', 1}
 /// sent by hash (`EVALSHA`), and in full only when Redis does not know them yet. The URL may
 /// be `redis://`, `rediss://` (TLS, rustls with the platform's roots) or `redis+unix://`.
 pub struct RedisStore {
-    shared: Arc<Shared>,
+    shared: Arc<Link>,
     scripts: Scripts,
     keys: Keys,
     timeout: Duration,
@@ -156,7 +156,7 @@ impl std::fmt::Debug for RedisStore {
 }
 
 /// What the store and its subscriber task share.
-struct Shared {
+struct Link {
     client: Client,
     config: AsyncConnectionConfig,
     /// The URL without password.
@@ -314,7 +314,7 @@ impl RedisStore {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(Some(timeout));
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(Link {
             client,
             config,
             shown,
@@ -534,7 +534,7 @@ fn integer(value: Option<&Value>) -> Option<u64> {
     }
 }
 
-impl Shared {
+impl Link {
     fn lock(&self) -> MutexGuard<'_, Option<(u64, MultiplexedConnection)>> {
         self.current.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -575,7 +575,7 @@ impl Shared {
 /// every message. When the subscription breaks, Redis most likely went away: the command
 /// connection is dropped too, so that the next operation connects afresh instead of failing
 /// once on the dead connection.
-async fn listen(shared: Arc<Shared>, channel: String, timeout: Duration) {
+async fn listen(shared: Arc<Link>, channel: String, timeout: Duration) {
     let mut pause = Duration::from_millis(50);
     loop {
         let subscribed = tokio::time::timeout(timeout, async {

@@ -14,8 +14,8 @@
 
 use serde_json::{Value, json};
 
-use super::{Output, Parsed, Verdict, absolute_dir, split_mcp, str_field};
-use crate::proto::{HookDecision, HookEvent};
+use super::{Output, Parsed, Ruling, absolute_dir, split_mcp, str_field};
+use crate::proto::{HookEffect, HookEvent};
 
 /// Events toolgate accepts without telling the broker anything.
 const IGNORED: &[&str] = &[
@@ -131,7 +131,7 @@ pub fn parse(v: &Value) -> Result<Parsed, String> {
 }
 
 /// The output for a verdict on event `name`.
-pub fn render(name: &str, verdict: &Verdict, authoritative: bool) -> Output {
+pub fn render(name: &str, verdict: &Ruling, authoritative: bool) -> Output {
     let reason = verdict.reason.as_str();
     let silent = Output {
         stdout: String::new(),
@@ -154,33 +154,33 @@ pub fn render(name: &str, verdict: &Verdict, authoritative: bool) -> Output {
             .to_string()
         };
         return match verdict.decision {
-            HookDecision::Deny => Output {
+            HookEffect::Deny => Output {
                 stdout: decision("deny"),
                 stderr: reason.to_owned(),
                 code: super::BLOCKING_EXIT,
             },
-            HookDecision::Ask => Output {
+            HookEffect::Ask => Output {
                 stdout: decision("ask"),
                 stderr: String::new(),
                 code: 0,
             },
-            HookDecision::Allow if authoritative => Output {
+            HookEffect::Allow if authoritative => Output {
                 stdout: decision("allow"),
                 stderr: String::new(),
                 code: 0,
             },
-            HookDecision::Allow | HookDecision::Abstain => silent,
+            HookEffect::Allow | HookEffect::Abstain => silent,
         };
     }
     match verdict.decision {
         // Nothing toolgate does after a tool ran or on a prompt asks anything; a failure
         // blocks (the prompt; after a tool, Claude is shown why).
-        HookDecision::Deny | HookDecision::Ask => Output {
+        HookEffect::Deny | HookEffect::Ask => Output {
             stdout: json!({"decision": "block", "reason": reason}).to_string(),
             stderr: reason.to_owned(),
             code: super::BLOCKING_EXIT,
         },
-        HookDecision::Allow | HookDecision::Abstain => silent,
+        HookEffect::Allow | HookEffect::Abstain => silent,
     }
 }
 

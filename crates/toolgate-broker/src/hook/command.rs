@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crate::Layout;
-use crate::hook::{self, Client, Output, Verdict};
-use crate::proto::HookDecision;
+use crate::hook::{self, Client, Output, Ruling};
+use crate::proto::HookEffect;
 
 /// The default `--timeout` for Claude Code (whose own hook timeout is 60 s by default).
 const CLAUDE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -150,8 +150,8 @@ fn decide(args: &Args, deadline: Instant) -> Output {
     }
     drop(bytes);
     let Some(event) = parsed.event else {
-        let verdict = Verdict {
-            decision: HookDecision::Abstain,
+        let verdict = Ruling {
+            decision: HookEffect::Abstain,
             reason: String::new(),
         };
         return hook::render(client, &parsed.name, &verdict, args.authoritative);
@@ -190,7 +190,7 @@ fn decide(args: &Args, deadline: Instant) -> Output {
         deadline,
     ) {
         Ok(mut verdict) => {
-            if verdict.decision != HookDecision::Abstain {
+            if verdict.decision != HookEffect::Abstain {
                 verdict.reason = format!("toolgate: {}", verdict.reason);
             }
             hook::render(client, &parsed.name, &verdict, args.authoritative)

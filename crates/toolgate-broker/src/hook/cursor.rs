@@ -17,8 +17,8 @@
 
 use serde_json::{Value, json};
 
-use super::{Output, Parsed, Verdict, absolute_dir, split_mcp, str_field};
-use crate::proto::{HookDecision, HookEvent};
+use super::{Output, Parsed, Ruling, absolute_dir, split_mcp, str_field};
+use crate::proto::{HookEffect, HookEvent};
 
 /// Events toolgate accepts without telling the broker anything.
 const IGNORED: &[&str] = &[
@@ -181,7 +181,7 @@ fn permission(p: &str, reason: &str) -> String {
 }
 
 /// The output for a verdict on event `name`.
-pub fn render(name: &str, verdict: &Verdict, authoritative: bool) -> Output {
+pub fn render(name: &str, verdict: &Ruling, authoritative: bool) -> Output {
     let reason = verdict.reason.as_str();
     let out = |stdout: String, code: u8| Output {
         stderr: if code == 0 {
@@ -194,12 +194,12 @@ pub fn render(name: &str, verdict: &Verdict, authoritative: bool) -> Output {
     };
     if PERMISSION_EVENTS.contains(&name) {
         return match verdict.decision {
-            HookDecision::Deny => out(permission("deny", reason), super::BLOCKING_EXIT),
-            HookDecision::Ask => out(permission("ask", reason), 0),
+            HookEffect::Deny => out(permission("deny", reason), super::BLOCKING_EXIT),
+            HookEffect::Ask => out(permission("ask", reason), 0),
             // Cursor has no "no decision" here: an answer without `permission` is invalid
             // and blocks. Allow is `permission: allow` with or without --authoritative;
             // Cursor's own settings (auto-run, allowlists) still apply after it.
-            HookDecision::Allow | HookDecision::Abstain => {
+            HookEffect::Allow | HookEffect::Abstain => {
                 let _ = authoritative;
                 out(json!({"permission": "allow"}).to_string(), 0)
             }
@@ -207,21 +207,19 @@ pub fn render(name: &str, verdict: &Verdict, authoritative: bool) -> Output {
     }
     if name == "beforeSubmitPrompt" {
         return match verdict.decision {
-            HookDecision::Deny | HookDecision::Ask => out(
+            HookEffect::Deny | HookEffect::Ask => out(
                 json!({"continue": false, "user_message": reason, "userMessage": reason})
                     .to_string(),
                 super::BLOCKING_EXIT,
             ),
-            HookDecision::Allow | HookDecision::Abstain => {
+            HookEffect::Allow | HookEffect::Abstain => {
                 out(json!({"continue": true}).to_string(), 0)
             }
         };
     }
     match verdict.decision {
-        HookDecision::Deny | HookDecision::Ask => {
-            out(permission("deny", reason), super::BLOCKING_EXIT)
-        }
-        HookDecision::Allow | HookDecision::Abstain => out("{}".to_owned(), 0),
+        HookEffect::Deny | HookEffect::Ask => out(permission("deny", reason), super::BLOCKING_EXIT),
+        HookEffect::Allow | HookEffect::Abstain => out("{}".to_owned(), 0),
     }
 }
 
@@ -261,8 +259,8 @@ mod tests {
 
     #[test]
     fn prompts_are_answered_with_continue_and_denies_with_both_spellings() {
-        let deny = Verdict {
-            decision: HookDecision::Deny,
+        let deny = Ruling {
+            decision: HookEffect::Deny,
             reason: "r".to_owned(),
         };
         let out = render("beforeShellExecution", &deny, false);

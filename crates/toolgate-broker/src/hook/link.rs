@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::proto::{self, ErrorCode, FromBroker, HookEvent, Role, ToBroker, VERSION};
 use toolgate_runtime::paths::{self, Layout};
 
-use super::Verdict;
+use super::Ruling;
 
 /// Shells a client runs hook commands through: the client is the first other ancestor.
 const SHELLS: &[&str] = &[
@@ -252,7 +252,7 @@ pub fn ask(
     audit: Option<&Path>,
     event: HookEvent,
     deadline: Instant,
-) -> Result<Verdict, String> {
+) -> Result<Ruling, String> {
     let mut reader = connect_or_start(layout, session, deadline)?;
     let message = ToBroker::Hook {
         policy: policy.map(|p| p.display().to_string()),
@@ -273,7 +273,7 @@ pub fn ask(
         .map_err(|e| format!("the broker closed the connection ({e})"))?;
     let answer = read_line(&mut reader, proto::MAX_LINE)?;
     match serde_json::from_slice::<FromBroker>(&answer) {
-        Ok(FromBroker::Verdict { decision, reason }) => Ok(Verdict { decision, reason }),
+        Ok(FromBroker::Verdict { decision, reason }) => Ok(Ruling { decision, reason }),
         Ok(FromBroker::Error { message, .. }) => {
             Err(format!("the broker refused the event: {message}"))
         }

@@ -17,7 +17,7 @@ use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::proto::{HookDecision, HookEvent};
+use crate::proto::{HookEffect, HookEvent};
 
 /// The largest hook input read from stdin, in bytes.
 pub const MAX_INPUT: usize = 4 * 1024 * 1024;
@@ -55,10 +55,11 @@ pub struct Output {
     pub code: u8,
 }
 
-/// A decision for the client: the broker's verdict, or a failure (`Deny` with the reason).
+/// The ruling on a hook event the client gets: the broker's, or a failure (`Deny` with the
+/// reason).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Verdict {
-    pub decision: HookDecision,
+pub struct Ruling {
+    pub decision: HookEffect,
     pub reason: String,
 }
 
@@ -89,8 +90,8 @@ pub fn finish(output: &Output) -> ! {
 /// The client's deny for a failure: `reason` says what went wrong and how to fix it.
 pub fn fail(client: Client, event_name: Option<&str>, reason: &str) -> Output {
     let reason = format!("toolgate: {reason}");
-    let verdict = Verdict {
-        decision: HookDecision::Deny,
+    let verdict = Ruling {
+        decision: HookEffect::Deny,
         reason,
     };
     match client {
@@ -134,7 +135,7 @@ pub fn parse(client: Client, bytes: &[u8]) -> Result<Parsed, String> {
 }
 
 /// The client's output for a verdict.
-pub fn render(client: Client, event_name: &str, verdict: &Verdict, authoritative: bool) -> Output {
+pub fn render(client: Client, event_name: &str, verdict: &Ruling, authoritative: bool) -> Output {
     match client {
         Client::ClaudeCode => claude::render(event_name, verdict, authoritative),
         Client::Cursor => cursor::render(event_name, verdict, authoritative),

@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+pub use question::Question;
+
 /// The form field carrying the human's choice.
 pub const DECISION_FIELD: &str = "decision";
 /// Allow this one call.
@@ -24,52 +26,6 @@ pub const CHOICE_DENY: &str = "deny";
 pub const META_DECISION: &str = "dev.toolgate/decision";
 /// The `inputRequests` key toolgate uses for its approval question.
 pub const INPUT_KEY: &str = "toolgate.approval";
-
-/// What the human is asked about.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Prompt {
-    pub server: Option<String>,
-    pub tool: String,
-    /// What would happen, e.g. "send_email to bob@partner.example".
-    pub what: String,
-    /// Why toolgate asks, e.g. "`bob@partner.example` is not a trusted recipient".
-    pub why: String,
-    /// For a sink: where the value came from.
-    pub provenance: Option<String>,
-    /// For a changed tool definition: what changed.
-    pub changes: Option<String>,
-}
-
-impl Prompt {
-    /// The prompt of a ruling no one is asked about (an allow, a deny): the tool and the
-    /// reason.
-    pub fn of_deny(server: Option<String>, tool: &str, why: &str) -> Prompt {
-        Prompt {
-            server,
-            tool: tool.to_owned(),
-            what: tool.to_owned(),
-            why: why.to_owned(),
-            ..Prompt::default()
-        }
-    }
-}
-
-impl Prompt {
-    /// The message shown to the human: what, where, why (and provenance / changes).
-    pub fn message(&self) -> String {
-        let mut text = format!("toolgate: allow {}?", self.what);
-        let server = self.server.as_deref().unwrap_or("the wrapped server");
-        text.push_str(&format!("\nTool: {} on {server}", self.tool));
-        text.push_str(&format!("\nWhy you are asked: {}", self.why));
-        if let Some(p) = &self.provenance {
-            text.push_str(&format!("\nWhere the value came from: {p}"));
-        }
-        if let Some(c) = &self.changes {
-            text.push_str(&format!("\nWhat changed: {c}"));
-        }
-        text
-    }
-}
 
 /// The human's answer (or its absence).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,7 +44,7 @@ impl Answer {
 }
 
 /// `elicitation/create` params (form mode) for a prompt: a single required choice.
-pub fn elicitation_params(prompt: &Prompt) -> Value {
+pub fn elicitation_params(prompt: &Question) -> Value {
     json!({
         "message": prompt.message(),
         "requestedSchema": {
@@ -129,7 +85,7 @@ pub fn parse_elicitation_result(result: &Value) -> Answer {
 }
 
 /// A 2026-07-28 `input_required` result asking the prompt, with a sealed `requestState`.
-pub fn input_required_result(prompt: &Prompt, request_state: &str) -> Value {
+pub fn input_required_result(prompt: &Question, request_state: &str) -> Value {
     json!({
         "resultType": "input_required",
         "inputRequests": {
@@ -335,15 +291,15 @@ pub trait ApprovalChannel: Send + Sync {
     /// True when the channel can take a question right now.
     fn available(&self) -> bool;
     /// Asks; must resolve within `timeout` (a timeout is a deny).
-    fn ask<'a>(&'a self, prompt: &'a Prompt, timeout: Duration) -> AnswerFuture<'a>;
+    fn ask<'a>(&'a self, prompt: &'a Question, timeout: Duration) -> AnswerFuture<'a>;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn prompt() -> Prompt {
-        Prompt {
+    fn prompt() -> Question {
+        Question {
             server: Some("mail".into()),
             tool: "send_email".into(),
             what: "send_email to bob@partner.example".into(),

@@ -4,37 +4,35 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Prompt;
-
 /// The longest accepted text field, in bytes.
 pub const MAX_FIELD: usize = 8 * 1024;
 /// A human's decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Decision {
+pub enum Choice {
     AllowOnce,
     AllowSession,
     Deny,
 }
 
-impl Decision {
+impl Choice {
     /// The command-line spelling (`allow-once`, `allow-session`, `deny`).
     pub fn cli_name(self) -> &'static str {
         match self {
-            Decision::AllowOnce => "allow-once",
-            Decision::AllowSession => "allow-session",
-            Decision::Deny => "deny",
+            Choice::AllowOnce => "allow-once",
+            Choice::AllowSession => "allow-session",
+            Choice::Deny => "deny",
         }
     }
 }
 
-impl std::str::FromStr for Decision {
+impl std::str::FromStr for Choice {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
-            "allow-once" | "allow_once" => Ok(Decision::AllowOnce),
-            "allow-session" | "allow_session" => Ok(Decision::AllowSession),
-            "deny" => Ok(Decision::Deny),
+            "allow-once" | "allow_once" => Ok(Choice::AllowOnce),
+            "allow-session" | "allow_session" => Ok(Choice::AllowSession),
+            "deny" => Ok(Choice::Deny),
             other => Err(format!(
                 "unknown decision `{other}` (expected allow-once, allow-session or deny)"
             )),
@@ -68,7 +66,7 @@ impl Withdrawal {
 }
 
 /// What a proxy asks about: toolgate's description of the action, never raw arguments.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Question {
     pub server: Option<String>,
@@ -130,14 +128,44 @@ fn clean(s: &str) -> String {
         .collect()
 }
 
-/// The question for a prompt: the normalised description, never raw arguments.
-pub fn question_of(prompt: &Prompt) -> Question {
+/// `question` as another person's terminal may show it: control characters blanked, each
+/// field cut to a quarter of the protocol's limit.
+pub fn question_of(question: &Question) -> Question {
     Question {
-        server: prompt.server.as_deref().map(clean),
-        tool: clean(&prompt.tool),
-        what: clean(&prompt.what),
-        why: clean(&prompt.why),
-        provenance: prompt.provenance.as_deref().map(clean),
-        changes: prompt.changes.as_deref().map(clean),
+        server: question.server.as_deref().map(clean),
+        tool: clean(&question.tool),
+        what: clean(&question.what),
+        why: clean(&question.why),
+        provenance: question.provenance.as_deref().map(clean),
+        changes: question.changes.as_deref().map(clean),
+    }
+}
+
+impl Question {
+    /// The prompt of a ruling no one is asked about (an allow, a deny): the tool and the
+    /// reason.
+    pub fn of_deny(server: Option<String>, tool: &str, why: &str) -> Question {
+        Question {
+            server,
+            tool: tool.to_owned(),
+            what: tool.to_owned(),
+            why: why.to_owned(),
+            ..Question::default()
+        }
+    }
+
+    /// The message shown to the human: what, where, why (and provenance / changes).
+    pub fn message(&self) -> String {
+        let mut text = format!("toolgate: allow {}?", self.what);
+        let server = self.server.as_deref().unwrap_or("the wrapped server");
+        text.push_str(&format!("\nTool: {} on {server}", self.tool));
+        text.push_str(&format!("\nWhy you are asked: {}", self.why));
+        if let Some(p) = &self.provenance {
+            text.push_str(&format!("\nWhere the value came from: {p}"));
+        }
+        if let Some(c) = &self.changes {
+            text.push_str(&format!("\nWhat changed: {c}"));
+        }
+        text
     }
 }

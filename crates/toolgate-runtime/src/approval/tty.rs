@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Answer, AnswerFuture, ApprovalChannel, Prompt};
+use super::{Answer, AnswerFuture, ApprovalChannel, Question};
 
 /// The terminal approval channel.
 #[derive(Debug, Clone)]
@@ -44,7 +44,7 @@ pub fn parse_answer(line: &str) -> Answer {
     }
 }
 
-fn ask_blocking(path: &std::path::Path, prompt: &Prompt) -> Answer {
+fn ask_blocking(path: &std::path::Path, prompt: &Question) -> Answer {
     // Two handles: the question is appended, the answer read from the reading handle.
     let opened = std::fs::OpenOptions::new()
         .append(true)
@@ -85,7 +85,7 @@ impl ApprovalChannel for TtyChannel {
             .is_ok()
     }
 
-    fn ask<'a>(&'a self, prompt: &'a Prompt, timeout: Duration) -> AnswerFuture<'a> {
+    fn ask<'a>(&'a self, prompt: &'a Question, timeout: Duration) -> AnswerFuture<'a> {
         Box::pin(async move {
             let guard = match tokio::time::timeout(timeout, self.lock.lock()).await {
                 Ok(guard) => guard,
@@ -136,7 +136,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let chan = TtyChannel::new(dir.path().join("no-such-tty"));
         assert!(!chan.available());
-        let answer = chan.ask(&Prompt::default(), Duration::from_secs(5)).await;
+        let answer = chan.ask(&Question::default(), Duration::from_secs(5)).await;
         assert!(!answer.allows());
     }
 
@@ -148,11 +148,11 @@ mod tests {
         let path = dir.path().join("tty");
         std::fs::write(&path, "s\n").unwrap();
         let chan = TtyChannel::new(path.clone());
-        let prompt = Prompt {
+        let prompt = Question {
             tool: "run_command".into(),
             what: "run `npm install`".into(),
             why: "no rule allows it".into(),
-            ..Prompt::default()
+            ..Question::default()
         };
         let answer = chan.ask(&prompt, Duration::from_secs(5)).await;
         assert_eq!(answer, Answer::AllowSession);

@@ -11,7 +11,7 @@ use toolgate_policy::session::{PinState, Session, SessionLimits};
 use toolgate_policy::taint::TaintLimits;
 use toolgate_policy::{Action, Operation, Part};
 
-use crate::approval::Prompt;
+use crate::approval::Question;
 
 /// One call to decide.
 #[derive(Debug, Clone, Copy)]
@@ -30,7 +30,7 @@ pub struct Ruling {
     pub reason: String,
     /// What to ask when `effect` is ask. An allow carries only the tool and the reason
     /// (see [`Backend::prompt`] for one that becomes an ask).
-    pub prompt: Prompt,
+    pub prompt: Question,
     /// The engine's decision (absent when the decision path itself failed).
     pub decision: Option<Decision>,
     /// The tool's definition fingerprint at decision time.
@@ -45,7 +45,7 @@ impl Ruling {
             effect: Effect::Deny,
             contract: "error".to_owned(),
             rule: None,
-            prompt: Prompt::of_deny(None, tool, &reason),
+            prompt: Question::of_deny(None, tool, &reason),
             reason,
             decision: None,
             fingerprint: None,
@@ -84,7 +84,7 @@ pub trait Backend: Send {
     fn pins_to_persist(&self) -> std::collections::BTreeMap<String, Value>;
     /// The full prompt of a ruling that was not an ask when decided (an allow that becomes
     /// one); for a ruling without a decision, the one it has.
-    fn prompt(&self, call: &Call<'_>, ruling: &Ruling) -> Prompt {
+    fn prompt(&self, call: &Call<'_>, ruling: &Ruling) -> Question {
         let _ = call;
         ruling.prompt.clone()
     }
@@ -252,7 +252,7 @@ impl EngineBackend {
         let prompt = if decision.effect == Effect::Ask {
             prompt_for(&self.session, &decision, tool, arguments)
         } else {
-            Prompt::of_deny(decision.action.server.clone(), tool, &decision.reason)
+            Question::of_deny(decision.action.server.clone(), tool, &decision.reason)
         };
         Ruling {
             effect: decision.effect,
@@ -271,7 +271,7 @@ impl Backend for EngineBackend {
         self.session.pins_to_persist()
     }
 
-    fn prompt(&self, call: &Call<'_>, ruling: &Ruling) -> Prompt {
+    fn prompt(&self, call: &Call<'_>, ruling: &Ruling) -> Question {
         match &ruling.decision {
             Some(decision) => prompt_for(&self.session, decision, call.tool, call.arguments),
             None => ruling.prompt.clone(),
@@ -472,7 +472,7 @@ pub fn resource_part(uri: &str, fs: &dyn FsFacts) -> Part {
 }
 
 /// The approval prompt for an ask: what, where, why, and where a sink value came from.
-fn prompt_for(session: &Session, decision: &Decision, tool: &str, arguments: &Value) -> Prompt {
+fn prompt_for(session: &Session, decision: &Decision, tool: &str, arguments: &Value) -> Question {
     let all_unknown = decision
         .action
         .parts
@@ -541,7 +541,7 @@ fn prompt_for(session: &Session, decision: &Decision, tool: &str, arguments: &Va
         )),
         _ => None,
     };
-    Prompt {
+    Question {
         server: decision.action.server.clone(),
         tool: tool.to_owned(),
         what,

@@ -35,7 +35,7 @@ use toolgate_policy::Effect;
 
 use crate::approval::seal::{NonceLedger, Sealer, call_digest};
 use crate::approval::{
-    self, Answer, ApprovalChannel, ClientAbilities, Mode, Prompt, Route, elicitation_params,
+    self, Answer, ApprovalChannel, ClientAbilities, Mode, Question, Route, elicitation_params,
     input_required_result, parse_elicitation_result,
 };
 use crate::proxy::{Direction, Interceptor, Message, ProxyHandle, StartFuture, Verdict};
@@ -182,7 +182,7 @@ enum Watched {
 }
 
 #[derive(Debug, Default)]
-struct State {
+struct Conversation {
     client: ClientAbilities,
     next_tag: u64,
     watched: HashMap<u64, Watched>,
@@ -201,9 +201,9 @@ struct State {
     complete_listings: u64,
 }
 
-struct Inner {
+struct Enforcement {
     backend: Mutex<Box<dyn Backend>>,
-    state: Mutex<State>,
+    state: Mutex<Conversation>,
     settings: Settings,
     sealer: Sealer,
     /// Result records waiting for [`Interceptor::after_delivery`].
@@ -325,7 +325,7 @@ enum TaintAs {
 }
 
 /// A result whose tokens go into the taint index before anything else is decided (see
-/// [`Inner::feed_taint`]).
+/// [`Enforcement::feed_taint`]).
 struct TaintLater {
     tool: String,
     kind: TaintAs,
@@ -333,7 +333,7 @@ struct TaintLater {
     result: Bytes,
 }
 
-impl Inner {
+impl Enforcement {
     /// Fills in what every record of this proxy carries: the session and the server.
     fn stamp(&self, event: &mut Event) {
         event.session = Some(self.settings.session_id.clone());
@@ -495,7 +495,7 @@ impl Inner {
     }
 }
 
-impl Drop for Inner {
+impl Drop for Enforcement {
     fn drop(&mut self) {
         self.write_deferred();
         self.recorder.finish();
@@ -505,7 +505,7 @@ impl Drop for Inner {
 /// The enforcing interceptor.
 #[derive(Clone)]
 pub struct Enforcer {
-    inner: Arc<Inner>,
+    inner: Arc<Enforcement>,
 }
 
 impl std::fmt::Debug for Enforcer {
@@ -585,9 +585,9 @@ impl Enforcer {
             None => Sealer::random()?,
         };
         Ok(Enforcer {
-            inner: Arc::new(Inner {
+            inner: Arc::new(Enforcement {
                 backend: Mutex::new(backend),
-                state: Mutex::new(State::default()),
+                state: Mutex::new(Conversation::default()),
                 settings,
                 sealer,
                 deferred: Mutex::new(Vec::new()),
@@ -708,7 +708,7 @@ impl Enforcer {
         self.defer(event, Some(result));
     }
 
-    /// Queues a result for the taint index (see [`Inner::feed_taint`]).
+    /// Queues a result for the taint index (see [`Enforcement::feed_taint`]).
     fn taint_later(&self, tool: String, kind: TaintAs, result: Bytes) {
         lock(&self.inner.pending_taint).push(TaintLater { tool, kind, result });
     }
@@ -1649,7 +1649,7 @@ fn prompt_as_tool_result(result: &Value) -> Value {
 async fn ask_client(
     proxy: &ProxyHandle,
     request_id: &str,
-    prompt: &Prompt,
+    prompt: &Question,
     timeout: Duration,
 ) -> Answer {
     let Some(params) = raw_value(&elicitation_params(prompt)) else {

@@ -297,7 +297,7 @@ struct Pending {
 }
 
 #[derive(Debug, Default)]
-struct State {
+struct InFlight {
     /// Requests from the client, awaiting the server's response.
     client_pending: HashMap<IdKey, Pending>,
     /// Requests from the server, awaiting the client's response.
@@ -311,7 +311,7 @@ struct State {
     client_gone: bool,
 }
 
-impl State {
+impl InFlight {
     fn pending(&mut self, from: Direction) -> &mut HashMap<IdKey, Pending> {
         match from {
             Direction::ClientToServer => &mut self.client_pending,
@@ -320,11 +320,11 @@ impl State {
     }
 }
 
-struct Shared {
+struct RelayParts {
     interceptor: Arc<dyn Interceptor>,
     /// What a request gets when the upstream goes away before answering it.
     gone_message: &'static str,
-    state: Mutex<State>,
+    state: Mutex<InFlight>,
     to_client: ClientSink,
     to_server: ServerSink,
     origin_prefix: String,
@@ -335,8 +335,8 @@ struct Shared {
     activity: tokio::sync::Notify,
 }
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
+impl RelayParts {
+    fn lock(&self) -> MutexGuard<'_, InFlight> {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -346,7 +346,7 @@ impl Shared {
 /// A handle on the running relay, given to the interceptor.
 #[derive(Clone)]
 pub struct ProxyHandle {
-    shared: Arc<Shared>,
+    shared: Arc<RelayParts>,
 }
 
 impl std::fmt::Debug for ProxyHandle {
@@ -439,7 +439,7 @@ impl ProxyHandle {
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<Vec<u8>, ProxyError> {
-        struct Forget<'a>(&'a Shared, Box<str>);
+        struct Forget<'a>(&'a RelayParts, Box<str>);
         impl Drop for Forget<'_> {
             fn drop(&mut self) {
                 self.0.lock().server_origin.remove(&self.1);
@@ -560,7 +560,7 @@ const UPSTREAM_CR_REQUEST: &str = "invalid request: the message has a carriage r
 /// neither judged nor indexed (a forged result, a server request). Nothing of it reaches
 /// the client. A response to a pending client request answers that request with `-32603`
 /// instead; a request from the server is answered with `-32600`; the rest is dropped.
-fn refuse_upstream_cr(shared: &Shared, envs: &[Envelope<'_>]) -> Vec<Out> {
+fn refuse_upstream_cr(shared: &RelayParts, envs: &[Envelope<'_>]) -> Vec<Out> {
     let mut outs = Vec::new();
     for env in envs {
         warn!(
@@ -614,7 +614,7 @@ fn is_blank(bytes: &[u8]) -> bool {
         .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
 }
 
-async fn dispatch(shared: &Shared, out: Out) {
+async fn dispatch(shared: &RelayParts, out: Out) {
     match out {
         Out::Client(frame) => {
             // A closed client writer means stdout is gone; nothing left to tell.
@@ -630,7 +630,7 @@ async fn dispatch(shared: &Shared, out: Out) {
 }
 
 /// Processes one frame (newline included) read from `from`.
-async fn on_frame(shared: &Arc<Shared>, from: Direction, frame: Vec<u8>) {
+async fn on_frame(shared: &Arc<RelayParts>, from: Direction, frame: Vec<u8>) {
     if is_blank(&frame) {
         return;
     }
@@ -716,7 +716,12 @@ async fn on_frame(shared: &Arc<Shared>, from: Direction, frame: Vec<u8>) {
 /// Batches from the client are rejected: every request in it gets a `-32600` error (in
 /// one array, as JSON-RPC asks), nothing in it is forwarded. Batches from the server
 /// are split and each element takes the per-message path on its own.
-fn on_batch(shared: &Arc<Shared>, from: Direction, items: &[&RawValue], frame: &Bytes) -> Vec<Out> {
+fn on_batch(
+    shared: &Arc<RelayParts>,
+    from: Direction,
+    items: &[&RawValue],
+    frame: &Bytes,
+) -> Vec<Out> {
     match from {
         Direction::ClientToServer => {
             warn!(
@@ -788,7 +793,7 @@ fn on_batch(shared: &Arc<Shared>, from: Direction, items: &[&RawValue], frame: &
 /// Decides one classified message. Never holds the state lock across the interceptor call.
 /// `raw` is the message's bytes, a part of `frame`.
 fn decide(
-    shared: &Arc<Shared>,
+    shared: &Arc<RelayParts>,
     from: Direction,
     env: &Envelope<'_>,
     raw: &[u8],
@@ -991,7 +996,7 @@ fn decide(
 /// ([`ProxyHandle::request_server`]): handed to its waiter and consumed (true). Ids in this
 /// relay's reserved space never belong to the client (its requests with such ids are
 /// refused, see [`reserved_client_id`]), so a late answer is consumed too.
-fn own_server_response(shared: &Shared, st: &mut State, key: &IdKey, raw: &[u8]) -> bool {
+fn own_server_response(shared: &RelayParts, st: &mut InFlight, key: &IdKey, raw: &[u8]) -> bool {
     let Some(id) = key
         .as_str()
         .filter(|id| id.starts_with(&shared.origin_prefix))
@@ -1010,7 +1015,7 @@ fn own_server_response(shared: &Shared, st: &mut State, key: &IdKey, raw: &[u8])
 /// A client request whose id lies in this relay's reserved id space (its random prefix):
 /// refused, so that toolgate's own requests to the upstream can never share an id with one
 /// of the client's.
-fn reserved_client_id(shared: &Shared, from: Direction, key: &IdKey) -> bool {
+fn reserved_client_id(shared: &RelayParts, from: Direction, key: &IdKey) -> bool {
     from == Direction::ClientToServer
         && key
             .as_str()
@@ -1020,7 +1025,7 @@ fn reserved_client_id(shared: &Shared, from: Direction, key: &IdKey) -> bool {
 /// Notes that the sender of a pending request cancelled it. The request stays pending (a
 /// late response is still relayed, as without toolgate), but the proxy will not answer it
 /// itself when the other side exits.
-fn mark_cancelled(shared: &Shared, from: Direction, params: Option<&RawValue>) {
+fn mark_cancelled(shared: &RelayParts, from: Direction, params: Option<&RawValue>) {
     let Some(params) = params else { return };
     let Ok(view) = toolgate_mcp::views::CancelledParams::parse(params) else {
         return;
@@ -1044,7 +1049,7 @@ fn simple(from: Direction, verdict: Verdict) -> Step {
 }
 
 async fn resolve_parked(
-    shared: Arc<Shared>,
+    shared: Arc<RelayParts>,
     from: Direction,
     key: Option<IdKey>,
     raw_id: Option<Box<str>>,
@@ -1158,7 +1163,7 @@ const POLL_MAX_FRAME: usize = 64 * 1024;
 
 /// The running relay, minus the lifecycle (see `proxy::run`).
 pub struct Relay {
-    shared: Arc<Shared>,
+    shared: Arc<RelayParts>,
     client_task: tokio::task::JoinHandle<()>,
     upstream_task: tokio::task::JoinHandle<()>,
 }
@@ -1196,10 +1201,10 @@ impl Relay {
                 UpstreamOut::Channel(rx),
             ),
         };
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(RelayParts {
             interceptor,
             gone_message,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(InFlight::default()),
             to_client,
             to_server,
             origin_prefix: format!("{ORIGIN_ID_PREFIX}{:016x}-", random_u64()),
@@ -1285,7 +1290,7 @@ impl Relay {
 /// next frame nothing else runs, so no frame goes unnoticed.) Polling only helps
 /// when the peers run on other CPUs, so on a single CPU it is off by default (see
 /// `toolgate wrap --poll-us`).
-async fn poller(shared: Arc<Shared>, window: Duration) {
+async fn poller(shared: Arc<RelayParts>, window: Duration) {
     loop {
         shared.activity.notified().await;
         let mut seen = shared.small_frames.load(Ordering::Relaxed);
@@ -1306,7 +1311,7 @@ async fn poller(shared: Arc<Shared>, window: Duration) {
 }
 
 /// Handles one frame, then starts a poll if it was small.
-async fn on_frame_then_poll(shared: &Arc<Shared>, from: Direction, frame: Vec<u8>) {
+async fn on_frame_then_poll(shared: &Arc<RelayParts>, from: Direction, frame: Vec<u8>) {
     let small = frame.len() < POLL_MAX_FRAME;
     on_frame(shared, from, frame).await;
     if small {
@@ -1316,7 +1321,7 @@ async fn on_frame_then_poll(shared: &Arc<Shared>, from: Direction, frame: Vec<u8
     }
 }
 
-async fn client_reader(shared: Arc<Shared>, mut input: ClientInput) {
+async fn client_reader(shared: Arc<RelayParts>, mut input: ClientInput) {
     loop {
         match input.next().await {
             ClientEvent::Line(Line::Frame(frame)) => {
@@ -1369,7 +1374,7 @@ impl UpstreamLines {
     }
 }
 
-async fn upstream_reader(shared: Arc<Shared>, upstream: UpstreamOut, max: usize) {
+async fn upstream_reader(shared: Arc<RelayParts>, upstream: UpstreamOut, max: usize) {
     let mut lines = match upstream {
         UpstreamOut::Pipe(stdout) => {
             let growth = PipeGrowth::of(stdout.as_fd());

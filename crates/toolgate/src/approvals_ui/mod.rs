@@ -9,7 +9,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph, Wrap};
 
-use toolgate_broker::proto::{Decision, FromBroker, Pending};
+use toolgate_broker::proto::{Choice, FromBroker, Pending};
 
 /// How many past events the terminal keeps.
 const LOG_LINES: usize = 50;
@@ -42,10 +42,10 @@ impl Key {
 
 /// What the state machine asks its driver to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Effect {
+pub enum Command {
     Nothing,
     /// Send this decision to the broker.
-    Decide(u64, Decision),
+    Decide(u64, Choice),
     Quit,
 }
 
@@ -130,26 +130,26 @@ impl Ui {
     }
 
     /// Applies a key.
-    pub fn on_key(&mut self, key: Key) -> Effect {
-        let decide = |ui: &Ui, d: Decision| match ui.current() {
-            Some(p) => Effect::Decide(p.id, d),
-            None => Effect::Nothing,
+    pub fn on_key(&mut self, key: Key) -> Command {
+        let decide = |ui: &Ui, d: Choice| match ui.current() {
+            Some(p) => Command::Decide(p.id, d),
+            None => Command::Nothing,
         };
         match key {
             Key::Up => {
                 self.selected = self.selected.saturating_sub(1);
-                Effect::Nothing
+                Command::Nothing
             }
             Key::Down => {
                 if self.selected.saturating_add(1) < self.queue.len() {
                     self.selected = self.selected.saturating_add(1);
                 }
-                Effect::Nothing
+                Command::Nothing
             }
-            Key::AllowOnce => decide(self, Decision::AllowOnce),
-            Key::AllowSession => decide(self, Decision::AllowSession),
-            Key::Deny => decide(self, Decision::Deny),
-            Key::Quit => Effect::Quit,
+            Key::AllowOnce => decide(self, Choice::AllowOnce),
+            Key::AllowSession => decide(self, Choice::AllowSession),
+            Key::Deny => decide(self, Choice::Deny),
+            Key::Quit => Command::Quit,
         }
     }
 
@@ -309,16 +309,16 @@ mod tests {
             request: pending(2, "run_command", "run_command: exec `rm -rf build`"),
         });
         assert_eq!(ui.queue.len(), 2);
-        assert_eq!(ui.on_key(Key::Down), Effect::Nothing);
-        assert_eq!(ui.on_key(Key::Down), Effect::Nothing, "stays on the last");
+        assert_eq!(ui.on_key(Key::Down), Command::Nothing);
+        assert_eq!(ui.on_key(Key::Down), Command::Nothing, "stays on the last");
         assert_eq!(
             ui.on_key(Key::AllowSession),
-            Effect::Decide(2, Decision::AllowSession)
+            Command::Decide(2, Choice::AllowSession)
         );
         // Decided elsewhere: it leaves the queue, the selection stays in range.
         ui.on_broker(FromBroker::Resolved {
             id: 2,
-            decision: Decision::Deny,
+            decision: Choice::Deny,
             by: "approver pid 9".into(),
         });
         assert_eq!(ui.queue.len(), 1);
@@ -335,8 +335,8 @@ mod tests {
         });
         assert!(ui.queue.is_empty());
         assert!(ui.log.back().unwrap().contains("cancelled by the client"));
-        assert_eq!(ui.on_key(Key::Deny), Effect::Nothing, "nothing to decide");
-        assert_eq!(ui.on_key(Key::Quit), Effect::Quit);
+        assert_eq!(ui.on_key(Key::Deny), Command::Nothing, "nothing to decide");
+        assert_eq!(ui.on_key(Key::Quit), Command::Quit);
         // A duplicate arrival is not listed twice.
         ui.on_broker(FromBroker::Added {
             request: pending(3, "t", "w"),

@@ -12,10 +12,10 @@ use std::time::Duration;
 use anyhow::Context as _;
 use tokio::io::AsyncBufReadExt as _;
 
-use crate::approvals_ui::{self, Effect, Key, Ui, safe};
+use crate::approvals_ui::{self, Command, Key, Ui, safe};
 use crate::cli::approvals_gateway::GatewayLink;
 use toolgate_broker::client::Connection;
-use toolgate_broker::proto::{Decision, FromBroker, Role, ToBroker};
+use toolgate_broker::proto::{Choice, FromBroker, Role, ToBroker};
 use toolgate_broker::{Layout, connect};
 
 /// Approve or deny the calls waiting at the local broker.
@@ -53,10 +53,10 @@ pub struct Args {
     pub id: Option<u64>,
     /// The decision for `--id`.
     #[arg(long, value_name = "DECISION", requires = "id", value_parser = parse_decision)]
-    pub decision: Option<Decision>,
+    pub decision: Option<Choice>,
 }
 
-fn parse_decision(s: &str) -> Result<Decision, String> {
+fn parse_decision(s: &str) -> Result<Choice, String> {
     s.parse()
 }
 
@@ -139,7 +139,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     code
 }
 
-async fn decide_one(conn: &mut Link, id: u64, decision: Decision) -> anyhow::Result<ExitCode> {
+async fn decide_one(conn: &mut Link, id: u64, decision: Choice) -> anyhow::Result<ExitCode> {
     conn.send(&ToBroker::Decide { id, decision }).await?;
     loop {
         match tokio::time::timeout(Duration::from_secs(10), conn.recv()).await {
@@ -209,15 +209,15 @@ fn plain_lines(message: &FromBroker) -> Vec<String> {
     }
 }
 
-fn parse_plain(line: &str) -> Result<(u64, Decision), String> {
+fn parse_plain(line: &str) -> Result<(u64, Choice), String> {
     let mut words = line.split_whitespace();
     let (Some(verb), Some(id), None) = (words.next(), words.next(), words.next()) else {
         return Err("expected `o ID`, `s ID` or `d ID`".to_owned());
     };
     let decision = match verb {
-        "o" | "once" => Decision::AllowOnce,
-        "s" | "session" => Decision::AllowSession,
-        "d" | "deny" => Decision::Deny,
+        "o" | "once" => Choice::AllowOnce,
+        "s" | "session" => Choice::AllowSession,
+        "d" | "deny" => Choice::Deny,
         other => other.parse()?,
     };
     let id = id
@@ -336,13 +336,13 @@ async fn tui(
                 }
             },
             key = keys.recv() => match key.map(|k| ui.on_key(k)) {
-                None | Some(Effect::Quit) => break,
-                Some(Effect::Decide(id, decision)) => {
+                None | Some(Command::Quit) => break,
+                Some(Command::Decide(id, decision)) => {
                     if connected {
                         conn.send(&ToBroker::Decide { id, decision }).await?;
                     }
                 }
-                Some(Effect::Nothing) => {}
+                Some(Command::Nothing) => {}
             },
             _ = tick.tick() => {}
         }
@@ -356,10 +356,10 @@ mod tests {
 
     #[test]
     fn plain_answers_parse() {
-        assert_eq!(parse_plain("o 3"), Ok((3, Decision::AllowOnce)));
-        assert_eq!(parse_plain(" s  12 "), Ok((12, Decision::AllowSession)));
-        assert_eq!(parse_plain("deny 1"), Ok((1, Decision::Deny)));
-        assert_eq!(parse_plain("allow-once 4"), Ok((4, Decision::AllowOnce)));
+        assert_eq!(parse_plain("o 3"), Ok((3, Choice::AllowOnce)));
+        assert_eq!(parse_plain(" s  12 "), Ok((12, Choice::AllowSession)));
+        assert_eq!(parse_plain("deny 1"), Ok((1, Choice::Deny)));
+        assert_eq!(parse_plain("allow-once 4"), Ok((4, Choice::AllowOnce)));
         assert!(parse_plain("o").is_err());
         assert!(parse_plain("o x").is_err());
         assert!(parse_plain("maybe 1").is_err());

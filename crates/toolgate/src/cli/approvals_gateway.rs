@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use toolgate_broker::proto::{Decision, FromBroker, Pending, ToBroker, Withdrawal};
+use toolgate_broker::proto::{Choice, FromBroker, Pending, ToBroker, Withdrawal};
 
 /// How long one poll may wait for a change at the gateway.
 const POLL: Duration = Duration::from_secs(25);
@@ -131,7 +131,7 @@ impl GatewayLink {
         Ok(())
     }
 
-    async fn decide(&self, id: u64, decision: Decision) -> anyhow::Result<(bool, String)> {
+    async fn decide(&self, id: u64, decision: Choice) -> anyhow::Result<(bool, String)> {
         let response = self
             .http
             .post(self.endpoint(&format!("approvals/{id}"))?)

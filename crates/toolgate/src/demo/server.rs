@@ -41,7 +41,7 @@ pub fn serve(config: &ServerConfig) -> anyhow::Result<()> {
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    let mut state = State {
+    let mut state = DemoServer {
         config: config.clone(),
         calls: 0,
         rug_pulled: config.rug_pulled,
@@ -71,13 +71,13 @@ pub fn serve(config: &ServerConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-struct State {
+struct DemoServer {
     config: ServerConfig,
     calls: u64,
     rug_pulled: bool,
 }
 
-impl State {
+impl DemoServer {
     fn handle(&mut self, msg: &Value) -> Vec<Value> {
         let Some(method) = msg.get("method").and_then(Value::as_str) else {
             // A response to something we never asked: ignore.
@@ -355,8 +355,8 @@ pub fn tool_definitions(rug_pulled: bool) -> Vec<Value> {
 mod tests {
     use super::*;
 
-    fn state(rug_pull_after: Option<u64>) -> State {
-        State {
+    fn state(rug_pull_after: Option<u64>) -> DemoServer {
+        DemoServer {
             config: ServerConfig {
                 workspace: PathBuf::from("/nonexistent-demo"),
                 outbox: PathBuf::from("/nonexistent-demo/outbox"),

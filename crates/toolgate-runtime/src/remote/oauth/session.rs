@@ -61,7 +61,7 @@ pub struct OAuthAuthorizer {
     cfg: Config,
     http: reqwest::Client,
     store: Store,
-    state: Mutex<State>,
+    state: Mutex<CredentialState>,
 }
 
 impl std::fmt::Debug for OAuthAuthorizer {
@@ -73,7 +73,7 @@ impl std::fmt::Debug for OAuthAuthorizer {
 }
 
 #[derive(Debug, Default)]
-struct State {
+struct CredentialState {
     /// The credentials in use.
     entry: Option<Entry>,
     /// The `Authorization` value a browser flow of this authorizer obtained last.
@@ -104,7 +104,7 @@ impl OAuthAuthorizer {
             cfg,
             http,
             store,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(CredentialState::default()),
         }
     }
 
@@ -122,7 +122,7 @@ impl OAuthAuthorizer {
         format!("help: run `toolgate auth login {}`", self.shown)
     }
 
-    fn load(&self, st: &mut State) -> Result<(), AuthError> {
+    fn load(&self, st: &mut CredentialState) -> Result<(), AuthError> {
         if st.entry.is_none() {
             st.entry = self
                 .store
@@ -170,7 +170,11 @@ impl OAuthAuthorizer {
     }
 
     /// Refreshes under the server's lock, adopting a token another process stored.
-    async fn refresh(&self, st: &mut State, rejected: Option<&str>) -> Result<(), RefreshError> {
+    async fn refresh(
+        &self,
+        st: &mut CredentialState,
+        rejected: Option<&str>,
+    ) -> Result<(), RefreshError> {
         let Some(ours) = st.entry.clone() else {
             return Err(RefreshError::Other(anyhow::anyhow!(
                 "no credentials to refresh"
@@ -389,7 +393,7 @@ impl OAuthAuthorizer {
     /// `--auth-timeout`.
     async fn flow(
         &self,
-        st: &mut State,
+        st: &mut CredentialState,
         bearer: &Bearer,
         scope: Option<String>,
         rejected: Option<&str>,
@@ -429,7 +433,7 @@ impl OAuthAuthorizer {
 
     async fn flow_unbounded(
         &self,
-        st: &mut State,
+        st: &mut CredentialState,
         bearer: &Bearer,
         scope: Option<String>,
         rejected: Option<&str>,
