@@ -262,7 +262,7 @@ fn child(path: &Path, count: usize) -> Command {
     cmd.args([
         "--ignored",
         "--exact",
-        "child_appends",
+        "writer::child_appends",
         "--nocapture",
         "--test-threads=1",
     ])
@@ -296,7 +296,7 @@ fn disk_full_mid_write_is_an_error_and_leaves_the_chain_intact() {
     let exe = std::env::current_exe().unwrap();
     let out = Command::new("sh")
         .arg("-c")
-        .arg(r#"trap '' XFSZ; ulimit -f 4; exec "$0" --ignored --exact child_appends --nocapture --test-threads=1"#)
+        .arg(r#"trap '' XFSZ; ulimit -f 4; exec "$0" --ignored --exact writer::child_appends --nocapture --test-threads=1"#)
         .arg(&exe)
         .env(CHILD_ENV, &path)
         .env("TOOLGATE_AUDIT_TEST_CHILD_COUNT", "1000")
