@@ -185,7 +185,7 @@ fn a_writer_killed_mid_write_loses_nothing_it_committed() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "crash_child_writer",
+            "embedded::crash_child_writer",
             "--nocapture",
             "--test-threads=1",
         ])
