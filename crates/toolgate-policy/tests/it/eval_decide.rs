@@ -13,8 +13,7 @@ use toolgate_policy::decision::{Contract, Effect};
 use toolgate_policy::fsfacts::MapFs;
 use toolgate_policy::load::STARTER_POLICY;
 
-#[path = "support/engine.rs"]
-mod support;
+use crate::support::engine as support;
 
 use support::{decide, engine, session};
 

@@ -32,8 +32,7 @@ fn server_fs() -> MapFs {
     MapFs::new().server(PID, "/", "/srv/app")
 }
 
-#[path = "support/engine.rs"]
-mod support;
+use crate::support::engine as support;
 
 use support::engine;
 

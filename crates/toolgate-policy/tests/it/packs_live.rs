@@ -21,8 +21,7 @@
     clippy::print_stderr
 )]
 
-#[path = "packs_fixtures/check.rs"]
-mod check;
+use crate::support::packs_check as check;
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};

@@ -21,8 +21,7 @@
     clippy::panic
 )]
 
-#[path = "packs_fixtures/check.rs"]
-mod check;
+use crate::support::packs_check as check;
 
 use check::{check_pack_against, fixture};
 

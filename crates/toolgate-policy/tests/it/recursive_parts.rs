@@ -19,8 +19,7 @@ use toolgate_policy::load::STARTER_POLICY;
 use toolgate_policy::normalize::{NormalizeContext, ToolCall};
 use toolgate_policy::{Beneath, Operation};
 
-#[path = "support/engine.rs"]
-mod support;
+use crate::support::engine as support;
 
 fn starter() -> Engine {
     support::engine(STARTER_POLICY)

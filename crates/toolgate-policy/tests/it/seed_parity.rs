@@ -18,8 +18,7 @@ use toolgate_policy::session::{Session, SessionLimits};
 use toolgate_policy::taint::TaintLimits;
 use toolgate_policy::{Action, Operation};
 
-#[path = "support/engine.rs"]
-mod support;
+use crate::support::engine as support;
 
 use support::engine;
 

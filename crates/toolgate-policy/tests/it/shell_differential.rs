@@ -9,8 +9,7 @@
     clippy::indexing_slicing
 )]
 
-#[path = "support/shell_diff.rs"]
-mod shell_diff;
+use crate::support::shell_diff;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};

@@ -9,8 +9,7 @@
     clippy::indexing_slicing
 )]
 
-#[path = "support/engine.rs"]
-mod support;
+use crate::support::engine as support;
 
 use serde_json::json;
 use toolgate_policy::decision::Effect;

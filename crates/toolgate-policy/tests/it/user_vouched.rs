@@ -3,8 +3,7 @@
 //! repeats them; a destination only the output named stays tainted.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/engine.rs"]
-mod support;
+use crate::support::engine as support;
 
 use serde_json::json;
 use support::{decide, engine, session};
