@@ -5,7 +5,7 @@
 //! in the same agent session. Prints one line per session and a summary table
 //! (`docs/security-tests.md`).
 //!
-//! Run: `cargo test -p toolgate --test attacks -- --nocapture`
+//! Run: `cargo test -p toolgate --test it attacks:: -- --nocapture`
 //! One file or case: `ATTACKS_FILTER=mail` (substring of `file/case`).
 #![allow(
     clippy::unwrap_used,

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use toolgate_testkit::{Peer, wait_until};
 
 const LIMIT: Duration = Duration::from_secs(20);
-const DEMO_POLICY: &str = include_str!("../src/demo/policy.yaml");
+const DEMO_POLICY: &str = include_str!("../../src/demo/policy.yaml");
 const ATTACKER: &str = "exfil@attacker.example";
 
 struct World {

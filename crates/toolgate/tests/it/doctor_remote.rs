@@ -13,7 +13,7 @@
     clippy::indexing_slicing
 )]
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};

@@ -13,8 +13,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use serde_json::{Value, json};
 
-#[path = "support/gate.rs"]
-mod gate;
+use crate::support::gate;
 use gate::{Gate, POLICY, accept, is_denied, text};
 
 fn mrtr_meta() -> Value {

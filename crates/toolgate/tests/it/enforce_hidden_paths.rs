@@ -10,8 +10,7 @@
 
 use serde_json::json;
 
-#[path = "support/gate.rs"]
-mod gate;
+use crate::support::gate;
 use gate::{Gate, is_denied, text};
 
 /// Reads are allowed by default; `~/.ssh` is denied.

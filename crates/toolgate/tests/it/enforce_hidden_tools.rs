@@ -14,8 +14,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 use toolgate_testkit::Peer;
 
-#[path = "support/gate.rs"]
-mod gate;
+use crate::support::gate;
 use gate::{Gate, POLICY};
 
 /// The pages of `tools/list` requests a client sends (the demo server lists two tools a

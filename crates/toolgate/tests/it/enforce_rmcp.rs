@@ -7,7 +7,7 @@
     clippy::indexing_slicing
 )]
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::Duration;

@@ -11,8 +11,7 @@
 
 use serde_json::json;
 
-#[path = "support/gate.rs"]
-mod gate;
+use crate::support::gate;
 use gate::{Gate, is_denied, text};
 
 const POLICY: &str = r#"

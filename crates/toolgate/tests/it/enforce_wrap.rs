@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-#[path = "support/gate.rs"]
-mod gate;
+use crate::support::gate;
 use gate::{Gate, POLICY, accept, is_denied, text};
 
 #[test]

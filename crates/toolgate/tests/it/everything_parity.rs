@@ -20,7 +20,7 @@
     clippy::indexing_slicing
 )]
 
-mod common;
+use crate::common;
 
 use common::{
     ClientAnswers, Route, ServerCmd, Session, assert_parity, call, events_of, model, result_of,

@@ -29,7 +29,7 @@
     clippy::print_stderr
 )]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;

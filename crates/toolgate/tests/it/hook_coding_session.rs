@@ -19,8 +19,7 @@
     clippy::indexing_slicing
 )]
 
-#[path = "support/hooks.rs"]
-mod support;
+use crate::support::hooks as support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

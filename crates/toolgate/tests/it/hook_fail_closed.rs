@@ -9,8 +9,7 @@
     clippy::indexing_slicing
 )]
 
-#[path = "support/hooks.rs"]
-mod support;
+use crate::support::hooks as support;
 
 use std::process::Stdio;
 

@@ -8,8 +8,7 @@
     clippy::indexing_slicing
 )]
 
-#[path = "support/hooks.rs"]
-mod support;
+use crate::support::hooks as support;
 
 use serde_json::json;
 use support::World;

@@ -10,8 +10,7 @@
     clippy::indexing_slicing
 )]
 
-#[path = "support/hooks.rs"]
-mod support;
+use crate::support::hooks as support;
 
 use std::path::Path;
 

@@ -9,8 +9,7 @@
     clippy::indexing_slicing
 )]
 
-#[path = "support/hooks.rs"]
-mod support;
+use crate::support::hooks as support;
 
 use serde_json::{Value, json};
 use support::{World, claude, cursor};

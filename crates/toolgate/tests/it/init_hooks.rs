@@ -19,8 +19,7 @@ use std::time::Duration;
 use assert_cmd::Command;
 use serde_json::{Value, json};
 
-#[path = "support/hooks.rs"]
-mod support;
+use crate::support::hooks as support;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 

@@ -12,7 +12,7 @@
     clippy::print_stderr
 )]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::path::PathBuf;

@@ -21,7 +21,7 @@
     clippy::print_stderr
 )]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -33,7 +33,7 @@ use toolgate_testkit::{Peer, wait_until};
 
 const LIMIT: Duration = Duration::from_secs(30);
 const ALLOW_ALL: &str = "version: 1\ndefault: allow\npacks: []\n";
-const DEMO_POLICY: &str = include_str!("../src/demo/policy.yaml");
+const DEMO_POLICY: &str = include_str!("../../src/demo/policy.yaml");
 
 /// A server process, killed when dropped.
 struct Server {

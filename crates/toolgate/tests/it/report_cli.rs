@@ -9,7 +9,7 @@
     clippy::print_stderr
 )]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

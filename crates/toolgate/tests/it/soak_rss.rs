@@ -3,7 +3,7 @@
 //! toolgate process must stay flat: sampled after a warm-up and at the end.
 //!
 //! Run it (the figures are printed on stderr; use `--nocapture`):
-//! `cargo test -p toolgate --release --test soak_rss -- --ignored --nocapture`
+//! `cargo test -p toolgate --release --test it soak_rss:: -- --ignored --nocapture`
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
