@@ -7,7 +7,10 @@
 use libfuzzer_sys::fuzz_target;
 
 #[path = "../../crates/toolgate-policy/tests/it/support/shell_diff.rs"]
-#[allow(dead_code)]
+#[allow(
+    dead_code,
+    reason = "helpers shared by several tests, not every one uses every helper"
+)]
 mod shell_diff;
 
 thread_local! {

@@ -10,7 +10,8 @@
     clippy::panic,
     clippy::indexing_slicing,
     clippy::print_stdout,
-    missing_debug_implementations
+    missing_debug_implementations,
+    reason = "test code: a broken fixture or harness step panics with a message, failing the test; reports progress and results on the terminal; test fixtures and handles, never formatted"
 )]
 
 pub mod attack;

@@ -6,7 +6,8 @@
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::indexing_slicing,
-    clippy::panic
+    clippy::panic,
+    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
 )]
 
 use std::collections::BTreeMap;

@@ -9,7 +9,8 @@
     clippy::panic,
     clippy::indexing_slicing,
     clippy::print_stdout,
-    missing_debug_implementations
+    missing_debug_implementations,
+    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions; prints what it ran for the person reading the test output; test fixtures and handles, never formatted"
 )]
 
 use std::collections::BTreeMap;

@@ -20,7 +20,8 @@
     clippy::indexing_slicing,
     clippy::print_stdout,
     clippy::print_stderr,
-    missing_debug_implementations
+    missing_debug_implementations,
+    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions; prints what it ran for the person reading the test output; test fixtures and handles, never formatted; helpers shared by several tests, not every one uses every helper; some rmcp client items the harness drives are deprecated upstream"
 )]
 
 use std::ffi::OsString;

@@ -4,7 +4,8 @@
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
-    clippy::indexing_slicing
+    clippy::indexing_slicing,
+    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
 )]
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,10 @@
 //! The engine, session and calls that the policy crate's decision tests share: the
 //! workspace is `/w`, the home `/home/u`, and calls come from the server `srv`.
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions; helpers shared by several tests, not every one uses every helper"
+)]
 
 use serde_json::Value;
 use toolgate_policy::Action;
