@@ -1,4 +1,9 @@
 //! Shared by the pack tests: a pack against a server's real tools/list.
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "test code: a fixture that cannot be read or has the wrong shape fails the test"
+)]
 
 use serde_json::Value;
 use toolgate_policy::contracts::ToolContract;
