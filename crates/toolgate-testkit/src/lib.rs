@@ -1,7 +1,7 @@
 //! Test kit for toolgate: fake MCP peers and fixtures. Not published.
 //!
-//! - [`bin_path`] finds (and if needed builds) a binary of this workspace, e.g. the
-//!   `fake_upstream` server, from any package's tests.
+//! - [`bin_path`] finds one of this kit's binaries (built by cargo with the workspace), e.g.
+//!   the `fake_upstream` server, from any package's tests.
 //! - [`Peer`] drives a child process over newline-delimited stdio with bounded waits:
 //!   every receive and every wait has a timeout, and the child is killed on drop.
 #![allow(
@@ -25,7 +25,6 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The default bound for every wait in tests.
@@ -41,54 +40,41 @@ pub fn target_profile_dir() -> PathBuf {
     dir
 }
 
-/// The path of a binary built from this workspace (`target/<profile>/<name>`).
+/// The path of one of this kit's own binaries (`target/<profile>/<name>`), e.g. the
+/// `fake_upstream` server, from any package's tests.
 ///
-/// If it is missing, builds it once with `cargo build --bin <name>` (same profile), so
-/// tests of one package can use another package's binaries.
+/// Cargo builds them with the workspace (`scripts/test` builds every target first, and
+/// `cargo nextest run --workspace` builds them for this kit's own tests); a test never runs
+/// cargo itself, and never guesses from modification times whether a binary is current. The
+/// `toolgate` and `toolgate-hook` binaries are not found here: toolgate's tests name them
+/// with `env!("CARGO_BIN_EXE_toolgate")`, which cargo builds for those tests.
 pub fn bin_path(name: &str) -> PathBuf {
-    static BUILT: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
-    let dir = target_profile_dir();
-    let path = dir.join(name);
-    let built = BUILT.get_or_init(|| Mutex::new(Vec::new()));
-    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
-    if !built.iter().any(|b| b == name) && !fresh(&path, name) {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "--quiet", "--bin", name]);
-        if dir.ends_with("release") {
-            cmd.arg("--release");
-        }
-        if let Some(target) = dir.parent() {
-            cmd.env("CARGO_TARGET_DIR", target);
-        }
-        cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
-        let status = cmd.status().expect("run cargo build");
-        assert!(
-            status.success() || path.exists(),
-            "cannot build binary `{name}`"
-        );
-        built.push(name.to_owned());
-    }
-    assert!(path.exists(), "binary `{}` not found", path.display());
+    assert!(
+        !name.starts_with("toolgate"),
+        "`{name}` is toolgate's binary: use env!(\"CARGO_BIN_EXE_{name}\") in toolgate's tests"
+    );
+    let path = target_profile_dir().join(name);
+    assert!(
+        path.is_file(),
+        "the test kit's binary `{}` is not built\n\
+         help: run `cargo build -p toolgate-testkit --bins` (add `--release` for a release \
+         test run), or run the tests with `--workspace` or with scripts/test, which build it",
+        path.display()
+    );
     path
 }
 
-/// True if `path` exists and is newer than this kit's sources (its own `src/bin/<name>.rs`
-/// and `src/lib.rs`): then no `cargo build` is needed (it would only wait for the lock).
-fn fresh(path: &Path, name: &str) -> bool {
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let Some(built) = modified(path) else {
-        return false;
-    };
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let own = src.join("bin").join(format!("{name}.rs"));
-    if !own.exists() {
-        // Not one of the kit's binaries: always ask cargo.
-        return false;
-    }
-    [own, src.join("lib.rs"), src.join("../Cargo.toml")]
-        .iter()
-        .all(|p| modified(p).is_some_and(|m| m <= built))
+/// A binary of this workspace beside the running executable (`target/<profile>/<name>`),
+/// for the benchmark tools: they measure the `toolgate` that cargo built, and never build it.
+pub fn built_binary(name: &str) -> PathBuf {
+    let path = target_profile_dir().join(name);
+    assert!(
+        path.is_file(),
+        "`{}` is not built\nhelp: build it first, e.g. `cargo build --release -p toolgate`, or \
+         name the binary to measure",
+        path.display()
+    );
+    path
 }
 
 /// The `fake_upstream` test server.

@@ -80,7 +80,7 @@ fn options() -> Options {
             }
         }
     }
-    o.toolgate = toolgate.unwrap_or_else(|| toolgate_testkit::bin_path("toolgate-hook"));
+    o.toolgate = toolgate.unwrap_or_else(|| toolgate_testkit::built_binary("toolgate-hook"));
     o
 }
 

@@ -19,7 +19,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let n: u64 = args.next().map_or(1_000_000, |a| a.parse().expect("N"));
     let toolgate = args.next().map_or_else(
-        || toolgate_testkit::bin_path("toolgate"),
+        || toolgate_testkit::built_binary("toolgate"),
         |p| std::fs::canonicalize(p).expect("the toolgate binary"),
     );
     let dir = tempfile::tempdir().unwrap();

@@ -314,7 +314,7 @@ fn the_typescript_sdk_client_sees_the_same_server_through_the_gateway() {
     let script = common::repo_root().join("tests/gateway/ts-client.mjs");
     let d = Deployment::new();
     let config = d.config("a", &everything_server(&node, &entry));
-    let gw = GatewayProcess::start(&config, &[]);
+    let gw = GatewayProcess::start(&crate::common::toolgate_bin(), &config, &[]);
     let url = format!("http://{}/servers/everything/mcp", gw.addr);
 
     let through = {
@@ -443,8 +443,16 @@ fn the_python_sdk_client_through_the_gateway_and_its_session_on_another_replica(
     };
     let d = Deployment::new();
     let servers = everything_server(&node, &entry);
-    let a = GatewayProcess::start(&d.config("a", &servers), &[]);
-    let b = GatewayProcess::start(&d.config("b", &servers), &[]);
+    let a = GatewayProcess::start(
+        &crate::common::toolgate_bin(),
+        &d.config("a", &servers),
+        &[],
+    );
+    let b = GatewayProcess::start(
+        &crate::common::toolgate_bin(),
+        &d.config("b", &servers),
+        &[],
+    );
     let url_a = format!("http://{}/servers/everything/mcp", a.addr);
 
     let through = {
@@ -666,7 +674,11 @@ fn conformance_server_scenarios_pass_through_the_gateway() {
         json!(node.to_str().unwrap()),
         json!(target.to_str().unwrap()),
     );
-    let gw = GatewayProcess::start(&d.config("a", &servers), &[]);
+    let gw = GatewayProcess::start(
+        &crate::common::toolgate_bin(),
+        &d.config("a", &servers),
+        &[],
+    );
     // The suite sends no bearer token: a loopback front adds it.
     let mut front = Command::new(&node);
     front
@@ -770,8 +782,8 @@ fn a_deleted_session_is_gone_on_every_replica() {
         std::fs::write(&path, text).unwrap();
         path
     };
-    let a = GatewayProcess::start(&with_store("a"), &[]);
-    let b = GatewayProcess::start(&with_store("b"), &[]);
+    let a = GatewayProcess::start(&crate::common::toolgate_bin(), &with_store("a"), &[]);
+    let b = GatewayProcess::start(&crate::common::toolgate_bin(), &with_store("b"), &[]);
     let alice = token("alice");
     let sid = toolgate_testkit::gateway::open_session(&a, "everything", &alice);
     let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
@@ -855,8 +867,16 @@ fn the_typescript_sdk_client_through_the_gateway_to_a_remote_server() {
         "  everything:\n    url: {}\n    policy: everything-policy.yaml\n",
         json!(upstream)
     );
-    let a = GatewayProcess::start(&d.config("a", &servers), &[]);
-    let b = GatewayProcess::start(&d.config("b", &servers), &[]);
+    let a = GatewayProcess::start(
+        &crate::common::toolgate_bin(),
+        &d.config("a", &servers),
+        &[],
+    );
+    let b = GatewayProcess::start(
+        &crate::common::toolgate_bin(),
+        &d.config("b", &servers),
+        &[],
+    );
     let script = common::repo_root().join("tests/gateway/ts-client.mjs");
     let client = |url: &str, token: Option<String>, what: &str| {
         let mut cmd = Command::new(&node);
@@ -908,7 +928,11 @@ fn an_unsupported_protocol_version_header_gets_400() {
         "  everything:\n    command: [{}]\n    policy: allow-all.yaml\n",
         json!(toolgate_testkit::fake_upstream().to_str().unwrap()),
     );
-    let gw = GatewayProcess::start(&d.config("a", &servers), &[]);
+    let gw = GatewayProcess::start(
+        &crate::common::toolgate_bin(),
+        &d.config("a", &servers),
+        &[],
+    );
     let alice = token("alice");
     let sid = toolgate_testkit::gateway::open_session(&gw, "everything", &alice);
     let auth = format!("Bearer {alice}");
@@ -951,8 +975,16 @@ fn a_stuck_resume_does_not_hold_up_other_sessions() {
         json!(flaky),
         json!(fake.to_str().unwrap()),
     );
-    let a = GatewayProcess::start(&d.config("a", &servers), &[]);
-    let b = GatewayProcess::start(&d.config("b", &servers), &[]);
+    let a = GatewayProcess::start(
+        &crate::common::toolgate_bin(),
+        &d.config("a", &servers),
+        &[],
+    );
+    let b = GatewayProcess::start(
+        &crate::common::toolgate_bin(),
+        &d.config("b", &servers),
+        &[],
+    );
     let alice = token("alice");
     let stuck = toolgate_testkit::gateway::open_session(&a, "flaky", &alice);
     let healthy = toolgate_testkit::gateway::open_session(&a, "fast", &alice);
@@ -1030,7 +1062,11 @@ fn a_2026_07_28_python_client_needs_no_session_through_the_gateway() {
     let (_server, port) = start_listening(server, "the Python SDK's stateless server");
     let servers =
         format!("  py:\n    url: http://127.0.0.1:{port}/mcp\n    policy: allow-all.yaml\n");
-    let gw = GatewayProcess::start(&d.config("a", &servers), &[]);
+    let gw = GatewayProcess::start(
+        &crate::common::toolgate_bin(),
+        &d.config("a", &servers),
+        &[],
+    );
     let url = format!("http://{}/servers/py/mcp", gw.addr);
     let mut cmd = Command::new(&python);
     cmd.arg(common::repo_root().join("tests/gateway/py-stateless.py"))

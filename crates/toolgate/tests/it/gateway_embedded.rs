@@ -115,7 +115,7 @@ fn a_gateway_with_a_store_file_resumes_taint_after_sigkill() {
     .unwrap();
     std::fs::write(dir.join("policy.yaml"), POLICY).unwrap();
     let config = config(&dir);
-    let mut gw = GatewayProcess::start(&config, &[]);
+    let mut gw = GatewayProcess::start(&crate::common::toolgate_bin(), &config, &[]);
     let s = open(&gw, "agent-1");
     let read = call(&gw, &s, 1, "search_emails", json!({"query": "migration"}));
     assert!(blocked(&read).is_none(), "{read}");
@@ -126,7 +126,7 @@ fn a_gateway_with_a_store_file_resumes_taint_after_sigkill() {
     assert_eq!(std::fs::metadata(&store).unwrap().mode() & 0o777, 0o600);
 
     // A second gateway on the same file is refused, saying why.
-    let mut second = std::process::Command::new(bin_path("toolgate"))
+    let mut second = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["gateway", "--config"])
         .arg(&config)
         .stdout(std::process::Stdio::null())
@@ -146,7 +146,7 @@ fn a_gateway_with_a_store_file_resumes_taint_after_sigkill() {
 
     // Killed and started again: the agent session's taint is still there.
     gw.kill();
-    let gw = GatewayProcess::start(&config, &[]);
+    let gw = GatewayProcess::start(&crate::common::toolgate_bin(), &config, &[]);
     let s = open(&gw, "agent-1");
     let again = call(&gw, &s, 3, "send_email", send);
     let why = blocked(&again).unwrap_or_else(|| panic!("not blocked: {again}"));

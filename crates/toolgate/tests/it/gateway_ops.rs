@@ -96,7 +96,11 @@ fn jwts_are_checked_and_refusals_say_how_to_authenticate() {
         issuer.issuer(),
         issuer.jwks_url()
     );
-    let gw = GatewayProcess::start(&s.config("a", &auth, ""), &[]);
+    let gw = GatewayProcess::start(
+        &crate::common::toolgate_bin(),
+        &s.config("a", &auth, ""),
+        &[],
+    );
     let resource = format!("{PUBLIC}/servers/mail/mcp");
     let metadata_url = format!("{PUBLIC}/.well-known/oauth-protected-resource/servers/mail/mcp");
     let with_groups = |groups: Value, mut claims: Value| {
@@ -218,7 +222,7 @@ fn a_jwt_user_is_not_the_static_token_user_of_the_same_name() {
         ),
     )
     .unwrap();
-    let gw = GatewayProcess::start(&config, &[]);
+    let gw = GatewayProcess::start(&crate::common::toolgate_bin(), &config, &[]);
     let token = token_of("ci-bot");
     let mut claims = issuer.claims("ci-bot", PUBLIC);
     claims["groups"] = json!(["dev"]);
@@ -303,8 +307,16 @@ fn approvers_answer_through_the_cli_and_the_first_answer_wins() {
         hash(&token_of("dave")),
     );
     let store = format!("store:\n  url: {}\n", redis.url());
-    let a = GatewayProcess::start(&s.config("a", &auth, &store), &[]);
-    let b = GatewayProcess::start(&s.config("b", &auth, &store), &[]);
+    let a = GatewayProcess::start(
+        &crate::common::toolgate_bin(),
+        &s.config("a", &auth, &store),
+        &[],
+    );
+    let b = GatewayProcess::start(
+        &crate::common::toolgate_bin(),
+        &s.config("b", &auth, &store),
+        &[],
+    );
     let alice = token_of("alice");
     let session = open_session(&a, "mail", &alice);
     // The agent's client cannot ask: the call waits for an approver (on replica A).
@@ -438,7 +450,7 @@ fn sighup_reloads_the_policy_and_a_bad_file_keeps_the_old_one() {
         hash(&alice)
     );
     let config = s.config("a", &auth, "");
-    let gw = GatewayProcess::start(&config, &[]);
+    let gw = GatewayProcess::start(&crate::common::toolgate_bin(), &config, &[]);
     assert!(!is_blocked(&decide(&gw, &alice, "search_emails")));
     // A policy that forbids the tool: new sessions use it after SIGHUP.
     std::fs::write(
@@ -476,7 +488,11 @@ fn sigterm_drains_and_exits_and_metrics_count_decisions() {
         "  tokens:\n    - {{ user: alice, sha256: {}, groups: [dev] }}\n",
         hash(&alice)
     );
-    let mut gw = GatewayProcess::start(&s.config("a", &auth, ""), &[]);
+    let mut gw = GatewayProcess::start(
+        &crate::common::toolgate_bin(),
+        &s.config("a", &auth, ""),
+        &[],
+    );
     assert!(!is_blocked(&decide(&gw, &alice, "search_emails")));
     let metrics = String::from_utf8(gw.get("/metrics").body().0).unwrap();
     assert!(
@@ -557,7 +573,11 @@ fn a_remote_server_gets_the_gateways_credentials_never_the_clients() {
     );
     let config = s.dir.join("gateway-remote.yaml");
     std::fs::write(&config, text).unwrap();
-    let gw = GatewayProcess::start(&config, &[("UPSTREAM_TOKEN", "upstream-secret-42")]);
+    let gw = GatewayProcess::start(
+        &crate::common::toolgate_bin(),
+        &config,
+        &[("UPSTREAM_TOKEN", "upstream-secret-42")],
+    );
     let session = open_session(&gw, "remote", &alice);
     let msg = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     let listed = message_of(gw.post("remote", &alice, Some(&session), &msg.to_string()));
@@ -604,7 +624,11 @@ fn tls_from_pem_files_and_an_approver_connects_with_the_ca() {
         hash(&carol)
     );
     let tls = "tls: { cert: certs/server.pem, key: certs/server.key }\n";
-    let gw = GatewayProcess::start(&s.config("t", &auth, tls), &[]);
+    let gw = GatewayProcess::start(
+        &crate::common::toolgate_bin(),
+        &s.config("t", &auth, tls),
+        &[],
+    );
     let url = format!("https://{}", gw.addr);
     let run = |ca: Option<&Path>| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));

@@ -88,8 +88,16 @@ fn deploy(server_args: &str) -> Option<Deployment> {
     .unwrap();
     std::fs::write(dir.join("policy.yaml"), POLICY).unwrap();
     let ns = format!("t{}", std::process::id());
-    let a = GatewayProcess::start(&config(&dir, "a", &redis.url(), &ns, server_args), &[]);
-    let b = GatewayProcess::start(&config(&dir, "b", &redis.url(), &ns, server_args), &[]);
+    let a = GatewayProcess::start(
+        &crate::common::toolgate_bin(),
+        &config(&dir, "a", &redis.url(), &ns, server_args),
+        &[],
+    );
+    let b = GatewayProcess::start(
+        &crate::common::toolgate_bin(),
+        &config(&dir, "b", &redis.url(), &ns, server_args),
+        &[],
+    );
     Some(Deployment {
         record: dir.join("record.jsonl"),
         _dir: tmp,
