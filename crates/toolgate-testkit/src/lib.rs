@@ -290,3 +290,98 @@ pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// The TCP ports that process `pid` listens on (Linux: its socket descriptors in
+/// `/proc/<pid>/fd` matched against the listening sockets of `/proc/<pid>/net/tcp{,6}`).
+///
+/// For a child told to listen on port 0 that does not print the port the kernel gave it:
+/// no port is picked beforehand, so none can be taken by another process in between.
+pub fn listening_ports(pid: u32) -> Vec<u16> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    let inodes: std::collections::HashSet<String> = fds
+        .filter_map(Result::ok)
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_str()?;
+            Some(
+                target
+                    .strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_owned(),
+            )
+        })
+        .collect();
+    let mut ports = Vec::new();
+    for table in ["tcp", "tcp6"] {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(&"0A"), Some(inode)) =
+                (fields.get(1), fields.get(3), fields.get(9))
+            else {
+                continue;
+            };
+            if inodes.contains(*inode)
+                && let Some(port) = local
+                    .rsplit(':')
+                    .next()
+                    .and_then(|hex| u16::from_str_radix(hex, 16).ok())
+            {
+                ports.push(port);
+            }
+        }
+    }
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
+/// Waits (bounded by `limit`) until process `pid` listens on a TCP port, and returns it;
+/// panics naming `what` if it does not.
+pub fn wait_for_listening_port(pid: u32, limit: Duration, what: &str) -> u16 {
+    let mut port = None;
+    let listening = wait_until(limit, || {
+        port = listening_ports(pid).first().copied();
+        port.is_some()
+    });
+    match port {
+        Some(port) if listening => port,
+        _ => panic!("{what} (pid {pid}) did not listen on a TCP port within {limit:?}"),
+    }
+}
+
+/// A loopback TCP port on which nothing listens (a connection to it is refused), held for as
+/// long as this lives so that no other process can start listening on it meanwhile.
+///
+/// It is the local end of a connection this kit makes to itself: the port is bound, but by
+/// an established socket, which a new connection never reaches.
+pub struct ClosedPort {
+    /// The port.
+    pub port: u16,
+    _connection: (std::net::TcpStream, std::net::TcpStream),
+}
+
+impl ClosedPort {
+    /// Reserves one.
+    pub fn new() -> ClosedPort {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let near = std::net::TcpStream::connect(listener.local_addr().expect("local_addr"))
+            .expect("connect to our own listener");
+        let (far, _) = listener.accept().expect("accept our own connection");
+        ClosedPort {
+            port: near.local_addr().expect("local_addr").port(),
+            _connection: (near, far),
+        }
+    }
+}
+
+impl Default for ClosedPort {
+    fn default() -> ClosedPort {
+        ClosedPort::new()
+    }
+}

@@ -258,7 +258,7 @@ async fn redis_stopped_fails_within_the_timeout_and_recovers_by_itself() {
 
 #[tokio::test]
 async fn an_unreachable_redis_fails_connect_within_the_timeout_without_showing_the_password() {
-    let Some(mut server) = RedisServer::start() else {
+    let Some(mut server) = RedisServer::start_tcp() else {
         return;
     };
     let port = server.port();

@@ -27,14 +27,6 @@ use std::time::{Duration, Instant};
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 const TOKEN: &str = "probe-token-5f4e3d2c1b0a";
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// server-everything in `mode` on a free loopback port; its output lines on a channel.
 struct Everything {
     child: Child,
@@ -46,11 +38,12 @@ impl Everything {
     fn start(mode: &str) -> Option<Everything> {
         let (node, entry) =
             common::node_and("@modelcontextprotocol/server-everything/dist/index.js")?;
-        let port = free_port();
+        // Port 0: the kernel picks; it prints `port 0` once listening, and the real port is
+        // read from /proc then.
         let mut child = Command::new(node)
             .arg(entry)
             .arg(mode)
-            .env("PORT", port.to_string())
+            .env("PORT", "0")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -71,8 +64,14 @@ impl Everything {
                 }
             });
         }
-        let server = Everything { child, port, lines };
-        server.wait_for(&format!("port {port}"));
+        let mut server = Everything {
+            child,
+            port: 0,
+            lines,
+        };
+        server.wait_for("port 0");
+        server.port =
+            toolgate_testkit::wait_for_listening_port(server.child.id(), START_TIMEOUT, mode);
         Some(server)
     }
 
@@ -191,7 +190,8 @@ fn doctor_probes_remote_servers() {
         return;
     };
     let unauthorized = unauthorized_server();
-    let closed = free_port();
+    let held = toolgate_testkit::ClosedPort::new();
+    let closed = held.port;
     let config = format!(
         r#"{{
   "mcpServers": {{

@@ -772,7 +772,7 @@ fn a_deleted_session_is_gone_on_every_replica() {
         json!(toolgate_testkit::fake_upstream().to_str().unwrap()),
     );
     // The replicas learn of the end through their shared store.
-    let Some(redis) = toolgate_testkit::redis::RedisServer::start() else {
+    let Some(redis) = toolgate_testkit::redis::RedisServer::start_tcp() else {
         return;
     };
     let with_store = |replica: &str| {
@@ -820,17 +820,14 @@ impl Drop for Reaped {
     }
 }
 
-/// server-everything in its Streamable HTTP mode on a free port (its group killed on drop).
+/// server-everything in its Streamable HTTP mode on the port the kernel gives it (`PORT=0`;
+/// it does not print that port, so it is read from /proc once it listens); its group is
+/// killed on drop.
 fn everything_over_http(node: &Path, entry: &Path) -> (Reaped, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let child = Command::new(node)
         .arg(entry)
         .arg("streamableHttp")
-        .env("PORT", port.to_string())
+        .env("PORT", "0")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -838,13 +835,10 @@ fn everything_over_http(node: &Path, entry: &Path) -> (Reaped, u16) {
         .spawn()
         .unwrap();
     let server = Reaped(child);
-    assert!(
-        wait_until(common::STEP_TIMEOUT, || std::net::TcpStream::connect((
-            "127.0.0.1",
-            port
-        ))
-        .is_ok()),
-        "server-everything (streamableHttp) did not listen on {port}"
+    let port = toolgate_testkit::wait_for_listening_port(
+        server.0.id(),
+        common::STEP_TIMEOUT,
+        "server-everything (streamableHttp)",
     );
     (server, port)
 }

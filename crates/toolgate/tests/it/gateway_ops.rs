@@ -295,7 +295,7 @@ fn approvals_cli(addr: &str, token: &str, args: &[&str]) -> std::process::Output
 
 #[test]
 fn approvers_answer_through_the_cli_and_the_first_answer_wins() {
-    let Some(redis) = RedisServer::start() else {
+    let Some(redis) = RedisServer::start_tcp() else {
         return;
     };
     let s = Setup::new();

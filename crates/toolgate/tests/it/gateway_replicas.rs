@@ -78,7 +78,7 @@ servers:
 
 /// Two replicas on one Redis, or None (skipped) when `redis-server` is not installed.
 fn deploy(server_args: &str) -> Option<Deployment> {
-    let redis = RedisServer::start()?;
+    let redis = RedisServer::start_tcp()?;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().canonicalize().unwrap();
     std::fs::write(

@@ -93,27 +93,24 @@ fn python_server(python: &Path, args: &[&str]) -> Server {
     Server::spawn(cmd, "listening ")
 }
 
-/// server-everything in `mode` (`streamableHttp` or `sse`) on a free port.
+/// server-everything in `mode` (`streamableHttp` or `sse`) on the port the kernel gives it
+/// (`PORT=0`; it does not print that port, so it is read from /proc once it listens).
 fn everything(node: &Path, entry: &Path, mode: &str) -> Server {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let child = Command::new(node)
         .arg(entry)
         .arg(mode)
-        .env("PORT", port.to_string())
+        .env("PORT", "0")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let server = Server { child, port };
-    assert!(
-        wait_until(LIMIT, || std::net::TcpStream::connect(("127.0.0.1", port))
-            .is_ok()),
-        "server-everything ({mode}) did not listen on {port}"
+    // Killed on drop, also when it never listens.
+    let mut server = Server { child, port: 0 };
+    server.port = toolgate_testkit::wait_for_listening_port(
+        server.child.id(),
+        LIMIT,
+        &format!("server-everything ({mode})"),
     );
     server
 }
