@@ -271,6 +271,7 @@ fn main() {
     }
     drop(out);
     if stay_after_eof {
+        // What it simulates: a server that never exits after its stdin closed.
         loop {
             std::thread::sleep(std::time::Duration::from_secs(3600));
         }

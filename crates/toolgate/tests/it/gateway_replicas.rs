@@ -13,7 +13,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -495,12 +495,16 @@ fn a_replica_killed_in_the_middle_of_a_call_leaves_an_error_not_silence() {
         seen.push_str(&line);
     }
     d.a.kill();
-    let started = Instant::now();
     let mut rest = Vec::new();
     let end = reader.read_to_end(&mut rest);
+    // The client learns that the exchange ended (end of stream or reset), not by running
+    // into its own 20 s read timeout.
     assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "the client learns at once that the exchange ended"
+        !end.as_ref().is_err_and(|e| matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        )),
+        "the client was left waiting: {end:?}"
     );
     let rest = String::from_utf8_lossy(&rest);
     assert!(

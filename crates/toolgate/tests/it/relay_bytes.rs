@@ -349,6 +349,8 @@ fn the_relay_stops_polling_when_messages_stop() {
         // Polling ends 20 ms after the last frame; a poller that never stopped would use
         // all of the next 500 ms (50 ticks at the usual 100 per second).
         let before = cpu_ticks(client.pid());
+        // Not synchronisation: the window in which the CPU the idle proxy uses is measured
+        // (CPU time, so a loaded machine does not change the count).
         std::thread::sleep(std::time::Duration::from_millis(500));
         let used = cpu_ticks(client.pid()) - before;
         assert!(

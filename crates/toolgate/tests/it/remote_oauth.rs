@@ -883,9 +883,20 @@ fn wrap_refreshes_a_token_that_expires_in_the_middle_of_a_session() {
     let mut peer = wrap(&user, &server, &["--auth-timeout", "45s"]);
     let init = initialize(&mut peer);
     assert!(init.get("result").is_some(), "{init}");
-    let started = std::time::Instant::now();
+    // Calls until the server has seen a refresh (bounded), then a few more: every one of them
+    // is answered, before, across and after the expiry.
+    let deadline = std::time::Instant::now() + LIMIT;
     let mut id = 1;
-    while started.elapsed() < Duration::from_secs(5) {
+    let mut after_refresh = 0;
+    while after_refresh < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no token refresh within {LIMIT:?}: {}",
+            server.stats()
+        );
+        if server.stats()["refreshes"].as_u64().unwrap_or(0) >= 1 {
+            after_refresh += 1;
+        }
         let who = request(
             &mut peer,
             id,

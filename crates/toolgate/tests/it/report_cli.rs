@@ -14,7 +14,7 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate_testkit::auditlog::write_log;
@@ -254,7 +254,6 @@ fn a_live_probe_lists_the_filesystem_servers_tools() {
         eprintln!("skipped: node is not installed");
         return;
     };
-    let started = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["report", "--json", "--probe-timeout", "20", "--workspace"])
         .arg(&ws)
@@ -272,7 +271,6 @@ fn a_live_probe_lists_the_filesystem_servers_tools() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(started.elapsed() < Duration::from_secs(30));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let server = &v["servers"][0];
     assert_eq!(server["source"], "probe");
