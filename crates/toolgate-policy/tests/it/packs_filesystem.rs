@@ -32,7 +32,7 @@ fn skip_or_fail(reason: &str) {
     if std::env::var("CI").as_deref() == Ok("true") {
         panic!("{reason} (CI=true: the real server must be tested)");
     }
-    eprintln!("skipping the live filesystem pack test: {reason}; run scripts/test to install it");
+    eprintln!("skipped: {reason} (the live filesystem pack test; run scripts/test to install it)");
 }
 
 /// The server's tools/list, from a real process speaking newline-delimited JSON-RPC.
@@ -90,10 +90,10 @@ fn filesystem_pack_matches_the_real_server() {
     let dir = package_dir();
     let entry = dir.join("dist/index.js");
     if !entry.exists() {
-        return skip_or_fail(&format!("`{}` is not installed", entry.display()));
+        return skip_or_fail(&format!("no {}", entry.display()));
     }
     if Command::new("node").arg("--version").output().is_err() {
-        return skip_or_fail("`node` is not on PATH");
+        return skip_or_fail("no node");
     }
     let pkg: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("package.json")).unwrap()).unwrap();

@@ -58,7 +58,7 @@ fn require(present: bool, what: &str, help: &str) -> Option<()> {
         !in_ci(),
         "{what} is missing but CI=true: the live pack tests must run in CI\nhelp: {help}"
     );
-    eprintln!("SKIPPED: {what} is missing, so this live pack test cannot run ({help})");
+    eprintln!("skipped: no {what} (this live pack test needs it: {help})");
     None
 }
 

@@ -387,7 +387,7 @@ fn every_file_a_command_opens_is_a_part_toolgate_reported() {
             !ci(),
             "strace is required in CI (the Debian package `strace`; scripts/test installs it)"
         );
-        eprintln!("skipped: strace not found (install the Debian package `strace`)");
+        eprintln!("skipped: no strace (install the Debian package `strace`)");
         return;
     };
     let (Some(bash), Some(timeout)) = (find_program("bash"), find_program("timeout")) else {

@@ -92,8 +92,8 @@ pub fn node_and(entry_in_node_modules: &str) -> Option<(PathBuf, PathBuf)> {
             );
         }
         eprintln!(
-            "SKIPPED: `node` is not installed, so the npm-backed integration tests cannot run \
-             (install Node.js ≥ 18 and run `scripts/test`)"
+            "skipped: no node (the npm-backed integration tests need it: \
+             install Node.js ≥ 18 and run `scripts/test`)"
         );
         return None;
     };

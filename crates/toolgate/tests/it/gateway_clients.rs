@@ -87,7 +87,7 @@ fn python() -> Option<PathBuf> {
         "tests/.venv is missing but CI=true: the Python SDK client tests must run in CI\n\
          help: run `scripts/test`, which creates it from tests/requirements.txt"
     );
-    eprintln!("SKIPPED: tests/.venv is missing (run scripts/test, which installs it)");
+    eprintln!("skipped: no tests/.venv (run scripts/test, which installs it)");
     None
 }
 

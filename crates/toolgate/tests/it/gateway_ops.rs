@@ -600,7 +600,7 @@ fn tls_from_pem_files_and_an_approver_connects_with_the_ca() {
             !matches!(std::env::var("CI").as_deref(), Ok("true" | "1")),
             "tests/.venv is missing but CI=true"
         );
-        eprintln!("SKIPPED: tests/.venv is missing (run scripts/test)");
+        eprintln!("skipped: no tests/.venv (run scripts/test, which installs it)");
         return;
     }
     let s = Setup::new();

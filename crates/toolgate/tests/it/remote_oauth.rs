@@ -479,7 +479,7 @@ fn concurrent_refreshes_use_a_rotating_refresh_token_once() {
         return;
     };
     if !std::path::Path::new("/proc/locks").exists() {
-        eprintln!("SKIPPED: no /proc/locks to see processes waiting for the lock");
+        eprintln!("skipped: no /proc/locks to see processes waiting for the lock");
         return;
     }
     let user = User::new();

@@ -79,7 +79,7 @@ fn python() -> Option<PathBuf> {
     if python.exists() {
         Some(python)
     } else {
-        eprintln!("skipped: tests/.venv is missing (run scripts/test, which installs it)");
+        eprintln!("skipped: no tests/.venv (run scripts/test, which installs it)");
         None
     }
 }

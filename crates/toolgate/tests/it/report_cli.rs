@@ -251,7 +251,7 @@ fn a_live_probe_lists_the_filesystem_servers_tools() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().canonicalize().unwrap();
     let Some(server) = common::filesystem_server(&ws) else {
-        eprintln!("skipped: node is not installed");
+        eprintln!("skipped: no node");
         return;
     };
     let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
@@ -421,7 +421,7 @@ fn the_html_page_renders_in_headless_chromium_offline() {
             std::env::var("CI").as_deref() != Ok("true"),
             "chromium is missing (scripts/test installs it under CI=true)"
         );
-        eprintln!("skipped: chromium is not installed (apt-get install chromium)");
+        eprintln!("skipped: no chromium (apt-get install chromium)");
         return;
     };
     let s = Setup::new();
