@@ -845,7 +845,7 @@ impl Drop for Hooks<'_> {
 
 /// A built-in tool's output as Claude Code hands it to `PostToolUse` (`tool_response`). The
 /// shapes are those of Claude Code's tool results as its hook inputs carry them (the same as
-/// `crates/toolgate/tests/hook_sessions.rs`).
+/// `crates/toolgate/tests/it/hook_sessions.rs`).
 fn tool_response(tool: &str, args: &Value, output: &str) -> Value {
     let lines = output.lines().count();
     match tool {
