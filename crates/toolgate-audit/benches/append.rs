@@ -10,7 +10,8 @@
     clippy::print_stdout,
     clippy::unwrap_used,
     clippy::expect_used,
-    clippy::indexing_slicing
+    clippy::indexing_slicing,
+    reason = "a benchmark tool: a failed setup step aborts the run with a message; a benchmark tool: its report is printed"
 )]
 
 use std::time::{Duration, Instant};

@@ -9,7 +9,8 @@
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::print_stderr,
-    clippy::indexing_slicing
+    clippy::indexing_slicing,
+    reason = "a benchmark tool: a failed setup step aborts the run with a message; a benchmark tool: its report is printed"
 )]
 
 use std::hint::black_box;

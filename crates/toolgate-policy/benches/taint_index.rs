@@ -11,7 +11,11 @@
 //!   archive, an access log's referrers).
 //!
 //! Run: `cargo bench -p toolgate-policy --bench taint_index`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark tool: a failed setup step aborts the run with a message"
+)]
 
 use std::hint::black_box;
 

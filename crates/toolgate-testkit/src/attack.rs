@@ -55,7 +55,8 @@
     clippy::panic,
     clippy::indexing_slicing,
     clippy::print_stdout,
-    missing_debug_implementations
+    missing_debug_implementations,
+    reason = "test code: a broken fixture or harness step panics with a message, failing the test; reports progress and results on the terminal; test fixtures and handles, never formatted"
 )]
 
 use std::collections::BTreeMap;
@@ -623,7 +624,10 @@ fn sandbox_env(cmd: &mut Command, sb: &Sandbox) {
         .env_remove("TOOLGATE_LOG");
 }
 
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site passes every knob of the scenario explicitly"
+)]
 fn start(
     env: &Env<'_>,
     sb: &Sandbox,
@@ -841,7 +845,7 @@ impl Drop for Hooks<'_> {
 
 /// A built-in tool's output as Claude Code hands it to `PostToolUse` (`tool_response`). The
 /// shapes are those of Claude Code's tool results as its hook inputs carry them (the same as
-/// `crates/toolgate/tests/hook_sessions.rs`).
+/// `crates/toolgate/tests/it/hook_sessions.rs`).
 fn tool_response(tool: &str, args: &Value, output: &str) -> Value {
     let lines = output.lines().count();
     match tool {

@@ -6,20 +6,8 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
+use crate::TIMEOUT;
 use crate::http::{HttpReply, first_line, request};
-use crate::{TIMEOUT, bin_path, target_profile_dir};
-
-/// The toolgate binary. Cargo builds it beside toolgate's integration tests before running
-/// them; only without it is `cargo build` asked (from this kit, where it cannot build
-/// another package's binary, so that call would only wait for the build lock and fail).
-fn toolgate() -> PathBuf {
-    let path = target_profile_dir().join("toolgate");
-    if path.is_file() {
-        path
-    } else {
-        bin_path("toolgate")
-    }
-}
 
 /// A gateway process, killed on drop.
 pub struct GatewayProcess {
@@ -31,9 +19,12 @@ pub struct GatewayProcess {
 }
 
 impl GatewayProcess {
-    /// Starts `toolgate gateway --config CONFIG` (with `envs`) and waits (bounded) for its
+    /// Starts `TOOLGATE gateway --config CONFIG` (with `envs`) and waits (bounded) for its
     /// address. Its stderr (JSON logs) goes to `CONFIG.<replica>.log` beside the config.
-    pub fn start(config: &Path, envs: &[(&str, &str)]) -> GatewayProcess {
+    ///
+    /// `toolgate` is the binary cargo built for the calling tests:
+    /// `env!("CARGO_BIN_EXE_toolgate")` in toolgate's own.
+    pub fn start(toolgate: &Path, config: &Path, envs: &[(&str, &str)]) -> GatewayProcess {
         let log = config.with_extension(format!(
             "{}.log",
             std::time::SystemTime::now()
@@ -41,7 +32,7 @@ impl GatewayProcess {
                 .map(|d| d.as_nanos())
                 .unwrap_or(0)
         ));
-        let mut child = Command::new(toolgate())
+        let mut child = Command::new(toolgate)
             .arg("gateway")
             .arg("--config")
             .arg(config)

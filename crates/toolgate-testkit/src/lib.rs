@@ -1,7 +1,7 @@
 //! Test kit for toolgate: fake MCP peers and fixtures. Not published.
 //!
-//! - [`bin_path`] finds (and if needed builds) a binary of this workspace, e.g. the
-//!   `fake_upstream` server, from any package's tests.
+//! - [`bin_path`] finds one of this kit's binaries (built by cargo with the workspace), e.g.
+//!   the `fake_upstream` server, from any package's tests.
 //! - [`Peer`] drives a child process over newline-delimited stdio with bounded waits:
 //!   every receive and every wait has a timeout, and the child is killed on drop.
 #![allow(
@@ -10,7 +10,8 @@
     clippy::panic,
     clippy::indexing_slicing,
     clippy::print_stdout,
-    missing_debug_implementations
+    missing_debug_implementations,
+    reason = "test code: a broken fixture or harness step panics with a message, failing the test; reports progress and results on the terminal; test fixtures and handles, never formatted"
 )]
 
 pub mod attack;
@@ -24,7 +25,6 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The default bound for every wait in tests.
@@ -40,54 +40,41 @@ pub fn target_profile_dir() -> PathBuf {
     dir
 }
 
-/// The path of a binary built from this workspace (`target/<profile>/<name>`).
+/// The path of one of this kit's own binaries (`target/<profile>/<name>`), e.g. the
+/// `fake_upstream` server, from any package's tests.
 ///
-/// If it is missing, builds it once with `cargo build --bin <name>` (same profile), so
-/// tests of one package can use another package's binaries.
+/// Cargo builds them with the workspace (`scripts/test` builds every target first, and
+/// `cargo nextest run --workspace` builds them for this kit's own tests); a test never runs
+/// cargo itself, and never guesses from modification times whether a binary is current. The
+/// `toolgate` and `toolgate-hook` binaries are not found here: toolgate's tests name them
+/// with `env!("CARGO_BIN_EXE_toolgate")`, which cargo builds for those tests.
 pub fn bin_path(name: &str) -> PathBuf {
-    static BUILT: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
-    let dir = target_profile_dir();
-    let path = dir.join(name);
-    let built = BUILT.get_or_init(|| Mutex::new(Vec::new()));
-    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
-    if !built.iter().any(|b| b == name) && !fresh(&path, name) {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "--quiet", "--bin", name]);
-        if dir.ends_with("release") {
-            cmd.arg("--release");
-        }
-        if let Some(target) = dir.parent() {
-            cmd.env("CARGO_TARGET_DIR", target);
-        }
-        cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
-        let status = cmd.status().expect("run cargo build");
-        assert!(
-            status.success() || path.exists(),
-            "cannot build binary `{name}`"
-        );
-        built.push(name.to_owned());
-    }
-    assert!(path.exists(), "binary `{}` not found", path.display());
+    assert!(
+        !name.starts_with("toolgate"),
+        "`{name}` is toolgate's binary: use env!(\"CARGO_BIN_EXE_{name}\") in toolgate's tests"
+    );
+    let path = target_profile_dir().join(name);
+    assert!(
+        path.is_file(),
+        "the test kit's binary `{}` is not built\n\
+         help: run `cargo build -p toolgate-testkit --bins` (add `--release` for a release \
+         test run), or run the tests with `--workspace` or with scripts/test, which build it",
+        path.display()
+    );
     path
 }
 
-/// True if `path` exists and is newer than this kit's sources (its own `src/bin/<name>.rs`
-/// and `src/lib.rs`): then no `cargo build` is needed (it would only wait for the lock).
-fn fresh(path: &Path, name: &str) -> bool {
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let Some(built) = modified(path) else {
-        return false;
-    };
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let own = src.join("bin").join(format!("{name}.rs"));
-    if !own.exists() {
-        // Not one of the kit's binaries: always ask cargo.
-        return false;
-    }
-    [own, src.join("lib.rs"), src.join("../Cargo.toml")]
-        .iter()
-        .all(|p| modified(p).is_some_and(|m| m <= built))
+/// A binary of this workspace beside the running executable (`target/<profile>/<name>`),
+/// for the benchmark tools: they measure the `toolgate` that cargo built, and never build it.
+pub fn built_binary(name: &str) -> PathBuf {
+    let path = target_profile_dir().join(name);
+    assert!(
+        path.is_file(),
+        "`{}` is not built\nhelp: build it first, e.g. `cargo build --release -p toolgate`, or \
+         name the binary to measure",
+        path.display()
+    );
+    path
 }
 
 /// The `fake_upstream` test server.
@@ -301,5 +288,100 @@ pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
             return false;
         }
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The TCP ports that process `pid` listens on (Linux: its socket descriptors in
+/// `/proc/<pid>/fd` matched against the listening sockets of `/proc/<pid>/net/tcp{,6}`).
+///
+/// For a child told to listen on port 0 that does not print the port the kernel gave it:
+/// no port is picked beforehand, so none can be taken by another process in between.
+pub fn listening_ports(pid: u32) -> Vec<u16> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    let inodes: std::collections::HashSet<String> = fds
+        .filter_map(Result::ok)
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_str()?;
+            Some(
+                target
+                    .strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_owned(),
+            )
+        })
+        .collect();
+    let mut ports = Vec::new();
+    for table in ["tcp", "tcp6"] {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(&"0A"), Some(inode)) =
+                (fields.get(1), fields.get(3), fields.get(9))
+            else {
+                continue;
+            };
+            if inodes.contains(*inode)
+                && let Some(port) = local
+                    .rsplit(':')
+                    .next()
+                    .and_then(|hex| u16::from_str_radix(hex, 16).ok())
+            {
+                ports.push(port);
+            }
+        }
+    }
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
+/// Waits (bounded by `limit`) until process `pid` listens on a TCP port, and returns it;
+/// panics naming `what` if it does not.
+pub fn wait_for_listening_port(pid: u32, limit: Duration, what: &str) -> u16 {
+    let mut port = None;
+    let listening = wait_until(limit, || {
+        port = listening_ports(pid).first().copied();
+        port.is_some()
+    });
+    match port {
+        Some(port) if listening => port,
+        _ => panic!("{what} (pid {pid}) did not listen on a TCP port within {limit:?}"),
+    }
+}
+
+/// A loopback TCP port on which nothing listens (a connection to it is refused), held for as
+/// long as this lives so that no other process can start listening on it meanwhile.
+///
+/// It is the local end of a connection this kit makes to itself: the port is bound, but by
+/// an established socket, which a new connection never reaches.
+pub struct ClosedPort {
+    /// The port.
+    pub port: u16,
+    _connection: (std::net::TcpStream, std::net::TcpStream),
+}
+
+impl ClosedPort {
+    /// Reserves one.
+    pub fn new() -> ClosedPort {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let near = std::net::TcpStream::connect(listener.local_addr().expect("local_addr"))
+            .expect("connect to our own listener");
+        let (far, _) = listener.accept().expect("accept our own connection");
+        ClosedPort {
+            port: near.local_addr().expect("local_addr").port(),
+            _connection: (near, far),
+        }
+    }
+}
+
+impl Default for ClosedPort {
+    fn default() -> ClosedPort {
+        ClosedPort::new()
     }
 }

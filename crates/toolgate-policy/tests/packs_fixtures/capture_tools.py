@@ -1,4 +1,4 @@
-"""Capture a stdio MCP server's tools/list as JSON (the fixtures of tests/packs_pypi.rs).
+"""Capture a stdio MCP server's tools/list as JSON (the fixtures of tests/it/packs_pypi.rs).
 
 How the fixtures were made (PyPI packages, pinned versions):
 

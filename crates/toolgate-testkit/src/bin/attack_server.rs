@@ -25,7 +25,8 @@
     clippy::panic,
     clippy::indexing_slicing,
     clippy::print_stdout,
-    clippy::print_stderr
+    clippy::print_stderr,
+    reason = "a test server: bad input or setup aborts it loudly, which the test sees; a stdio test server: stdout is its protocol channel, stderr its log"
 )]
 
 use std::io::{BufRead, BufWriter, Write};

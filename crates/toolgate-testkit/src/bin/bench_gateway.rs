@@ -53,7 +53,8 @@
     clippy::print_stderr,
     clippy::cast_precision_loss,
     clippy::cast_possible_truncation,
-    clippy::cast_sign_loss
+    clippy::cast_sign_loss,
+    reason = "a benchmark tool: a failed setup step aborts the run with a message; a benchmark tool: its report is printed; statistics over counts and durations, far from the limits of the types"
 )]
 
 use std::io::{BufRead, BufReader, Write};
@@ -760,7 +761,10 @@ impl Memory {
 
 /// Runs a loaded phase on `gws` with `server`/`tool`: opens `sessions`, of which the first
 /// `active` call. With `memory`, RSS before and after opening.
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site passes every knob of the scenario explicitly"
+)]
 async fn loaded(
     o: &Options,
     gws: &[&Gateway],

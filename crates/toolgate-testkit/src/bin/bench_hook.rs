@@ -24,7 +24,8 @@
     clippy::print_stdout,
     clippy::cast_precision_loss,
     clippy::cast_possible_truncation,
-    clippy::cast_sign_loss
+    clippy::cast_sign_loss,
+    reason = "a benchmark tool: its report is printed; statistics over counts and durations, far from the limits of the types"
 )]
 
 use std::io::Write as _;
@@ -79,7 +80,7 @@ fn options() -> Options {
             }
         }
     }
-    o.toolgate = toolgate.unwrap_or_else(|| toolgate_testkit::bin_path("toolgate-hook"));
+    o.toolgate = toolgate.unwrap_or_else(|| toolgate_testkit::built_binary("toolgate-hook"));
     o
 }
 
@@ -162,7 +163,10 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 /// The peak RSS of the largest child waited for, in KiB (`getrusage(RUSAGE_CHILDREN)`).
-#[allow(unsafe_code)]
+#[allow(
+    unsafe_code,
+    reason = "getrusage(2) through libc, the only way to read the children's peak RSS"
+)]
 fn max_child_rss_kb() -> i64 {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: `usage` is a valid, writable `rusage`; getrusage only writes into it.

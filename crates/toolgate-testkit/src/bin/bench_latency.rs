@@ -41,7 +41,10 @@
 //! Build and run (release):
 //! `cargo build --release -p toolgate -p toolgate-testkit --bins && target/release/bench_latency --suite all`
 
-#![allow(clippy::print_stdout)]
+#![allow(
+    clippy::print_stdout,
+    reason = "a benchmark tool: its report is printed"
+)]
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};

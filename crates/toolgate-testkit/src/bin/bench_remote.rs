@@ -26,7 +26,8 @@
     clippy::indexing_slicing,
     clippy::expect_used,
     clippy::print_stdout,
-    clippy::print_stderr
+    clippy::print_stderr,
+    reason = "a benchmark tool: a failed setup step aborts the run with a message; a benchmark tool: its report is printed"
 )]
 
 use std::io::{BufRead, BufReader, Write};

@@ -8,7 +8,8 @@
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::print_stdout,
-    clippy::indexing_slicing
+    clippy::indexing_slicing,
+    reason = "a benchmark tool: a failed setup step aborts the run with a message; a benchmark tool: its report is printed"
 )]
 
 use std::process::{Command, Stdio};
@@ -18,7 +19,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let n: u64 = args.next().map_or(1_000_000, |a| a.parse().expect("N"));
     let toolgate = args.next().map_or_else(
-        || toolgate_testkit::bin_path("toolgate"),
+        || toolgate_testkit::built_binary("toolgate"),
         |p| std::fs::canonicalize(p).expect("the toolgate binary"),
     );
     let dir = tempfile::tempdir().unwrap();
@@ -55,7 +56,10 @@ fn main() {
 }
 
 /// The peak RSS of the largest child waited for, in KiB (`getrusage(RUSAGE_CHILDREN)`).
-#[allow(unsafe_code)]
+#[allow(
+    unsafe_code,
+    reason = "getrusage(2) through libc, the only way to read the children's peak RSS"
+)]
 fn max_child_rss_kb() -> i64 {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: `usage` is a valid, writable `rusage`; getrusage only writes into it.

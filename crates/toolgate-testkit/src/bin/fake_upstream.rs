@@ -38,7 +38,8 @@
     clippy::expect_used,
     clippy::print_stdout,
     clippy::indexing_slicing,
-    clippy::panic
+    clippy::panic,
+    reason = "a test server: bad input or setup aborts it loudly, which the test sees; a stdio test server: stdout is its protocol channel, stderr its log"
 )]
 
 use std::fs::OpenOptions;
@@ -270,6 +271,7 @@ fn main() {
     }
     drop(out);
     if stay_after_eof {
+        // What it simulates: a server that never exits after its stdin closed.
         loop {
             std::thread::sleep(std::time::Duration::from_secs(3600));
         }

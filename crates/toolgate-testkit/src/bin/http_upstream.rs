@@ -65,7 +65,8 @@
     clippy::expect_used,
     clippy::print_stdout,
     clippy::indexing_slicing,
-    clippy::panic
+    clippy::panic,
+    reason = "a test server: bad input or setup aborts it loudly, which the test sees; a stdio test server: stdout is its protocol channel, stderr its log"
 )]
 
 use std::collections::HashMap;
@@ -671,6 +672,7 @@ async fn post_message(
             return (r, format!("fault: redirect to {location}"));
         }
         Some(Kind::Delay(ms)) => {
+            // The fault simulated: an upstream that is slow to answer (not synchronisation).
             tokio::time::sleep(Duration::from_millis(ms)).await;
             fault = None;
         }
@@ -910,6 +912,7 @@ async fn get_stream(
             );
         }
         Some(Kind::Delay(ms)) => {
+            // The fault simulated: an upstream that is slow to answer (not synchronisation).
             tokio::time::sleep(Duration::from_millis(ms)).await;
             fault = None;
         }
@@ -1184,6 +1187,7 @@ async fn answer(
                 "echo" => text_result(id, args["text"].as_str().unwrap_or_default()),
                 "slow" => {
                     let ms = args["ms"].as_u64().unwrap_or(1000);
+                    // What the tool simulates: a slow call.
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                     text_result(id, &format!("slept {ms} ms"))
                 }

@@ -20,7 +20,8 @@
     clippy::expect_used,
     clippy::print_stdout,
     clippy::indexing_slicing,
-    clippy::panic
+    clippy::panic,
+    reason = "a test server: bad input or setup aborts it loudly, which the test sees; a stdio test server: stdout is its protocol channel, stderr its log"
 )]
 
 use std::fs::OpenOptions;

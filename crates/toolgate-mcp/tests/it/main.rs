@@ -1,0 +1,8 @@
+//! The integration tests of `toolgate-mcp`, as one test binary: each module was its own
+//! test file (and binary) before; a binary per crate links once and lets nextest
+//! select tests by module path, e.g. `-E 'test(/^<module>::/)'`.
+//!
+//! proptest keeps the seeds of past failures in `tests/proptest-regressions/<module>.txt`:
+//! with `main.rs` in `it/`, it treats `it/` as a source root, as it treats `src/`.
+
+mod props;

@@ -1,0 +1,5 @@
+//! Harnesses shared by several test modules of this binary.
+
+pub mod engine;
+pub mod packs_check;
+pub mod shell_diff;

@@ -1,0 +1,74 @@
+//! `toolgate demo` runs the real proxy in front of the embedded demo server and prints
+//! verdicts read from the proxy's replies.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
+)]
+
+use std::process::Command;
+
+fn run_demo() -> (std::process::Output, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .arg("demo")
+        // The demo must not depend on the caller's environment.
+        .env_remove("TOOLGATE_LOG")
+        .env("HOME", "/nonexistent-home-the-demo-must-not-touch")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout.clone()).unwrap();
+    (out, stdout)
+}
+
+#[test]
+fn demo_prints_one_verdict_per_call_in_order() {
+    let (out, stdout) = run_demo();
+    assert!(
+        out.status.success(),
+        "demo failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let verdicts: Vec<(&str, &str)> = stdout
+        .lines()
+        .filter_map(|l| {
+            let (head, rest) = l.split_at(l.find("  ")?);
+            matches!(head, "ALLOW" | "DENY " | "ASK  " | "DENY" | "ASK")
+                .then_some((head.trim(), rest.trim()))
+        })
+        .collect();
+    let expected = [
+        ("ALLOW", "read_file README.md", "allow-workspace-read"),
+        ("DENY", "read_file ~/.ssh/id_rsa", "protect-secrets"),
+        ("ALLOW", "run_command `npm test`", "allow-tests"),
+        ("DENY", "run_command `sudo rm -rf ~`", "deny rule"),
+        ("ALLOW", "read_inbox", ""),
+        (
+            "DENY",
+            "send_email to exfil@attacker.example",
+            "untrusted output",
+        ),
+        (
+            "ASK",
+            "send_email to bob@partner.example",
+            "not a trusted destination",
+        ),
+        ("ALLOW", "send_email to alice@team.example", ""),
+        ("ALLOW", "fetch https://docs.rs/serde", "allow-docs"),
+        (
+            "ASK",
+            "fetch https://docs.rs/serde (description changed)",
+            "changed",
+        ),
+    ];
+    assert_eq!(verdicts.len(), expected.len(), "{stdout}");
+    for ((verdict, rest), (want, call, why)) in verdicts.iter().zip(expected) {
+        assert_eq!(*verdict, want, "{rest}\n{stdout}");
+        assert!(rest.starts_with(call), "{rest}");
+        assert!(rest.contains(why), "`{rest}` should say `{why}`");
+    }
+    assert!(stdout.contains("The attacker got nothing."), "{stdout}");
+    // Not a terminal: no colour codes.
+    assert!(!stdout.contains('\x1b'), "{stdout:?}");
+}

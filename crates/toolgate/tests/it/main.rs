@@ -1,0 +1,60 @@
+//! The integration tests of `toolgate`, as one test binary: each module was its own
+//! test file (and binary) before; a binary per crate links once and lets nextest
+//! select tests by module path, e.g. `-E 'test(/^<module>::/)'`.
+
+mod common;
+mod support;
+
+mod approvals_tty;
+mod attacks;
+mod audit_cli;
+mod broker_e2e;
+mod broker_restart;
+mod broker_session;
+mod cli_help;
+mod conformance_suite;
+mod demo_run;
+mod doctor_in_use;
+mod doctor_remote;
+mod enforce_filesystem;
+mod enforce_followups;
+mod enforce_hidden_paths;
+mod enforce_hidden_tools;
+mod enforce_pins;
+mod enforce_rmcp;
+mod enforce_self_protection;
+mod enforce_trusted_fields;
+mod enforce_unjudged;
+mod enforce_unlisted;
+mod enforce_wrap;
+mod everything_parity;
+mod everything_ts_client;
+mod faults_matrix;
+mod filesystem_parity;
+mod gateway_clients;
+mod gateway_config;
+mod gateway_embedded;
+mod gateway_ops;
+mod gateway_replicas;
+mod hook_coding_session;
+mod hook_fail_closed;
+mod hook_fixtures;
+mod hook_self_protection;
+mod hook_sessions;
+mod init_clients;
+mod init_hooks;
+mod init_launch;
+mod init_tty;
+mod load_inflight;
+mod pins_cli;
+mod policy_cli;
+mod relay_bytes;
+mod relay_faults;
+mod remote_faults;
+mod remote_oauth;
+mod remote_servers;
+mod report_cli;
+mod serve_completions;
+mod serve_mcp;
+mod soak_rss;
+mod wrap_workspace;

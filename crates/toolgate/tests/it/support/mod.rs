@@ -1,0 +1,4 @@
+//! Harnesses shared by several test modules of this binary.
+
+pub mod gate;
+pub mod hooks;
