@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use reqwest::header::{self, HeaderMap, HeaderValue};
+use toolgate_mcp::protocol;
 use url::Url;
 
 /// The transports the probe may try.
@@ -68,8 +69,9 @@ pub struct Report {
 
 /// The id of the probe's `initialize`.
 const INIT_ID: &str = "toolgate-doctor";
-/// The revision the probe asks for (a server that does not support it answers with its own).
-const REVISION: &str = "2025-11-25";
+/// The revision the probe asks for (a server that does not support it answers with its own):
+/// the newest with sessions, since the probe begins with `initialize`.
+const REVISION: &str = protocol::V2025_11_25;
 /// The most the probe reads of one answer.
 const MAX_BODY: usize = 4 * 1024 * 1024;
 /// How long the `DELETE` of the probe's session may take.
@@ -195,7 +197,7 @@ async fn streamable(
     if !status.is_success() {
         return Err(format!("POST `initialize` was answered with HTTP {status}"));
     }
-    let session = response.headers().get("mcp-session-id").cloned();
+    let session = response.headers().get(protocol::SESSION_ID_HEADER).cloned();
     let is_sse = content_type(&response).starts_with("text/event-stream");
     let result = if is_sse {
         let mut events = SseReader::new(response);
@@ -244,12 +246,12 @@ async fn close_session(
     let mut request = client
         .delete(target.url.clone())
         .headers(target.headers.clone())
-        .header("mcp-session-id", session)
+        .header(protocol::SESSION_ID_HEADER, session)
         .timeout(DELETE_TIMEOUT);
     if let Some((Some(protocol), _)) = result
         && let Ok(value) = HeaderValue::from_str(protocol)
     {
-        request = request.header("mcp-protocol-version", value);
+        request = request.header(protocol::PROTOCOL_VERSION_HEADER, value);
     }
     let _ = request.send().await;
 }

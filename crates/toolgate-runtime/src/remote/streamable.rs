@@ -25,6 +25,10 @@ use reqwest::StatusCode;
 use reqwest::header::{self, HeaderMap, HeaderValue};
 use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
+use toolgate_mcp::protocol::{
+    self, LAST_EVENT_ID_HEADER, METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER,
+    SESSION_ID_HEADER,
+};
 use toolgate_mcp::{Frame, INTERNAL_ERROR, IdKey, Kind, RawValue, build, classify};
 use tracing::{debug, info, warn};
 use url::Url;
@@ -33,19 +37,7 @@ use super::authorizer::{AuthError, Authorizer};
 use super::http::{redact, same_origin};
 use crate::proxy::lines::{Line, OVERSIZE_PREFIX};
 
-/// `Mcp-Session-Id`.
-pub const SESSION_ID: &str = "mcp-session-id";
-/// `MCP-Protocol-Version`.
-pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
-/// `Mcp-Method` (2026-07-28).
-pub const METHOD: &str = "mcp-method";
-/// `Mcp-Name` (2026-07-28).
-pub const NAME: &str = "mcp-name";
-const LAST_EVENT_ID: &str = "last-event-id";
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
-
-/// The first revision whose requests carry `Mcp-Method` and `Mcp-Name`.
-const STATELESS_REVISION: &str = "2026-07-28";
 
 /// How many times a dropped stream is resumed (with `Last-Event-ID`) in a row without
 /// receiving an event before the request is given up.
@@ -500,14 +492,14 @@ impl Inner {
         let (generation, had_session) = {
             let session = self.lock();
             if let Some(id) = &session.id {
-                headers.insert(SESSION_ID, id.clone());
+                headers.insert(SESSION_ID_HEADER, id.clone());
             }
             if let Some(version) = session
                 .version
                 .as_deref()
                 .and_then(|v| HeaderValue::from_str(v).ok())
             {
-                headers.insert(PROTOCOL_VERSION, version);
+                headers.insert(PROTOCOL_VERSION_HEADER, version);
             }
             (session.generation, session.id.is_some())
         };
@@ -555,8 +547,8 @@ impl Inner {
                 HeaderValue::from_static("application/json"),
             );
             if initial {
-                headers.remove(SESSION_ID);
-                headers.remove(PROTOCOL_VERSION);
+                headers.remove(SESSION_ID_HEADER);
+                headers.remove(PROTOCOL_VERSION_HEADER);
             }
             self.stateless_headers(out, &mut headers);
             let sent = headers
@@ -639,24 +631,24 @@ impl Inner {
             .version
             .clone()
             .or_else(|| out.meta_version.clone());
-        let Some(version) = version.filter(|v| v.as_str() >= STATELESS_REVISION) else {
+        let Some(version) = version.filter(|v| protocol::is_stateless(v)) else {
             return;
         };
         if version.len() == 10
-            && !headers.contains_key(PROTOCOL_VERSION)
+            && !headers.contains_key(PROTOCOL_VERSION_HEADER)
             && let Ok(value) = HeaderValue::from_str(&version)
         {
-            headers.insert(PROTOCOL_VERSION, value);
+            headers.insert(PROTOCOL_VERSION_HEADER, value);
         }
         if let Some(method) = out.method.as_deref() {
-            headers.insert(METHOD, header_text(method));
+            headers.insert(METHOD_HEADER, header_text(method));
         }
         let named = matches!(
             out.method.as_deref(),
             Some("tools/call" | "prompts/get" | "resources/read")
         );
         if named && let Some(name) = out.name.as_deref() {
-            headers.insert(NAME, header_text(name));
+            headers.insert(NAME_HEADER, header_text(name));
         }
         if out.method.as_deref() == Some("tools/call") {
             self.param_headers_of(out, headers);
@@ -709,7 +701,7 @@ impl Inner {
             .version
             .clone()
             .or_else(|| out.meta_version.clone())
-            .is_some_and(|v| v.as_str() >= STATELESS_REVISION)
+            .is_some_and(|v| protocol::is_stateless(&v))
     }
 
     /// `Mcp-Param-*` for a `tools/call`, from the arguments in the body sent.
@@ -748,16 +740,16 @@ impl Inner {
                 Some(serde_json::Value::Number(n)) => n.to_string(),
                 _ => continue,
             };
-            if let Ok(name) =
-                header::HeaderName::from_bytes(format!("mcp-param-{token}").as_bytes())
-            {
+            if let Ok(name) = header::HeaderName::from_bytes(
+                format!("{}{token}", protocol::PARAM_HEADER_PREFIX).as_bytes(),
+            ) {
                 headers.insert(name, header_text(&rendered));
             }
         }
     }
 
     fn record_session(&self, response: &reqwest::Response) {
-        let id = response.headers().get(SESSION_ID).cloned();
+        let id = response.headers().get(SESSION_ID_HEADER).cloned();
         let mut session = self.lock();
         session.id = id.map(|mut v| {
             v.set_sensitive(true);
@@ -983,7 +975,7 @@ impl Inner {
                 HeaderValue::from_static("text/event-stream"),
             );
             if let Some(value) = last.and_then(|l| HeaderValue::from_str(l).ok()) {
-                headers.insert(LAST_EVENT_ID, value);
+                headers.insert(LAST_EVENT_ID_HEADER, value);
             }
             let sent = headers
                 .get(header::AUTHORIZATION)
@@ -1261,7 +1253,7 @@ impl Inner {
         let Ok((mut headers, _, _)) = self.base_headers().await else {
             return;
         };
-        headers.insert(SESSION_ID, id);
+        headers.insert(SESSION_ID_HEADER, id);
         let delete = self
             .http
             .delete(self.options.url.clone())

@@ -160,7 +160,7 @@ async fn probe(
         "id": 1,
         "method": "initialize",
         "params": {
-            "protocolVersion": "2025-11-25",
+            "protocolVersion": toolgate_mcp::protocol::V2025_11_25,
             "capabilities": {},
             "clientInfo": { "name": "toolgate-auth", "version": env!("CARGO_PKG_VERSION") }
         }
@@ -189,14 +189,14 @@ async fn probe(
         .map(str::to_owned);
     let session = response
         .headers()
-        .get("mcp-session-id")
+        .get(toolgate_mcp::protocol::SESSION_ID_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     drop(response);
     if let Some(session) = session {
         let mut delete = http
             .delete(server.clone())
-            .header("mcp-session-id", session)
+            .header(toolgate_mcp::protocol::SESSION_ID_HEADER, session)
             .timeout(Duration::from_secs(5));
         if let Some(value) = authorization {
             delete = delete.header(reqwest::header::AUTHORIZATION, value);

@@ -699,7 +699,7 @@ async fn probe_upstream(command: &[OsString], timeout: Duration) -> Result<Strin
         return Err("no pipes to the server".to_owned());
     };
     let init = serde_json::json!({"jsonrpc":"2.0","id":"toolgate-doctor","method":"initialize","params":{
-        "protocolVersion":"2025-06-18","capabilities":{},
+        "protocolVersion":toolgate_mcp::protocol::V2025_06_18,"capabilities":{},
         "clientInfo":{"name":"toolgate-doctor","version":env!("CARGO_PKG_VERSION")}}});
     let mut bytes = serde_json::to_vec(&init).map_err(|e| e.to_string())?;
     bytes.push(b'\n');
