@@ -27,8 +27,8 @@ pub const REVISIONS: &[&str] = &[
     V2026_07_28,
 ];
 
-/// The newest revision.
-pub const LATEST: &str = REVISIONS[REVISIONS.len() - 1];
+/// The newest revision (the last of [`REVISIONS`]).
+pub const LATEST: &str = V2026_07_28;
 
 /// The first revision without sessions: its requests carry `Mcp-Method` and `Mcp-Name`,
 /// and their revision and client capabilities in `_meta`, instead of relying on an
@@ -72,7 +72,7 @@ mod tests {
     fn revisions_are_dates_in_order() {
         assert!(REVISIONS.windows(2).all(|w| w[0] < w[1]));
         assert!(REVISIONS.iter().all(|r| r.len() == 10));
-        assert_eq!(LATEST, V2026_07_28);
+        assert_eq!(REVISIONS.last(), Some(&LATEST));
     }
 
     #[test]
