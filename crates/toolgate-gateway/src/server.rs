@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use toolgate_audit::AuditWriter;
-use toolgate_mcp::{Frame, IdKey, Kind, RawValue, build, classify};
+use toolgate_mcp::{Frame, IdKey, Kind, RawValue, build, classify, protocol};
 use toolgate_policy::eval::Engine;
 use toolgate_policy::taint::TaintLimits;
 use toolgate_store::Store;
@@ -430,15 +430,6 @@ fn jsonrpc_error(status: StatusCode, id: Option<&RawValue>, code: i64, message: 
         .into_response()
 }
 
-/// The protocol revisions a client may name in `MCP-Protocol-Version`.
-const REVISIONS: [&str; 5] = [
-    "2024-11-05",
-    "2025-03-26",
-    "2025-06-18",
-    "2025-11-25",
-    "2026-07-28",
-];
-
 /// Refuses what the transport forbids before anything else is read: an `Origin` that is not
 /// the gateway's own (DNS rebinding: a web page in a browser reaching a gateway on the
 /// user's network), and a protocol revision the gateway does not carry.
@@ -480,8 +471,9 @@ fn check_transport(loaded: &Loaded, headers: &HeaderMap) -> Result<(), Response>
                 .into_response());
         }
     }
-    if let Some(version) = headers.get("mcp-protocol-version")
-        && !version.to_str().is_ok_and(|v| REVISIONS.contains(&v))
+    // A client may name any revision toolgate knows: the gateway carries them all.
+    if let Some(version) = headers.get(protocol::PROTOCOL_VERSION_HEADER)
+        && !version.to_str().is_ok_and(protocol::is_known_revision)
     {
         return Err(jsonrpc_error(
             StatusCode::BAD_REQUEST,
@@ -490,7 +482,7 @@ fn check_transport(loaded: &Loaded, headers: &HeaderMap) -> Result<(), Response>
             &format!(
                 "unsupported `MCP-Protocol-Version` `{}`; this gateway carries {}",
                 version.to_str().unwrap_or("?"),
-                REVISIONS.join(", ")
+                protocol::REVISIONS.join(", ")
             ),
         ));
     }
@@ -536,7 +528,9 @@ fn check_media_types(headers: &HeaderMap) -> Option<Response> {
 }
 
 fn session_header(headers: &HeaderMap) -> Option<&str> {
-    headers.get("mcp-session-id").and_then(|v| v.to_str().ok())
+    headers
+        .get(protocol::SESSION_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
 }
 
 async fn mcp_post(
@@ -687,7 +681,7 @@ async fn mcp_post(
 fn json_body(status: StatusCode, body: Vec<u8>, session: Option<&str>) -> Response {
     let mut r = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
     if let Some(s) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
-        r.headers_mut().insert("mcp-session-id", s);
+        r.headers_mut().insert(protocol::SESSION_ID_HEADER, s);
     }
     r
 }
@@ -759,7 +753,7 @@ fn sse_response(body: Body, session_id: Option<&str>) -> Response {
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     if let Some(s) = session_id.and_then(|s| HeaderValue::from_str(s).ok()) {
-        h.insert("mcp-session-id", s);
+        h.insert(protocol::SESSION_ID_HEADER, s);
     }
     r
 }
@@ -965,23 +959,20 @@ async fn redeem_state(
     )
 }
 
-/// The first revision without sessions.
-const STATELESS: &str = "2026-07-28";
-
 /// A request of the 2026-07-28 revision (by its header or its own `_meta`), which carries no
 /// session.
 fn is_stateless(headers: &HeaderMap, env: &toolgate_mcp::Envelope<'_>) -> bool {
     let by_header = headers
-        .get("mcp-protocol-version")
+        .get(protocol::PROTOCOL_VERSION_HEADER)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v >= STATELESS);
+        .is_some_and(protocol::is_stateless);
     let by_meta = env
         .params
         .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
         .and_then(|p| {
             p.pointer("/_meta/io.modelcontextprotocol~1protocolVersion")
                 .and_then(Value::as_str)
-                .map(|v| v >= STATELESS)
+                .map(protocol::is_stateless)
         })
         .unwrap_or(false);
     by_header || by_meta

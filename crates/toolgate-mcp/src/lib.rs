@@ -3,6 +3,7 @@
 pub mod build;
 mod envelope;
 mod id;
+pub mod protocol;
 mod recover;
 pub mod spelling;
 pub mod splice;

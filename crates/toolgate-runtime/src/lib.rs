@@ -23,3 +23,4 @@ pub mod proxy;
 pub mod remote;
 pub mod selfprotect;
 pub mod serve;
+pub mod stdio_probe;

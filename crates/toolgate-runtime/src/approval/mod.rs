@@ -215,7 +215,7 @@ fn elicitation_supports_form(cap: &Value) -> bool {
 
 fn is_mrtr_version(version: &str) -> bool {
     // Revisions are dates; compare as strings like the specification does.
-    version.len() == 10 && version >= "2026-07-28"
+    version.len() == 10 && toolgate_mcp::protocol::is_stateless(version)
 }
 
 /// Where a question goes.

@@ -2,6 +2,7 @@
 //! environment, so secrets stay out of argv and client configurations.
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use toolgate_mcp::protocol;
 
 /// Headers toolgate sets itself; `--header` may not override them.
 const RESERVED: &[&str] = &[
@@ -9,11 +10,11 @@ const RESERVED: &[&str] = &[
     "content-type",
     "content-length",
     "host",
-    "mcp-session-id",
-    "mcp-protocol-version",
-    "mcp-method",
-    "mcp-name",
-    "last-event-id",
+    protocol::SESSION_ID_HEADER,
+    protocol::PROTOCOL_VERSION_HEADER,
+    protocol::METHOD_HEADER,
+    protocol::NAME_HEADER,
+    protocol::LAST_EVENT_ID_HEADER,
     "transfer-encoding",
     "connection",
 ];
@@ -29,7 +30,7 @@ pub fn parse(args: &[String], env: impl Fn(&str) -> Option<String>) -> anyhow::R
         };
         let name = name.trim();
         let lower = name.to_ascii_lowercase();
-        if RESERVED.contains(&lower.as_str()) || lower.starts_with("mcp-param-") {
+        if RESERVED.contains(&lower.as_str()) || lower.starts_with(protocol::PARAM_HEADER_PREFIX) {
             anyhow::bail!("`--header` `{name}` is set by toolgate itself and cannot be given");
         }
         let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {

@@ -16,8 +16,9 @@ use toolgate_mcp::IdKey;
 use tracing::{debug, info, warn};
 use url::Url;
 
+use super::exchange::{Failure, Inner, Outgoing, err_text};
 use super::http::{redact, same_origin};
-use super::streamable::{Cursor, Events, Failure, Inner, Outgoing, err_text};
+use super::sse::{Cursor, Events, Limit};
 
 /// Runs the legacy transport from the start (`--transport sse`).
 pub(super) async fn run(inner: Arc<Inner>, input: mpsc::Receiver<Bytes>) {
@@ -133,7 +134,7 @@ async fn open(inner: &Inner) -> Result<(Url, Events), Failure> {
             if sse { "" } else { ", not an event stream" }
         )));
     }
-    let mut events = Events::of(response, inner.options.max_message_bytes);
+    let mut events = Events::of(response, Limit::PerEvent(inner.options.max_message_bytes));
     loop {
         let event = match events.next().await? {
             None => {

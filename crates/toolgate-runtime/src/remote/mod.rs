@@ -4,9 +4,13 @@
 //! like a child's stdout, so there is one enforcement path.
 
 pub mod authorizer;
+mod exchange;
+pub mod handshake;
 pub mod headers;
 pub mod http;
 mod legacy;
 pub mod oauth;
 pub mod probe;
+mod sse;
+mod stateless;
 pub mod streamable;

@@ -14,38 +14,27 @@
 //! replayed, a timeout). Notifications and responses wait for the server's acceptance
 //! before the next message is sent, so their order is kept; requests run concurrently.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
 use reqwest::StatusCode;
-use reqwest::header::{self, HeaderMap, HeaderValue};
+use reqwest::header::{self, HeaderValue};
 use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
-use toolgate_mcp::{Frame, INTERNAL_ERROR, IdKey, Kind, RawValue, build, classify};
+use toolgate_mcp::protocol::{LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
+use toolgate_mcp::{Frame, IdKey, Kind, RawValue, build, classify};
 use tracing::{debug, info, warn};
 use url::Url;
 
-use super::authorizer::{AuthError, Authorizer};
+use super::exchange::{Failure, Inner, Outgoing, Received, err_text, www_authenticate};
+pub use super::exchange::{Options, TransportKind};
+use super::handshake::{self, EndFailed};
 use super::http::{redact, same_origin};
-use crate::proxy::lines::{Line, OVERSIZE_PREFIX};
-
-/// `Mcp-Session-Id`.
-pub const SESSION_ID: &str = "mcp-session-id";
-/// `MCP-Protocol-Version`.
-pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
-/// `Mcp-Method` (2026-07-28).
-pub const METHOD: &str = "mcp-method";
-/// `Mcp-Name` (2026-07-28).
-pub const NAME: &str = "mcp-name";
-const LAST_EVENT_ID: &str = "last-event-id";
-const ACCEPT_BOTH: &str = "application/json, text/event-stream";
-
-/// The first revision whose requests carry `Mcp-Method` and `Mcp-Name`.
-const STATELESS_REVISION: &str = "2026-07-28";
+use super::sse::{Cursor, Events, Limit};
+use crate::proxy::lines::Line;
 
 /// How many times a dropped stream is resumed (with `Last-Event-ID`) in a row without
 /// receiving an event before the request is given up.
@@ -56,44 +45,11 @@ const MAX_RETRY: Duration = Duration::from_secs(30);
 /// Attempts to open a GET stream the server refused with 5xx or 429, or could not be
 /// reached for.
 const MAX_STREAM_RETRIES: u32 = 3;
-/// Authorization attempts per request: a 401 (or 403 step-up) retried at most this often.
-const MAX_AUTH_RETRIES: u32 = 2;
 /// The longest a notification or response holds up what follows it while the server has
 /// not accepted it.
 const ORDER_WAIT: Duration = Duration::from_secs(5);
 /// Capacity of the queues between the relay and the transport.
 const QUEUE: usize = 32;
-
-/// Which transport to speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum TransportKind {
-    /// Streamable HTTP, falling back to the legacy HTTP+SSE transport when the server
-    /// refuses the `initialize` POST with 400, 404 or 405.
-    Auto,
-    /// Streamable HTTP only.
-    StreamableHttp,
-    /// The legacy HTTP+SSE transport (2024-11-05) only.
-    Sse,
-}
-
-/// Settings of one remote upstream.
-#[derive(Debug)]
-pub struct Options {
-    /// The server's MCP endpoint.
-    pub url: Url,
-    /// `--header` values (already expanded), sent with every request.
-    pub headers: HeaderMap,
-    /// OAuth, when the server needs it and no `Authorization` header was given.
-    pub auth: Option<Arc<dyn Authorizer>>,
-    /// The longest message relayed.
-    pub max_message_bytes: usize,
-    /// The transport (and fallback).
-    pub kind: TransportKind,
-    /// The longest a request waits for its response.
-    pub request_timeout: Duration,
-    /// After the client is done: how long in-flight requests may still take.
-    pub grace: Duration,
-}
 
 /// A running transport: the relay's two queues and the task.
 #[derive(Debug)]
@@ -111,17 +67,7 @@ pub fn start(http: reqwest::Client, options: Options) -> Started {
     let (to_upstream, input) = mpsc::channel::<Bytes>(QUEUE);
     let (output, from_upstream) = mpsc::channel::<Line>(QUEUE);
     let legacy_only = options.kind == TransportKind::Sse;
-    let inner = Arc::new_cyclic(|me| Inner {
-        me: me.clone(),
-        http,
-        options,
-        output,
-        session: Mutex::new(Session::default()),
-        param_headers: Mutex::new(HashMap::new()),
-        awaited: Mutex::new(std::collections::HashSet::new()),
-        reinit: tokio::sync::Mutex::new(()),
-        next_own_id: AtomicU64::new(1),
-    });
+    let inner = Inner::new(http, options, output);
     let task = if legacy_only {
         tokio::spawn(super::legacy::run(inner, input))
     } else {
@@ -133,143 +79,6 @@ pub fn start(http: reqwest::Client, options: Options) -> Started {
         task,
     }
 }
-
-/// The session as the server sees it.
-#[derive(Debug, Default)]
-pub(super) struct Session {
-    /// `Mcp-Session-Id`, once the server gave one.
-    id: Option<HeaderValue>,
-    /// The protocol revision `initialize` negotiated.
-    version: Option<String>,
-    /// The client's `initialize` params, to initialize again after the session expired.
-    init_params: Option<Box<RawValue>>,
-    /// Bumped by every (re-)initialization: a request that saw an older one and got 404
-    /// re-initializes once, not once per request.
-    generation: u64,
-    /// The GET stream of server-initiated messages.
-    listener: Option<tokio::task::AbortHandle>,
-    /// The server forgot the session and no re-initialization has succeeded since.
-    reinit_pending: bool,
-}
-
-pub(super) struct Inner {
-    /// This transport, for the tasks it starts.
-    me: std::sync::Weak<Inner>,
-    pub(super) http: reqwest::Client,
-    pub(super) options: Options,
-    output: mpsc::Sender<Line>,
-    session: Mutex<Session>,
-    /// Per tool, the arguments mirrored in `Mcp-Param-*` headers (2026-07-28).
-    param_headers: Mutex<HashMap<String, Vec<Mirrored>>>,
-    /// Requests whose response comes on another stream (the legacy transport), until it
-    /// comes: a request still here at `--request-timeout` is answered with an error.
-    awaited: Mutex<std::collections::HashSet<IdKey>>,
-    /// Held while re-initializing.
-    reinit: tokio::sync::Mutex<()>,
-    next_own_id: AtomicU64,
-}
-
-impl std::fmt::Debug for Inner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Inner")
-            .field("url", &redact(&self.options.url))
-            .finish_non_exhaustive()
-    }
-}
-
-/// One message to send, with what the transport needs to know of it.
-#[derive(Debug, Clone)]
-pub(super) struct Outgoing {
-    pub(super) body: Bytes,
-    pub(super) kind: Kind,
-    pub(super) method: Option<String>,
-    /// The raw id (requests only).
-    pub(super) id: Option<Box<RawValue>>,
-    /// `params.name` (or `params.uri`): `Mcp-Name`.
-    name: Option<String>,
-    /// `params._meta["io.modelcontextprotocol/protocolVersion"]`, for stateless requests.
-    meta_version: Option<String>,
-}
-
-impl Outgoing {
-    /// Reads what the transport needs from one frame; `None` for what the relay never
-    /// sends (a batch, unparsable bytes).
-    pub(super) fn parse(frame: Bytes) -> Option<Outgoing> {
-        let body = frame.slice(..frame.strip_suffix(b"\n").map_or(frame.len(), <[u8]>::len));
-        let (kind, method, id, name, meta_version) = {
-            let Frame::Single(env) = classify(&body) else {
-                return None;
-            };
-            let (name, meta_version) = env.params.map_or((None, None), params_facts);
-            (
-                env.kind,
-                env.method.map(|m| m.into_owned()),
-                env.id.map(|id| id.to_owned()),
-                name,
-                meta_version,
-            )
-        };
-        Some(Outgoing {
-            body,
-            kind,
-            method,
-            id: if kind == Kind::Request { id } else { None },
-            name,
-            meta_version,
-        })
-    }
-
-    /// The `notifications/cancelled` of this request.
-    pub(super) fn cancellation(&self, reason: &str) -> Option<Outgoing> {
-        let id = self.id.as_deref()?;
-        let params = format!(
-            r#"{{"requestId":{},"reason":{}}}"#,
-            id.get(),
-            serde_json::Value::from(reason)
-        );
-        let params = RawValue::from_string(params).ok()?;
-        let frame = build::notification("notifications/cancelled", Some(&params));
-        Outgoing::parse(Bytes::from(frame))
-    }
-
-    fn is_request(&self) -> bool {
-        self.kind == Kind::Request
-    }
-
-    fn key(&self) -> Option<IdKey> {
-        self.id.as_deref().and_then(IdKey::from_raw)
-    }
-
-    fn describe(&self) -> String {
-        self.method
-            .as_deref()
-            .map_or_else(|| "a response".to_owned(), |m| format!("`{m}`"))
-    }
-}
-
-fn params_facts(params: &RawValue) -> (Option<String>, Option<String>) {
-    #[derive(serde::Deserialize)]
-    struct Params {
-        name: Option<String>,
-        uri: Option<String>,
-        #[serde(rename = "_meta")]
-        meta: Option<HashMap<String, serde_json::Value>>,
-    }
-    let Ok(p) = serde_json::from_str::<Params>(params.get()) else {
-        return (None, None);
-    };
-    let version = p
-        .meta
-        .as_ref()
-        .and_then(|m| m.get(toolgate_mcp::views::META_PROTOCOL_VERSION))
-        .and_then(|v| v.as_str().map(str::to_owned));
-    (p.name.or(p.uri), version)
-}
-
-/// Why a message could not be delivered. The text is the JSON-RPC error message the
-/// client gets for a request.
-#[derive(Debug)]
-pub(super) struct Failure(pub(super) String);
 
 /// How an exchange ended.
 enum Answer {
@@ -319,18 +128,6 @@ async fn run(inner: Arc<Inner>, mut input: mpsc::Receiver<Bytes>) {
 }
 
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, Session> {
-        self.session
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    pub(super) fn awaited_lock(&self) -> MutexGuard<'_, std::collections::HashSet<IdKey>> {
-        self.awaited
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
     fn kind_is_auto(&self) -> bool {
         self.options.kind == TransportKind::Auto
     }
@@ -417,117 +214,6 @@ impl Inner {
         }
     }
 
-    /// Answers a request that will get no response from the server.
-    pub(super) async fn fail(&self, out: &Outgoing, failure: &Failure) {
-        warn!("{}: {}", out.describe(), failure.0);
-        if let Some(id) = out.id.as_deref() {
-            let reply = build::error_response(Some(id), INTERNAL_ERROR, &failure.0);
-            self.deliver_line(reply).await;
-        }
-    }
-
-    /// Hands one received message to the relay (as one line).
-    pub(super) async fn deliver_line(&self, mut message: Vec<u8>) {
-        for b in &mut message {
-            if matches!(*b, b'\n' | b'\r') {
-                *b = b' ';
-            }
-        }
-        let line = if message.len() > self.options.max_message_bytes {
-            let len = message.len() as u64;
-            message.truncate(OVERSIZE_PREFIX);
-            Line::Oversize {
-                prefix: message,
-                len,
-            }
-        } else {
-            message.push(b'\n');
-            Line::Frame(message)
-        };
-        if self.output.send(line).await.is_err() {
-            debug!("the relay is gone; message dropped");
-        }
-    }
-
-    /// Handles one message the server sent: a response to `capture` is returned instead of
-    /// delivered; anything that is not JSON is dropped (and reported).
-    pub(super) async fn receive(
-        &self,
-        payload: &[u8],
-        capture: Option<&IdKey>,
-    ) -> Result<Received, Failure> {
-        // Checked here, where the request it answers is known: the relay could not always
-        // tell which request an oversize line answers (its id may come last).
-        let max = self.options.max_message_bytes;
-        if payload.len() > max {
-            return Err(Failure(format!(
-                "the remote server sent a message of {} bytes, over the limit of {max} (help: raise `--max-message-bytes`)",
-                payload.len()
-            )));
-        }
-        let (is_answer, is_json) = match classify(payload) {
-            Frame::Single(env) => {
-                let response = matches!(env.kind, Kind::Response | Kind::ErrorResponse);
-                let key = env.id.and_then(IdKey::from_raw);
-                if response && let Some(key) = &key {
-                    self.awaited_lock().remove(key);
-                }
-                let answers = response && capture.is_some() && key.as_ref() == capture;
-                (answers, true)
-            }
-            Frame::Batch(_) => (false, true),
-            Frame::ParseError(err) => {
-                warn!(
-                    "the remote server sent a message that is not JSON ({} bytes), dropped: {err}",
-                    payload.len()
-                );
-                (false, false)
-            }
-        };
-        if !is_json {
-            return Ok(Received::Dropped);
-        }
-        if is_answer {
-            return Ok(Received::Answer(Bytes::copy_from_slice(payload)));
-        }
-        self.deliver_line(payload.to_vec()).await;
-        Ok(Received::Delivered)
-    }
-
-    /// The headers every request carries: the user's, the session's, the credentials.
-    pub(super) async fn base_headers(&self) -> Result<(HeaderMap, u64, bool), Failure> {
-        let mut headers = self.options.headers.clone();
-        let (generation, had_session) = {
-            let session = self.lock();
-            if let Some(id) = &session.id {
-                headers.insert(SESSION_ID, id.clone());
-            }
-            if let Some(version) = session
-                .version
-                .as_deref()
-                .and_then(|v| HeaderValue::from_str(v).ok())
-            {
-                headers.insert(PROTOCOL_VERSION, version);
-            }
-            (session.generation, session.id.is_some())
-        };
-        if let Some(auth) = &self.options.auth
-            && !headers.contains_key(header::AUTHORIZATION)
-        {
-            match auth.authorization().await {
-                Ok(Some(value)) => {
-                    let mut value = HeaderValue::from_str(&value)
-                        .map_err(|_| Failure("the stored access token is not a valid header value (help: run `toolgate auth login`)".to_owned()))?;
-                    value.set_sensitive(true);
-                    headers.insert(header::AUTHORIZATION, value);
-                }
-                Ok(None) => {}
-                Err(err) => return Err(auth_failure(&err)),
-            }
-        }
-        Ok((headers, generation, had_session))
-    }
-
     /// POSTs one message and handles the answer: delivers it, or (with `capture`) returns
     /// the response. `initial` marks the client's `initialize` (whose session id and
     /// revision are recorded, and whose refusal may mean a legacy server).
@@ -549,14 +235,10 @@ impl Inner {
                 reinitialized = true;
             }
             let (mut headers, generation, had_session) = self.base_headers().await?;
-            headers.insert(header::ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
-            headers.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
+            handshake::set_post_headers(&mut headers);
             if initial {
-                headers.remove(SESSION_ID);
-                headers.remove(PROTOCOL_VERSION);
+                headers.remove(SESSION_ID_HEADER);
+                headers.remove(PROTOCOL_VERSION_HEADER);
             }
             self.stateless_headers(out, &mut headers);
             let sent = headers
@@ -606,158 +288,8 @@ impl Inner {
         }
     }
 
-    /// A 401, or a 403 asking for more scope, when OAuth is on: the authorizer gets new
-    /// credentials and the caller retries (`Ok(true)`), at most [`MAX_AUTH_RETRIES`] times
-    /// per request. `sent` is the `Authorization` value the refused request carried.
-    pub(super) async fn answer_challenge(
-        &self,
-        response: &reqwest::Response,
-        sent: Option<&str>,
-        retries: &mut u32,
-    ) -> Result<bool, Failure> {
-        let status = response.status();
-        let Some(auth) = &self.options.auth else {
-            return Ok(false);
-        };
-        let challenged = status == StatusCode::UNAUTHORIZED
-            || (status == StatusCode::FORBIDDEN && insufficient_scope(response));
-        if !challenged || *retries >= MAX_AUTH_RETRIES {
-            return Ok(false);
-        }
-        *retries += 1;
-        let challenge = www_authenticate(response);
-        auth.challenge(status.as_u16(), challenge.as_deref(), sent)
-            .await
-            .map_err(|err| auth_failure(&err))?;
-        Ok(true)
-    }
-
-    /// `Mcp-Method` and `Mcp-Name` for stateless revisions, derived from the body sent.
-    fn stateless_headers(&self, out: &Outgoing, headers: &mut HeaderMap) {
-        let version = self
-            .lock()
-            .version
-            .clone()
-            .or_else(|| out.meta_version.clone());
-        let Some(version) = version.filter(|v| v.as_str() >= STATELESS_REVISION) else {
-            return;
-        };
-        if version.len() == 10
-            && !headers.contains_key(PROTOCOL_VERSION)
-            && let Ok(value) = HeaderValue::from_str(&version)
-        {
-            headers.insert(PROTOCOL_VERSION, value);
-        }
-        if let Some(method) = out.method.as_deref() {
-            headers.insert(METHOD, header_text(method));
-        }
-        let named = matches!(
-            out.method.as_deref(),
-            Some("tools/call" | "prompts/get" | "resources/read")
-        );
-        if named && let Some(name) = out.name.as_deref() {
-            headers.insert(NAME, header_text(name));
-        }
-        if out.method.as_deref() == Some("tools/call") {
-            self.param_headers_of(out, headers);
-        }
-    }
-
-    /// Learns, from a `tools/list` answer of a stateless-era server, which arguments of
-    /// each tool are mirrored in `Mcp-Param-*` headers (`x-mcp-header`).
-    fn observe_answer(&self, out: &Outgoing, answer: &[u8]) {
-        if out.method.as_deref() != Some("tools/list") || !self.is_stateless_era(out) {
-            return;
-        }
-        #[derive(serde::Deserialize)]
-        struct Answer {
-            result: Option<Listing>,
-        }
-        #[derive(serde::Deserialize)]
-        struct Listing {
-            #[serde(default)]
-            tools: Vec<Tool>,
-        }
-        #[derive(serde::Deserialize)]
-        struct Tool {
-            name: String,
-            #[serde(rename = "inputSchema")]
-            input_schema: Option<serde_json::Value>,
-        }
-        let Ok(Answer {
-            result: Some(listing),
-        }) = serde_json::from_slice::<Answer>(answer)
-        else {
-            return;
-        };
-        let mut learned = self.param_headers.lock().unwrap_or_else(|p| p.into_inner());
-        for tool in listing.tools {
-            let mut params = Vec::new();
-            if let Some(schema) = &tool.input_schema {
-                mirrored_params(schema, &mut Vec::new(), &mut params);
-            }
-            if params.is_empty() {
-                learned.remove(&tool.name);
-            } else {
-                learned.insert(tool.name, params);
-            }
-        }
-    }
-
-    fn is_stateless_era(&self, out: &Outgoing) -> bool {
-        self.lock()
-            .version
-            .clone()
-            .or_else(|| out.meta_version.clone())
-            .is_some_and(|v| v.as_str() >= STATELESS_REVISION)
-    }
-
-    /// `Mcp-Param-*` for a `tools/call`, from the arguments in the body sent.
-    fn param_headers_of(&self, out: &Outgoing, headers: &mut HeaderMap) {
-        let Some(tool) = out.name.as_deref() else {
-            return;
-        };
-        let params = {
-            let learned = self.param_headers.lock().unwrap_or_else(|p| p.into_inner());
-            match learned.get(tool) {
-                Some(params) => params.clone(),
-                None => return,
-            }
-        };
-        #[derive(serde::Deserialize)]
-        struct Call {
-            params: Option<CallParams>,
-        }
-        #[derive(serde::Deserialize)]
-        struct CallParams {
-            arguments: Option<serde_json::Value>,
-        }
-        let Ok(Call {
-            params: Some(CallParams {
-                arguments: Some(arguments),
-            }),
-        }) = serde_json::from_slice::<Call>(&out.body)
-        else {
-            return;
-        };
-        for (path, token) in params {
-            let value = path.iter().try_fold(&arguments, |node, key| node.get(key));
-            let rendered = match value {
-                Some(serde_json::Value::String(s)) => s.clone(),
-                Some(serde_json::Value::Bool(b)) => b.to_string(),
-                Some(serde_json::Value::Number(n)) => n.to_string(),
-                _ => continue,
-            };
-            if let Ok(name) =
-                header::HeaderName::from_bytes(format!("mcp-param-{token}").as_bytes())
-            {
-                headers.insert(name, header_text(&rendered));
-            }
-        }
-    }
-
     fn record_session(&self, response: &reqwest::Response) {
-        let id = response.headers().get(SESSION_ID).cloned();
+        let id = handshake::session_id(response);
         let mut session = self.lock();
         session.id = id.map(|mut v| {
             v.set_sensitive(true);
@@ -830,28 +362,6 @@ impl Inner {
             Received::Dropped => Err(Failure(
                 "the remote server answered with a body that is not JSON".to_owned(),
             )),
-        }
-    }
-
-    /// Records the revision an `initialize` response negotiated.
-    fn record_version(&self, body: &[u8]) {
-        #[derive(serde::Deserialize)]
-        struct Init {
-            result: Option<InitResult>,
-        }
-        #[derive(serde::Deserialize)]
-        struct InitResult {
-            #[serde(rename = "protocolVersion")]
-            protocol_version: Option<String>,
-        }
-        if let Ok(Init {
-            result: Some(InitResult {
-                protocol_version: Some(v),
-            }),
-        }) = serde_json::from_slice::<Init>(body)
-        {
-            debug!("the remote server speaks revision {v}");
-            self.lock().version = Some(v);
         }
     }
 
@@ -983,7 +493,7 @@ impl Inner {
                 HeaderValue::from_static("text/event-stream"),
             );
             if let Some(value) = last.and_then(|l| HeaderValue::from_str(l).ok()) {
-                headers.insert(LAST_EVENT_ID, value);
+                headers.insert(LAST_EVENT_ID_HEADER, value);
             }
             let sent = headers
                 .get(header::AUTHORIZATION)
@@ -1067,54 +577,8 @@ impl Inner {
         key: Option<&IdKey>,
         initial: bool,
     ) -> Result<Option<Bytes>, Failure> {
-        let mut events = Events::of(response, self.options.max_message_bytes);
+        let mut events = Events::of(response, Limit::PerEvent(self.options.max_message_bytes));
         self.drain_events(&mut events, cursor, key, initial).await
-    }
-
-    /// [`Inner::drain`] over events already opened.
-    pub(super) async fn drain_events(
-        &self,
-        events: &mut Events,
-        cursor: &mut Cursor,
-        key: Option<&IdKey>,
-        initial: bool,
-    ) -> Result<Option<Bytes>, Failure> {
-        loop {
-            let event = match events.next().await? {
-                None => {
-                    cursor.ended = None;
-                    return Ok(None);
-                }
-                Some(Err(why)) => {
-                    cursor.ended = Some(why);
-                    return Ok(None);
-                }
-                Some(Ok(event)) => event,
-            };
-            if let Some(id) = event.id {
-                cursor.last_id = Some(id);
-            }
-            if let Some(retry) = event.retry {
-                cursor.retry = Some(Duration::from_millis(retry));
-            }
-            cursor.events += 1;
-            let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
-                continue;
-            };
-            if event.event.as_deref().is_some_and(|e| e != "message") {
-                debug!(
-                    "ignoring an SSE event of type `{}`",
-                    event.event.as_deref().unwrap_or_default()
-                );
-                continue;
-            }
-            if initial && key.is_some() {
-                self.record_version(data.as_bytes());
-            }
-            if let Received::Answer(bytes) = self.receive(data.as_bytes(), key).await? {
-                return Ok(Some(bytes));
-            }
-        }
     }
 
     /// [`Inner::exchange`], boxed: re-initialization runs inside an exchange.
@@ -1258,19 +722,18 @@ impl Inner {
             session.id.take()
         };
         let Some(id) = id else { return };
-        let Ok((mut headers, _, _)) = self.base_headers().await else {
+        // The headers carry the session's revision already.
+        let Ok((headers, _, _)) = self.base_headers().await else {
             return;
         };
-        headers.insert(SESSION_ID, id);
-        let delete = self
-            .http
-            .delete(self.options.url.clone())
-            .headers(headers)
-            .send();
-        match tokio::time::timeout(Duration::from_secs(3), delete).await {
-            Ok(Ok(r)) => debug!("ended the session: HTTP {}", r.status()),
-            Ok(Err(err)) => debug!("ending the session failed: {}", err_text(&err)),
-            Err(_) => debug!("ending the session timed out"),
+        let url = &self.options.url;
+        let limit = Duration::from_secs(3);
+        match handshake::end_session(&self.http, url, headers, id, None, limit).await {
+            Ok(status) => debug!("ended the session: HTTP {status}"),
+            Err(EndFailed::Request(err)) => {
+                debug!("ending the session failed: {}", err_text(&err));
+            }
+            Err(EndFailed::TimedOut) => debug!("ending the session timed out"),
         }
     }
 }
@@ -1284,88 +747,6 @@ pub(super) enum StreamRefused {
     NotAllowed,
     /// Anything else, after the retries.
     Other(Failure),
-}
-
-/// What [`Inner::receive`] did with a message.
-pub(super) enum Received {
-    /// It was the awaited response (not delivered).
-    Answer(Bytes),
-    /// Handed to the relay.
-    Delivered,
-    /// Not JSON: dropped.
-    Dropped,
-}
-
-/// The events of one SSE response, with a count of the bytes read since the last one.
-pub(super) struct Events {
-    stream: std::pin::Pin<
-        Box<dyn futures_util::Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Send>,
-    >,
-    fed: Arc<AtomicU64>,
-    max: usize,
-}
-
-impl Events {
-    /// The events of `response`; an event (or garbage without a blank line) larger than
-    /// `max` bytes ends the stream before it is buffered whole.
-    pub(super) fn of(response: reqwest::Response, max: usize) -> Events {
-        let fed = Arc::new(AtomicU64::new(0));
-        let counter = Arc::clone(&fed);
-        let limit = max as u64 + 4096;
-        let bytes = response.bytes_stream().map(move |chunk| match chunk {
-            Ok(chunk) => {
-                let total =
-                    counter.fetch_add(chunk.len() as u64, Ordering::Relaxed) + chunk.len() as u64;
-                if total > limit {
-                    counter.store(u64::MAX, Ordering::Relaxed);
-                    Err(std::io::Error::other(OVER_LIMIT))
-                } else {
-                    Ok(chunk)
-                }
-            }
-            Err(err) => Err(std::io::Error::other(err_text(&err))),
-        });
-        Events {
-            stream: Box::pin(sse_stream::SseByteStream::new(bytes)),
-            fed,
-            max,
-        }
-    }
-
-    /// The next event; `Some(Err(why))` when the stream broke, `None` at its end, `Err`
-    /// when an event outgrew the limit.
-    pub(super) async fn next(
-        &mut self,
-    ) -> Result<Option<Result<sse_stream::Sse, String>>, Failure> {
-        let next = self.stream.next().await;
-        if self.fed.swap(0, Ordering::Relaxed) == u64::MAX {
-            let max = self.max;
-            return Err(Failure(format!(
-                "the remote server sent an event over the limit of {max} bytes (help: raise `--max-message-bytes`)"
-            )));
-        }
-        Ok(next.map(|event| event.map_err(|err| err.to_string())))
-    }
-}
-
-const OVER_LIMIT: &str = "an event over the size limit";
-
-/// Where an SSE stream stands.
-#[derive(Debug, Default)]
-pub(super) struct Cursor {
-    pub(super) last_id: Option<String>,
-    pub(super) retry: Option<Duration>,
-    pub(super) events: u64,
-    pub(super) ended: Option<String>,
-}
-
-impl Cursor {
-    fn why(&self) -> String {
-        self.ended
-            .as_deref()
-            .map(|e| format!(" ({e})"))
-            .unwrap_or_default()
-    }
 }
 
 /// An exchange failed, or (for `initialize` in `auto` mode) the server is a legacy one.
@@ -1406,51 +787,6 @@ fn content_type(response: &reqwest::Response) -> Option<&str> {
         .ok()?;
     Some(value.split(';').next().unwrap_or(value).trim())
 }
-
-fn www_authenticate(response: &reqwest::Response) -> Option<String> {
-    let all: Vec<&str> = response
-        .headers()
-        .get_all(header::WWW_AUTHENTICATE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    (!all.is_empty()).then(|| all.join(", "))
-}
-
-fn insufficient_scope(response: &reqwest::Response) -> bool {
-    www_authenticate(response).is_some_and(|c| c.contains("insufficient_scope"))
-}
-
-/// Collects the properties of `schema` (reached through `properties` only) that carry an
-/// `x-mcp-header` token: (argument path, token).
-fn mirrored_params(schema: &serde_json::Value, path: &mut Vec<String>, out: &mut Vec<Mirrored>) {
-    let Some(properties) = schema
-        .get("properties")
-        .and_then(serde_json::Value::as_object)
-    else {
-        return;
-    };
-    for (name, property) in properties {
-        path.push(name.clone());
-        if let Some(token) = property
-            .get("x-mcp-header")
-            .and_then(serde_json::Value::as_str)
-            && !token.is_empty()
-            && token
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-        {
-            out.push((path.clone(), token.to_owned()));
-        }
-        if path.len() < 16 {
-            mirrored_params(property, path, out);
-        }
-        path.pop();
-    }
-}
-
-/// An argument mirrored in a header: its path in `arguments`, and the header's token.
-type Mirrored = (Vec<String>, String);
 
 /// How a request refused with an HTTP error status is answered.
 enum HttpError {
@@ -1508,24 +844,6 @@ fn jsonrpc_error_message(body: &[u8]) -> Option<String> {
     })
 }
 
-/// A header value for a name or method: ASCII as is, anything else as `=?base64?…?=`.
-fn header_text(text: &str) -> HeaderValue {
-    let plain = text.bytes().all(|b| (0x20..0x7f).contains(&b))
-        && !text.starts_with(' ')
-        && !text.ends_with(' ')
-        && !text.starts_with("=?");
-    let encoded = if plain {
-        text.to_owned()
-    } else {
-        use base64::Engine as _;
-        format!(
-            "=?base64?{}?=",
-            base64::engine::general_purpose::STANDARD.encode(text)
-        )
-    };
-    HeaderValue::from_str(&encoded).unwrap_or_else(|_| HeaderValue::from_static(""))
-}
-
 fn unreachable(url: &Url, err: &reqwest::Error) -> Failure {
     Failure(format!(
         "cannot reach the remote server `{}`: {}",
@@ -1534,51 +852,9 @@ fn unreachable(url: &Url, err: &reqwest::Error) -> Failure {
     ))
 }
 
-/// A reqwest error with its causes, without the URL (which may carry a query secret).
-pub(super) fn err_text(err: &reqwest::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    match err.url() {
-        Some(url) => text.replace(url.as_str(), &redact(url)),
-        None => text,
-    }
-}
-
-fn auth_failure(err: &AuthError) -> Failure {
-    Failure(format!(
-        "authorization with the remote server failed: {err}"
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn non_ascii_names_are_base64_encoded() {
-        assert_eq!(header_text("read_file"), "read_file");
-        assert_eq!(header_text("ünï"), "=?base64?w7xuw68=?=");
-        assert_eq!(header_text(" x"), "=?base64?IHg=?=");
-    }
-
-    #[test]
-    fn outgoing_facts_come_from_the_body() {
-        let frame = Bytes::from_static(
-            br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}
-"#,
-        );
-        let out = Outgoing::parse(frame).unwrap();
-        assert_eq!(out.method.as_deref(), Some("tools/call"));
-        assert_eq!(out.name.as_deref(), Some("echo"));
-        assert_eq!(out.meta_version.as_deref(), Some("2026-07-28"));
-        assert_eq!(out.id.as_deref().map(RawValue::get), Some("7"));
-        assert!(!out.body.ends_with(b"\n"));
-    }
 
     #[test]
     fn jsonrpc_errors_are_read_from_bodies() {

@@ -18,12 +18,16 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
+use toolgate_mcp::protocol;
 
 /// The longest accepted message, in bytes.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
-/// The protocol versions this server speaks, newest first.
-const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// The protocol versions this server speaks: those with sessions (it answers `initialize`
+/// and keeps no per-request `_meta` state, so not the stateless revision).
+const PROTOCOL_VERSIONS: &[&str] = protocol::WITH_SESSIONS;
+/// What a client asking for a revision this server does not speak is offered.
+const FALLBACK_VERSION: &str = protocol::V2025_06_18;
 
 const INSTRUCTIONS: &str = "toolgate's management server: decide hypothetical MCP tool calls against a toolgate policy \
 (check_verdict), validate policies (validate_policy), list the built-in packs (list_packs) and summarise the audit log \
@@ -160,9 +164,8 @@ fn initialize(params: &Value) -> Value {
     let asked = params.get("protocolVersion").and_then(Value::as_str);
     let version = asked
         .and_then(|v| PROTOCOL_VERSIONS.iter().find(|s| **s == v))
-        .or(PROTOCOL_VERSIONS.get(1))
         .copied()
-        .unwrap_or("2025-06-18");
+        .unwrap_or(FALLBACK_VERSION);
     json!({
         "protocolVersion": version,
         "capabilities": {

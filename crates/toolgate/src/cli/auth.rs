@@ -10,7 +10,9 @@ use clap::{Args as ClapArgs, Subcommand};
 use serde_json::json;
 use url::Url;
 
+use toolgate_mcp::protocol;
 use toolgate_runtime::remote::authorizer::Authorizer as _;
+use toolgate_runtime::remote::handshake;
 use toolgate_runtime::remote::http::{check_url, redact};
 use toolgate_runtime::remote::oauth::endpoints::{self, ClientAuth};
 use toolgate_runtime::remote::oauth::store::{ClientKind, Entry, Secret, now};
@@ -155,53 +157,33 @@ async fn probe(
     server: &Url,
     authorization: Option<&str>,
 ) -> anyhow::Result<(u16, Option<String>)> {
-    let body = json!({
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": { "name": "toolgate-auth", "version": env!("CARGO_PKG_VERSION") }
-        }
-    });
-    let mut request = http
-        .post(server.clone())
-        .header(
-            reqwest::header::ACCEPT,
-            "application/json, text/event-stream",
-        )
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .timeout(Duration::from_secs(30))
-        .body(body.to_string());
+    let body = handshake::initialize_request(&json!(1), "toolgate-auth", protocol::V2025_11_25);
+    let mut headers = reqwest::header::HeaderMap::new();
     if let Some(value) = authorization {
-        request = request.header(reqwest::header::AUTHORIZATION, value);
+        let value = reqwest::header::HeaderValue::from_str(value)
+            .context("the access token is not a valid header value")?;
+        headers.insert(reqwest::header::AUTHORIZATION, value);
     }
-    let response = request
-        .send()
-        .await
-        .with_context(|| format!("cannot reach `{}`", redact(server)))?;
+    let response = handshake::post_initialize(
+        http,
+        server,
+        headers.clone(),
+        body,
+        Some(Duration::from_secs(30)),
+    )
+    .await
+    .with_context(|| format!("cannot reach `{}`", redact(server)))?;
     let status = response.status().as_u16();
     let www = response
         .headers()
         .get(reqwest::header::WWW_AUTHENTICATE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let session = response
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let session = handshake::session_id(&response).filter(|v| v.to_str().is_ok());
     drop(response);
     if let Some(session) = session {
-        let mut delete = http
-            .delete(server.clone())
-            .header("mcp-session-id", session)
-            .timeout(Duration::from_secs(5));
-        if let Some(value) = authorization {
-            delete = delete.header(reqwest::header::AUTHORIZATION, value);
-        }
-        let _ = delete.send().await;
+        let limit = Duration::from_secs(5);
+        let _ = handshake::end_session(http, server, headers, session, None, limit).await;
     }
     Ok((status, www))
 }

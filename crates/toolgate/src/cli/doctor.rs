@@ -3,11 +3,10 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::process::{ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use toolgate_broker::Layout;
@@ -16,6 +15,7 @@ use toolgate_clients::document::{self, Outcome, WrapSettings};
 use toolgate_clients::hooks::{self, HookClient, HookScope};
 use toolgate_clients::remote;
 use toolgate_runtime::remote::probe::{self, Auth, Target, Transport as ProbeTransport};
+use toolgate_runtime::stdio_probe::{NoReply, Reply, StdioServer};
 
 /// Check the policy, the approval broker, client configurations, their remote servers and
 /// (optionally) that an upstream server starts.
@@ -687,39 +687,13 @@ async fn probe_upstream(command: &[OsString], timeout: Duration) -> Result<Strin
     let (program, args) = command
         .split_first()
         .ok_or_else(|| "no command given".to_owned())?;
-    let mut child = tokio::process::Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("`{}` cannot be started: {e}", program.to_string_lossy()))?;
-    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err("no pipes to the server".to_owned());
-    };
-    let init = serde_json::json!({"jsonrpc":"2.0","id":"toolgate-doctor","method":"initialize","params":{
-        "protocolVersion":"2025-06-18","capabilities":{},
-        "clientInfo":{"name":"toolgate-doctor","version":env!("CARGO_PKG_VERSION")}}});
-    let mut bytes = serde_json::to_vec(&init).map_err(|e| e.to_string())?;
-    bytes.push(b'\n');
-    stdin
-        .write_all(&bytes)
-        .await
-        .map_err(|e| format!("the server closed its input: {e}"))?;
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let mut server = StdioServer::start(program, args, None)?;
+    server
+        .send_initialize("toolgate-doctor", "toolgate-doctor")
+        .await?;
     let wait = async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
-                return Err(format!(
-                    "the server wrote a non-JSON line on stdout: `{}`",
-                    line.chars().take(80).collect::<String>()
-                ));
-            };
-            if v.get("id").and_then(|i| i.as_str()) != Some("toolgate-doctor") {
-                continue;
-            }
-            if let Some(result) = v.get("result") {
+        match server.reply("toolgate-doctor", false).await {
+            Ok(Reply::Result(result)) => {
                 let name = result
                     .pointer("/serverInfo/name")
                     .and_then(|n| n.as_str())
@@ -728,14 +702,17 @@ async fn probe_upstream(command: &[OsString], timeout: Duration) -> Result<Strin
                     .get("protocolVersion")
                     .and_then(|n| n.as_str())
                     .unwrap_or("?");
-                return Ok(format!("`{name}`, protocol {version}"));
+                Ok(format!("`{name}`, protocol {version}"))
             }
-            return Err(format!(
-                "the server refused `initialize`: {}",
-                v.get("error").map(|e| e.to_string()).unwrap_or_default()
-            ));
+            Ok(Reply::Error(error)) => Err(format!("the server refused `initialize`: {error}")),
+            Err(NoReply::NotJson(line)) => Err(format!(
+                "the server wrote a non-JSON line on stdout: `{}`",
+                line.chars().take(80).collect::<String>()
+            )),
+            Err(NoReply::Exited | NoReply::Unreadable(_)) => {
+                Err("the server exited without answering `initialize`".to_owned())
+            }
         }
-        Err("the server exited without answering `initialize`".to_owned())
     };
     let verdict = tokio::time::timeout(timeout, wait)
         .await
@@ -745,6 +722,6 @@ async fn probe_upstream(command: &[OsString], timeout: Duration) -> Result<Strin
                 timeout.as_secs()
             ))
         });
-    let _ = child.start_kill();
+    server.kill();
     verdict
 }

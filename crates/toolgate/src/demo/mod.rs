@@ -489,7 +489,7 @@ pub fn run_session(
     let init = agent.request(
         "initialize",
         json!({
-            "protocolVersion": "2025-06-18",
+            "protocolVersion": toolgate_mcp::protocol::V2025_06_18,
             "capabilities": {"elicitation": {"form": {}}},
             "clientInfo": {"name": "toolgate-demo-agent", "version": env!("CARGO_PKG_VERSION")}
         }),

@@ -130,7 +130,7 @@ impl DemoServer {
         let version = params
             .get("protocolVersion")
             .and_then(Value::as_str)
-            .unwrap_or("2025-06-18");
+            .unwrap_or(toolgate_mcp::protocol::V2025_06_18);
         json!({
             "protocolVersion": version,
             "capabilities": {"tools": {"listChanged": true}},
