@@ -67,10 +67,12 @@ use std::time::Duration;
 
 mod embedded;
 mod memory;
+#[cfg(feature = "redis")]
 mod redis_store;
 
 pub use embedded::EmbeddedStore;
 pub use memory::MemoryStore;
+#[cfg(feature = "redis")]
 pub use redis_store::RedisStore;
 
 /// A boxed future that can be sent between threads (the [`Store`] methods return these so
@@ -298,6 +300,7 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
 }
 
 /// Lower-case hex SHA-256 of `text`: how names chosen by others appear in keys.
+#[cfg(feature = "redis")]
 pub(crate) fn hash_hex(text: &str) -> String {
     use sha2::Digest as _;
     hex::encode(sha2::Sha256::digest(text.as_bytes()))
