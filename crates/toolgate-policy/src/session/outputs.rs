@@ -60,6 +60,8 @@ impl Session {
     /// Bounds: each text block is parsed at most once, and only while the text parsed for
     /// this output stays within [`TaintLimits::max_text_bytes`] (a block past that is text);
     /// YAML is parsed under serde-saphyr's budget.
+    ///
+    /// [`TaintLimits::max_text_bytes`]: crate::taint::TaintLimits::max_text_bytes
     pub fn record_output_fields(
         &mut self,
         server: Option<&str>,
