@@ -11,13 +11,14 @@
 
 use std::collections::BTreeMap;
 use std::fs::{DirBuilder, File, OpenOptions};
-use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::fsutil;
 
 /// Environment variable that overrides the pin directory (tests, portable setups).
 pub const PINS_DIR_ENV: &str = "TOOLGATE_PINS_DIR";
@@ -260,13 +261,11 @@ impl PinStore {
             std::process::id(),
             next_counter()
         ));
-        let written = write_new_file(&tmp, &bytes).and_then(|()| std::fs::rename(&tmp, &path));
-        if let Err(source) = written {
-            let _ = std::fs::remove_file(&tmp);
+        if let Err(e) = fsutil::write_private(&tmp, &path, &bytes) {
             return Err(PinError::Io {
                 action: "cannot write pin file",
                 path,
-                source,
+                source: e.into(),
             });
         }
         self.sync_dir()
@@ -424,29 +423,17 @@ impl PinStore {
     }
 
     fn sync_dir(&self) -> Result<(), PinError> {
-        File::open(&self.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|source| PinError::Io {
-                action: "cannot sync pin directory",
-                path: self.dir.clone(),
-                source,
-            })
+        fsutil::sync_dir(&self.dir).map_err(|source| PinError::Io {
+            action: "cannot sync pin directory",
+            path: self.dir.clone(),
+            source,
+        })
     }
 }
 
 fn next_counter() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     COUNTER.fetch_add(1, Ordering::Relaxed)
-}
-
-fn write_new_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
 }
 
 /// A file name for a server: ASCII letters, digits, `-` and `_` as is, `.` except first,

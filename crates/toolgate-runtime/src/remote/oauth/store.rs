@@ -11,7 +11,6 @@
 //! authorization server.
 
 use std::fs::{DirBuilder, File, OpenOptions};
-use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -314,11 +313,8 @@ impl Store {
             .dir
             .join(format!(".credentials.{}.tmp", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
-        write_new(&tmp, &bytes)
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .inspect_err(|_| {
-                let _ = std::fs::remove_file(&tmp);
-            })
+        crate::fsutil::write_private(&tmp, &path, &bytes)
+            .map_err(std::io::Error::from)
             .with_context(|| format!("cannot write the credentials `{}`", path.display()))
     }
 
@@ -345,16 +341,6 @@ impl Store {
             ),
         }
     }
-}
-
-fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
 }
 
 #[cfg(test)]
