@@ -1,15 +1,21 @@
 //! toolgate's own private files: the one atomic write (a 0600 temporary file, fsynced, renamed
-//! over the target) that its state is kept with (the broker token, pins, OAuth credentials).
+//! over the target) and the one lock (`flock` on a 0600 lock file) that its state is kept
+//! with (the broker token, pins, OAuth credentials, the broker directory).
 //!
 //! It lives here, not lower, because every user (runtime, broker, the executables) depends on
-//! this crate. `toolgate-clients`' write (below this crate) stays its own on purpose: it
-//! replaces a user's configuration file keeping its mode, with a backup and a
-//! compare-before-rename, a different operation.
+//! this crate. Two similar pieces stay where they are on purpose, both in crates below this
+//! one: `toolgate-clients`' write replaces a user's configuration file keeping its mode, with
+//! a backup and a compare-before-rename, a different operation; and the audit writer
+//! (`toolgate-audit`) locks the open log file itself, not a lock file, and unlocks it without
+//! closing it.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
+use std::time::Duration;
+
+use rustix::fs::FlockOperation;
 
 /// Which step of [`write_private`] failed.
 #[derive(Debug)]
@@ -64,6 +70,61 @@ pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir).and_then(|d| d.sync_all())
 }
 
+/// Which step of taking a lock failed.
+#[derive(Debug)]
+pub enum LockError {
+    /// Opening (creating) the lock file.
+    Open(std::io::Error),
+    /// The `flock` itself (or, for [`lock_within`], the thread waiting for it).
+    Lock(std::io::Error),
+}
+
+/// Opens the lock file `path`, creating it (0600) if needed and never truncating it.
+fn open_lock(path: &Path) -> Result<File, LockError> {
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .map_err(LockError::Open)
+}
+
+/// Takes an exclusive advisory lock on the lock file `path`, waiting as long as another
+/// holds it. The lock is held until the returned file is dropped.
+pub fn lock(path: &Path) -> Result<File, LockError> {
+    let file = open_lock(path)?;
+    rustix::fs::flock(&file, FlockOperation::LockExclusive)
+        .map_err(|e| LockError::Lock(e.into()))?;
+    Ok(file)
+}
+
+/// Takes the lock of [`lock`] only if it is free: `Ok(None)` when another holds it.
+pub fn try_lock(path: &Path) -> Result<Option<File>, LockError> {
+    let file = open_lock(path)?;
+    match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(Some(file)),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
+        Err(e) => Err(LockError::Lock(e.into())),
+    }
+}
+
+/// Takes the lock of [`lock`], waiting at most `limit`: `Ok(None)` when it is still held
+/// then. The wait is a blocking `flock` on a worker thread: if it times out, that thread
+/// still gets the lock later and drops it at once (the file is dropped with the result).
+pub async fn lock_within(path: &Path, limit: Duration) -> Result<Option<File>, LockError> {
+    let file = open_lock(path)?;
+    let wait = tokio::task::spawn_blocking(move || {
+        rustix::fs::flock(&file, FlockOperation::LockExclusive).map(|()| file)
+    });
+    match tokio::time::timeout(limit, wait).await {
+        Ok(Ok(Ok(file))) => Ok(Some(file)),
+        Ok(Ok(Err(e))) => Err(LockError::Lock(e.into())),
+        Ok(Err(e)) => Err(LockError::Lock(std::io::Error::other(e))),
+        Err(_) => Ok(None),
+    }
+}
+
 #[cfg(test)]
 #[allow(
     clippy::unwrap_used,
@@ -98,5 +159,29 @@ mod tests {
         assert!(matches!(err, WriteError::Create(_)), "{err:?}");
         assert!(!path.exists());
         assert!(!tmp.exists());
+    }
+
+    #[test]
+    fn try_lock_sees_a_held_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.lock");
+        let held = lock(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(try_lock(&path).unwrap().is_none());
+        drop(held);
+        assert!(try_lock(&path).unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn lock_within_times_out_on_a_held_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.lock");
+        let held = lock(&path).unwrap();
+        let waited = lock_within(&path, Duration::from_millis(20)).await.unwrap();
+        assert!(waited.is_none());
+        drop(held);
+        let got = lock_within(&path, Duration::from_secs(5)).await.unwrap();
+        assert!(got.is_some());
     }
 }

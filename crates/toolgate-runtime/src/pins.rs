@@ -10,15 +10,15 @@
 //! (each file is always whole). Pins are re-learned on the next `tools/list`.
 
 use std::collections::BTreeMap;
-use std::fs::{DirBuilder, File, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::fs::{DirBuilder, File};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::fsutil;
+use crate::fsutil::{self, LockError};
 
 /// Environment variable that overrides the pin directory (tests, portable setups).
 pub const PINS_DIR_ENV: &str = "TOOLGATE_PINS_DIR";
@@ -276,25 +276,18 @@ impl PinStore {
     fn lock(&self, server: &str) -> Result<File, PinError> {
         self.create_dir()?;
         let path = self.dir.join(format!(".{}.lock", file_stem(server)));
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|source| PinError::Io {
+        fsutil::lock(&path).map_err(|e| match e {
+            LockError::Open(source) => PinError::Io {
                 action: "cannot open pin lock",
-                path: path.clone(),
+                path,
                 source,
-            })?;
-        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).map_err(|e| {
-            PinError::Io {
+            },
+            LockError::Lock(source) => PinError::Io {
                 action: "cannot lock",
                 path,
-                source: e.into(),
-            }
-        })?;
-        Ok(file)
+                source,
+            },
+        })
     }
 
     fn create_dir(&self) -> Result<(), PinError> {
