@@ -34,10 +34,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
     let layout = Layout::for_user();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime =
+        toolgate_runtime::rt::current_thread().context("cannot start the async runtime")?;
     runtime.block_on(async {
         let bound = daemon::bind(&layout)?;
         tracing::info!(

@@ -129,10 +129,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .map(toolgate_runtime::remote::http::redact)
             .as_deref(),
     )?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime =
+        toolgate_runtime::rt::current_thread().context("cannot start the async runtime")?;
     if let Some(url) = &args.remote.url {
         let code = runtime.block_on(remote_upstream(config, &args.remote, url, interceptor))?;
         runtime.shutdown_background();
