@@ -95,7 +95,7 @@ pub struct RemoteArgs {
 
 /// Runs `toolgate wrap`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    init_tracing();
+    super::logs::init("warn", super::logs::Format::Text);
     anyhow::ensure!(
         !toolgate_runtime::serve::is_serve_command(&args.command),
         "refusing to wrap `toolgate serve`: the management server reads the audit log and decides hypothetical calls, and must never be reachable through a wrapped (agent-facing) server\n  help: add `toolgate serve` to the client configuration directly, without `toolgate wrap`"
@@ -201,19 +201,6 @@ fn default_poll_us() -> u64 {
         Ok(cpus) if cpus.get() > 1 => toolgate_runtime::proxy::relay::DEFAULT_POLL_US,
         _ => 0,
     }
-}
-
-/// Diagnostics on stderr (`TOOLGATE_LOG`, an env-filter, default `warn`); also `toolgate
-/// auth`'s (a refused refresh, a wrong `state` at the callback).
-pub(super) fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
 }
 
 /// The enforcement options of `toolgate wrap`.
