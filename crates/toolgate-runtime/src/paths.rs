@@ -1,10 +1,20 @@
 //! Where the broker lives and who may talk to it: the per-user directory, the socket, the
-//! token file, and the ownership / mode / peer checks that guard them.
+//! token file, and the ownership / mode / peer checks that guard them; and where a
+//! workspace's audit log is by default.
 
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 use crate::fsutil::{self, WriteError};
+
+/// A workspace's audit log, relative to the workspace: the default of `wrap`, `serve`, the
+/// broker's hooks, `report` and `audit`.
+pub const DEFAULT_AUDIT: &str = ".toolgate/audit.jsonl";
+
+/// The default audit log of `workspace` ([`DEFAULT_AUDIT`] in it).
+pub fn default_audit(workspace: &Path) -> PathBuf {
+    workspace.join(DEFAULT_AUDIT)
+}
 
 /// The socket's file name inside the broker directory.
 pub const SOCKET_NAME: &str = "broker.sock";

@@ -291,7 +291,7 @@ pub fn interceptor(
     let audit_path = args
         .audit
         .clone()
-        .unwrap_or_else(|| workspace.join(".toolgate").join("audit.jsonl"));
+        .unwrap_or_else(|| toolgate_runtime::paths::default_audit(workspace));
     let backend: Box<dyn Backend> =
         match engine(args.policy.as_deref(), workspace, Some(&audit_path)) {
             Ok(engine) => {
