@@ -34,4 +34,72 @@ mod tests {
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("5h").is_err());
     }
+
+    /// What the command line accepts, and with which value; anything else is refused.
+    #[test]
+    fn command_line_grammar_table() {
+        let max = u64::MAX;
+        let accepted: &[(&str, Duration)] = &[
+            ("90", Duration::from_secs(90)),
+            ("0", Duration::ZERO),
+            ("007", Duration::from_secs(7)),
+            ("120s", Duration::from_secs(120)),
+            ("0s", Duration::ZERO),
+            ("007s", Duration::from_secs(7)),
+            ("2m", Duration::from_secs(120)),
+            ("0m", Duration::ZERO),
+            ("1500ms", Duration::from_millis(1500)),
+            ("0ms", Duration::ZERO),
+            (" 90s ", Duration::from_secs(90)),
+            ("\t2m\n", Duration::from_secs(120)),
+            ("18446744073709551615", Duration::from_secs(max)),
+            ("18446744073709551615s", Duration::from_secs(max)),
+            ("18446744073709551615ms", Duration::from_millis(max)),
+            (
+                "307445734561825860m",
+                Duration::from_secs(307_445_734_561_825_860 * 60),
+            ),
+            // Minutes past what seconds can count saturate.
+            ("307445734561825861m", Duration::from_secs(max)),
+            ("18446744073709551615m", Duration::from_secs(max)),
+        ];
+        for (text, want) in accepted {
+            assert_eq!(parse_duration(text), Ok(*want), "{text:?}");
+        }
+        let refused = [
+            "",
+            " ",
+            "s",
+            "ms",
+            "m",
+            "soon",
+            "5h",
+            "1h",
+            "2min",
+            "2mins",
+            "5sec",
+            "1d",
+            "1.5s",
+            "1.5",
+            "90 s",
+            "9 0",
+            "+5s",
+            "-5s",
+            "-5",
+            "5S",
+            "5M",
+            "5Ms",
+            "1m30s",
+            "1m 30s",
+            "18446744073709551616",
+            "18446744073709551616s",
+            "99999999999999999999m",
+            "5us",
+            "5ns",
+            "١٢s",
+        ];
+        for text in refused {
+            assert!(parse_duration(text).is_err(), "{text:?} was accepted");
+        }
+    }
 }
