@@ -236,9 +236,10 @@ pub const DEFAULT_GROUPS_CLAIM: &str = "groups";
 /// The default of `auth.jwt.algorithms`.
 pub const DEFAULT_ALGORITHMS: [&str; 3] = ["RS256", "ES256", "EdDSA"];
 
-/// A duration as written in the file (`500ms`, `30s`, `30m`, `1h`): humantime syntax.
+/// A duration as written in the file (`500ms`, `30s`, `30m`, `1h`): toolgate's one grammar
+/// ([`toolgate_policy::contracts::parse_duration`], humantime's), longer than zero.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let d = humantime::parse_duration(text.trim())
+    let d = toolgate_policy::contracts::parse_duration(text)
         .map_err(|e| format!("invalid duration `{text}`: {e}"))?;
     if d.is_zero() {
         return Err(format!(

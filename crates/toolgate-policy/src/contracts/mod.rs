@@ -465,9 +465,18 @@ pub fn compile_destination(pattern: &str) -> Result<DestinationPattern, String> 
     glob(p).map(DestinationPattern::Plain)
 }
 
-/// Parse a budget window (`10m`, `1h 30m`).
+/// toolgate's one duration grammar: humantime's (`500ms`, `30s`, `10m`, `1h 30m`, `1.5s`,
+/// `2days`), white space around it ignored; the error is humantime's message. Budget windows,
+/// `gateway.yaml` and the command line (`toolgate_runtime::duration`) all parse through it,
+/// each adding only its own limits. It lives here because this is the lowest crate all of
+/// them depend on.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim()).map_err(|e| e.to_string())
+}
+
+/// Parse a budget window (`10m`, `1h 30m`): [`parse_duration`], longer than zero.
 pub fn parse_window(per: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(per.trim()).map_err(|e| e.to_string())?;
+    let d = parse_duration(per)?;
     if d.is_zero() {
         return Err("the window is zero".to_owned());
     }
