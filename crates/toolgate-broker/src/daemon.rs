@@ -8,7 +8,7 @@ use conns::*;
 use hook_events::*;
 use sessions::*;
 use std::collections::{BTreeMap, HashMap};
-use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -39,6 +39,7 @@ fn decode_digest(hex_digest: &str) -> Option<[u8; 32]> {
 }
 
 use toolgate_runtime::clock::now_ms;
+use toolgate_runtime::fsutil::{self, LockError};
 
 struct Conn {
     role: Role,
@@ -172,22 +173,19 @@ pub fn bind(layout: &Layout) -> anyhow::Result<Bound> {
     // also says that a broker ran here before (see `store_replaced`).
     let lock_path = layout.dir.join("broker.lock");
     let ran_before = lock_path.exists();
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(&lock_path)
-        .with_context(|| format!("cannot open `{}`", lock_path.display()))?;
     let live = || {
         anyhow::anyhow!(
             "a broker is already running on `{}`. help: use it (`toolgate approvals`), or stop it first",
             layout.socket.display()
         )
     };
-    if rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
-        return Err(live());
-    }
+    let lock = match fsutil::try_lock(&lock_path) {
+        Ok(Some(lock)) => lock,
+        Ok(None) | Err(LockError::Lock(_)) => return Err(live()),
+        Err(LockError::Open(e)) => {
+            return Err(e).with_context(|| format!("cannot open `{}`", lock_path.display()));
+        }
+    };
     match std::fs::symlink_metadata(&layout.socket) {
         Ok(meta) => {
             if std::os::unix::net::UnixStream::connect(&layout.socket).is_ok() {

@@ -236,9 +236,10 @@ pub const DEFAULT_GROUPS_CLAIM: &str = "groups";
 /// The default of `auth.jwt.algorithms`.
 pub const DEFAULT_ALGORITHMS: [&str; 3] = ["RS256", "ES256", "EdDSA"];
 
-/// A duration as written in the file (`500ms`, `30s`, `30m`, `1h`): humantime syntax.
+/// A duration as written in the file (`500ms`, `30s`, `30m`, `1h`): toolgate's one grammar
+/// ([`toolgate_policy::contracts::parse_duration`], humantime's), longer than zero.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let d = humantime::parse_duration(text.trim())
+    let d = toolgate_policy::contracts::parse_duration(text)
         .map_err(|e| format!("invalid duration `{text}`: {e}"))?;
     if d.is_zero() {
         return Err(format!(
@@ -340,5 +341,67 @@ impl StoreConfig {
             .as_deref()
             .and_then(|t| parse_duration(t).ok())
             .unwrap_or(DEFAULT_STORE_TIMEOUT)
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed expectation should stop the test with its message"
+)]
+mod duration_tests {
+    use std::time::Duration;
+
+    use super::parse_duration;
+
+    /// What the file accepts (humantime, longer than zero), with which value; anything else
+    /// is refused.
+    #[test]
+    fn file_grammar_table() {
+        let accepted: &[(&str, Duration)] = &[
+            ("500ms", Duration::from_millis(500)),
+            ("30s", Duration::from_secs(30)),
+            ("30m", Duration::from_secs(1800)),
+            ("1h", Duration::from_secs(3600)),
+            ("1h 30m", Duration::from_secs(5400)),
+            ("1h30m", Duration::from_secs(5400)),
+            (" 10m ", Duration::from_secs(600)),
+            ("2min", Duration::from_secs(120)),
+            ("2 min", Duration::from_secs(120)),
+            ("1.5s", Duration::from_millis(1500)),
+            ("1d", Duration::from_secs(86_400)),
+            ("1ns", Duration::from_nanos(1)),
+            ("5us", Duration::from_micros(5)),
+        ];
+        for (text, want) in accepted {
+            assert_eq!(parse_duration(text), Ok(*want), "{text:?}");
+        }
+        let refused = [
+            "",
+            " ",
+            "0",
+            "0s",
+            "0ms",
+            "10",
+            "soon",
+            "-1s",
+            "+1s",
+            "1 parsec",
+            "5S",
+            "s",
+            "18446744073709551616s",
+        ];
+        for text in refused {
+            assert!(parse_duration(text).is_err(), "{text:?} was accepted");
+        }
+        assert_eq!(
+            parse_duration("0s").unwrap_err(),
+            "invalid duration `0s`: it must be longer than zero"
+        );
+        assert!(
+            parse_duration("soon")
+                .unwrap_err()
+                .starts_with("invalid duration `soon`: ")
+        );
     }
 }

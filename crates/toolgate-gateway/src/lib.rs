@@ -37,24 +37,13 @@ use server::{Gateway, Loaded, ServerRuntime};
 const DRAIN: Duration = Duration::from_secs(30);
 
 /// Runs the gateway until SIGTERM or SIGINT; SIGHUP reloads the configuration and policies.
+/// Its diagnostics go to the `tracing` subscriber the caller installed.
 pub fn run(loaded: load::LoadedConfig, path: PathBuf) -> anyhow::Result<ExitCode> {
-    init_logs();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(serve(loaded.config, loaded.base_dir, path))
-}
-
-fn init_logs() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_current_span(false)
-        .try_init();
 }
 
 fn replica_id(config: &GatewayConfig) -> String {

@@ -14,9 +14,7 @@ pub fn probe(
     cwd: &std::path::Path,
     timeout: Duration,
 ) -> Result<Vec<Value>, String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
+    let rt = toolgate_runtime::rt::current_thread()
         .map_err(|e| format!("cannot start the probe: {e}"))?;
     rt.block_on(async {
         let (program, args) = command

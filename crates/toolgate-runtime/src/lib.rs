@@ -6,7 +6,8 @@
 //! - [`approval`]: how a person is asked (terminal, elicitation, broker) and sealed answers;
 //! - [`remote`]: the MCP-over-HTTP upstream transport (`wrap --url`) with OAuth;
 //! - [`selfprotect`]: toolgate's own files and processes, judged against the live system;
-//! - [`pins`], [`fsfacts`], [`paths`], [`child`], [`clock`], [`duration`]: small services.
+//! - [`pins`], [`fsfacts`], [`fsutil`], [`paths`], [`child`], [`clock`], [`duration`], [`rt`]:
+//!   small services.
 //!
 //! The policy itself is decided by `toolgate-policy`, which does no IO; this crate feeds it
 //! facts (files, processes, time) and carries out what it decides.
@@ -17,10 +18,12 @@ pub mod clock;
 pub mod duration;
 pub mod enforce;
 pub mod fsfacts;
+pub mod fsutil;
 pub mod paths;
 pub mod pins;
 pub mod proxy;
 pub mod remote;
+pub mod rt;
 pub mod selfprotect;
 pub mod serve;
 pub mod stdio_probe;

@@ -1,9 +1,20 @@
 //! Where the broker lives and who may talk to it: the per-user directory, the socket, the
-//! token file, and the ownership / mode / peer checks that guard them.
+//! token file, and the ownership / mode / peer checks that guard them; and where a
+//! workspace's audit log is by default.
 
-use std::io::Write as _;
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
+
+use crate::fsutil::{self, WriteError};
+
+/// A workspace's audit log, relative to the workspace: the default of `wrap`, `serve`, the
+/// broker's hooks, `report` and `audit`.
+pub const DEFAULT_AUDIT: &str = ".toolgate/audit.jsonl";
+
+/// The default audit log of `workspace` ([`DEFAULT_AUDIT`] in it).
+pub fn default_audit(workspace: &Path) -> PathBuf {
+    workspace.join(DEFAULT_AUDIT)
+}
 
 /// The socket's file name inside the broker directory.
 pub const SOCKET_NAME: &str = "broker.sock";
@@ -179,18 +190,13 @@ pub fn write_token(path: &Path) -> anyhow::Result<[u8; TOKEN_BYTES]> {
     getrandom::fill(&mut token)
         .map_err(|e| anyhow::anyhow!("no randomness from the operating system: {e}"))?;
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    // The temporary name is per process id: one left by a crashed process is stale.
     let _ = std::fs::remove_file(&tmp);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", tmp.display()))?;
-    file.write_all(hex::encode(token).as_bytes())
-        .and_then(|()| file.sync_all())
-        .map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .map_err(|e| anyhow::anyhow!("cannot install `{}`: {e}", path.display()))?;
+    fsutil::write_private(&tmp, path, hex::encode(token).as_bytes()).map_err(|e| match e {
+        WriteError::Create(e) => anyhow::anyhow!("cannot create `{}`: {e}", tmp.display()),
+        WriteError::Write(e) => anyhow::anyhow!("cannot write `{}`: {e}", tmp.display()),
+        WriteError::Rename(e) => anyhow::anyhow!("cannot install `{}`: {e}", path.display()),
+    })?;
     Ok(token)
 }
 

@@ -10,14 +10,15 @@
 //! (each file is always whole). Pins are re-learned on the next `tools/list`.
 
 use std::collections::BTreeMap;
-use std::fs::{DirBuilder, File, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::fs::{DirBuilder, File};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::fsutil::{self, LockError};
 
 /// Environment variable that overrides the pin directory (tests, portable setups).
 pub const PINS_DIR_ENV: &str = "TOOLGATE_PINS_DIR";
@@ -260,13 +261,11 @@ impl PinStore {
             std::process::id(),
             next_counter()
         ));
-        let written = write_new_file(&tmp, &bytes).and_then(|()| std::fs::rename(&tmp, &path));
-        if let Err(source) = written {
-            let _ = std::fs::remove_file(&tmp);
+        if let Err(e) = fsutil::write_private(&tmp, &path, &bytes) {
             return Err(PinError::Io {
                 action: "cannot write pin file",
                 path,
-                source,
+                source: e.into(),
             });
         }
         self.sync_dir()
@@ -277,25 +276,18 @@ impl PinStore {
     fn lock(&self, server: &str) -> Result<File, PinError> {
         self.create_dir()?;
         let path = self.dir.join(format!(".{}.lock", file_stem(server)));
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|source| PinError::Io {
+        fsutil::lock(&path).map_err(|e| match e {
+            LockError::Open(source) => PinError::Io {
                 action: "cannot open pin lock",
-                path: path.clone(),
+                path,
                 source,
-            })?;
-        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).map_err(|e| {
-            PinError::Io {
+            },
+            LockError::Lock(source) => PinError::Io {
                 action: "cannot lock",
                 path,
-                source: e.into(),
-            }
-        })?;
-        Ok(file)
+                source,
+            },
+        })
     }
 
     fn create_dir(&self) -> Result<(), PinError> {
@@ -424,29 +416,17 @@ impl PinStore {
     }
 
     fn sync_dir(&self) -> Result<(), PinError> {
-        File::open(&self.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|source| PinError::Io {
-                action: "cannot sync pin directory",
-                path: self.dir.clone(),
-                source,
-            })
+        fsutil::sync_dir(&self.dir).map_err(|source| PinError::Io {
+            action: "cannot sync pin directory",
+            path: self.dir.clone(),
+            source,
+        })
     }
 }
 
 fn next_counter() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     COUNTER.fetch_add(1, Ordering::Relaxed)
-}
-
-fn write_new_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
 }
 
 /// A file name for a server: ASCII letters, digits, `-` and `_` as is, `.` except first,

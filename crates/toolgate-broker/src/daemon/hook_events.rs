@@ -55,9 +55,7 @@ pub(super) async fn hook_conn(
     }
     let audit = match audit {
         Some(path) => std::path::PathBuf::from(path),
-        None => std::path::Path::new(&workspace)
-            .join(".toolgate")
-            .join("audit.jsonl"),
+        None => paths::default_audit(std::path::Path::new(&workspace)),
     };
     let (decision, reason) = shared.lock().hook(
         &session,

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::proto::{self, ErrorCode, FromBroker, HookEvent, Role, ToBroker, VERSION};
+use toolgate_runtime::fsutil::{self, LockError};
 use toolgate_runtime::paths::{self, Layout};
 
 use super::Ruling;
@@ -175,23 +176,15 @@ fn connect_or_start(
         )
     })?;
     let lock_path = layout.dir.join(START_LOCK);
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(&lock_path)
-        .map_err(|e| {
-            format!(
-                "cannot open `{}` ({e}) to start the broker",
-                lock_path.display()
-            )
-        })?;
-    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).map_err(|e| {
-        format!(
+    let _lock = fsutil::lock(&lock_path).map_err(|e| match e {
+        LockError::Open(e) => format!(
+            "cannot open `{}` ({e}) to start the broker",
+            lock_path.display()
+        ),
+        LockError::Lock(e) => format!(
             "cannot lock `{}` ({e}) to start the broker",
             lock_path.display()
-        )
+        ),
     })?;
     // Another hook may have started it while this one waited for the lock.
     match connect(layout, session, deadline) {

@@ -466,9 +466,18 @@ pub fn compile_destination(pattern: &str) -> Result<DestinationPattern, String> 
     glob(p).map(DestinationPattern::Plain)
 }
 
-/// Parse a budget window (`10m`, `1h 30m`).
+/// toolgate's one duration grammar: humantime's (`500ms`, `30s`, `10m`, `1h 30m`, `1.5s`,
+/// `2days`), white space around it ignored; the error is humantime's message. Budget windows,
+/// `gateway.yaml` and the command line (`toolgate_runtime::duration`) all parse through it,
+/// each adding only its own limits. It lives here because this is the lowest crate all of
+/// them depend on.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim()).map_err(|e| e.to_string())
+}
+
+/// Parse a budget window (`10m`, `1h 30m`): [`parse_duration`], longer than zero.
 pub fn parse_window(per: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(per.trim()).map_err(|e| e.to_string())?;
+    let d = parse_duration(per)?;
     if d.is_zero() {
         return Err("the window is zero".to_owned());
     }
@@ -596,5 +605,57 @@ impl ToolContract {
             });
         }
         m
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed expectation should stop the test with its message"
+)]
+mod window_tests {
+    use std::time::Duration;
+
+    use super::parse_window;
+
+    /// What a budget's `per` accepts (humantime, longer than zero), with which value;
+    /// anything else is refused.
+    #[test]
+    fn window_grammar_table() {
+        let accepted: &[(&str, Duration)] = &[
+            ("500ms", Duration::from_millis(500)),
+            ("30s", Duration::from_secs(30)),
+            ("10m", Duration::from_secs(600)),
+            ("1h", Duration::from_secs(3600)),
+            ("1h 30m", Duration::from_secs(5400)),
+            ("1h30m", Duration::from_secs(5400)),
+            (" 10m ", Duration::from_secs(600)),
+            ("2min", Duration::from_secs(120)),
+            ("1.5s", Duration::from_millis(1500)),
+            ("1d", Duration::from_secs(86_400)),
+            ("1ns", Duration::from_nanos(1)),
+        ];
+        for (text, want) in accepted {
+            assert_eq!(parse_window(text), Ok(*want), "{text:?}");
+        }
+        let refused = [
+            "",
+            " ",
+            "0",
+            "0s",
+            "0ms",
+            "10",
+            "soon",
+            "-1s",
+            "+1s",
+            "1 parsec",
+            "5S",
+            "s",
+            "18446744073709551616s",
+        ];
+        for text in refused {
+            assert!(parse_window(text).is_err(), "{text:?} was accepted");
+        }
+        assert_eq!(parse_window("0s").unwrap_err(), "the window is zero");
     }
 }

@@ -156,10 +156,7 @@ impl Harness {
 }
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
+    crate::rt::current_thread().unwrap()
 }
 
 #[test]

@@ -93,10 +93,8 @@ use toolgate_runtime::clock::now_ms;
 
 /// Runs `toolgate approvals`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime =
+        toolgate_runtime::rt::current_thread().context("cannot start the async runtime")?;
     let code = runtime.block_on(async move {
         let mut conn = match &args.gateway {
             Some(url) => {

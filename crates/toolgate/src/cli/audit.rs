@@ -13,9 +13,9 @@ use anyhow::Context as _;
 use clap::{Args as ClapArgs, Subcommand};
 use serde_json::json;
 use toolgate_audit::{ApprovalHow, ApprovalScope, Kind, Record, Verification};
-
-/// Where `toolgate wrap` writes by default, relative to the workspace.
-const DEFAULT_AUDIT: &str = ".toolgate/audit.jsonl";
+// Where `toolgate wrap` writes by default, relative to the workspace (here: the current
+// directory).
+use toolgate_runtime::paths::DEFAULT_AUDIT;
 
 /// Arguments of `toolgate audit`.
 #[derive(Debug, ClapArgs)]

@@ -87,11 +87,10 @@ refreshable); `--check` exits 2 when the server refuses them.")]
 
 /// Runs `toolgate auth …`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    super::wrap::init_tracing();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    // Diagnostics like wrap's: a refused refresh, a wrong `state` at the callback.
+    super::logs::init("warn", super::logs::Format::Text);
+    let runtime =
+        toolgate_runtime::rt::current_thread().context("cannot start the async runtime")?;
     runtime.block_on(async move {
         match args.command {
             AuthCommand::Login { url, oauth } => login(&url, &oauth).await,

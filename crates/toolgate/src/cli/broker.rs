@@ -25,19 +25,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // never reach it. (Fails only for a group leader, which a spawned child is not.)
         let _ = rustix::process::setsid();
     }
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+    super::logs::init("info", super::logs::Format::Text);
     let layout = Layout::for_user();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime =
+        toolgate_runtime::rt::current_thread().context("cannot start the async runtime")?;
     runtime.block_on(async {
         let bound = daemon::bind(&layout)?;
         tracing::info!(

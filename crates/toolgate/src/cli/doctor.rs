@@ -200,10 +200,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.policy.is_some() {
         check_policy(&mut out, args.policy.as_ref());
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime =
+        toolgate_runtime::rt::current_thread().context("cannot start the async runtime")?;
     let report = runtime.block_on(crate::cli::status::probe(&Layout::for_user()));
     match &report.broker {
         Ok(b) => {

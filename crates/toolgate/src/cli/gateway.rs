@@ -110,6 +110,7 @@ fn serve(path: PathBuf) -> anyhow::Result<ExitCode> {
     };
     // Fail before binding anything when the key is missing or too short.
     secret_key(&loaded.config)?;
+    super::logs::init("info", super::logs::Format::Json);
     toolgate_gateway::run(loaded, path)
 }
 

@@ -20,6 +20,7 @@ pub mod doctor;
 pub mod gateway;
 pub use toolgate_broker::hook::command as hook;
 pub mod init;
+pub mod logs;
 pub mod pins;
 pub mod policy;
 pub mod report;

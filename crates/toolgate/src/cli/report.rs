@@ -238,7 +238,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let audit_path = args
         .audit
         .clone()
-        .unwrap_or_else(|| Path::new(&workspace).join(".toolgate/audit.jsonl"));
+        .unwrap_or_else(|| toolgate_runtime::paths::default_audit(Path::new(&workspace)));
     let (figures, note) = if audit_path.exists() {
         (
             Some(audit::figures(

@@ -40,7 +40,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     let audit = args
         .audit
-        .unwrap_or_else(|| workspace.join(".toolgate").join("audit.jsonl"));
+        .unwrap_or_else(|| toolgate_runtime::paths::default_audit(&workspace));
     let server = server::Server::new(server::Config {
         policy: args.policy,
         audit,

@@ -67,10 +67,8 @@ pub async fn probe(layout: &Layout) -> Report {
 /// Runs `toolgate status`.
 pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
     let layout = Layout::for_user();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime =
+        toolgate_runtime::rt::current_thread().context("cannot start the async runtime")?;
     let report = runtime.block_on(probe(&layout));
     match &report.broker {
         Ok(b) => outln!(

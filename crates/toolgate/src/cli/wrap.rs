@@ -95,7 +95,7 @@ pub struct RemoteArgs {
 
 /// Runs `toolgate wrap`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    init_tracing();
+    super::logs::init("warn", super::logs::Format::Text);
     anyhow::ensure!(
         !toolgate_runtime::serve::is_serve_command(&args.command),
         "refusing to wrap `toolgate serve`: the management server reads the audit log and decides hypothetical calls, and must never be reachable through a wrapped (agent-facing) server\n  help: add `toolgate serve` to the client configuration directly, without `toolgate wrap`"
@@ -129,10 +129,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .map(toolgate_runtime::remote::http::redact)
             .as_deref(),
     )?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime =
+        toolgate_runtime::rt::current_thread().context("cannot start the async runtime")?;
     if let Some(url) = &args.remote.url {
         let code = runtime.block_on(remote_upstream(config, &args.remote, url, interceptor))?;
         runtime.shutdown_background();
@@ -203,19 +201,6 @@ fn default_poll_us() -> u64 {
         Ok(cpus) if cpus.get() > 1 => toolgate_runtime::proxy::relay::DEFAULT_POLL_US,
         _ => 0,
     }
-}
-
-/// Diagnostics on stderr (`TOOLGATE_LOG`, an env-filter, default `warn`); also `toolgate
-/// auth`'s (a refused refresh, a wrong `state` at the callback).
-pub(super) fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
 }
 
 /// The enforcement options of `toolgate wrap`.
@@ -306,7 +291,7 @@ pub fn interceptor(
     let audit_path = args
         .audit
         .clone()
-        .unwrap_or_else(|| workspace.join(".toolgate").join("audit.jsonl"));
+        .unwrap_or_else(|| toolgate_runtime::paths::default_audit(workspace));
     let backend: Box<dyn Backend> =
         match engine(args.policy.as_deref(), workspace, Some(&audit_path)) {
             Ok(engine) => {

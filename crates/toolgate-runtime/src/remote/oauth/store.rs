@@ -10,15 +10,16 @@
 //! Secrets are [`Secret`]s: their `Debug` is `<redacted>`; they reach only this file and the
 //! authorization server.
 
-use std::fs::{DirBuilder, File, OpenOptions};
-use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::fs::{DirBuilder, File};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
+
+use crate::fsutil::{self, LockError};
 
 /// Environment variable that overrides the credentials directory.
 pub const CREDENTIALS_DIR_ENV: &str = "TOOLGATE_CREDENTIALS_DIR";
@@ -226,16 +227,10 @@ impl Store {
             })
     }
 
-    fn open_lock(&self, name: &str) -> anyhow::Result<File> {
+    /// The path of the lock file `name`, in the directory (created if missing).
+    fn lock_path(&self, name: &str) -> anyhow::Result<PathBuf> {
         self.create_dir()?;
-        let path = self.dir.join(name);
-        OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .with_context(|| format!("cannot open the lock file `{}`", path.display()))
+        Ok(self.dir.join(name))
     }
 
     /// Every entry (an absent file is an empty store).
@@ -281,9 +276,11 @@ impl Store {
 
     /// Read-modify-write under `credentials.lock`; `f`'s entries replace the file's.
     pub fn modify<T>(&self, f: impl FnOnce(&mut Vec<Entry>) -> T) -> anyhow::Result<T> {
-        let lock = self.open_lock("credentials.lock")?;
-        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
-            .context("cannot lock the credentials file")?;
+        let path = self.lock_path("credentials.lock")?;
+        let _lock = fsutil::lock(&path).map_err(|e| match e {
+            LockError::Open(e) => cannot_open_lock(e, &path),
+            LockError::Lock(e) => anyhow::Error::new(e).context("cannot lock the credentials file"),
+        })?;
         let mut entries = self.load()?;
         let out = f(&mut entries);
         self.save(&entries)?;
@@ -314,11 +311,8 @@ impl Store {
             .dir
             .join(format!(".credentials.{}.tmp", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
-        write_new(&tmp, &bytes)
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .inspect_err(|_| {
-                let _ = std::fs::remove_file(&tmp);
-            })
+        fsutil::write_private(&tmp, &path, &bytes)
+            .map_err(std::io::Error::from)
             .with_context(|| format!("cannot write the credentials `{}`", path.display()))
     }
 
@@ -326,35 +320,22 @@ impl Store {
     pub async fn lock_server(&self, server: &str, limit: Duration) -> anyhow::Result<ServerLock> {
         let digest = sha2::Sha256::digest(server.as_bytes());
         let name = format!("{}.lock", hex::encode(digest.get(..12).unwrap_or_default()));
-        let file = self.open_lock(&name)?;
-        // A blocking `flock` on a worker thread: if the wait times out, the thread still
-        // gets the lock later and drops it at once (the file is dropped with the result).
-        let wait = tokio::task::spawn_blocking(move || {
-            rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).map(|()| file)
-        });
-        match tokio::time::timeout(limit, wait).await {
-            Ok(Ok(Ok(file))) => Ok(ServerLock { _file: file }),
-            Ok(Ok(Err(e))) => Err(anyhow::anyhow!(
-                "cannot lock the credentials of `{server}`: {e}"
-            )),
-            Ok(Err(e)) => Err(anyhow::anyhow!(
-                "cannot lock the credentials of `{server}`: {e}"
-            )),
-            Err(_) => anyhow::bail!(
+        let path = self.lock_path(&name)?;
+        match fsutil::lock_within(&path, limit).await {
+            Ok(Some(file)) => Ok(ServerLock { _file: file }),
+            Ok(None) => anyhow::bail!(
                 "another toolgate held the authorization of `{server}` for longer than {limit:?}"
             ),
+            Err(LockError::Open(e)) => Err(cannot_open_lock(e, &path)),
+            Err(LockError::Lock(e)) => Err(anyhow::anyhow!(
+                "cannot lock the credentials of `{server}`: {e}"
+            )),
         }
     }
 }
 
-fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
+fn cannot_open_lock(e: std::io::Error, path: &Path) -> anyhow::Error {
+    anyhow::Error::new(e).context(format!("cannot open the lock file `{}`", path.display()))
 }
 
 #[cfg(test)]
