@@ -258,14 +258,16 @@ fn touched(log: &str, root: &str, work: &str) -> BTreeMap<String, bool> {
                 }
             }
             "clone" | "clone3" | "fork" | "vfork" => {
-                // A child starts where its parent is.
+                // A child starts where its parent is. Under `-f` the child's first calls can
+                // be logged before its parent's `clone` returns: a directory the child already
+                // changed to (rsync's receiver enters the destination) is kept.
                 if let Ok(child) = result
                     .split_whitespace()
                     .next()
                     .unwrap_or_default()
                     .parse::<u32>()
                 {
-                    cwd.insert(child.to_string(), here.clone());
+                    cwd.entry(child.to_string()).or_insert_with(|| here.clone());
                 }
             }
             "fchdir" => {
@@ -487,5 +489,14 @@ fn strace_lines_are_read_with_their_directories_and_renames() {
     ]
     .into_iter()
     .collect();
+    assert_eq!(t, want);
+
+    // A child's own `chdir`, logged before its parent's `clone` returns, is where its
+    // relative paths are.
+    let log = "20002 chdir(\"dst\")  = 0\n\
+               20001 clone(child_stack=NULL, flags=SIGCHLD) = 20002\n\
+               20002 rename(\".x.tmp\", \"x\")  = 0\n";
+    let t = touched(log, "/r", "/r/w");
+    let want: BTreeMap<String, bool> = [("/r/w/dst/x".to_owned(), true)].into_iter().collect();
     assert_eq!(t, want);
 }
