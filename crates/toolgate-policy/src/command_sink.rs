@@ -9,9 +9,9 @@
 use serde_json::Value;
 
 use crate::Operation;
-use crate::contracts::OnTainted;
+use crate::action::Action;
+use crate::contracts::{Contracts, OnTainted};
 use crate::decision::{Contract, ContractResult, Effect};
-use crate::eval::{Decision, Engine};
 use crate::normalize::decoded_words;
 use crate::session::Session;
 use crate::taint::{Provenance, TaintSource, tokenize_destinations};
@@ -21,33 +21,30 @@ const MAX_COMMAND_STRINGS: usize = 64;
 /// The most bytes of one call's arguments that are searched.
 const MAX_COMMAND_BYTES: usize = 256 * 1024;
 
-/// Applies the gate to `decision`, the engine's decision on a built-in `tool`'s call with
-/// `arguments`: a decision that is not a deny and runs a shell command naming a tainted
-/// destination becomes the tool's `on_tainted` effect, decided by the sink gate.
+/// The gate on a built-in `tool`'s call with `arguments`, whose `action` the rest of the
+/// engine decided `effect`: when that is not a deny and a shell command names a destination
+/// only untrusted output named, the tool's `on_tainted` effect (deny by default) and why.
 pub(crate) fn gate(
-    engine: &Engine,
+    contracts: &Contracts,
     tool: &str,
     arguments: &Value,
     session: &mut Session,
-    decision: &mut Decision,
-) {
-    let shell = decision
-        .action
+    action: &Action,
+    effect: Effect,
+) -> Option<ContractResult> {
+    let shell = action
         .parts
         .iter()
         .any(|p| p.operation == Operation::ShellExec);
-    if decision.effect == Effect::Deny || !shell {
-        return;
+    if effect == Effect::Deny || !shell {
+        return None;
     }
-    let Some((token, source)) = tainted_in_command(session, arguments) else {
-        return;
-    };
+    let (token, source) = tainted_in_command(session, arguments)?;
     let from = match &source.server {
         Some(s) => format!("`{s}`/`{}`", source.tool),
         None => format!("`{}`", source.tool),
     };
-    let ask = engine
-        .contracts()
+    let ask = contracts
         .lookup_in(tool, session, None)
         .contract()
         .on_tainted
@@ -56,18 +53,13 @@ pub(crate) fn gate(
     let reason = format!(
         "the command names `{token}`, which came from untrusted output of {from} (a prompt injection can put it there)"
     );
-    decision.results.push(ContractResult {
+    Some(ContractResult {
         contract: Contract::SinkGate,
         effect,
         rule: None,
-        reason: reason.clone(),
+        reason,
         sinks: Vec::new(),
-    });
-    decision.effect = effect;
-    decision.contract = Contract::SinkGate;
-    decision.rule = None;
-    decision.reason = reason;
-    decision.approved_by_session = None;
+    })
 }
 
 /// A destination in a shell call's arguments that only untrusted output named (and the

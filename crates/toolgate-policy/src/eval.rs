@@ -337,8 +337,22 @@ impl Engine {
                 decision.approved_by_session = Some(what);
             }
         }
-        if builtin {
-            crate::command_sink::gate(self, call.tool, call.arguments, session, &mut decision);
+        if builtin
+            && let Some(result) = crate::command_sink::gate(
+                &self.contracts,
+                call.tool,
+                call.arguments,
+                session,
+                &decision.action,
+                decision.effect,
+            )
+        {
+            decision.effect = result.effect;
+            decision.contract = Contract::SinkGate;
+            decision.rule = None;
+            decision.reason = result.reason.clone();
+            decision.approved_by_session = None;
+            decision.results.push(result);
         }
         decision
     }
