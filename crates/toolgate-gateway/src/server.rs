@@ -4,6 +4,7 @@
 
 mod approvals_api;
 mod mcp;
+mod respond;
 mod sessions;
 
 use std::collections::{BTreeMap, HashMap};

@@ -1,7 +1,7 @@
 //! Sessions behind the MCP endpoint: opened by `initialize`, found, resumed on another
 //! replica, redeemed from a state token, or stateless.
 
-use super::mcp::answer;
+use super::respond::answer;
 use super::{
     AGENT_SESSION_HEADER, Gateway, Loaded, RESUME_WITHIN, ServerRuntime, Shared, jsonrpc_error,
     lock,

@@ -218,21 +218,6 @@ fn insufficient_scope(response: &reqwest::Response) -> bool {
     www_authenticate(response).is_some_and(|c| c.contains("insufficient_scope"))
 }
 
-/// A reqwest error with its causes, without the URL (which may carry a query secret).
-pub(super) fn err_text(err: &reqwest::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    match err.url() {
-        Some(url) => text.replace(url.as_str(), &redact(url)),
-        None => text,
-    }
-}
-
 pub(super) fn auth_failure(err: &AuthError) -> Failure {
     Failure(format!(
         "authorization with the remote server failed: {err}"

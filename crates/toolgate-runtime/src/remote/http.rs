@@ -120,6 +120,21 @@ fn read_ca_file(path: &Path) -> anyhow::Result<Vec<rustls_pki_types::Certificate
     Ok(certs)
 }
 
+/// A reqwest error with its causes, without the URL (which may carry a query secret).
+pub(crate) fn err_text(err: &reqwest::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    match err.url() {
+        Some(url) => text.replace(url.as_str(), &redact(url)),
+        None => text,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

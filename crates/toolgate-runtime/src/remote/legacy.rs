@@ -16,7 +16,8 @@ use toolgate_mcp::IdKey;
 use tracing::{debug, info, warn};
 use url::Url;
 
-use super::exchange::{Failure, Inner, Outgoing, err_text};
+use super::exchange::{Failure, Inner, Outgoing};
+use super::http::err_text;
 use super::http::{redact, same_origin};
 use super::sse::{Cursor, Events, Limit};
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt as _;
 
-use super::exchange::err_text;
+use super::http::err_text;
 
 /// How many bytes a stream may send.
 #[derive(Debug, Clone, Copy)]

@@ -29,9 +29,10 @@ use toolgate_mcp::{Frame, IdKey, Kind, RawValue, build, classify};
 use tracing::{debug, info, warn};
 use url::Url;
 
-use super::exchange::{Failure, Inner, Outgoing, Received, err_text, www_authenticate};
+use super::exchange::{Failure, Inner, Outgoing, Received, www_authenticate};
 pub use super::exchange::{Options, TransportKind};
 use super::handshake::{self, EndFailed};
+use super::http::err_text;
 use super::http::{redact, same_origin};
 use super::sse::{Cursor, Events, Limit};
 use crate::proxy::lines::Line;
