@@ -32,7 +32,7 @@ use jsonc_parser::{CollectOptions, parse_to_ast};
 use serde_json::{Map, Value as J, json};
 
 use super::discovery::{Client, Env};
-use super::document::{Splice, apply, parse_options};
+use crate::entries::{Splice, apply, parse_options, prop_name};
 use text::{append, line_indent, parse, pretty, prop_text, remove_items, render, strip_bom, unit};
 
 /// The clients whose hooks toolgate installs.
@@ -502,7 +502,7 @@ pub fn remove(text: &str, client: HookClient) -> Result<HookEdit, HookError> {
             .properties
             .iter()
             .enumerate()
-            .find(|(_, p)| super::document::prop_name(p) == "hooks")
+            .find(|(_, p)| prop_name(p) == "hooks")
         else {
             return Ok(missing());
         };
@@ -520,7 +520,7 @@ pub fn remove(text: &str, client: HookClient) -> Result<HookEdit, HookError> {
                 .properties
                 .iter()
                 .enumerate()
-                .find(|(_, p)| super::document::prop_name(p) == *e);
+                .find(|(_, p)| prop_name(p) == *e);
             let Some((pi, Value::Array(array))) = found.map(|(i, p)| (i, &p.value)) else {
                 events.push((*e, HookOutcome::Missing));
                 continue;

@@ -5,6 +5,7 @@
 
 pub mod discovery;
 pub mod document;
+mod entries;
 pub mod hooks;
 pub mod remote;
 mod rewrite;

@@ -32,17 +32,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-/// How the client that reads a file treats `${…}` in `args`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Dialect {
-    /// Claude Code: `${VAR}` and `${VAR:-default}` are expanded in `args` from the client's
-    /// own environment.
-    ClaudeCode,
-    /// Everybody else: `${NAME}` (a name that is none of the client's variables) reaches
-    /// the server as written.
-    #[default]
-    Other,
-}
+pub use crate::entries::Dialect;
+use crate::entries::{DocError, MapSpec, UPSTREAM_KEY, entries, wrap_options_with_values};
 
 /// The variable Claude Code must not have set: its default, `$`, is how a literal `${`
 /// reaches toolgate through Claude Code's expansion.
@@ -544,7 +535,7 @@ pub fn runs_wrap_url(args: &[Option<&str>]) -> bool {
     if args.first().copied().flatten() != Some("wrap") {
         return false;
     }
-    let with_value = super::document::wrap_options_with_values();
+    let with_value = wrap_options_with_values();
     let mut i = 1;
     while let Some(arg) = args.get(i) {
         match arg {
@@ -575,12 +566,9 @@ pub struct Found {
 }
 
 /// The remote servers of a configuration file, wrapped or not.
-pub fn servers(
-    text: &str,
-    maps: &super::document::MapSpec,
-) -> Result<Vec<Found>, super::document::DocError> {
+pub fn servers(text: &str, maps: &MapSpec) -> Result<Vec<Found>, DocError> {
     let mut found = Vec::new();
-    for (_, name, value) in super::document::entries(text, maps)? {
+    for (_, name, value) in entries(text, maps)? {
         let Value::Object(entry) = value else {
             continue;
         };
@@ -588,7 +576,7 @@ pub fn servers(
             Some(Value::Array(a)) => a.iter().map(Value::as_str).collect(),
             _ => Vec::new(),
         };
-        let (entry, wrapped) = match entry.get(super::document::UPSTREAM_KEY) {
+        let (entry, wrapped) = match entry.get(UPSTREAM_KEY) {
             Some(Value::Object(upstream)) if runs_wrap_url(&args) => (upstream, true),
             _ => (&entry, false),
         };

@@ -10,11 +10,11 @@
 
 use jsonc_parser::ast::Object;
 
-use super::document::{
+use super::remote::{self, RemoteSpec};
+use crate::entries::{
     DocError, Outcome, Splice, UPSTREAM_KEY, WrapSettings, json_string, newline, prop_name,
     separator_before, slice, upstream_of,
 };
-use super::remote::{self, RemoteSpec};
 
 /// The indentation unit of an entry laid out one property per line, with its closing
 /// brace on a line of its own: (property indentation, closing indentation, unit).

@@ -1,8 +1,8 @@
 //! Unwrapping one entry: the splices that give back the original command and arguments.
 
-use super::{
+use crate::entries::{
     DocError, Outcome, Splice, UPSTREAM_KEY, json_array, json_string, looks_wrapped, prop_name,
-    separator_before, slice, string_array, string_value,
+    separator_before, slice, string_array, string_value, upstream_of, wrap_options_with_values,
 };
 use jsonc_parser::ast::{Array, Object, Value};
 use jsonc_parser::common::Ranged;
@@ -23,18 +23,6 @@ pub(crate) fn remove_prop(entry: &Object<'_>, index: usize) -> Option<Splice> {
         end: prop.range.end,
         with: String::new(),
     })
-}
-
-pub(crate) fn upstream_of<'b, 'a>(entry: &'b Object<'a>) -> Option<(usize, &'b Object<'a>)> {
-    entry
-        .properties
-        .iter()
-        .enumerate()
-        .find(|(_, p)| prop_name(p) == UPSTREAM_KEY)
-        .and_then(|(i, p)| match &p.value {
-            Value::Object(o) => Some((i, o)),
-            _ => None,
-        })
 }
 
 pub(super) fn unwrap_entry(
@@ -199,42 +187,6 @@ fn unwrap_from_args(entry: &Object<'_>, splices: &mut Vec<Splice>) -> Result<Out
         with: String::new(),
     });
     Ok(Outcome::Restored)
-}
-
-/// The long names of `toolgate wrap`'s options that take a value (`wrap --url`'s included):
-/// what `init` and `unwrap` skip over to find the server's command. The executable's tests hold this list against `wrap`'s own
-/// command-line definition, so a new option cannot be missed here.
-pub const WRAP_OPTIONS_WITH_VALUES: &[&str] = &[
-    "approval",
-    "approval-timeout",
-    "audit",
-    "auth-timeout",
-    "ca-file",
-    "callback-port",
-    "client-id",
-    "client-metadata-url",
-    "client-secret-env",
-    "grace-ms",
-    "header",
-    "listing-timeout",
-    "max-message-bytes",
-    "policy",
-    "poll-us",
-    "request-timeout",
-    "scope",
-    "server",
-    "session",
-    "transport",
-    "url",
-    "workspace",
-];
-
-/// [`WRAP_OPTIONS_WITH_VALUES`] as owned strings.
-pub(crate) fn wrap_options_with_values() -> Vec<String> {
-    WRAP_OPTIONS_WITH_VALUES
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect()
 }
 
 /// The number of leading `args` elements that are toolgate's own

@@ -1,8 +1,9 @@
 //! Wrapping one entry: the splices that put toolgate in front of a server's command.
 
-use super::{
+use super::not_stdio_reason;
+use crate::entries::{
     DocError, Outcome, Splice, UPSTREAM_KEY, WrapSettings, json_array, json_string, looks_wrapped,
-    not_stdio_reason, separator_before, slice, string_array, string_value,
+    separator_before, slice, string_array, string_value,
 };
 use jsonc_parser::ast::{Object, Value};
 use jsonc_parser::common::Ranged;

@@ -2,7 +2,7 @@
 //! the splices that append or remove entries.
 
 use super::HookError;
-use crate::document::{Splice, newline, parse_options, separator_before};
+use crate::entries::{Splice, newline, parse_options, separator_before};
 use jsonc_parser::ast::Value;
 use jsonc_parser::common::Range;
 use jsonc_parser::{CollectOptions, parse_to_ast};
