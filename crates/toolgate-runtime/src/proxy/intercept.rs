@@ -17,7 +17,7 @@ use std::pin::Pin;
 
 use toolgate_mcp::Envelope;
 
-use super::relay::ProxyHandle;
+use super::handle::ProxyHandle;
 
 /// Which way a message travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

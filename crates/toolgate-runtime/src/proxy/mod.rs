@@ -5,6 +5,7 @@
 //! every request the proxy blocks gets a reply; stdout carries only protocol frames;
 //! per-direction order is kept; a parked decision never blocks other traffic.
 
+mod handle;
 pub mod intercept;
 pub mod lines;
 mod pipes;
@@ -22,8 +23,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
+pub use handle::{ProxyError, ProxyHandle};
 pub use intercept::{Direction, Interceptor, Message, Parked, Passthrough, StartFuture, Verdict};
-pub use relay::{ORIGIN_ID_PREFIX, ProxyError, ProxyHandle, RelayConfig, UPSTREAM_EXITED};
+pub use relay::{ORIGIN_ID_PREFIX, RelayConfig, UPSTREAM_EXITED};
 
 use crate::child;
 

@@ -18,9 +18,9 @@
 
 mod decide;
 use decide::*;
-mod handle;
+mod channels;
 mod io;
-pub use handle::*;
+use channels::random_u64;
 pub use io::*;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
@@ -40,6 +40,7 @@ use toolgate_mcp::{
 };
 use tracing::{debug, warn};
 
+use super::handle::{Boxed, Channels, ProxyError, ProxyHandle};
 use super::intercept::{Direction, Interceptor, Message, Parked, Verdict};
 use super::lines::{AsyncLines, Line};
 use super::pipes::PipeGrowth;
@@ -140,14 +141,6 @@ impl RelayParts {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-impl std::fmt::Debug for ProxyHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProxyHandle")
-            .field("origin_prefix", &self.shared.origin_prefix)
-            .finish_non_exhaustive()
     }
 }
 

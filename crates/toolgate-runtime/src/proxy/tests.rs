@@ -7,11 +7,10 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use toolgate_mcp::{RawValue, build, views::ToolsCallParams};
 
+use super::handle::ProxyHandle;
 use super::intercept::{Direction, Interceptor, Message, Verdict};
 use super::lines::Line;
-use super::relay::{
-    ClientEvent, ClientInput, ClientOut, ClientSink, ProxyHandle, Relay, RelayConfig,
-};
+use super::relay::{ClientEvent, ClientInput, ClientOut, ClientSink, Relay, RelayConfig};
 
 const LIMIT: Duration = Duration::from_secs(20);
 

@@ -13,9 +13,7 @@ pub(super) fn decide(
     raw: &[u8],
     frame: &Bytes,
 ) -> Step {
-    let handle = ProxyHandle {
-        shared: Arc::clone(shared),
-    };
+    let handle = ProxyHandle::new(Arc::clone(shared) as Arc<dyn Channels>);
     match env.kind {
         Kind::Invalid(why) => match from {
             Direction::ClientToServer => {
