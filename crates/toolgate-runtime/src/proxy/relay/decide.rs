@@ -13,7 +13,13 @@ pub(super) fn decide(
     raw: &[u8],
     frame: &Bytes,
 ) -> Step {
-    let handle = ProxyHandle::new(Arc::clone(shared) as Arc<dyn Channels>);
+    let message = Message {
+        direction: from,
+        envelope: env,
+        raw,
+        frame,
+        answers: None,
+    };
     match env.kind {
         Kind::Invalid(why) => match from {
             Direction::ClientToServer => {
@@ -29,177 +35,167 @@ pub(super) fn decide(
                 Step::Done(Out::Nothing)
             }
         },
-        Kind::Request => {
-            let Some(raw_id) = env.id else {
-                return Step::Done(Out::Nothing);
-            };
-            let Some(key) = IdKey::from_raw(raw_id) else {
-                return Step::Done(Out::Nothing);
-            };
-            {
-                let mut st = shared.lock();
-                if from == Direction::ClientToServer && st.upstream_gone {
-                    return Step::Done(Out::to_sender(
-                        from,
-                        build::error_response(Some(raw_id), INTERNAL_ERROR, shared.gone_message),
-                    ));
-                }
-                if from == Direction::ServerToClient
-                    && key
-                        .as_str()
-                        .is_some_and(|s| s.starts_with(ORIGIN_ID_PREFIX))
-                {
-                    warn!("upstream used an id reserved for toolgate: refused");
-                    let msg = format!(
-                        "invalid request: ids starting with `{ORIGIN_ID_PREFIX}` are reserved"
-                    );
-                    return Step::Done(Out::to_sender(
-                        from,
-                        build::error_response(Some(raw_id), INVALID_REQUEST, &msg),
-                    ));
-                }
-                if reserved_client_id(shared, from, &key) {
-                    warn!("client used an id reserved for toolgate: refused");
-                    let msg = format!(
-                        "invalid request: ids starting with `{}` are reserved",
-                        shared.origin_prefix
-                    );
-                    return Step::Done(Out::to_sender(
-                        from,
-                        build::error_response(Some(raw_id), INVALID_REQUEST, &msg),
-                    ));
-                }
-                if st.pending(from).contains_key(&key) {
-                    warn!("{} request reuses a pending id: refused", from.label());
-                    let msg = "invalid request: a request with this id is still pending";
-                    return Step::Done(Out::to_sender(
-                        from,
-                        build::error_response(Some(raw_id), INVALID_REQUEST, msg),
-                    ));
-                }
-            }
-            let verdict = shared.interceptor.on_message(
-                &Message {
-                    direction: from,
-                    envelope: env,
-                    raw,
-                    frame,
-                    answers: None,
-                },
-                &handle,
-            );
-            let raw_id_text: Box<str> = raw_id.get().into();
-            let insert = |tag: Option<u64>, parked: bool| {
-                shared.lock().pending(from).insert(
-                    key.clone(),
-                    Pending {
-                        raw_id: raw_id_text.clone(),
-                        tag,
-                        parked,
-                        cancelled: false,
-                    },
-                );
-            };
-            match verdict {
-                Verdict::Forward => {
-                    insert(None, false);
-                    Step::Forward
-                }
-                Verdict::Watch(tag) => {
-                    insert(Some(tag), false);
-                    Step::Forward
-                }
-                Verdict::Replace(bytes) => {
-                    insert(None, false);
-                    Step::ForwardBytes(bytes)
-                }
-                Verdict::ReplaceWatch(bytes, tag) => {
-                    insert(Some(tag), false);
-                    Step::ForwardBytes(bytes)
-                }
-                Verdict::Reply(bytes) => Step::Done(Out::to_sender(from, bytes)),
-                Verdict::Withdraw => Step::Done(Out::Nothing),
-                Verdict::Drop => Step::Done(Out::to_sender(
-                    from,
-                    build::error_response(
-                        Some(raw_id),
-                        INTERNAL_ERROR,
-                        "request dropped by toolgate",
-                    ),
-                )),
-                Verdict::Park(fut) => {
-                    insert(None, true);
-                    Step::Park(fut, Some(key), Some(raw_id_text))
-                }
-            }
-        }
+        Kind::Request => request(shared, &message),
         Kind::Notification => {
             if env.method_str() == "notifications/cancelled" {
                 mark_cancelled(shared, from, env.params);
             }
-            let verdict = shared.interceptor.on_message(
-                &Message {
-                    direction: from,
-                    envelope: env,
-                    raw,
-                    frame,
-                    answers: None,
-                },
-                &handle,
-            );
-            simple(from, verdict)
+            simple(from, consult(shared, &message))
         }
-        Kind::Response | Kind::ErrorResponse => {
-            let key = env.id.and_then(IdKey::from_raw);
-            let mut answers = None;
-            if let Some(key) = &key {
-                let mut st = shared.lock();
-                if from == Direction::ClientToServer
-                    && let Some(id) = key.as_str()
-                    && id.starts_with(ORIGIN_ID_PREFIX)
-                {
-                    match st.origin.remove(id) {
-                        Some(waiter) => {
-                            let _ = waiter.send(raw.to_vec());
-                        }
-                        None => debug!("client answered an unknown toolgate request: consumed"),
-                    }
-                    return Step::Done(Out::Nothing);
-                }
-                if from == Direction::ServerToClient
-                    && own_server_response(shared, &mut st, key, raw)
-                {
-                    return Step::Done(Out::Nothing);
-                }
-                let peer = match from {
-                    Direction::ClientToServer => Direction::ServerToClient,
-                    Direction::ServerToClient => Direction::ClientToServer,
-                };
-                match st.pending(peer).get(key) {
-                    Some(p) if !p.parked => {
-                        answers = p.tag;
-                        st.pending(peer).remove(key);
-                    }
-                    Some(_) | None => {
-                        warn!(
-                            "{} response to a request that is not pending: dropped",
-                            from.label()
-                        );
-                        return Step::Done(Out::Nothing);
-                    }
-                }
+        Kind::Response | Kind::ErrorResponse => match answered(shared, from, env, raw) {
+            Ok(answers) => simple(from, consult(shared, &Message { answers, ..message })),
+            Err(done) => done,
+        },
+    }
+}
+
+/// The interceptor's verdict on `message`, with a handle on this relay.
+fn consult(shared: &Arc<RelayParts>, message: &Message<'_>) -> Verdict {
+    let handle = ProxyHandle::new(Arc::clone(shared) as Arc<dyn Channels>);
+    shared.interceptor.on_message(message, &handle)
+}
+
+/// A request: refused when its id cannot be told apart from another's, else decided by the
+/// interceptor and, unless answered here, remembered as pending until its response.
+fn request(shared: &Arc<RelayParts>, message: &Message<'_>) -> Step {
+    let (from, env) = (message.direction, message.envelope);
+    let Some(raw_id) = env.id else {
+        return Step::Done(Out::Nothing);
+    };
+    let Some(key) = IdKey::from_raw(raw_id) else {
+        return Step::Done(Out::Nothing);
+    };
+    if let Some(refusal) = refusal(shared, from, raw_id, &key) {
+        return Step::Done(Out::to_sender(from, refusal));
+    }
+    let verdict = consult(shared, message);
+    let raw_id_text: Box<str> = raw_id.get().into();
+    let insert = |tag: Option<u64>, parked: bool| {
+        shared.lock().pending(from).insert(
+            key.clone(),
+            Pending {
+                raw_id: raw_id_text.clone(),
+                tag,
+                parked,
+                cancelled: false,
+            },
+        );
+    };
+    match verdict {
+        Verdict::Forward => {
+            insert(None, false);
+            Step::Forward
+        }
+        Verdict::Watch(tag) => {
+            insert(Some(tag), false);
+            Step::Forward
+        }
+        Verdict::Replace(bytes) => {
+            insert(None, false);
+            Step::ForwardBytes(bytes)
+        }
+        Verdict::ReplaceWatch(bytes, tag) => {
+            insert(Some(tag), false);
+            Step::ForwardBytes(bytes)
+        }
+        Verdict::Reply(bytes) => Step::Done(Out::to_sender(from, bytes)),
+        Verdict::Withdraw => Step::Done(Out::Nothing),
+        Verdict::Drop => Step::Done(Out::to_sender(
+            from,
+            build::error_response(Some(raw_id), INTERNAL_ERROR, "request dropped by toolgate"),
+        )),
+        Verdict::Park(fut) => {
+            insert(None, true);
+            Step::Park(fut, Some(key), Some(raw_id_text))
+        }
+    }
+}
+
+/// The error reply to a request the relay refuses before the interceptor sees it: the
+/// upstream is gone, its id is in a space toolgate reserved, or it reuses a pending id.
+fn refusal(
+    shared: &Arc<RelayParts>,
+    from: Direction,
+    raw_id: &RawValue,
+    key: &IdKey,
+) -> Option<Vec<u8>> {
+    let mut st = shared.lock();
+    if from == Direction::ClientToServer && st.upstream_gone {
+        return Some(build::error_response(
+            Some(raw_id),
+            INTERNAL_ERROR,
+            shared.gone_message,
+        ));
+    }
+    let invalid = |msg: &str| Some(build::error_response(Some(raw_id), INVALID_REQUEST, msg));
+    if from == Direction::ServerToClient
+        && key
+            .as_str()
+            .is_some_and(|s| s.starts_with(ORIGIN_ID_PREFIX))
+    {
+        warn!("upstream used an id reserved for toolgate: refused");
+        return invalid(&format!(
+            "invalid request: ids starting with `{ORIGIN_ID_PREFIX}` are reserved"
+        ));
+    }
+    if reserved_client_id(shared, from, key) {
+        warn!("client used an id reserved for toolgate: refused");
+        return invalid(&format!(
+            "invalid request: ids starting with `{}` are reserved",
+            shared.origin_prefix
+        ));
+    }
+    if st.pending(from).contains_key(key) {
+        warn!("{} request reuses a pending id: refused", from.label());
+        return invalid("invalid request: a request with this id is still pending");
+    }
+    None
+}
+
+/// For a response: the tag of the request it answers (`Ok`, then the interceptor sees it),
+/// or the step that consumes it here (`Err`): an answer to one of toolgate's own requests,
+/// or to no pending request.
+fn answered(
+    shared: &Arc<RelayParts>,
+    from: Direction,
+    env: &Envelope<'_>,
+    raw: &[u8],
+) -> Result<Option<u64>, Step> {
+    let Some(key) = env.id.and_then(IdKey::from_raw) else {
+        return Ok(None);
+    };
+    let mut st = shared.lock();
+    if from == Direction::ClientToServer
+        && let Some(id) = key.as_str()
+        && id.starts_with(ORIGIN_ID_PREFIX)
+    {
+        match st.origin.remove(id) {
+            Some(waiter) => {
+                let _ = waiter.send(raw.to_vec());
             }
-            let verdict = shared.interceptor.on_message(
-                &Message {
-                    direction: from,
-                    envelope: env,
-                    raw,
-                    frame,
-                    answers,
-                },
-                &handle,
+            None => debug!("client answered an unknown toolgate request: consumed"),
+        }
+        return Err(Step::Done(Out::Nothing));
+    }
+    if from == Direction::ServerToClient && own_server_response(shared, &mut st, &key, raw) {
+        return Err(Step::Done(Out::Nothing));
+    }
+    let peer = match from {
+        Direction::ClientToServer => Direction::ServerToClient,
+        Direction::ServerToClient => Direction::ClientToServer,
+    };
+    match st.pending(peer).get(&key) {
+        Some(p) if !p.parked => {
+            let answers = p.tag;
+            st.pending(peer).remove(&key);
+            Ok(answers)
+        }
+        Some(_) | None => {
+            warn!(
+                "{} response to a request that is not pending: dropped",
+                from.label()
             );
-            simple(from, verdict)
+            Err(Step::Done(Out::Nothing))
         }
     }
 }
