@@ -41,9 +41,25 @@ pub struct Summary {
     pub by_tool: BTreeMap<String, u64>,
     /// Decisions per server.
     pub by_server: BTreeMap<String, u64>,
-    /// The chain check.
-    #[serde(skip)]
+    /// The chain check (serialised as `chain`).
+    #[serde(rename = "chain", serialize_with = "chain_json")]
     pub verification: Verification,
+}
+
+/// The chain check as `audit summary --json` and `serve`'s `audit_summary` show it.
+fn chain_json<S: serde::Serializer>(v: &Verification, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(
+        &serde_json::json!({
+            "intact": v.is_intact(),
+            "problem": v.problem.as_ref().map(ToString::to_string),
+            "line": v.problem.as_ref().map(|p| p.line),
+            "id": v.chain,
+            "verified_records": v.records,
+            "last_seq": v.last_seq,
+            "last_hash": v.last_hash,
+        }),
+        s,
+    )
 }
 
 fn open(path: &Path) -> Result<BufReader<File>, AuditError> {

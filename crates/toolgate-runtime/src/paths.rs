@@ -100,34 +100,27 @@ fn io_err(path: &Path, e: &std::io::Error) -> Unsafe {
 /// Checks a directory's owner and mode: owned by `me`, a real directory, no group/world
 /// write bit. (Read/search bits for others are reported by `toolgate status`.)
 pub fn check_dir_meta(path: &Path, meta: &std::fs::Metadata, me: u32) -> Result<(), Unsafe> {
-    let shown = path.display().to_string();
-    if !meta.file_type().is_dir() {
-        return Err(Unsafe::Kind {
-            path: shown,
-            expected: "directory",
-        });
-    }
-    if meta.uid() != me {
-        return Err(Unsafe::Owner {
-            path: shown,
-            owner: meta.uid(),
-            me,
-        });
-    }
-    let mode = meta.mode() & 0o7777;
-    if mode & 0o022 != 0 {
-        return Err(Unsafe::Writable { path: shown, mode });
-    }
-    Ok(())
+    check_owned(path, meta, me, true)
 }
 
 /// Checks a secret file (the token): a regular file owned by `me`, mode 0600 or stricter.
 pub fn check_secret_meta(path: &Path, meta: &std::fs::Metadata, me: u32) -> Result<(), Unsafe> {
+    check_owned(path, meta, me, false)
+}
+
+/// A directory (`dir`) or a secret file owned by `me` that others cannot write (a
+/// directory) or read or write (a secret file).
+fn check_owned(path: &Path, meta: &std::fs::Metadata, me: u32, dir: bool) -> Result<(), Unsafe> {
     let shown = path.display().to_string();
-    if !meta.file_type().is_file() {
+    let (is_kind, expected) = if dir {
+        (meta.file_type().is_dir(), "directory")
+    } else {
+        (meta.file_type().is_file(), "regular file")
+    };
+    if !is_kind {
         return Err(Unsafe::Kind {
             path: shown,
-            expected: "regular file",
+            expected,
         });
     }
     if meta.uid() != me {
@@ -138,10 +131,11 @@ pub fn check_secret_meta(path: &Path, meta: &std::fs::Metadata, me: u32) -> Resu
         });
     }
     let mode = meta.mode() & 0o7777;
-    if mode & 0o077 != 0 {
-        return Err(Unsafe::Readable { path: shown, mode });
+    match (dir, mode) {
+        (true, m) if m & 0o022 != 0 => Err(Unsafe::Writable { path: shown, mode }),
+        (false, m) if m & 0o077 != 0 => Err(Unsafe::Readable { path: shown, mode }),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// The peer check: a connection is served only when its uid is the broker's own.

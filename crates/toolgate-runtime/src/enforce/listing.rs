@@ -21,6 +21,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use toolgate_mcp::{IdKey, RawValue};
 
+use super::pinning::Page;
 use super::{Enforcer, Listing, lock, raw_value};
 use crate::proxy::{ProxyHandle, Verdict};
 
@@ -193,13 +194,6 @@ impl Enforcer {
         meta: Option<Map<String, Value>>,
         proxy: &ProxyHandle,
     ) -> Result<Vec<Value>, String> {
-        #[derive(serde::Deserialize)]
-        struct Page {
-            #[serde(default)]
-            tools: Vec<Value>,
-            #[serde(default, rename = "nextCursor")]
-            next_cursor: Option<Value>,
-        }
         let mut tools = Vec::new();
         let mut cursor: Option<Value> = None;
         for _ in 0..MAX_PAGES {

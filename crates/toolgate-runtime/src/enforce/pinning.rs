@@ -4,6 +4,15 @@
 #[allow(unused_imports, reason = "the enforcer's imports, shared by its parts")]
 use super::*;
 
+/// The part of a `tools/list` result toolgate reads; other fields are skipped.
+#[derive(serde::Deserialize)]
+pub(super) struct Page {
+    #[serde(default)]
+    pub(super) tools: Vec<Value>,
+    #[serde(default, rename = "nextCursor")]
+    pub(super) next_cursor: Option<Value>,
+}
+
 /// A `tools/list` response without the tools the policy forbids outright (`max_calls: 0`),
 /// so the agent never tries them; every other byte is kept (`toolgate_mcp::splice`).
 /// Hiding is a courtesy, not the enforcement: a call to a hidden tool is still denied by
@@ -49,14 +58,6 @@ impl Enforcer {
     /// A `tools/list` page: pins every tool (the full page), then hides the tools the
     /// policy forbids outright from the client.
     pub(super) fn on_tools_list(&self, first: bool, result: &RawValue, frame: &[u8]) -> Verdict {
-        /// The part of a `tools/list` result pinning reads; other fields are skipped.
-        #[derive(serde::Deserialize)]
-        struct Page {
-            #[serde(default)]
-            tools: Vec<Value>,
-            #[serde(default, rename = "nextCursor")]
-            next_cursor: Option<Value>,
-        }
         if first {
             let repeat = lock(&self.inner.last_listing)
                 .as_ref()

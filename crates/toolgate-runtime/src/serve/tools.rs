@@ -570,7 +570,6 @@ fn summary_json(path: &Path, recent: u64) -> Outcome {
     }
     let s = toolgate_audit::summarize(path)
         .map_err(|e| ToolError::new(format!("cannot summarise the audit log `{shown}`: {e}")))?;
-    let v = &s.verification;
     let mut doc = serde_json::to_value(&s)
         .map_err(|e| ToolError::new(format!("cannot encode the summary: {e}")))?;
     let tail = toolgate_audit::tail(path, usize::try_from(recent).unwrap_or(0))
@@ -585,18 +584,6 @@ fn summary_json(path: &Path, recent: u64) -> Outcome {
     if let Some(obj) = doc.as_object_mut() {
         obj.insert("path".into(), Value::String(shown));
         obj.insert("exists".into(), Value::Bool(true));
-        obj.insert(
-            "chain".into(),
-            json!({
-                "intact": v.is_intact(),
-                "problem": v.problem.as_ref().map(ToString::to_string),
-                "line": v.problem.as_ref().map(|p| p.line),
-                "id": v.chain,
-                "verified_records": v.records,
-                "last_seq": v.last_seq,
-                "last_hash": v.last_hash,
-            }),
-        );
         obj.insert("recent".into(), Value::Array(recent));
     }
     Ok(doc)

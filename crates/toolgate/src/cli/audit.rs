@@ -11,7 +11,6 @@ use toolgate_audit::printable;
 
 use anyhow::Context as _;
 use clap::{Args as ClapArgs, Subcommand};
-use serde_json::json;
 use toolgate_audit::{ApprovalHow, ApprovalScope, Kind, Record, Verification};
 // Where `toolgate wrap` writes by default, relative to the workspace (here: the current
 // directory).
@@ -180,21 +179,7 @@ fn summary(path: &Path, as_json: bool) -> anyhow::Result<ExitCode> {
     let s = toolgate_audit::summarize(path)?;
     let v = &s.verification;
     if as_json {
-        let mut doc = serde_json::to_value(&s).context("cannot encode summary")?;
-        if let Some(obj) = doc.as_object_mut() {
-            obj.insert(
-                "chain".to_owned(),
-                json!({
-                    "intact": v.is_intact(),
-                    "problem": v.problem.as_ref().map(ToString::to_string),
-                    "line": v.problem.as_ref().map(|p| p.line),
-                    "id": v.chain,
-                    "verified_records": v.records,
-                    "last_seq": v.last_seq,
-                    "last_hash": v.last_hash,
-                }),
-            );
-        }
+        let doc = serde_json::to_value(&s).context("cannot encode summary")?;
         outln!(
             "{}",
             serde_json::to_string_pretty(&doc).context("cannot encode summary")?

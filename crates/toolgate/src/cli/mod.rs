@@ -118,3 +118,19 @@ pub fn main() -> ExitCode {
         }
     }
 }
+
+/// The workspace a `wrap` or `serve` runs for: `--workspace`, else the current directory;
+/// it must be a directory.
+pub fn workspace_or_cwd(dir: Option<std::path::PathBuf>) -> anyhow::Result<std::path::PathBuf> {
+    use anyhow::Context as _;
+    let workspace = match dir {
+        Some(dir) => dir,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    anyhow::ensure!(
+        workspace.is_dir(),
+        "workspace `{}` is not a directory",
+        workspace.display()
+    );
+    Ok(workspace)
+}

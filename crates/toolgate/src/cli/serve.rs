@@ -6,8 +6,6 @@ use toolgate_runtime::serve as server;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
-
 /// Run toolgate's management MCP server on stdio.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
@@ -29,15 +27,7 @@ pub struct Args {
 
 /// Runs `toolgate serve` until stdin closes.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let workspace = match args.workspace {
-        Some(dir) => dir,
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    anyhow::ensure!(
-        workspace.is_dir(),
-        "workspace `{}` is not a directory",
-        workspace.display()
-    );
+    let workspace = super::workspace_or_cwd(args.workspace)?;
     let audit = args
         .audit
         .unwrap_or_else(|| toolgate_runtime::paths::default_audit(&workspace));

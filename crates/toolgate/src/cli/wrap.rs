@@ -100,15 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         !toolgate_runtime::serve::is_serve_command(&args.command),
         "refusing to wrap `toolgate serve`: the management server reads the audit log and decides hypothetical calls, and must never be reachable through a wrapped (agent-facing) server\n  help: add `toolgate serve` to the client configuration directly, without `toolgate wrap`"
     );
-    let workspace = match args.workspace {
-        Some(dir) => dir,
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    anyhow::ensure!(
-        workspace.is_dir(),
-        "workspace `{}` is not a directory",
-        workspace.display()
-    );
+    let workspace = super::workspace_or_cwd(args.workspace)?;
     let config = ProxyConfig {
         relay: RelayConfig {
             max_message_bytes: args.max_message_bytes.max(1),
