@@ -801,7 +801,7 @@ fn millisecond_rows(table: &mut Table, d: &Summary, v: &Summary, target_ms: f64)
             ms(v.p50_us / 1000.0),
             plus(added50_ms, 2),
         )
-        .target(format!("+≤{target_ms} (#4)"), added50_ms <= target_ms),
+        .target(format!("+≤{target_ms}"), added50_ms <= target_ms),
     );
     table.rows.push(Row::new(
         "p99 round trip (ms)",
@@ -860,7 +860,7 @@ fn per_s_row(d: &Summary, v: &Summary) -> Row {
         format!("{:.0}", v.per_s),
         format!("×{:.2}", v.per_s / d.per_s),
     )
-    .target("≥50000 (#2)", v.per_s >= 50_000.0)
+    .target("≥50000", v.per_s >= 50_000.0)
 }
 
 fn peak_row(direct: &Peer, via: &Peer, limit_mb: u64, issue: &str) -> Row {
@@ -1068,7 +1068,7 @@ fn suite_denied(setup: &Setup<'_>) -> anyhow::Result<Table> {
             us(v.p50_us),
             plus(v.p50_us - d.p50_us, 1),
         )
-        .target("≤20 (#4, absolute)", v.p50_us <= 20.0),
+        .target("≤20 (absolute)", v.p50_us <= 20.0),
     );
     table.rows.push(Row::new(
         "p99 round trip (µs)",
@@ -1152,7 +1152,7 @@ fn suite_large(setup: &Setup<'_>) -> anyhow::Result<Table> {
             ),
         )
         .target(
-            "growth ≤16 MB (#4 bounded)",
+            "growth ≤16 MB (bounded)",
             growth.is_some_and(|kb| kb <= 16.0 * MB as f64),
         ),
     );
@@ -1215,7 +1215,7 @@ fn sink_after_dense(
             ms(v50),
             plus(v50 - d50, 3),
         )
-        .target("≤1 ms (#21 §4: the sink decision that follows)", v50 <= 1.0),
+        .target("≤1 ms (the sink decision that follows)", v50 <= 1.0),
     );
     table.rows.push(Row::new(
         "the same, p99 (ms)",
@@ -1296,11 +1296,11 @@ fn suite_rest(setup: &Setup<'_>) -> anyhow::Result<Table> {
         Table::new("memory at rest: after `initialize` + `tools/list`, before any call");
     table.rows.push(
         Row::new("peak RSS (VmHWM)", mb(direct_hwm), mb(hwm), String::new())
-            .target("≤10 MB (#4)", hwm.is_some_and(|kb| kb <= 10 * MB)),
+            .target("≤10 MB", hwm.is_some_and(|kb| kb <= 10 * MB)),
     );
     table.rows.push(
         Row::new("RSS (VmRSS)", mb(direct_rss), mb(rss), String::new())
-            .target("≤10 MB (#4)", rss.is_some_and(|kb| kb <= 10 * MB)),
+            .target("≤10 MB", rss.is_some_and(|kb| kb <= 10 * MB)),
     );
     table.notes.push(
         "\"direct\" is bench_upstream's own; \"via toolgate\" is the toolgate process alone"
@@ -1340,7 +1340,7 @@ fn suite_startup(setup: &Setup<'_>) -> anyhow::Result<Table> {
         o.startup_runs
     ));
     table.rows.push(
-        Row::new("start-up (ms)", ms(d), ms(v), plus(v - d, 2)).target("+≤10 (#2)", v - d <= 10.0),
+        Row::new("start-up (ms)", ms(d), ms(v), plus(v - d, 2)).target("+≤10", v - d <= 10.0),
     );
     Ok(table)
 }
