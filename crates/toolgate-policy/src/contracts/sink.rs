@@ -1,15 +1,18 @@
 //! The sink gate: deny-unless-trusted on every destination of an exfiltrating tool.
 //!
-//! Sinks = declared `sink_params` ∪ destination-named arguments (see
+//! Destination arguments are declared `sink_params` ∪ destination-named arguments (see
 //! [`super::heuristics::is_destination_param`]) ∪ arguments whose schema says
-//! `format: email|uri|…`. When none of these is present in the call, **every** argument is
-//! a sink (a forgotten or wrong declaration cannot leave a hole). Lists and nested objects
-//! are checked element by element. Each destination token is, in order: trusted (a
-//! `trusted_destinations` glob) → pass; approved for the session → pass; vouched by trusted
-//! output → pass; tainted (seen in untrusted output) → deny, or ask with `on_tainted: ask`;
-//! unproven → ask. A destination the user typed in a prompt of the agent session (a client
-//! hook recorded its digest: [`crate::session::prompt_digests`]) passes before the taint
-//! index is asked, so an injection that repeats it does not block it.
+//! `format: email|uri|…`; every value in them is a destination. Every other argument is
+//! payload (titles, bodies, locations): only the values of a recognised destination shape in
+//! it (an address, a URL, a host, a phone number, an IBAN), and destination-named keys at any
+//! depth (`headers: {Bcc: …}`), are destinations. A declared sink argument that is absent
+//! means the call names no destination there; it never makes every argument one. Lists and
+//! nested objects are checked element by element. Each destination token is, in order:
+//! trusted (a `trusted_destinations` glob) → pass; approved for the session → pass; vouched by
+//! trusted output → pass; tainted (seen in untrusted output) → deny, or ask with
+//! `on_tainted: ask`; unproven → ask. A destination the user typed in a prompt of the agent
+//! session (a client hook recorded its digest: [`crate::session::prompt_digests`]) passes
+//! before the taint index is asked, so an injection that repeats it does not block it.
 //!
 //! Two more verdicts:
 //! - **allowed by a rule**: a URL whose `net.request` part one of the user's own allow rules
@@ -19,8 +22,8 @@
 //! - **unusable**: a destination argument that is present but holds no usable destination
 //!   (`null`, a boolean, an empty string, an empty object, or a list holding one of these)
 //!   asks: what the server makes of it is unknown. A number is checked as its decimal text
-//!   (unproven, so it asks, unless trusted, approved or vouched for). Only when no argument
-//!   is a sink (every argument is checked) are such values ignored.
+//!   (unproven, so it asks, unless trusted, approved or vouched for). In payload such
+//!   values are ignored.
 
 use serde_json::Value;
 
@@ -115,30 +118,48 @@ impl Walk<'_> {
         }
     }
 
-    /// Looks inside a non-sink argument for destination-named keys at any depth and checks
-    /// their values as sinks.
-    fn nested(&mut self, path: &str, v: &Value, depth: usize) {
+    /// Looks inside a payload argument for destination-named keys at any depth (checked as
+    /// destination arguments) and, in its text, for values of a recognised destination shape.
+    fn payload(&mut self, path: &str, v: &Value, depth: usize) {
         if self.overflow || depth > 32 {
             return;
         }
         match v {
+            Value::String(s) => self.shaped(path, s),
             Value::Array(items) => {
                 for (i, item) in items.iter().enumerate() {
-                    self.nested(&format!("{path}[{i}]"), item, depth + 1);
+                    self.payload(&format!("{path}[{i}]"), item, depth + 1);
                 }
             }
             Value::Object(map) => {
                 for (k, item) in map {
                     let at = format!("{path}.{k}");
                     if is_destination_param(k) {
+                        let strict = std::mem::replace(&mut self.strict, true);
                         self.value(&at, item);
+                        self.strict = strict;
                     } else {
-                        self.nested(&at, item, depth + 1);
+                        self.payload(&at, item, depth + 1);
                     }
                 }
             }
             _ => {}
         }
+    }
+
+    /// The destinations of a recognised shape in payload text: addresses, URLs, hosts, phone
+    /// numbers, IBANs. Channel and user names (`#general`, `@alice`) in prose are words, not
+    /// destinations; text without any shape is payload only.
+    fn shaped(&mut self, path: &str, raw: &str) {
+        let (tokens, shaped) = canonical_destination_shaped(raw.trim());
+        if !shaped {
+            return;
+        }
+        let tokens: Vec<String> = tokens
+            .into_iter()
+            .filter(|t| !t.starts_with('#') && !t.starts_with('@'))
+            .collect();
+        self.tokens(path, raw, tokens, true);
     }
 
     /// A value in a destination argument that names no destination.
@@ -175,6 +196,11 @@ impl Walk<'_> {
         if tokens.is_empty() {
             tokens.push(trimmed.to_lowercase());
         }
+        self.tokens(path, raw, tokens, shaped);
+    }
+
+    /// Judges each destination token of the value `raw` at `path`.
+    fn tokens(&mut self, path: &str, raw: &str, tokens: Vec<String>, shaped: bool) {
         // The host that follows a URL token is judged with the URL (the taint index checks
         // a URL's host itself; a host never vouches for a URL), not as a destination of its own.
         let hosts: Vec<String> = tokens.iter().filter_map(|t| host_of(t)).collect();
@@ -366,35 +392,24 @@ pub(super) fn gate(
     if let Value::Object(args) = call.arguments {
         walk.slug_vouched = user_vouched_slug(session, args);
     }
-    let mut every_argument = false;
     match call.arguments {
         Value::Object(args) => {
-            let sinks: Vec<&String> = args
-                .keys()
-                .filter(|k| {
-                    declared.contains(k)
-                        || is_destination_param(k)
-                        || schema_says_destination(definition, k)
-                })
-                .collect();
-            every_argument = sinks.is_empty();
-            walk.strict = !every_argument;
             for (k, v) in args {
-                if every_argument || sinks.contains(&k) {
+                if declared.contains(k)
+                    || is_destination_param(k)
+                    || schema_says_destination(definition, k)
+                {
+                    walk.strict = true;
                     walk.value(k, v);
                 } else {
-                    // A destination can hide under another argument:
-                    // `headers: {Bcc: …}`, `options: {reply_to: …}`.
-                    walk.nested(k, v, 0);
+                    walk.strict = false;
+                    walk.payload(k, v, 0);
                 }
             }
             walk.repository_slug(args);
         }
         Value::Null => {}
-        other => {
-            every_argument = true;
-            walk.value("arguments", other);
-        }
+        other => walk.payload("arguments", other, 0),
     }
     let on_tainted = resolved.contract().on_tainted.unwrap_or(OnTainted::Deny);
     let effect_of = |v: SinkVerdict| match v {
@@ -438,11 +453,6 @@ pub(super) fn gate(
     if lost.is_some() {
         effect = Effect::Ask;
     }
-    let scope = if every_argument {
-        " (no declared or destination-named argument, so every argument was checked)"
-    } else {
-        ""
-    };
     let reason = match worst {
         _ if lost.is_some() => lost.unwrap_or_default(),
         _ if walk.overflow && effect == Effect::Ask => {
@@ -462,7 +472,7 @@ pub(super) fn gate(
                         .map(|n| format!(" ({n})"))
                         .unwrap_or_default();
                     format!(
-                        "destination `{}` in `{}` came from untrusted {from}{note}{scope}",
+                        "destination `{}` in `{}` came from untrusted {from}{note}",
                         f.destination, f.argument
                     )
                 }
@@ -471,7 +481,7 @@ pub(super) fn gate(
                     f.argument, f.value
                 ),
                 _ => format!(
-                    "destination `{}` in `{}` is not a trusted destination: approve it for this session or add it to `trusted_destinations`{scope}",
+                    "destination `{}` in `{}` is not a trusted destination: approve it for this session or add it to `trusted_destinations`",
                     f.destination, f.argument
                 ),
             }
@@ -500,7 +510,7 @@ pub(super) fn gate(
             if more > 0 {
                 shown.push(format!("{more} more"));
             }
-            format!("destination {}{scope}", shown.join(", "))
+            format!("destination {}", shown.join(", "))
         }
     };
     let mut result = ContractResult::new(Contract::SinkGate, effect, reason);

@@ -30,6 +30,7 @@ mod seed_parity;
 mod shell_differential;
 mod shell_files;
 mod shell_files_strace;
+mod sink_payload;
 mod taint_index;
 mod trusted_fields_text;
 mod user_vouched;
