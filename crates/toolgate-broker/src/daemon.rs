@@ -69,7 +69,7 @@ const MAX_SESSION_APPROVALS: usize = 1024;
 const MAX_SESSION_ATTEMPTS: usize = 20_000;
 
 /// Prompt digests kept per agent session (oldest dropped first).
-const MAX_SESSION_DIGESTS: usize = 10_000;
+const MAX_SESSION_DIGESTS: usize = 20_000;
 /// How long a hook connection has to send its event after `welcome`.
 const HOOK_TIMEOUT: Duration = Duration::from_secs(10);
 

@@ -164,7 +164,7 @@ pub struct Session {
 }
 
 /// The most prompt digests a session keeps ([`Session::vouch_user_digest`]).
-pub const MAX_USER_VOUCHED: usize = 10_000;
+pub const MAX_USER_VOUCHED: usize = 20_000;
 
 /// The SHA-256 of one canonical destination token, as [`Session::vouch_user_digest`] keeps it.
 pub fn token_digest(token: &str) -> [u8; 32] {
@@ -172,10 +172,65 @@ pub fn token_digest(token: &str) -> [u8; 32] {
     sha2::Sha256::digest(token.as_bytes()).into()
 }
 
-/// The digests of the destinations a user typed in a prompt: every destination token the
-/// taint tokenizer finds (addresses, URLs and their hosts, bare domains, phone numbers,
-/// IBANs, channel and user names) and every repository slug `owner/repo` (lower case), each
-/// as [`token_digest`] of its canonical form. The text itself is not kept.
+/// The most words at the start of one prompt whose phrases [`prompt_digests`] vouches for.
+pub const MAX_PROMPT_WORDS: usize = 512;
+
+/// The longest phrase, in words, a prompt vouches for ([`prompt_digests`]).
+pub const MAX_PHRASE_WORDS: usize = 8;
+
+/// The words of a text as prompts and values are compared: split on white space, each
+/// lower-cased, with quotes, brackets and the punctuation that ends a clause trimmed from its
+/// edges (`'Le Marais Boutique',` → `le`, `marais`, `boutique`).
+fn phrase_words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split_whitespace()
+        .map(|w| {
+            w.trim_matches(|c: char| {
+                matches!(
+                    c,
+                    '"' | '\''
+                        | '`'
+                        | '‘'
+                        | '’'
+                        | '“'
+                        | '”'
+                        | '«'
+                        | '»'
+                        | '('
+                        | ')'
+                        | '['
+                        | ']'
+                        | '{'
+                        | '}'
+                        | '<'
+                        | '>'
+                        | ','
+                        | ';'
+                        | ':'
+                        | '.'
+                        | '!'
+                        | '?'
+                        | '*'
+                )
+            })
+            .to_lowercase()
+        })
+        .filter(|w| !w.is_empty())
+}
+
+/// A value as a phrase of a prompt: its words ([`phrase_words`]) joined by one space, when it
+/// has between one and [`MAX_PHRASE_WORDS`] of them. A value the user typed, whatever its
+/// shape, has the key of one of the phrases [`prompt_digests`] keeps.
+pub fn phrase_key(text: &str) -> Option<String> {
+    let words: Vec<String> = phrase_words(text).take(MAX_PHRASE_WORDS + 1).collect();
+    (!words.is_empty() && words.len() <= MAX_PHRASE_WORDS).then(|| words.join(" "))
+}
+
+/// The digests of what a user typed in a prompt: every destination token the taint tokenizer
+/// finds (addresses, URLs and their hosts, bare domains, phone numbers, IBANs, channel and
+/// user names), every repository slug `owner/repo` (lower case), each as [`token_digest`] of
+/// its canonical form, and every phrase of one to [`MAX_PHRASE_WORDS`] words among its first
+/// [`MAX_PROMPT_WORDS`] ([`phrase_key`]), so a name the user typed (`Le Marais Boutique`)
+/// vouches for that value whatever its shape. The text itself is not kept.
 pub fn prompt_digests(prompt: &str) -> Vec<[u8; 32]> {
     let mut tokens: Vec<String> = crate::taint::tokenize_destinations(prompt);
     for word in prompt.split(|c: char| {
@@ -195,14 +250,20 @@ pub fn prompt_digests(prompt: &str) -> Vec<[u8; 32]> {
             }
         }
     }
-    let mut out: Vec<[u8; 32]> = Vec::with_capacity(tokens.len());
-    for t in tokens {
-        let d = token_digest(&t);
-        if !out.contains(&d) {
-            out.push(d);
+    let words: Vec<String> = phrase_words(prompt).take(MAX_PROMPT_WORDS).collect();
+    for start in 0..words.len() {
+        for end in start + 1..=(start + MAX_PHRASE_WORDS).min(words.len()) {
+            if let Some(phrase) = words.get(start..end) {
+                tokens.push(phrase.join(" "));
+            }
         }
     }
-    out
+    let mut seen = HashSet::with_capacity(tokens.len());
+    tokens
+        .into_iter()
+        .map(|t| token_digest(&t))
+        .filter(|d| seen.insert(*d))
+        .collect()
 }
 
 /// What reading one output under `trusted_fields` found that makes a destination in it
@@ -275,6 +336,12 @@ impl Session {
     /// Whether the user typed this canonical destination token in a prompt of the session.
     pub fn user_vouched(&self, token: &str) -> bool {
         !self.user_vouched.is_empty() && self.user_vouched.contains(&token_digest(token))
+    }
+
+    /// Whether the user typed this value, as a phrase of a prompt of the session
+    /// ([`phrase_key`]), whatever its shape.
+    pub fn user_vouched_phrase(&self, value: &str) -> bool {
+        !self.user_vouched.is_empty() && phrase_key(value).is_some_and(|k| self.user_vouched(&k))
     }
 
     /// Why the output `seq` taints `destination` although its contract trusts some of its

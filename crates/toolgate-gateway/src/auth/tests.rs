@@ -1,4 +1,3 @@
-
 use super::*;
 use base64::Engine as _;
 use serde_json::json;

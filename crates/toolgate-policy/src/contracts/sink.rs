@@ -225,6 +225,7 @@ impl Walk<'_> {
             {
                 (SinkVerdict::Approved, None)
             } else if self.session.user_vouched(token)
+                || (!shaped && self.session.user_vouched_phrase(raw))
                 || (self.slug_vouched && matches!(path, "owner" | "repo" | "repository"))
             {
                 // The user named it: an injection repeating it does not make it theirs.
