@@ -33,7 +33,7 @@ pub fn policy_schema_text() -> String {
 
 /// The draft 2020-12 schema of `T` as a document of its own, published at `id`: `$schema`,
 /// `$id`, `title` and `description` first, then what schemars derived, put right by
-/// [`tidy`] in every subschema.
+/// `tidy` in every subschema.
 pub fn root_schema<T: JsonSchema>(id: &str) -> Value {
     let mut settings = SchemaSettings::draft2020_12();
     settings.transforms.push(Box::new(RecursiveTransform(tidy)));
