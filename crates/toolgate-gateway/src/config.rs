@@ -1,6 +1,10 @@
 //! `gateway.yaml`: the gateway's configuration (model). Strict loading, located errors and
 //! the JSON Schema live beside it (`load`, `schema`).
 //!
+//! The JSON Schema is derived from these types: a field's doc comment is its description
+//! there, and the `schemars` attributes add what the types do not say (patterns, non-empty
+//! lists, which keys go together); `schema` holds the patterns.
+//!
 //! A configuration returned by `load::load_config` is checked and normalised: relative
 //! paths (`tls`, `secret.file`, `audit`, `workspace`, `policy`) are absolute, resolved
 //! against the directory of the configuration file, and `public_url` has no trailing `/`.
@@ -9,26 +13,34 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-/// The whole file.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+/// The configuration of `toolgate gateway`: the whole `gateway.yaml`.
+#[derive(Debug, Clone, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(title = "toolgate gateway configuration")]
 pub struct GatewayConfig {
     /// Always 1 (a plain number: `"1"` is a string and does not load).
     #[serde(deserialize_with = "toolgate_policy::strict::whole_u32")]
+    #[schemars(schema_with = "crate::schema::version_one")]
     pub version: u32,
-    /// `host:port` to listen on, e.g. `0.0.0.0:8443` (port 0: any free port, printed at start).
+    /// IP address and port to listen on, e.g. `0.0.0.0:8443` (port 0: any free port, printed
+    /// at start).
+    #[schemars(pattern(crate::schema::LISTEN_PATTERN))]
     pub listen: String,
     /// TLS from PEM files; absent: plain HTTP (behind a TLS-terminating load balancer).
     #[serde(default)]
     pub tls: Option<TlsConfig>,
-    /// The gateway's public base URL, e.g. `https://mcp.example.com`: the OAuth resource
-    /// identifier (the JWT audience unless `auth.jwt.audience` says otherwise) and the base of
-    /// the RFC 9728 metadata URLs.
+    /// The gateway's public base URL, e.g. `https://mcp.example.com` (https unless loopback;
+    /// no query or fragment): the OAuth resource identifier (the JWT audience unless
+    /// `auth.jwt.audience` says otherwise) and the base of the server URLs and of the RFC 9728
+    /// metadata URLs.
+    #[schemars(pattern(crate::schema::HTTP_URL_PATTERN))]
     pub public_url: String,
     /// This replica's id in the audit log and metrics (default: `<hostname>-<pid>`).
     #[serde(default)]
+    #[schemars(pattern(crate::schema::REPLICA_PATTERN))]
     pub replica: Option<String>,
     /// The key (≥ 32 bytes, hex or base64 in a file or an environment variable) that seals
     /// session ids and approval states so that any replica can open them. Every replica
@@ -36,58 +48,91 @@ pub struct GatewayConfig {
     pub secret: SecretSource,
     /// The audit log of this replica (default: `./toolgate-gateway-<replica>.jsonl`).
     #[serde(default)]
+    #[schemars(length(min = 1))]
     pub audit: Option<PathBuf>,
     /// The shared store (`redis://` or `rediss://` URL), or a file for one replica's state
     /// (`path`); absent: state in memory (one replica only, gone when it stops).
     #[serde(default)]
     pub store: Option<StoreConfig>,
-    /// Who may connect, and how they authenticate.
+    /// Who may connect and how they authenticate: `jwt`, `tokens` or both.
     pub auth: AuthConfig,
     /// Sessions: how long an idle session lives, how many a replica holds.
     #[serde(default)]
     pub sessions: SessionsConfig,
     /// The upstream servers, by name: each is served at `/servers/<name>/mcp`.
+    #[schemars(extend(
+        "minProperties" = 1,
+        "propertyNames" = {"pattern": crate::schema::SERVER_NAME_PATTERN}
+    ))]
     pub servers: BTreeMap<String, ServerConfig>,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+/// PEM files: the certificate chain and its private key.
+#[derive(Debug, Clone, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(inline)]
 pub struct TlsConfig {
+    /// Certificate chain (PEM).
+    #[schemars(length(min = 1))]
     pub cert: PathBuf,
+    /// Private key (PEM).
+    #[schemars(length(min = 1))]
     pub key: PathBuf,
 }
 
-/// Where a secret comes from: a file or an environment variable (never inline).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+/// Where a secret comes from: a file or an environment variable (never inline), exactly one.
+#[derive(Debug, Clone, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(inline, extend("minProperties" = 1, "maxProperties" = 1))]
 pub struct SecretSource {
+    /// A file holding the key.
     #[serde(default)]
+    #[schemars(length(min = 1))]
     pub file: Option<PathBuf>,
+    /// An environment variable holding the key.
     #[serde(default)]
+    #[schemars(length(min = 1))]
     pub env: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+/// The state store: exactly one of `url` and `path`.
+#[derive(Debug, Clone, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(
+    inline,
+    extend("oneOf" = [{"required": ["url"]}, {"required": ["path"]}])
+)]
 pub struct StoreConfig {
     /// `redis://[user:password@]host:port[/db]` or `rediss://…` (a password may be
     /// `${VAR}`, expanded from the environment). Exactly one of `url` and `path`.
     #[serde(default)]
+    #[schemars(pattern(crate::schema::REDIS_URL_PATTERN))]
     pub url: Option<String>,
-    /// A file holding one replica's state (`toolgate_store::EmbeddedStore`: it survives a
-    /// restart; one process at a time). Relative to the configuration file.
+    /// A file holding one replica's state (an embedded store: it survives a restart; one
+    /// process at a time), relative to the configuration file.
     #[serde(default)]
+    #[schemars(length(min = 1))]
     pub path: Option<PathBuf>,
     /// The prefix of every key (default: `toolgate`): one per deployment.
     #[serde(default)]
+    #[schemars(pattern(crate::schema::NO_WHITESPACE_PATTERN))]
     pub namespace: Option<String>,
     /// How long one store operation may take before it counts as a failure (default: 500ms).
     #[serde(default)]
+    #[schemars(pattern(crate::schema::DURATION_PATTERN))]
     pub timeout: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq, Default)]
+/// Who may connect and how they authenticate: `jwt`, `tokens` (at least one) or both.
+#[derive(Debug, Clone, Deserialize, PartialEq, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(
+    inline,
+    extend("anyOf" = [
+        {"required": ["jwt"]},
+        {"required": ["tokens"], "properties": {"tokens": {"minItems": 1}}}
+    ])
+)]
 pub struct AuthConfig {
     /// JWT access tokens from the organisation's authorization server.
     #[serde(default)]
@@ -100,38 +145,60 @@ pub struct AuthConfig {
     pub approvers: Principals,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+/// JWT access tokens from the organisation's authorization server, checked against its
+/// JWKS.
+#[derive(Debug, Clone, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "jwt")]
 pub struct JwtConfig {
     /// The `iss` every token must carry; also announced as the authorization server in the
     /// RFC 9728 metadata.
+    #[schemars(pattern(crate::schema::HTTP_URL_PATTERN))]
     pub issuer: String,
-    /// Where the signing keys are (a JWKS document).
+    /// The issuer's JWKS document, where the signing keys are (https, or http on loopback).
+    #[schemars(pattern(crate::schema::HTTP_URL_PATTERN))]
     pub jwks_url: String,
-    /// The `aud` every token must contain (default: `public_url`).
+    /// The `aud` every token must contain (default: `public_url`); a token whose `aud` is the
+    /// URL of the server it calls (the resource of its RFC 9728 metadata) is accepted there
+    /// too.
     #[serde(default)]
+    #[schemars(length(min = 1))]
     pub audience: Option<String>,
     /// The claim that names the user (default: `sub`).
     #[serde(default)]
+    #[schemars(length(min = 1))]
     pub user_claim: Option<String>,
-    /// The claim that lists the user's groups (an array of strings, or one string)
-    /// (default: `groups`).
+    /// The claim that lists the user's groups: an array of strings, or one string (default:
+    /// `groups`).
     #[serde(default)]
+    #[schemars(length(min = 1))]
     pub groups_claim: Option<String>,
     /// Accepted signature algorithms (default: RS256, ES256, EdDSA).
     #[serde(default)]
+    #[schemars(
+        length(min = 1),
+        extend("items" = {"type": "string", "enum": crate::load::JWT_ALGORITHMS})
+    )]
     pub algorithms: Option<Vec<String>>,
-    /// Scopes announced in the metadata and required of every token (default: none).
+    /// Scopes announced in the metadata and required of every token, in `scope` or `scp`
+    /// (default: none).
     #[serde(default)]
+    #[schemars(inner(pattern(crate::schema::SCOPE_PATTERN)))]
     pub scopes: Vec<String>,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+/// A static bearer token, known by its hash.
+#[derive(Debug, Clone, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "token")]
 pub struct StaticToken {
+    /// The user this token authenticates.
+    #[schemars(length(min = 1))]
     pub user: String,
     /// Hex SHA-256 of the token (`toolgate gateway hash-token` prints it).
+    #[schemars(pattern(crate::schema::SHA256_PATTERN))]
     pub sha256: String,
+    /// Groups of the token's user, named `token:GROUP` in `allow` and `approvers`.
     #[serde(default)]
     pub groups: Vec<String>,
 }
@@ -173,48 +240,85 @@ pub struct NameRef {
 /// (a static token's `user` or one of its `groups`), `jwt:alice@example.com` (the value of
 /// the user or groups claim of a token from `auth.jwt.issuer`). A bare name is read as
 /// [`AuthConfig::resolve`] says.
-#[derive(Debug, Clone, Deserialize, PartialEq, Default)]
+#[derive(Debug, Clone, Deserialize, PartialEq, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(inline)]
 pub struct Principals {
+    /// Users: `token:NAME` (a static token's `user`), `jwt:NAME` (the JWT's user claim); a
+    /// bare name is a static token's user when one has it, else a JWT's.
     #[serde(default)]
     pub users: Vec<String>,
+    /// Groups: `token:NAME` (in a static token's `groups`), `jwt:NAME` (in the JWT's groups
+    /// claim); a bare name is a static token's group when one has it, else a JWT's.
     #[serde(default)]
     pub groups: Vec<String>,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq, Default)]
+/// Sessions: how long an idle session lives, how many a replica holds.
+#[derive(Debug, Clone, Deserialize, PartialEq, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(inline)]
 pub struct SessionsConfig {
     /// An idle session ends after this long (default: 30m).
     #[serde(default)]
+    #[schemars(pattern(crate::schema::DURATION_PATTERN))]
     pub idle_timeout: Option<String>,
     /// At most this many sessions per replica (default: 10000).
     #[serde(default, deserialize_with = "toolgate_policy::strict::whole_usize_opt")]
+    #[schemars(range(min = 1))]
     pub max: Option<usize>,
 }
 
-/// One upstream server: exactly one of `command` and `url`.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+/// An upstream server: exactly one of `command` (local, stdio; one child per session) and
+/// `url` (remote, Streamable HTTP).
+#[derive(Debug, Clone, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(
+    rename = "server",
+    extend("oneOf" = [
+        {
+            "required": ["command"],
+            "not": {"anyOf": [{"required": ["url"]}, {"required": ["headers"]}]}
+        },
+        {
+            "required": ["url"],
+            "not": {"anyOf": [
+                {"required": ["command"]},
+                {"required": ["env"]},
+                {"required": ["workspace"]}
+            ]}
+        }
+    ])
+)]
 pub struct ServerConfig {
     /// A stdio server: the command and its arguments (one child per session).
     #[serde(default)]
+    #[schemars(
+        length(min = 1),
+        extend("prefixItems" = [{"type": "string", "pattern": crate::schema::NOT_BLANK_PATTERN}])
+    )]
     pub command: Option<Vec<String>>,
-    /// The stdio server's working directory, also the policy's `${workspace}`.
+    /// The stdio server's working directory, also the policy's `${workspace}` (relative: to
+    /// this file's directory).
     #[serde(default)]
+    #[schemars(length(min = 1))]
     pub workspace: Option<PathBuf>,
     /// Extra environment of the stdio server (values may use `${VAR}`).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
-    /// A remote server's URL (Streamable HTTP).
+    /// A remote server's MCP endpoint (Streamable HTTP).
     #[serde(default)]
+    #[schemars(pattern(crate::schema::HTTP_URL_PATTERN))]
     pub url: Option<String>,
     /// Headers sent to the remote server (values may use `${VAR}`): the gateway's own
     /// credentials. The client's token is never passed upstream.
     #[serde(default)]
+    #[schemars(extend("propertyNames" = {"pattern": crate::schema::HEADER_NAME_PATTERN}))]
     pub headers: BTreeMap<String, String>,
-    /// The policy file (default: the built-in starter policy).
+    /// The policy file (relative: to this file's directory); default: the built-in starter
+    /// policy.
     #[serde(default)]
+    #[schemars(length(min = 1))]
     pub policy: Option<PathBuf>,
     /// Who may reach this server; absent: every authenticated user.
     #[serde(default)]

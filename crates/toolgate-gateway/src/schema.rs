@@ -1,14 +1,18 @@
 //! The JSON Schema (draft 2020-12) of `gateway.yaml`, for editors
 //! (`# yaml-language-server: $schema=…`) and `toolgate gateway schema`.
 //!
-//! Hand-written so that descriptions read well; tests keep it in sync with the model (every
-//! field serde accepts appears in the schema and nothing else does) and with the loader
-//! (good and bad files are judged alike). The schema cannot check everything the loader
-//! does (files that exist, policies that load, unique token hashes).
+//! Derived from the serde model (`config`) with `schemars`, as the policy's schema is: a
+//! field's doc comment is its description, and what the Rust types do not say (the patterns
+//! below, non-empty lists, which keys go together) is in `#[schemars]` attributes beside the
+//! field. Tests keep it in sync with the model (every field serde accepts appears in the
+//! schema and nothing else does) and with the loader (good and bad files are judged alike).
+//! The schema cannot check everything the loader does (files that exist, policies that
+//! load, unique token hashes).
 
-use serde_json::{Value, json};
+use schemars::{Schema, SchemaGenerator, json_schema};
+use serde_json::Value;
 
-use super::load::JWT_ALGORITHMS;
+use super::config::GatewayConfig;
 
 /// Where the schema is published.
 pub const SCHEMA_URL: &str =
@@ -17,146 +21,40 @@ pub const SCHEMA_URL: &str =
 /// The pattern of server names.
 pub const SERVER_NAME_PATTERN: &str = "^[A-Za-z0-9_-]{1,64}$";
 
-fn string(description: &str) -> Value {
-    json!({"type": "string", "minLength": 1, "description": description})
-}
-
-fn duration(description: &str) -> Value {
-    json!({"type": "string", "pattern": "^\\s*[0-9]+\\s*[a-zµ]+(\\s*[0-9]+\\s*[a-zµ]+)*\\s*$", "description": description})
-}
-
-fn principals(description: &str) -> Value {
-    json!({
-        "type": "object",
-        "description": description,
-        "additionalProperties": false,
-        "properties": {
-            "users": {"type": "array", "items": {"type": "string"}, "description": "Users: `token:NAME` (a static token's `user`), `jwt:NAME` (the JWT's user claim); a bare name is a static token's user when one has it, else a JWT's."},
-            "groups": {"type": "array", "items": {"type": "string"}, "description": "Groups: `token:NAME` (in a static token's `groups`), `jwt:NAME` (in the JWT's groups claim); a bare name is a static token's group when one has it, else a JWT's."}
-        }
-    })
-}
+/// An `http://` or `https://` URL with a host (the loader also wants https off loopback).
+pub(crate) const HTTP_URL_PATTERN: &str = r"^[hH][tT][tT][pP][sS]?://[^/?#\s]+";
+/// `listen`: an IP address (IPv6 in brackets) and a port.
+pub(crate) const LISTEN_PATTERN: &str = r"^(\[[0-9A-Fa-f:.]+\]|[0-9.]+):[0-9]{1,5}$";
+/// `replica`.
+pub(crate) const REPLICA_PATTERN: &str = "^[A-Za-z0-9_.-]{1,64}$";
+/// `store.url`: `redis://` or `rediss://`.
+pub(crate) const REDIS_URL_PATTERN: &str = r"^[rR][eE][dD][iI][sS][sS]?://[^\s]+";
+/// A duration such as `500ms`, `30m` or `1h 30m`.
+pub(crate) const DURATION_PATTERN: &str = r"^\s*[0-9]+\s*[a-zµ]+(\s*[0-9]+\s*[a-zµ]+)*\s*$";
+/// A scope: no whitespace, no `"`.
+pub(crate) const SCOPE_PATTERN: &str = r#"^[^\s"]+$"#;
+/// An HTTP header name (an RFC 9110 token).
+pub(crate) const HEADER_NAME_PATTERN: &str = "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$";
+/// `auth.tokens[].sha256`.
+pub(crate) const SHA256_PATTERN: &str = "^[0-9a-fA-F]{64}$";
+/// `store.namespace`.
+pub(crate) const NO_WHITESPACE_PATTERN: &str = r"^\S+$";
+/// The program of a `command`.
+pub(crate) const NOT_BLANK_PATTERN: &str = r"\S";
 
 /// The schema as a JSON value.
 pub fn gateway_schema() -> Value {
-    let http_url = json!({"type": "string", "pattern": "^[hH][tT][tT][pP][sS]?://[^/?#\\s]+"});
-    let jwt = json!({
-        "type": "object",
-        "description": "JWT access tokens from the organisation's authorization server, checked against its JWKS.",
-        "required": ["issuer", "jwks_url"],
-        "additionalProperties": false,
-        "properties": {
-            "issuer": {"allOf": [http_url, {"description": "The `iss` every token must carry; announced as the authorization server in the RFC 9728 metadata."}]},
-            "jwks_url": {"allOf": [http_url, {"description": "The issuer's JWKS document (https, or http on loopback)."}]},
-            "audience": string("The `aud` a token must contain (default: `public_url`); a token whose `aud` is the URL of the server it calls (the resource of its RFC 9728 metadata) is accepted there too."),
-            "user_claim": string("The claim naming the user (default `sub`)."),
-            "groups_claim": string("The claim listing the user's groups: an array of strings or one string (default `groups`)."),
-            "algorithms": {"type": "array", "minItems": 1, "items": {"enum": JWT_ALGORITHMS}, "description": "Accepted signature algorithms (default RS256, ES256, EdDSA)."},
-            "scopes": {"type": "array", "items": {"type": "string", "pattern": "^[^\\s\"]+$"}, "description": "Scopes announced in the metadata and required of every token (in `scope` or `scp`)."}
-        }
-    });
-    let token = json!({
-        "type": "object",
-        "required": ["user", "sha256"],
-        "additionalProperties": false,
-        "properties": {
-            "user": string("The user this token authenticates."),
-            "sha256": {"type": "string", "pattern": "^[0-9a-fA-F]{64}$", "description": "SHA-256 of the token in hex (`toolgate gateway hash-token` prints it)."},
-            "groups": {"type": "array", "items": {"type": "string"}}
-        }
-    });
-    let server = json!({
-        "type": "object",
-        "description": "An upstream server: exactly one of `command` (local, stdio; one child per session) and `url` (remote, Streamable HTTP).",
-        "additionalProperties": false,
-        "oneOf": [
-            {"required": ["command"], "not": {"anyOf": [{"required": ["url"]}, {"required": ["headers"]}]}},
-            {"required": ["url"], "not": {"anyOf": [{"required": ["command"]}, {"required": ["env"]}, {"required": ["workspace"]}]}}
-        ],
-        "properties": {
-            "command": {"type": "array", "minItems": 1, "items": {"type": "string"}, "prefixItems": [{"type": "string", "pattern": "\\S"}], "description": "The program and its arguments."},
-            "workspace": string("The working directory of the local server, also the policy's `${workspace}` (relative: to this file's directory)."),
-            "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Extra environment of the local server (values may use `${VAR}`)."},
-            "url": {"allOf": [http_url, {"description": "The remote server's MCP endpoint."}]},
-            "headers": {"type": "object", "propertyNames": {"pattern": "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$"}, "additionalProperties": {"type": "string"}, "description": "Headers sent to the remote server (values may use `${VAR}`): the gateway's own credentials."},
-            "policy": string("The policy file (relative: to this file's directory); default: the built-in starter policy."),
-            "allow": principals("Who may reach this server; absent: every authenticated user.")
-        }
-    });
-    json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_URL,
-        "title": "toolgate gateway configuration",
-        "type": "object",
-        "required": ["version", "listen", "public_url", "secret", "auth", "servers"],
-        "additionalProperties": false,
-        "properties": {
-            "version": {"const": 1},
-            "listen": {"type": "string", "pattern": "^(\\[[0-9A-Fa-f:.]+\\]|[0-9.]+):[0-9]{1,5}$", "description": "IP address and port to listen on, e.g. `0.0.0.0:8443` (port 0: any free port)."},
-            "tls": {
-                "type": "object",
-                "description": "TLS from PEM files; absent: plain HTTP (behind a TLS-terminating load balancer).",
-                "required": ["cert", "key"],
-                "additionalProperties": false,
-                "properties": {"cert": string("Certificate chain (PEM)."), "key": string("Private key (PEM).")}
-            },
-            "public_url": {"allOf": [http_url, {"description": "The gateway's public base URL (https unless loopback; no query or fragment): the OAuth resource identifier and the base of the server URLs."}]},
-            "replica": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$", "description": "This replica's id (default `<hostname>-<pid>`)."},
-            "secret": {
-                "type": "object",
-                "description": "The key (at least 32 bytes, hex or base64) that seals session ids and approval states; the same on every replica.",
-                "additionalProperties": false,
-                "minProperties": 1,
-                "maxProperties": 1,
-                "properties": {"file": string("A file holding the key."), "env": string("An environment variable holding the key.")}
-            },
-            "audit": string("The audit log of this replica (default `./toolgate-gateway-<replica>.jsonl`)."),
-            "store": {
-                "type": "object",
-                "description": "The shared store (`url`), or one replica's state in a file (`path`); absent: state in memory (one replica only).",
-                "oneOf": [{"required": ["url"]}, {"required": ["path"]}],
-                "additionalProperties": false,
-                "properties": {
-                    "url": {"type": "string", "pattern": "^[rR][eE][dD][iI][sS][sS]?://[^\\s]+", "description": "`redis://[user:password@]host:port[/db]` or `rediss://…` (a password may be `${VAR}`)."},
-                    "path": string("A file for one replica's state (an embedded store that survives a restart), relative to this file."),
-                    "namespace": {"type": "string", "pattern": "^\\S+$", "description": "The prefix of every key (default `toolgate`)."},
-                    "timeout": duration("How long one store operation may take (default 500ms).")
-                }
-            },
-            "auth": {
-                "type": "object",
-                "description": "Who may connect and how they authenticate: `jwt`, `tokens` or both.",
-                "additionalProperties": false,
-                "anyOf": [{"required": ["jwt"]}, {"required": ["tokens"], "properties": {"tokens": {"minItems": 1}}}],
-                "properties": {
-                    "jwt": {"$ref": "#/$defs/jwt"},
-                    "tokens": {"type": "array", "items": {"$ref": "#/$defs/token"}, "description": "Static bearer tokens, stored as SHA-256."},
-                    "approvers": principals("Users and groups that may answer approvals.")
-                }
-            },
-            "sessions": {
-                "type": "object",
-                "additionalProperties": false,
-                "properties": {
-                    "idle_timeout": duration("An idle session ends after this long (default 30m)."),
-                    "max": {"type": "integer", "minimum": 1, "description": "At most this many sessions per replica (default 10000)."}
-                }
-            },
-            "servers": {
-                "type": "object",
-                "minProperties": 1,
-                "propertyNames": {"pattern": SERVER_NAME_PATTERN},
-                "additionalProperties": {"$ref": "#/$defs/server"},
-                "description": "The upstream servers by name; each is served at `/servers/<name>/mcp`."
-            }
-        },
-        "$defs": {"jwt": jwt, "token": token, "server": server}
-    })
+    toolgate_policy::schema::root_schema::<GatewayConfig>(SCHEMA_URL)
 }
 
 /// The schema as pretty JSON text.
 pub fn gateway_schema_text() -> String {
     serde_json::to_string_pretty(&gateway_schema()).unwrap_or_default()
+}
+
+/// `version`: the one format version there is.
+pub(crate) fn version_one(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"const": 1})
 }
 
 #[cfg(test)]

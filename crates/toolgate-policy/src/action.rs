@@ -6,10 +6,14 @@
 use std::fmt;
 use std::str::FromStr;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// A semantic operation. Anything the adapters cannot prove is [`Operation::Unknown`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// A semantic operation. Anything the adapters cannot prove is `unknown`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[schemars(inline)]
 pub enum Operation {
     #[serde(rename = "fs.read")]
     FsRead,

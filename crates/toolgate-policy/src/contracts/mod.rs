@@ -32,6 +32,7 @@ mod validate;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::action::Operation;
@@ -41,33 +42,39 @@ pub(crate) use check::Resolution;
 pub use check::{Contracts, EntrySource, ResolvedTool, annotations_match};
 
 /// What the sink gate does with a destination that came from untrusted tool output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline)]
 pub enum OnTainted {
     Deny,
     Ask,
 }
 
 /// A windowed call budget: at most `max` calls per `per` (a humantime duration, `10m`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(inline)]
 pub struct BudgetSpec {
+    /// At most this many calls in the window.
     #[serde(deserialize_with = "crate::strict::whole")]
     pub max: u64,
+    /// The window: a duration such as `10m` or `1h`.
     pub per: String,
 }
 
-/// `output: trusted | untrusted`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// `output: trusted | untrusted`: the whole output is trusted or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline)]
 pub enum OutputLabel {
     Trusted,
     Untrusted,
 }
 
 /// How the text content blocks of a tool with `trusted_fields` are read.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline)]
 pub enum TextFormat {
     /// JSON (the default).
     #[default]
@@ -79,13 +86,18 @@ pub enum TextFormat {
 /// `output: {trusted_fields: [...], text_format: json|yaml, trusted_wins: bool}`: only these
 /// fields of the output are trusted, in `structuredContent` and in every text content block
 /// that holds a JSON (or YAML) document. Text that does not parse is untrusted as a whole.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(inline)]
 pub struct TrustedFields {
-    /// JSON pointers (`/channels/0/id`) or dotted paths (`organizer.email`,
-    /// `participants[*]`, `messages[*].sender`; a name walks arrays element by element).
+    /// Fields of the output that are trusted, in `structuredContent` and in text content
+    /// holding a JSON (or YAML) document: dotted paths such as `organizer.email`,
+    /// `participants[*]`, `messages[*].sender` (a name walks arrays element by element), or
+    /// JSON pointers such as `/people/0/email`.
+    #[schemars(length(min = 1), inner(length(min = 1)))]
     pub trusted_fields: Vec<String>,
-    /// How text content is parsed: `json` (default) or `yaml`.
+    /// How text content is parsed: `json` (the default) or `yaml`. Text that does not parse
+    /// is untrusted as a whole.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_format: Option<TextFormat>,
     /// A value in a trusted field that the same output also holds in an untrusted field:
@@ -112,8 +124,9 @@ impl TrustedFields {
 }
 
 /// The trust label of a tool's output.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, JsonSchema)]
 #[serde(untagged)]
+#[schemars(inline)]
 pub enum OutputSpec {
     Label(OutputLabel),
     Fields(TrustedFields),
@@ -149,12 +162,14 @@ impl<'de> Deserialize<'de> for OutputSpec {
     }
 }
 
-/// One `tools:` entry (or pack entry). Every field is optional; see the module docs for how
-/// entries merge.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// A per-tool contract: one `tools:` entry (or pack entry). Every field is optional; an entry
+/// is merged field by field over the pack entry for the same tool.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "contract")]
 pub struct ToolContract {
-    /// The tool sends data somewhere: its sinks go through the sink gate.
+    /// The tool sends data somewhere: its sinks go through the sink gate. `false` switches a
+    /// pack's gate off explicitly.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -163,20 +178,25 @@ pub struct ToolContract {
     pub exfiltrating: Option<bool>,
     /// Arguments that carry a destination (added to the destination-named ones).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1), inner(length(min = 1)))]
     pub sink_params: Option<Vec<String>>,
     /// Destinations that always pass: exact values or globs (`*@corp.com`,
     /// `https://hooks.corp.com/*`), matched case-insensitively against the canonical form.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1), inner(length(min = 1)))]
     pub trusted_destinations: Option<Vec<String>>,
-    /// What a tainted destination gets: `deny` (default) or `ask`.
+    /// What a destination seen only in untrusted tool output gets: `deny` (the default) or
+    /// `ask`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_tainted: Option<OnTainted>,
     /// Arguments that hold a path or a list of paths.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1), inner(length(min = 1)))]
     pub path_params: Option<Vec<String>>,
     /// Every path the call touches must be inside one of these (canonical, component-wise;
     /// `${workspace}`, `${home}` and a leading `~` expand).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1), inner(length(min = 1)))]
     pub allowed_path_prefixes: Option<Vec<String>>,
     /// `{arg: regex}`: the argument must match in full.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -211,6 +231,7 @@ pub struct ToolContract {
     pub cwd_param: Option<String>,
     /// HTTP tools: arguments holding URLs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1), inner(length(min = 1)))]
     pub url_params: Option<Vec<String>>,
     /// HTTP tools: the argument holding the method.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -224,9 +245,12 @@ pub struct ToolContract {
     /// Expected annotation hints of the pinned definition (e.g. `readOnlyHint: true`); a
     /// definition that says otherwise makes every call ask.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::annotation_hints")]
     pub annotations: Option<BTreeMap<String, bool>>,
     /// The tool reaches beneath a directory (a recursive search or listing): which
-    /// arguments name the directory and which narrow the files it touches.
+    /// arguments name the directory and which narrow the files it touches. Deny rules meet
+    /// every path their pattern can match beneath it, allow rules must cover all of it.
+    /// Filters narrow only where they provably exclude a pattern.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recursive: Option<RecursiveSpec>,
 }
@@ -234,24 +258,29 @@ pub struct ToolContract {
 /// How a recursive tool names its directories and narrows the files beneath them (the
 /// `recursive:` field of a tool entry). Every list names arguments; lists are united when
 /// entries merge. A filter narrows a call only where it provably excludes a rule's pattern.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(inline)]
 pub struct RecursiveSpec {
     /// Arguments that name a directory searched or listed recursively (a path or a list of
     /// paths). A value that is a regular file is a plain read of it.
+    #[schemars(length(min = 1), inner(length(min = 1)))]
     pub params: Vec<String>,
     /// Arguments holding file-name globs in the manner of ripgrep's `--glob` (`*.rs`,
     /// `*.{ts,tsx}`, several separated by spaces or commas); a glob with a `/` narrows by
     /// its last component, one starting with `!` (an exclusion) narrows nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1), inner(length(min = 1)))]
     pub name_globs: Option<Vec<String>>,
     /// Arguments holding a glob relative to the directory (`src/**/*.rs`): its leading
     /// literal directories narrow the directory, its last component the file names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1), inner(length(min = 1)))]
     pub relative_globs: Option<Vec<String>>,
     /// Arguments holding ripgrep file-type names (`rust`, `py`, `ts`); an unknown type
     /// narrows nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1), inner(length(min = 1)))]
     pub types: Option<Vec<String>>,
     /// Without any directory argument, the call searches the workspace (the call's
     /// working directory).

@@ -65,15 +65,18 @@ type Hasher = foldhash::fast::RandomState;
 
 use memchr::{memchr, memchr2};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::normalize::collect_strings;
 use tokens::{decode, tokenize, tokenize_decoded, truncate, value_token};
 
-/// Bounds of a [`TaintIndex`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Bounds of the per-session taint index. Past them values degrade to unproven (ask), never
+/// to trusted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(rename = "taint")]
 pub struct TaintLimits {
     /// Maximum number of distinct tokens kept (least recently recorded evicted first).
     #[serde(deserialize_with = "crate::strict::whole_usize")]
@@ -88,8 +91,8 @@ pub struct TaintLimits {
     /// vouched (`false`, the default).
     #[serde(deserialize_with = "crate::strict::boolean")]
     pub prefer_taint: bool,
-    /// Bytes of the most recent untrusted text kept verbatim for [`TaintIndex::verbatim`]
-    /// (destinations of any shape); `0` turns that search off.
+    /// Bytes of the most recent untrusted text searched verbatim for destinations of any
+    /// shape; `0` turns that search off.
     #[serde(deserialize_with = "crate::strict::whole_usize")]
     pub window_bytes: usize,
 }
