@@ -77,14 +77,16 @@ pub fn load_config_str(
         );
         return Err(diags);
     }
-    let mut config: GatewayConfig =
-        match serde_saphyr::from_str_with_options(source, toolgate_policy::load::yaml_options()) {
-            Ok(c) => c,
-            Err(err) => {
-                diags.push(yaml_error(source, &err));
-                return Err(diags);
-            }
-        };
+    let mut config: GatewayConfig = match serde_saphyr::from_str_with_options(
+        source,
+        toolgate_policy::strict::yaml_options(),
+    ) {
+        Ok(c) => c,
+        Err(err) => {
+            diags.push(yaml_error(source, &err));
+            return Err(diags);
+        }
+    };
     let map = SourceMap::lazy(source);
     let mut c = Checker {
         map: &map,

@@ -62,7 +62,7 @@ pub fn parsed_pack(name: &str) -> Result<&'static Pack, String> {
         PACKS
             .iter()
             .map(|(name, src)| {
-                serde_saphyr::from_str_with_options::<Pack>(src, crate::load::yaml_options())
+                serde_saphyr::from_str_with_options::<Pack>(src, crate::strict::yaml_options())
                     .map_err(|e| format!("pack `{name}` does not parse: {e}"))
             })
             .collect()
