@@ -12,6 +12,8 @@
 
 mod beneath_trees;
 mod compile;
+#[cfg(test)]
+mod props;
 
 pub use beneath_trees::{
     BeneathTree, Existing, LISTING_LIMIT, beneath_trees, beneath_trees_listed,
