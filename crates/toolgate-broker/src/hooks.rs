@@ -434,7 +434,6 @@ mod tests {
                 .unwrap()
                 .contains("see evil.example")
         );
-        assert_eq!(toolgate_policy::command_sink::cut("héllo", 2), "h");
     }
 
     /// A session of the starter policy in which `evil.example` and `good.example` came from

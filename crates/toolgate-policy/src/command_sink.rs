@@ -127,3 +127,13 @@ pub fn collect_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>, max: usize, dep
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_keeps_whole_characters() {
+        assert_eq!(cut("héllo", 2), "h");
+    }
+}
