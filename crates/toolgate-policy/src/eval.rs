@@ -410,10 +410,12 @@ impl Engine {
         trusted_by
     }
 
+    /// The policy the engine was compiled from.
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
 
+    /// The `${workspace}` and `${home}` it was compiled with.
     pub fn vars(&self) -> &Vars {
         &self.vars
     }

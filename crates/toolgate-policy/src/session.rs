@@ -223,6 +223,7 @@ const MAX_FIELD_NOTES: usize = 32;
 const MAX_NOTED_VALUES: usize = 256;
 
 impl Session {
+    /// A new, empty session.
     pub fn new(limits: SessionLimits) -> Self {
         Session {
             taint: TaintIndex::new(limits.taint.clone()),
@@ -302,6 +303,7 @@ impl Session {
         ))
     }
 
+    /// The limits it was created with.
     pub fn limits(&self) -> &SessionLimits {
         &self.limits
     }

@@ -10,10 +10,12 @@ use serde_json::Value;
 use std::collections::HashSet;
 
 impl Session {
+    /// The session's taint index.
     pub fn taint(&self) -> &TaintIndex {
         &self.taint
     }
 
+    /// The session's taint index, to record outputs in.
     pub fn taint_mut(&mut self) -> &mut TaintIndex {
         &mut self.taint
     }

@@ -169,6 +169,7 @@ pub struct TaintIndex {
 const MAX_RECORDED: usize = 4096;
 
 impl TaintIndex {
+    /// An empty index.
     pub fn new(limits: TaintLimits) -> Self {
         TaintIndex {
             limits,
@@ -240,6 +241,7 @@ impl TaintIndex {
         self.entries.len()
     }
 
+    /// Whether no token is indexed.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
