@@ -16,7 +16,7 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields)]
 pub struct GatewayConfig {
     /// Always 1 (a plain number: `"1"` is a string and does not load).
-    #[serde(deserialize_with = "toolgate_policy::strict::whole_u32")]
+    #[serde(deserialize_with = "toolgate_policy::yaml::whole_u32")]
     pub version: u32,
     /// `host:port` to listen on, e.g. `0.0.0.0:8443` (port 0: any free port, printed at start).
     pub listen: String,
@@ -189,7 +189,7 @@ pub struct SessionsConfig {
     #[serde(default)]
     pub idle_timeout: Option<String>,
     /// At most this many sessions per replica (default: 10000).
-    #[serde(default, deserialize_with = "toolgate_policy::strict::whole_usize_opt")]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::whole_usize_opt")]
     pub max: Option<usize>,
 }
 

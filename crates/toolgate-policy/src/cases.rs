@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::decision::Effect;
-use crate::diag::{Diagnostic, Diagnostics, pos_at};
+use crate::diag_impl::{Diagnostic, Diagnostics, pos_at};
 use crate::eval::{Decision, Engine};
 use crate::normalize::{NormalizeContext, ToolCall};
 use crate::session::{Session, SessionLimits};

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::Operation;
 use crate::action::Action;
-use crate::contracts::{Contracts, OnTainted};
+use crate::contracts_impl::{Contracts, OnTainted};
 use crate::decision::{Contract, ContractResult, Effect};
 use crate::normalize::decoded_words;
 use crate::session::Session;

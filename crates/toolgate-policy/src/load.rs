@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 
 use serde_saphyr::Error as YamlError;
 
-use crate::contracts::packs::pack_names;
-use crate::contracts::{Contracts, Issue as ContractIssue};
-use crate::diag::{Diagnostic, Diagnostics, Pos, Severity, SourceMap, did_you_mean, pos_at};
+use crate::contracts_impl::packs::pack_names;
+use crate::contracts_impl::{Contracts, Issue as ContractIssue};
+use crate::diag_impl::{Diagnostic, Diagnostics, Pos, Severity, SourceMap, did_you_mean, pos_at};
 use crate::model::{POLICY_VERSION, Policy};
 use crate::rules::{PathIssue, Vars, compile_rule_with, covers_rule, op_bit};
 use crate::strict::yaml_options;
@@ -190,8 +190,8 @@ fn check_contracts(policy: &Policy, map: &SourceMap, diags: &mut Diagnostics) {
         }
         seen.push(key);
         let severity = match issue.severity {
-            crate::contracts::Severity::Error => Severity::Error,
-            crate::contracts::Severity::Warning => Severity::Warning,
+            crate::contracts_impl::Severity::Error => Severity::Error,
+            crate::contracts_impl::Severity::Warning => Severity::Warning,
         };
         // C addresses packs by name; the file lists them by index.
         let mut path = issue.path.clone();

@@ -11,7 +11,6 @@ mod outputs;
 mod pins;
 
 pub use outputs::RecordedOutput;
-pub use pins::definition_changes;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -19,7 +18,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::contracts::Resolution;
+use crate::contracts_impl::Resolution;
 use crate::taint::{TaintIndex, TaintLimits};
 
 /// Bounds of a session's memory.

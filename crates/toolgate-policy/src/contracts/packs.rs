@@ -44,11 +44,6 @@ pub fn pack_names() -> Vec<String> {
     PACKS.iter().map(|(n, _)| (*n).to_owned()).collect()
 }
 
-/// The YAML source of a pack.
-pub fn pack_source(name: &str) -> Option<&'static str> {
-    PACKS.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
-}
-
 /// Parse an embedded pack (a copy of the once-parsed pack, see [`parsed_pack`]).
 pub fn load_pack(name: &str) -> Result<Pack, String> {
     parsed_pack(name).cloned()

@@ -2,8 +2,8 @@
 //! values.
 
 use super::{FieldNote, MAX_FIELD_NOTES, MAX_NOTED_VALUES, Session};
-use crate::contracts::fields::FieldPath;
-use crate::contracts::{TrustedFields, fields};
+use crate::contracts_impl::fields::FieldPath;
+use crate::contracts_impl::{TrustedFields, fields};
 use crate::normalize::collect_strings;
 use crate::taint::{OutputTrust, TaintIndex, TaintSource};
 use serde_json::Value;

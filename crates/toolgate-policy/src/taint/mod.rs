@@ -51,10 +51,7 @@ mod scan;
 mod tokens;
 mod window;
 
-pub use window::{
-    DEFAULT_WINDOW_BYTES, MAX_SEARCHES_PER_CALL as MAX_VERBATIM_SEARCHES_PER_CALL,
-    MIN_DIGITS_LEN as MIN_VERBATIM_DIGITS, MIN_LEN as MIN_VERBATIM_LEN,
-};
+pub use window::{DEFAULT_WINDOW_BYTES, MAX_SEARCHES_PER_CALL as MAX_VERBATIM_SEARCHES_PER_CALL};
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;

@@ -9,10 +9,7 @@
 )]
 
 use proptest::prelude::*;
-use toolgate_policy::eval::Engine;
-use toolgate_policy::load::load;
-use toolgate_policy::rules::{CallFacts, Vars};
-use toolgate_policy::{Action, Effect, Operation, Part};
+use toolgate_policy::{Action, CallFacts, Effect, Engine, Operation, Part, Vars, load};
 
 const PATTERNS: &[&str] = &[
     "${workspace}/**",
