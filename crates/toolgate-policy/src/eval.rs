@@ -6,6 +6,8 @@
 //! the contracts' results and the rules' result; every contributing result is recorded.
 //! Deterministic: the same inputs give the same decision.
 
+#[cfg(test)]
+mod props;
 mod rule_pass;
 
 use std::collections::HashMap;

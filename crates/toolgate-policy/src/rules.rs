@@ -17,7 +17,7 @@ mod props;
 
 pub use beneath_trees::{BeneathTree, LISTING_LIMIT, beneath_trees, beneath_trees_listed};
 #[cfg(test)]
-use compile::compile_rule;
+pub(crate) use compile::compile_rule;
 pub use compile::{compile_rule_with, protected_rule};
 
 use std::collections::BTreeMap;
