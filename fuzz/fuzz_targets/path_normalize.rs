@@ -4,8 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
-use toolgate_policy::fsfacts::{MapFs, lexical_normalize};
-use toolgate_policy::normalize::{NormalizeContext, ToolCall, normalize};
+use toolgate_policy::{MapFs, NormalizeContext, ToolCall, lexical_normalize, normalize};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(path) = std::str::from_utf8(data) else {

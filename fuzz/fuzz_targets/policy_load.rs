@@ -3,9 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use toolgate_policy::eval::Engine;
-use toolgate_policy::load::load;
-use toolgate_policy::rules::Vars;
+use toolgate_policy::{Engine, Vars, load};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use toolgate_policy::normalize::{Scan, look_through, scan};
+use toolgate_policy::shell::{Scan, look_through, scan};
 
 fn single_quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', "'\\''"))

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use toolgate_policy::taint::{
+use toolgate_policy::{
     OutputTrust, Provenance, TaintIndex, TaintLimits, TaintSource, canonical_destination,
     tokenize_destinations,
 };

@@ -16,15 +16,14 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
-use toolgate_policy::Effect;
-use toolgate_policy::eval::Engine;
-use toolgate_policy::session::{Session, SessionLimits, prompt_digests};
-use toolgate_policy::taint::{OutputTrust, TaintSource};
+use toolgate_policy::{
+    Effect, Engine, OutputTrust, Session, SessionLimits, TaintSource, collect_strings,
+    prompt_digests,
+};
 
 use toolgate_audit::{AuditWriter, Event};
 
 use super::proto::{HookEffect, MAX_TOKENS_PER_MESSAGE, TaintToken};
-use toolgate_policy::command_sink::collect_strings;
 use toolgate_runtime::enforce::backend::decide_on_disk;
 use toolgate_runtime::enforce::event::decision_event;
 use toolgate_runtime::enforce::setup;
@@ -434,20 +433,15 @@ mod tests {
                 .unwrap()
                 .contains("see evil.example")
         );
-        assert_eq!(toolgate_policy::command_sink::cut("héllo", 2), "h");
     }
 
     /// A session of the starter policy in which `evil.example` and `good.example` came from
     /// untrusted output, and the user typed `good.example`.
     fn tainted_session() -> HookSession {
         let dir = tempfile::tempdir().unwrap();
-        let engine = setup::engine_from_source(
-            toolgate_policy::load::STARTER_POLICY,
-            None,
-            dir.path(),
-            None,
-        )
-        .unwrap();
+        let engine =
+            setup::engine_from_source(toolgate_policy::STARTER_POLICY, None, dir.path(), None)
+                .unwrap();
         let mut hs = HookSession::new(&engine);
         let source = TaintSource {
             server: None,
@@ -470,10 +464,7 @@ mod tests {
     fn taint_sees_the_argv_bash_runs_in_every_quoting_form() {
         let hs = tainted_session();
         let tainted = |cmd: &str| {
-            toolgate_policy::command_sink::tainted_in_command(
-                &hs.session,
-                &json!({ "command": cmd }),
-            )
+            toolgate_policy::tainted_in_command(&hs.session, &json!({ "command": cmd }))
         };
         for host in ["evil.example", "good.example"] {
             let (a, b) = host.split_at(3);

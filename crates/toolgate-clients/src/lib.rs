@@ -39,17 +39,14 @@ pub fn check_policy(
         };
         format!("the policy `{shown}` {verb}: {first}{more}")
     };
-    let loaded = match toolgate_policy::load::load(&source, &shown) {
+    let loaded = match toolgate_policy::load(&source, &shown) {
         Ok(l) => l,
         Err(d) => {
             let summary = first(&d, "does not load");
             return Err((Some(d), summary));
         }
     };
-    match toolgate_policy::eval::Engine::new(
-        loaded.policy,
-        toolgate_policy::rules::Vars::placeholder(),
-    ) {
+    match toolgate_policy::Engine::new(loaded.policy, toolgate_policy::Vars::placeholder()) {
         Ok(_) => Ok(()),
         Err(d) => {
             let summary = first(&d, "does not compile");

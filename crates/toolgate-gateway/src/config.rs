@@ -22,7 +22,7 @@ use serde::Deserialize;
 #[schemars(title = "toolgate gateway configuration")]
 pub struct GatewayConfig {
     /// Always 1 (a plain number: `"1"` is a string and does not load).
-    #[serde(deserialize_with = "toolgate_policy::strict::whole_u32")]
+    #[serde(deserialize_with = "toolgate_policy::yaml::whole_u32")]
     #[schemars(schema_with = "crate::schema::version_one")]
     pub version: u32,
     /// IP address and port to listen on, e.g. `0.0.0.0:8443` (port 0: any free port, printed
@@ -264,7 +264,7 @@ pub struct SessionsConfig {
     #[schemars(pattern(crate::schema::DURATION_PATTERN))]
     pub idle_timeout: Option<String>,
     /// At most this many sessions per replica (default: 10000).
-    #[serde(default, deserialize_with = "toolgate_policy::strict::whole_usize_opt")]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::whole_usize_opt")]
     #[schemars(range(min = 1))]
     pub max: Option<usize>,
 }

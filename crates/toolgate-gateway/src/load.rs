@@ -13,8 +13,7 @@ use std::str::FromStr as _;
 use anyhow::{Context as _, bail};
 use serde_saphyr::Error as YamlError;
 use toolgate_policy::diag::{Diagnostic, Diagnostics, Pos, SourceMap, did_you_mean, pos_at};
-use toolgate_policy::eval::Engine;
-use toolgate_policy::rules::Vars;
+use toolgate_policy::{Engine, Vars};
 
 use super::config::{GatewayConfig, ServerConfig, parse_duration};
 
@@ -78,7 +77,7 @@ pub fn load_config_str(
         return Err(diags);
     }
     let mut config: GatewayConfig =
-        match serde_saphyr::from_str_with_options(source, toolgate_policy::load::yaml_options()) {
+        match serde_saphyr::from_str_with_options(source, toolgate_policy::yaml::yaml_options()) {
             Ok(c) => c,
             Err(err) => {
                 diags.push(yaml_error(source, &err));
@@ -147,7 +146,7 @@ fn yaml_error(source: &str, err: &YamlError) -> Diagnostic {
             d.with_help(help)
         };
     }
-    toolgate_policy::load::yaml_error(source, err)
+    toolgate_policy::yaml::yaml_error(source, err)
 }
 
 struct Checker<'a> {
@@ -711,7 +710,7 @@ impl Checker<'_> {
             }
         };
         let check_cmd = format!("run `toolgate policy check --policy {shown}`");
-        match toolgate_policy::load::load(&source, &shown) {
+        match toolgate_policy::load(&source, &shown) {
             Err(d) => {
                 let first = d
                     .items

@@ -44,7 +44,7 @@ pub(crate) const NOT_BLANK_PATTERN: &str = r"\S";
 
 /// The schema as a JSON value.
 pub fn gateway_schema() -> Value {
-    toolgate_policy::schema::root_schema::<GatewayConfig>(SCHEMA_URL)
+    toolgate_policy::root_schema::<GatewayConfig>(SCHEMA_URL)
 }
 
 /// The schema as pretty JSON text.

@@ -19,8 +19,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use toolgate_audit::AuditWriter;
 use toolgate_mcp::{RawValue, build};
-use toolgate_policy::eval::Engine;
-use toolgate_policy::taint::TaintLimits;
+use toolgate_policy::{Engine, TaintLimits};
 use toolgate_store::Store;
 
 use toolgate_runtime::approval::Mode;

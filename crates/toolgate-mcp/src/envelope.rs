@@ -6,7 +6,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::id::{IdKind, id_kind};
+use crate::id::{IdKind, decode_str, id_kind};
 
 /// Why a line could not be read as JSON at all (JSON-RPC `-32700`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -320,18 +320,6 @@ fn classify_members<'a>(
         }
         (false, None) => Err(Invalid::Empty),
     }
-}
-
-/// Decodes a raw JSON string, borrowing when it holds no escapes.
-pub(crate) fn decode_str(raw: &RawValue) -> Option<Cow<'_, str>> {
-    let text = raw.get();
-    if !text.starts_with('"') {
-        return None;
-    }
-    if !text.contains('\\') {
-        return text.get(1..text.len().saturating_sub(1)).map(Cow::Borrowed);
-    }
-    serde_json::from_str::<String>(text).ok().map(Cow::Owned)
 }
 
 /// The members the classifier reads.

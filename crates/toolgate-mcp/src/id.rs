@@ -1,8 +1,8 @@
 //! JSON-RPC ids: what type they are, and a hashable key to match responses to requests.
 
-use serde_json::value::RawValue;
+use std::borrow::Cow;
 
-use crate::envelope::decode_str;
+use serde_json::value::RawValue;
 
 /// The JSON type of a raw id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +25,19 @@ pub fn id_kind(raw: &RawValue) -> IdKind {
         Some(b'n') => IdKind::Null,
         _ => IdKind::Other,
     }
+}
+
+/// Decodes a raw JSON string (a string id; the classifier's `method` and `jsonrpc` too),
+/// borrowing when it holds no escapes.
+pub(crate) fn decode_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let text = raw.get();
+    if !text.starts_with('"') {
+        return None;
+    }
+    if !text.contains('\\') {
+        return text.get(1..text.len().saturating_sub(1)).map(Cow::Borrowed);
+    }
+    serde_json::from_str::<String>(text).ok().map(Cow::Owned)
 }
 
 /// A hashable key for a JSON-RPC id.

@@ -18,13 +18,10 @@ use std::time::Instant;
 
 use criterion::{Criterion, criterion_group};
 use serde_json::{Value, json};
-use toolgate_policy::eval::Engine;
-use toolgate_policy::fsfacts::LexicalFs;
-use toolgate_policy::load::{STARTER_POLICY, load};
-use toolgate_policy::normalize::{NormalizeContext, ToolCall};
-use toolgate_policy::rules::Vars;
-use toolgate_policy::session::{Session, SessionLimits};
-use toolgate_policy::taint::TaintLimits;
+use toolgate_policy::{
+    Engine, LexicalFs, NormalizeContext, STARTER_POLICY, Session, SessionLimits, TaintLimits,
+    ToolCall, Vars, load,
+};
 
 fn vars() -> Vars {
     Vars {
@@ -138,7 +135,7 @@ fn bench(c: &mut Criterion) {
     // Where loading time goes (single runs, milliseconds).
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
     let t = Instant::now();
-    let parsed: toolgate_policy::model::Policy = serde_saphyr::from_str(&big_src).unwrap();
+    let parsed: toolgate_policy::Policy = serde_saphyr::from_str(&big_src).unwrap();
     let parse_ms = ms(t);
     let t = Instant::now();
     let _ = toolgate_policy::diag::SourceMap::build(&big_src);

@@ -33,10 +33,7 @@ use std::time::Instant;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use toolgate_policy::contracts::{Contracts, ToolContract};
-use toolgate_policy::normalize::ToolCall;
-use toolgate_policy::session::{Session, SessionLimits};
-use toolgate_policy::taint::TaintLimits;
-use toolgate_policy::{Action, Operation, Part};
+use toolgate_policy::{Action, Operation, Part, Session, SessionLimits, TaintLimits, ToolCall};
 
 mod common;
 

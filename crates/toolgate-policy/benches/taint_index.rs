@@ -21,7 +21,7 @@ use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use toolgate_policy::taint::{OutputTrust, TaintIndex, TaintLimits, TaintSource};
+use toolgate_policy::{OutputTrust, TaintIndex, TaintLimits, TaintSource};
 
 mod common;
 use common::texts;

@@ -17,49 +17,70 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::decision::Effect;
-use crate::diag::{Diagnostic, Diagnostics, pos_at};
+use crate::diag_impl::{Diagnostic, Diagnostics, pos_at};
 use crate::eval::{Decision, Engine};
 use crate::normalize::{NormalizeContext, ToolCall};
 use crate::session::{Session, SessionLimits};
 
+/// A cases file.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CasesFile {
+    /// `${workspace}`, relative to the cases file.
     pub workspace: Option<String>,
+    /// `${home}`, relative to the cases file.
     pub home: Option<String>,
+    /// The server of every case that names none.
     pub server: Option<String>,
+    /// The cases, run in order.
     pub cases: Vec<Case>,
 }
 
+/// One case: a call and what it must get, or a session of `steps`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Case {
+    /// Shown in `PASS name` / `FAIL name: …`.
     pub name: String,
+    /// The server of the call (else the file's).
     pub server: Option<String>,
+    /// The tool called.
     pub tool: Option<String>,
+    /// The call's arguments.
     pub arguments: Option<Value>,
+    /// What the call must get.
     pub expect: Option<Expect>,
     /// Session cases: tool definitions pinned for the session.
     pub tools: Option<Vec<Value>>,
+    /// Session cases: outputs and calls, in order, in one session.
     pub steps: Option<Vec<Step>>,
 }
 
+/// One step of a session case: an output, or a call and what it must get.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Step {
     /// An output step: text fed to the taint index as the result of `tool`.
     pub output: Option<String>,
+    /// The tool called (or whose output this is).
     pub tool: Option<String>,
+    /// Its server (else the case's, else the file's).
     pub server: Option<String>,
+    /// The call's arguments.
     pub arguments: Option<Value>,
+    /// What the call must get.
     pub expect: Option<Expect>,
 }
 
+/// What a call must get: an effect, and optionally the rule or contract that decides it.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
+    /// The effect.
     pub effect: Effect,
+    /// The id of the deciding rule.
     pub rule: Option<String>,
+    /// The deciding contract (`Contract::as_str`: `rule`, `sink_gate`, …).
     pub contract: Option<String>,
 }
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::Operation;
 use crate::action::Action;
-use crate::contracts::{Contracts, OnTainted};
+use crate::contracts_impl::{Contracts, OnTainted};
 use crate::decision::{Contract, ContractResult, Effect};
 use crate::normalize::decoded_words;
 use crate::session::Session;
@@ -107,7 +107,9 @@ pub fn cut(s: &str, max: usize) -> &str {
     s.get(..end).unwrap_or_default()
 }
 
-/// The strings in `v` (depth first, at most `max`, at most 32 levels deep).
+/// The strings in `v` (depth first, at most `max`, at most 32 levels deep): what the sink
+/// gate reads of a shell call's arguments, and how a hook reads a client's tool response that
+/// is not an MCP result.
 pub fn collect_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>, max: usize, depth: usize) {
     if out.len() >= max || depth > 32 {
         return;
@@ -125,5 +127,15 @@ pub fn collect_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>, max: usize, dep
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_keeps_whole_characters() {
+        assert_eq!(cut("héllo", 2), "h");
     }
 }

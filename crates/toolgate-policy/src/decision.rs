@@ -18,6 +18,7 @@ pub enum Effect {
 }
 
 impl Effect {
+    /// The word the policy file and the audit use: `allow`, `deny` or `ask`.
     pub fn as_str(self) -> &'static str {
         match self {
             Effect::Allow => "allow",
@@ -51,6 +52,7 @@ pub enum Contract {
 }
 
 impl Contract {
+    /// The name the audit and `explain` use.
     pub fn as_str(self) -> &'static str {
         match self {
             Contract::Pinning => "pinning",
@@ -126,6 +128,7 @@ pub enum SinkVerdict {
 }
 
 impl SinkVerdict {
+    /// The name the audit and `explain` use.
     pub fn as_str(self) -> &'static str {
         match self {
             SinkVerdict::Trusted => "trusted",

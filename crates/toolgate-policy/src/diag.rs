@@ -21,6 +21,7 @@ pub enum Severity {
 }
 
 impl Severity {
+    /// `warning` or `error`, as the rendering shows it.
     pub fn as_str(self) -> &'static str {
         match self {
             Severity::Warning => "warning",
@@ -60,6 +61,7 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
+    /// An error (the file does not load) saying `message`.
     pub fn error(message: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Error,
@@ -71,6 +73,7 @@ impl Diagnostic {
         }
     }
 
+    /// A warning (the file still loads) saying `message`.
     pub fn warning(message: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Warning,
@@ -78,24 +81,28 @@ impl Diagnostic {
         }
     }
 
+    /// With a `help:` line.
     #[must_use]
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self
     }
 
+    /// Located at `pos` (none: not located).
     #[must_use]
     pub fn at(mut self, pos: Option<Pos>) -> Self {
         self.pos = pos;
         self
     }
 
+    /// With a label under the snippet.
     #[must_use]
     pub fn with_label(mut self, label: impl Into<String>) -> Self {
         self.label = Some(label.into());
         self
     }
 
+    /// With a second, labelled location (e.g. "first used here").
     #[must_use]
     pub fn with_related(mut self, pos: Option<Pos>, label: impl Into<String>) -> Self {
         if let Some(pos) = pos {
@@ -118,6 +125,7 @@ pub struct Diagnostics {
 }
 
 impl Diagnostics {
+    /// No diagnostics yet for the file `name` (as shown) with `source` (for the snippets).
     pub fn new(name: impl Into<String>, source: impl Into<String>) -> Self {
         Diagnostics {
             name: name.into(),
@@ -126,10 +134,12 @@ impl Diagnostics {
         }
     }
 
+    /// Adds one.
     pub fn push(&mut self, diagnostic: Diagnostic) {
         self.items.push(diagnostic);
     }
 
+    /// How many are errors.
     pub fn errors(&self) -> usize {
         self.items
             .iter()
@@ -137,6 +147,7 @@ impl Diagnostics {
             .count()
     }
 
+    /// How many are warnings.
     pub fn warnings(&self) -> usize {
         self.items
             .iter()
@@ -144,6 +155,7 @@ impl Diagnostics {
             .count()
     }
 
+    /// Whether any is an error.
     pub fn has_errors(&self) -> bool {
         self.errors() > 0
     }

@@ -6,6 +6,8 @@
 //! the contracts' results and the rules' result; every contributing result is recorded.
 //! Deterministic: the same inputs give the same decision.
 
+#[cfg(test)]
+mod props;
 mod rule_pass;
 
 use std::collections::HashMap;
@@ -13,13 +15,13 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::action::{Action, Operation, Part};
-use crate::contracts::Contracts;
-use crate::contracts::packs::pack_names;
+use crate::contracts_impl::Contracts;
+use crate::contracts_impl::packs::pack_names;
 use crate::decision::{Contract, ContractResult, Effect, SinkFinding};
-use crate::diag::{Diagnostic, Diagnostics};
+use crate::diag_impl::{Diagnostic, Diagnostics};
 use crate::model::Policy;
 use crate::normalize::{NormalizeContext, ToolCall, normalize_mapped};
-use crate::protect::{Protections, SELF_PROTECTION_RULE};
+use crate::protect_impl::{Protections, SELF_PROTECTION_RULE};
 use crate::rules::{
     CallFacts, CompiledRule, Vars, beneath_trees, beneath_trees_listed, compile_rule_with,
     component_literal,
@@ -117,7 +119,7 @@ impl Engine {
         for (i, rule) in policy.rules.iter().enumerate() {
             let (compiled, issues) = compile_rule_with(rule, i, &vars, false);
             for issue in issues {
-                if issue.severity == crate::diag::Severity::Error {
+                if issue.severity == crate::diag_impl::Severity::Error {
                     let mut d = Diagnostic::error(format!(
                         "{} (at `{}`)",
                         issue.message,
@@ -138,7 +140,7 @@ impl Engine {
             Ok(c) => c,
             Err(issues) => {
                 for issue in issues {
-                    if issue.severity == crate::contracts::Severity::Error {
+                    if issue.severity == crate::contracts_impl::Severity::Error {
                         let mut d = Diagnostic::error(format!(
                             "{} (at `{}`)",
                             issue.message,
@@ -239,7 +241,7 @@ impl Engine {
                     return Some(RulesOutcome {
                         effect: Effect::Deny,
                         rule: Some(SELF_PROTECTION_RULE.to_owned()),
-                        reason: crate::protect::reason(&describe_part(part), p, part.hidden),
+                        reason: crate::protect_impl::reason(&describe_part(part), p, part.hidden),
                         matched_rules: vec![SELF_PROTECTION_RULE.to_owned()],
                     });
                 }
@@ -410,10 +412,12 @@ impl Engine {
         trusted_by
     }
 
+    /// The policy the engine was compiled from.
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
 
+    /// The `${workspace}` and `${home}` it was compiled with.
     pub fn vars(&self) -> &Vars {
         &self.vars
     }
@@ -659,7 +663,7 @@ mod tests {
 
     #[test]
     fn self_protection_denies_whatever_the_rules_allow() {
-        use crate::protect::{Protected, ProtectedKind, Protections};
+        use crate::protect_impl::{Protected, ProtectedKind, Protections};
         let e = engine(
             "version: 1\ndefault: allow\nrules:\n  - {id: ws, effect: allow, operations: [fs.read, fs.write, fs.delete], resources: ['${workspace}/**', '/run/**']}\n",
         )

@@ -9,11 +9,12 @@ use std::collections::BTreeMap;
 
 use serde_saphyr::Error as YamlError;
 
-use crate::contracts::packs::pack_names;
-use crate::contracts::{Contracts, Issue as ContractIssue};
-use crate::diag::{Diagnostic, Diagnostics, Pos, Severity, SourceMap, did_you_mean, pos_at};
+use crate::contracts_impl::packs::pack_names;
+use crate::contracts_impl::{Contracts, Issue as ContractIssue};
+use crate::diag_impl::{Diagnostic, Diagnostics, Pos, Severity, SourceMap, did_you_mean, pos_at};
 use crate::model::{POLICY_VERSION, Policy};
 use crate::rules::{PathIssue, Vars, compile_rule_with, covers_rule, op_bit};
+use crate::strict::yaml_options;
 
 /// The conservative, commented starter policy written by `toolgate policy init`.
 pub const STARTER_POLICY: &str = include_str!("starter.yaml");
@@ -59,16 +60,6 @@ pub fn load(source: &str, name: &str) -> Result<LoadedPolicy, Diagnostics> {
         policy,
         warnings: diags,
     })
-}
-
-/// The YAML options of every policy and pack parse: serde-saphyr's defaults (duplicate keys
-/// are errors, budgets on, errors located) without capturing comment text, which nothing
-/// here reads (the model has no `Commented` fields). Comments are still scanned and
-/// validated; only their bookkeeping (about a fifth of a parse) is skipped.
-pub fn yaml_options() -> serde_saphyr::Options {
-    let mut options = serde_saphyr::Options::default();
-    options.emit_comments = false;
-    options
 }
 
 /// Semantic checks on a deserialised policy.
@@ -199,8 +190,8 @@ fn check_contracts(policy: &Policy, map: &SourceMap, diags: &mut Diagnostics) {
         }
         seen.push(key);
         let severity = match issue.severity {
-            crate::contracts::Severity::Error => Severity::Error,
-            crate::contracts::Severity::Warning => Severity::Warning,
+            crate::contracts_impl::Severity::Error => Severity::Error,
+            crate::contracts_impl::Severity::Warning => Severity::Warning,
         };
         // C addresses packs by name; the file lists them by index.
         let mut path = issue.path.clone();

@@ -115,7 +115,8 @@ impl Protected {
     }
 }
 
-/// `path` as a glob that matches only itself.
+/// `path` as a glob that matches only itself: for [`Protected::globs`] the binary builds
+/// beyond [`Protected::file`] and [`Protected::tree`].
 pub fn escape(path: &str) -> String {
     globset::escape(path)
 }
@@ -148,6 +149,7 @@ impl Protections {
         Ok(Protections { rules })
     }
 
+    /// Whether nothing is protected.
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
     }

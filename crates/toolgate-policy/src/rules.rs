@@ -12,11 +12,13 @@
 
 mod beneath_trees;
 mod compile;
+#[cfg(test)]
+mod props;
 
-pub use beneath_trees::{
-    BeneathTree, Existing, LISTING_LIMIT, beneath_trees, beneath_trees_listed,
-};
-pub use compile::{compile_rule, compile_rule_with, protected_rule};
+pub use beneath_trees::{BeneathTree, LISTING_LIMIT, beneath_trees, beneath_trees_listed};
+#[cfg(test)]
+pub(crate) use compile::compile_rule;
+pub use compile::{compile_rule_with, protected_rule};
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -26,7 +28,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use crate::action::{Operation, Part};
 use crate::beneath::PathSet;
 use crate::decision::Effect;
-use crate::diag::Severity;
+use crate::diag_impl::Severity;
 use crate::model::Rule;
 
 /// The values substituted for `${workspace}` and `${home}`: canonical absolute paths.
@@ -101,7 +103,7 @@ pub struct CompiledRule {
     operations: u16,
     /// The expanded resource globs (validated; matched through the engine's combined index).
     resource_globs: Option<Vec<globset::Glob>>,
-    /// A per-rule set, built only for standalone matching ([`compile_rule`]).
+    /// A per-rule set, built only for standalone matching (`compile_rule`, in tests).
     resources: Option<GlobSet>,
     /// The union of the resource globs as a lazy DFA, built on first use by a part that
     /// reaches beneath its directories.
@@ -307,7 +309,9 @@ impl CompiledRule {
         self.resource_globs.as_deref()
     }
 
-    /// Whether the rule matches one part of a call.
+    /// Whether the rule matches one part of a call, on its own (tests: the engine matches
+    /// through its index and [`CompiledRule::matches_in`]).
+    #[cfg(test)]
     pub fn matches(&self, facts: &CallFacts<'_>, part: &Part) -> bool {
         self.matches_with(facts, part, None)
     }
@@ -366,10 +370,11 @@ impl CompiledRule {
         set.find(tree.existing.as_ref()?.reached())
     }
 
-    /// Like [`CompiledRule::matches`], with the resource verdict computed by the caller
+    /// Like `CompiledRule::matches`, with the resource verdict computed by the caller
     /// (`Some(ok)`: for deny rules "any resource matches", else "every resource matches").
     /// For a part that reaches beneath its directories, what lies beneath them is compared
     /// too ([`CompiledRule::beneath_verdict`]).
+    #[cfg(test)]
     pub fn matches_with(
         &self,
         facts: &CallFacts<'_>,
@@ -380,7 +385,7 @@ impl CompiledRule {
         self.matches_in(facts, part, resources_ok, trees.as_deref())
     }
 
-    /// Like [`CompiledRule::matches_with`], with what lies beneath a recursive part's
+    /// Like `CompiledRule::matches_with`, with what lies beneath a recursive part's
     /// directories built once by the caller ([`beneath_trees`]; `None` builds them here).
     pub fn matches_in(
         &self,
@@ -548,6 +553,7 @@ pub fn covers_rule(earlier: &Rule, later: &Rule) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::beneath_trees::Existing;
     use super::*;
     use crate::action::Network;
 

@@ -11,7 +11,6 @@ mod outputs;
 mod pins;
 
 pub use outputs::RecordedOutput;
-pub use pins::definition_changes;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -19,7 +18,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::contracts::Resolution;
+use crate::contracts_impl::Resolution;
 use crate::taint::{TaintIndex, TaintLimits};
 
 /// Bounds of a session's memory.
@@ -284,6 +283,7 @@ const MAX_FIELD_NOTES: usize = 32;
 const MAX_NOTED_VALUES: usize = 256;
 
 impl Session {
+    /// A new, empty session.
     pub fn new(limits: SessionLimits) -> Self {
         Session {
             taint: TaintIndex::new(limits.taint.clone()),
@@ -369,6 +369,7 @@ impl Session {
         ))
     }
 
+    /// The limits it was created with.
     pub fn limits(&self) -> &SessionLimits {
         &self.limits
     }

@@ -2,10 +2,10 @@
 
 use super::{Control, Origin};
 use serde_json::{Map, Value, json};
+use toolgate_policy::LoadedPolicy;
 use toolgate_policy::contracts::heuristics::{is_destination_param, is_recipient_param};
 use toolgate_policy::contracts::packs::parsed_pack;
 use toolgate_policy::contracts::{EntrySource, OutputLabel, OutputSpec, TextFormat, ToolContract};
-use toolgate_policy::load::LoadedPolicy;
 
 /// The placeholder arguments of a typical call, from the schema's property names and types.
 pub fn typical_arguments(definition: &Value, contract: &ToolContract) -> Value {

@@ -3,8 +3,7 @@
 use super::audit::AuditFigures;
 use super::{Finding, SUGGEST_AFTER, Severity, Suggestion, ToolReport, yaml_str};
 use toolgate_policy::contracts::{EntrySource, ToolContract};
-use toolgate_policy::decision::Effect;
-use toolgate_policy::load::LoadedPolicy;
+use toolgate_policy::{Effect, LoadedPolicy};
 
 /// Every suggestion as one YAML text, grouped under `rules:` and `tools:`.
 pub fn suggestion_yaml(suggestions: &[Suggestion]) -> String {

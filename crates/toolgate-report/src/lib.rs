@@ -25,12 +25,10 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 use toolgate_policy::contracts::heuristics::is_destructive_name;
-use toolgate_policy::decision::Effect;
 use toolgate_policy::diag::Severity as DiagSeverity;
-use toolgate_policy::eval::Engine;
-use toolgate_policy::load::LoadedPolicy;
-use toolgate_policy::normalize::{NormalizeContext, ToolCall};
-use toolgate_policy::session::{Session, SessionLimits};
+use toolgate_policy::{
+    Effect, Engine, LoadedPolicy, NormalizeContext, Session, SessionLimits, ToolCall,
+};
 
 use audit::AuditFigures;
 use toolgate_runtime::fsfacts::SoftFs;

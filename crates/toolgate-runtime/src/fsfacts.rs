@@ -8,7 +8,7 @@
 
 use std::sync::OnceLock;
 
-use toolgate_policy::fsfacts::{FsFacts, Listing, ServerProcess, lexical_normalize};
+use toolgate_policy::{FsFacts, Listing, ServerProcess, lexical_normalize};
 
 /// The wrapped server's process id, set once by `toolgate wrap` right after it starts the
 /// server (one wrap, one server).

@@ -25,7 +25,7 @@ pub const PINS_DIR_ENV: &str = "TOOLGATE_PINS_DIR";
 
 const FORMAT_VERSION: u32 = 1;
 
-pub use toolgate_policy::fingerprint::{FINGERPRINT_FIELDS, fingerprint};
+pub use toolgate_policy::{FINGERPRINT_FIELDS, fingerprint};
 
 /// One pinned tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

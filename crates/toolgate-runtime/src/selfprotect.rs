@@ -14,9 +14,10 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use toolgate_policy::fsfacts::{FsFacts as _, lexical_normalize};
 use toolgate_policy::protect::{Protected, ProtectedKind, Protections, SELF_PROTECTION_RULE};
-use toolgate_policy::{Action, Contract, ContractResult, Effect, Operation, Part};
+use toolgate_policy::{
+    Action, Contract, ContractResult, Effect, FsFacts as _, Operation, Part, lexical_normalize,
+};
 
 use crate::fsfacts::SoftFs;
 use toolgate_clients::discovery::{Client, Env, Platform, locations};
@@ -186,7 +187,7 @@ pub fn protections(
 /// Applies the live checks to a decision: a command that runs or signals toolgate becomes
 /// a deny of the self-protection. `cwd`: where relative paths of the command resolve.
 /// Its reason wins over any other deny's: it is the most specific.
-pub fn guard(decision: &mut toolgate_policy::eval::Decision, cwd: &str) {
+pub fn guard(decision: &mut toolgate_policy::Decision, cwd: &str) {
     if let Some(reason) = judge(&decision.action, cwd) {
         let mut result = ContractResult::new(Contract::Rule, Effect::Deny, reason.clone());
         result.rule = Some(SELF_PROTECTION_RULE.to_owned());
@@ -214,7 +215,7 @@ pub fn judge(action: &Action, cwd: &str) -> Option<String> {
     let exes = Exes::get();
     for part in &shell {
         if let Some(why) = runs_toolgate(part, cwd, exes) {
-            let what = toolgate_policy::eval::describe_part(part);
+            let what = toolgate_policy::describe_part(part);
             return Some(format!(
                 "{what}: the agent may not run toolgate itself ({why}): it could forge hook events or answer approvals (toolgate's self-protection). help: run toolgate commands yourself, in a terminal"
             ));
@@ -231,7 +232,7 @@ pub fn judge(action: &Action, cwd: &str) -> Option<String> {
         }
         let procs = table.get_or_insert_with(|| toolgate_processes(exes));
         if let Some(why) = signals_toolgate(base, part, procs) {
-            let what = toolgate_policy::eval::describe_part(part);
+            let what = toolgate_policy::describe_part(part);
             return Some(format!(
                 "{what}: the agent may not signal toolgate's own processes ({why}): stopping the broker would erase what the session saw (toolgate's self-protection). help: stop toolgate yourself, outside the agent"
             ));

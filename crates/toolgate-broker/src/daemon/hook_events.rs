@@ -186,7 +186,7 @@ impl BrokerState {
     pub(super) fn hook_event(
         &mut self,
         key: &str,
-        engine: &Arc<toolgate_policy::eval::Engine>,
+        engine: &Arc<toolgate_policy::Engine>,
         audit: &std::path::Path,
         event: HookEvent,
     ) -> (HookEffect, String) {

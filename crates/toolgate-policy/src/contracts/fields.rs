@@ -148,7 +148,7 @@ pub(crate) fn parse_text(text: &str, format: TextFormat) -> Option<Value> {
             v
         }
         TextFormat::Yaml => {
-            let mut options = crate::load::yaml_options();
+            let mut options = crate::strict::yaml_options();
             // Comments are text the model reads and the parsed document does not hold: a
             // document with one is not parsed (all of it is then untrusted).
             options.emit_comments = true;

@@ -197,7 +197,8 @@ pub const CONTENT_WORDS: &[&str] = &[
 ];
 
 /// Split a tool or argument name into lower-case words (snake, kebab, camel and Pascal case,
-/// acronyms, digits).
+/// acronyms, digits). The heuristics use [`each_word`], which allocates no vector.
+#[cfg(test)]
 pub fn words(name: &str) -> Vec<String> {
     let mut out = Vec::new();
     each_word(name, |w| {
@@ -207,7 +208,7 @@ pub fn words(name: &str) -> Vec<String> {
     out
 }
 
-/// Calls `f` with each word of `name` as [`words`] splits it, in order, until `f` returns
+/// Calls `f` with each word of `name` as `words` splits it, in order, until `f` returns
 /// false. One reused buffer instead of a `String` per word: the heuristics run on every
 /// call (tool name, argument and schema property names).
 fn each_word(name: &str, mut f: impl FnMut(&str) -> bool) {

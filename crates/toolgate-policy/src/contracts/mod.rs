@@ -39,7 +39,7 @@ use crate::action::Operation;
 use crate::normalize::ToolMapping;
 
 pub(crate) use check::Resolution;
-pub use check::{Contracts, EntrySource, ResolvedTool, annotations_match};
+pub use check::{Contracts, EntrySource, ResolvedTool};
 
 /// What the sink gate does with a destination that came from untrusted tool output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]

@@ -44,11 +44,6 @@ pub fn pack_names() -> Vec<String> {
     PACKS.iter().map(|(n, _)| (*n).to_owned()).collect()
 }
 
-/// The YAML source of a pack.
-pub fn pack_source(name: &str) -> Option<&'static str> {
-    PACKS.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
-}
-
 /// Parse an embedded pack (a copy of the once-parsed pack, see [`parsed_pack`]).
 pub fn load_pack(name: &str) -> Result<Pack, String> {
     parsed_pack(name).cloned()
@@ -62,7 +57,7 @@ pub fn parsed_pack(name: &str) -> Result<&'static Pack, String> {
         PACKS
             .iter()
             .map(|(name, src)| {
-                serde_saphyr::from_str_with_options::<Pack>(src, crate::load::yaml_options())
+                serde_saphyr::from_str_with_options::<Pack>(src, crate::strict::yaml_options())
                     .map_err(|e| format!("pack `{name}` does not parse: {e}"))
             })
             .collect()

@@ -24,7 +24,7 @@ pub use http::{UrlError, normalize_url};
 pub use shell::{Scan, decoded_words, look_through, scan};
 
 pub(crate) use mapping::for_each_word;
-pub use mapping::{base_tool_name, builtin_mapping, split_words};
+pub use mapping::{base_tool_name, builtin_mapping};
 
 use git_parts::{git_cli_parts, git_tool_parts};
 use shell_parts::shell_parts;
@@ -502,6 +502,7 @@ pub(crate) fn collect_strings<'v>(value: &'v Value, out: &mut Vec<&'v str>, dept
 
 #[cfg(test)]
 mod tests {
+    use super::mapping::split_words;
     use super::*;
 
     #[test]

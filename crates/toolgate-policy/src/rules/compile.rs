@@ -6,13 +6,15 @@ use super::{
 };
 use crate::action::Operation;
 use crate::decision::Effect;
-use crate::diag::Severity;
+use crate::diag_impl::Severity;
 use crate::model::{KNOWN_ANNOTATIONS, Rule};
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 /// Compiles one rule for standalone matching (with its own resource glob set). Returns the
-/// rule when it has no error-severity issue.
+/// rule when it has no error-severity issue. Only tests match a rule on its own: the engine
+/// builds one index over all rules.
+#[cfg(test)]
 pub fn compile_rule(
     rule: &Rule,
     index: usize,
@@ -21,7 +23,7 @@ pub fn compile_rule(
     compile_rule_with(rule, index, vars, true)
 }
 
-/// Like [`compile_rule`]; without `resource_set` the resource globs are only validated and
+/// Like `compile_rule`; without `resource_set` the resource globs are only validated and
 /// the caller matches them (the engine builds one index over all rules).
 pub fn compile_rule_with(
     rule: &Rule,
@@ -305,7 +307,7 @@ pub fn compile_rule_with(
                     at(&["methods", &i.to_string()]),
                     format!("`{raw}` is not a standard HTTP method"),
                 );
-                if let Some(s) = crate::diag::did_you_mean(&m, HTTP_METHODS) {
+                if let Some(s) = crate::diag_impl::did_you_mean(&m, HTTP_METHODS) {
                     issue = issue.help(format!("did you mean `{s}`?"));
                 }
                 issues.push(issue);
@@ -324,7 +326,7 @@ pub fn compile_rule_with(
                     format!("unknown tool annotation `{key}`"),
                 )
                 .key();
-                issue = match crate::diag::did_you_mean(key, KNOWN_ANNOTATIONS) {
+                issue = match crate::diag_impl::did_you_mean(key, KNOWN_ANNOTATIONS) {
                     Some(s) => issue.help(format!("did you mean `{s}`?")),
                     None => issue.help(format!(
                         "MCP defines {}",

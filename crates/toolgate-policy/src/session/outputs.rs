@@ -2,18 +2,20 @@
 //! values.
 
 use super::{FieldNote, MAX_FIELD_NOTES, MAX_NOTED_VALUES, Session};
-use crate::contracts::fields::FieldPath;
-use crate::contracts::{TrustedFields, fields};
+use crate::contracts_impl::fields::FieldPath;
+use crate::contracts_impl::{TrustedFields, fields};
 use crate::normalize::collect_strings;
 use crate::taint::{OutputTrust, TaintIndex, TaintSource};
 use serde_json::Value;
 use std::collections::HashSet;
 
 impl Session {
+    /// The session's taint index.
     pub fn taint(&self) -> &TaintIndex {
         &self.taint
     }
 
+    /// The session's taint index, to record outputs in.
     pub fn taint_mut(&mut self) -> &mut TaintIndex {
         &mut self.taint
     }

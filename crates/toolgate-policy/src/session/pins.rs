@@ -2,7 +2,7 @@
 //! per pinned definition.
 
 use super::{ApprovalKey, Kept, PinEntry, PinReport, PinState, Session};
-use crate::contracts::Resolution;
+use crate::contracts_impl::Resolution;
 use crate::fingerprint::fingerprint;
 use serde_json::Value;
 use std::borrow::Cow;

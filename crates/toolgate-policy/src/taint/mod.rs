@@ -51,10 +51,7 @@ mod scan;
 mod tokens;
 mod window;
 
-pub use window::{
-    DEFAULT_WINDOW_BYTES, MAX_SEARCHES_PER_CALL as MAX_VERBATIM_SEARCHES_PER_CALL,
-    MIN_DIGITS_LEN as MIN_VERBATIM_DIGITS, MIN_LEN as MIN_VERBATIM_LEN,
-};
+pub use window::{DEFAULT_WINDOW_BYTES, MAX_SEARCHES_PER_CALL as MAX_VERBATIM_SEARCHES_PER_CALL};
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -172,6 +169,7 @@ pub struct TaintIndex {
 const MAX_RECORDED: usize = 4096;
 
 impl TaintIndex {
+    /// An empty index.
     pub fn new(limits: TaintLimits) -> Self {
         TaintIndex {
             limits,
@@ -243,6 +241,7 @@ impl TaintIndex {
         self.entries.len()
     }
 
+    /// Whether no token is indexed.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

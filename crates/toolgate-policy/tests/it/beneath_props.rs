@@ -5,7 +5,7 @@
 
 use globset::{GlobBuilder, GlobMatcher};
 use proptest::prelude::*;
-use toolgate_policy::beneath::{covers_beneath, meets_beneath};
+use toolgate_policy::{covers_beneath, meets_beneath};
 
 fn matcher(glob: &str) -> Option<GlobMatcher> {
     GlobBuilder::new(glob)

@@ -13,12 +13,10 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use toolgate_policy::contracts::{Contracts, ToolContract};
-use toolgate_policy::decision::{Contract, Effect};
-use toolgate_policy::fsfacts::MapFs;
-use toolgate_policy::normalize::{NormalizeContext, ToolCall, normalize};
-use toolgate_policy::session::{Session, SessionLimits};
-use toolgate_policy::taint::TaintLimits;
-use toolgate_policy::{Action, Operation, Part};
+use toolgate_policy::{
+    Action, Contract, Effect, MapFs, NormalizeContext, Operation, Part, Session, SessionLimits,
+    TaintLimits, ToolCall, normalize,
+};
 
 const WS: &str = "/w";
 const HOME: &str = "/home/u";

@@ -11,11 +11,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use toolgate_policy::contracts::{Contracts, ToolContract};
-use toolgate_policy::decision::{Contract, ContractResult, Effect};
-use toolgate_policy::normalize::ToolCall;
-use toolgate_policy::session::{ApprovalScope, PinState, Session, SessionLimits};
-use toolgate_policy::taint::TaintLimits;
-use toolgate_policy::{Action, Operation, Part};
+use toolgate_policy::{
+    Action, ApprovalScope, Contract, ContractResult, Effect, Operation, Part, PinState, Session,
+    SessionLimits, TaintLimits, ToolCall,
+};
 
 fn contracts(yaml: &str) -> Contracts {
     let user: BTreeMap<String, ToolContract> = serde_saphyr::from_str(yaml).unwrap();

@@ -14,11 +14,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use toolgate_policy::contracts::{Contracts, ToolContract};
-use toolgate_policy::decision::{Contract, ContractResult, Effect, SinkVerdict};
-use toolgate_policy::normalize::ToolCall;
-use toolgate_policy::session::{Session, SessionLimits};
-use toolgate_policy::taint::TaintLimits;
-use toolgate_policy::{Action, Operation, Part};
+use toolgate_policy::{
+    Action, Contract, ContractResult, Effect, Operation, Part, Session, SessionLimits, SinkVerdict,
+    TaintLimits, ToolCall,
+};
 
 fn session_with(limits: TaintLimits) -> Session {
     let mut l = SessionLimits::new(limits);

@@ -10,11 +10,7 @@
 )]
 
 use toolgate_policy::cases::{parse_cases, run_case};
-use toolgate_policy::eval::Engine;
-use toolgate_policy::fsfacts::LexicalFs;
-use toolgate_policy::load::load;
-use toolgate_policy::normalize::NormalizeContext;
-use toolgate_policy::rules::Vars;
+use toolgate_policy::{Engine, LexicalFs, NormalizeContext, Vars, load};
 
 fn yaml_blocks(markdown: &str) -> Vec<(usize, String)> {
     let mut blocks = Vec::new();

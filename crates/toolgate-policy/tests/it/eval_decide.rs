@@ -11,9 +11,7 @@
 )]
 
 use serde_json::{Value, json};
-use toolgate_policy::decision::{Contract, Effect};
-use toolgate_policy::fsfacts::MapFs;
-use toolgate_policy::load::STARTER_POLICY;
+use toolgate_policy::{Contract, Effect, MapFs, STARTER_POLICY};
 
 use crate::support::engine as support;
 

@@ -13,11 +13,8 @@
 )]
 
 use serde_json::{Value, json};
-use toolgate_policy::decision::Effect;
-use toolgate_policy::eval::Decision;
-use toolgate_policy::fsfacts::{FsFacts, LexicalFs, MapFs};
-use toolgate_policy::normalize::{Scan, scan};
-use toolgate_policy::{Action, Operation};
+use toolgate_policy::shell::{Scan, scan};
+use toolgate_policy::{Action, Decision, Effect, FsFacts, LexicalFs, MapFs, Operation};
 
 /// The issue's policy: reads are allowed, `${home}/.ssh/**` is denied.
 const SSH_POLICY: &str = "version: 1\ndefault: allow\nrules:\n  - {id: ssh, effect: deny, operations: [fs.read, fs.write, fs.delete], resources: ['${home}/.ssh/**']}\n";

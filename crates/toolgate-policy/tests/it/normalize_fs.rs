@@ -9,9 +9,10 @@
 )]
 
 use serde_json::{Value, json};
-use toolgate_policy::fsfacts::{FsFacts, LexicalFs, MapFs};
-use toolgate_policy::normalize::{NormalizeContext, ToolCall, ToolMapping, normalize};
-use toolgate_policy::{Action, Operation};
+use toolgate_policy::{
+    Action, FsFacts, LexicalFs, MapFs, NormalizeContext, Operation, ToolCall, ToolMapping,
+    normalize,
+};
 
 fn fixture() -> MapFs {
     MapFs::new()

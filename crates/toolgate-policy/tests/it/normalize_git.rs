@@ -8,11 +8,9 @@
 )]
 
 use serde_json::{Value, json};
-use toolgate_policy::fsfacts::MapFs;
-use toolgate_policy::normalize::{
-    NormalizeContext, ToolCall, ToolMapping, builtin_mapping, normalize,
+use toolgate_policy::{
+    Action, MapFs, NormalizeContext, Operation, ToolCall, ToolMapping, builtin_mapping, normalize,
 };
-use toolgate_policy::{Action, Operation};
 
 fn run(tool: &str, args: Value) -> Action {
     let fs = MapFs::new().symlink("/w/link", "/home/u/.ssh");

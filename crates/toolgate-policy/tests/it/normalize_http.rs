@@ -8,11 +8,9 @@
 )]
 
 use serde_json::{Value, json};
-use toolgate_policy::fsfacts::LexicalFs;
-use toolgate_policy::normalize::{
-    NormalizeContext, ToolCall, ToolMapping, normalize, normalize_url,
+use toolgate_policy::{
+    Action, LexicalFs, NormalizeContext, Operation, ToolCall, ToolMapping, normalize, normalize_url,
 };
-use toolgate_policy::{Action, Operation};
 
 fn run_with(tool: &str, args: Value, mapping: Option<ToolMapping>) -> Action {
     let ctx = NormalizeContext {

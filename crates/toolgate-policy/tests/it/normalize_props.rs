@@ -13,8 +13,8 @@ use std::process::Command;
 
 use proptest::prelude::*;
 use serde_json::Value;
-use toolgate_policy::fsfacts::{MapFs, lexical_normalize};
-use toolgate_policy::normalize::{NormalizeContext, Scan, ToolCall, normalize, scan};
+use toolgate_policy::shell::{Scan, scan};
+use toolgate_policy::{MapFs, NormalizeContext, ToolCall, lexical_normalize, normalize};
 
 /// Renders a word so that a POSIX shell reads it back exactly.
 fn quote(word: &str, style: u8) -> String {

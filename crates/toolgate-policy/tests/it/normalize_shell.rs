@@ -9,11 +9,10 @@
 )]
 
 use serde_json::{Value, json};
-use toolgate_policy::fsfacts::MapFs;
-use toolgate_policy::normalize::{
-    NormalizeContext, Scan, ToolCall, ToolMapping, look_through, normalize, scan,
+use toolgate_policy::shell::{Scan, look_through, scan};
+use toolgate_policy::{
+    Action, MapFs, NormalizeContext, Operation, ToolCall, ToolMapping, normalize,
 };
-use toolgate_policy::{Action, Operation};
 
 fn run_with(tool: &str, args: Value, mapping: Option<ToolMapping>) -> Action {
     let fs = MapFs::new().symlink("/w/link", "/home/u/.ssh");

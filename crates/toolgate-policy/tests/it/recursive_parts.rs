@@ -13,13 +13,11 @@
 )]
 
 use serde_json::{Value, json};
-use toolgate_policy::decision::Effect;
-use toolgate_policy::eval::{Decision, Engine};
 use toolgate_policy::explain::{to_json, to_text};
-use toolgate_policy::fsfacts::{FsFacts, LexicalFs, MapFs};
-use toolgate_policy::load::STARTER_POLICY;
-use toolgate_policy::normalize::{NormalizeContext, ToolCall};
-use toolgate_policy::{Beneath, Operation};
+use toolgate_policy::{
+    Beneath, Decision, Effect, Engine, FsFacts, LexicalFs, MapFs, NormalizeContext, Operation,
+    STARTER_POLICY, ToolCall,
+};
 
 use crate::support::engine as support;
 
@@ -428,14 +426,14 @@ fn recursive_entries_are_loaded_strictly() {
         ),
         ("{name_globs: [glob]}", "params"),
     ] {
-        let err = toolgate_policy::load::load(&with(entry), "p.yaml")
+        let err = toolgate_policy::load(&with(entry), "p.yaml")
             .err()
             .map(|d| d.to_string())
             .unwrap_or_default();
         assert!(err.contains(message), "{entry}: {err}");
     }
     let shell = "version: 1\ndefault: ask\ntools:\n  code_search:\n    operation: shell.exec\n    recursive: {params: [root]}\n";
-    let err = toolgate_policy::load::load(shell, "p.yaml")
+    let err = toolgate_policy::load(shell, "p.yaml")
         .err()
         .map(|d| d.to_string())
         .unwrap_or_default();
@@ -451,7 +449,7 @@ fn a_recursive_write_is_judged_by_pattern_even_with_a_listing() {
     // is named elsewhere (an archive, a copied tree): by pattern, `**/*.key` can be written.
     let e = starter();
     let fs = project();
-    let facts = toolgate_policy::rules::CallFacts {
+    let facts = toolgate_policy::CallFacts {
         server: None,
         tool: "t",
         annotations: None,

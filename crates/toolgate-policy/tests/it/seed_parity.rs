@@ -11,13 +11,10 @@
 )]
 
 use serde_json::{Value, json};
-use toolgate_policy::decision::{Contract, Effect};
-use toolgate_policy::eval::{Decision, Engine};
-use toolgate_policy::fsfacts::MapFs;
-use toolgate_policy::normalize::base_tool_name;
-use toolgate_policy::session::{Session, SessionLimits};
-use toolgate_policy::taint::TaintLimits;
-use toolgate_policy::{Action, Operation};
+use toolgate_policy::{
+    Action, Contract, Decision, Effect, Engine, MapFs, Operation, Session, SessionLimits,
+    TaintLimits, base_tool_name,
+};
 
 use crate::support::engine as support;
 
@@ -304,7 +301,7 @@ fn git_remote_listing_is_a_read() {
 
 #[test]
 fn unusable_destinations_fail_closed() {
-    use toolgate_policy::decision::SinkVerdict;
+    use toolgate_policy::SinkVerdict;
     let e = engine(
         "version: 1\ndefault: allow\ntools:\n  send_email:\n    trusted_destinations: ['*@corp.com']\n",
     );
@@ -378,7 +375,7 @@ const API_POLICY: &str = "version: 1\ndefault: ask\nrules:\n  - {id: api, effect
 
 #[test]
 fn a_user_allow_rule_trusts_its_urls_at_the_sink_gate() {
-    use toolgate_policy::decision::SinkVerdict;
+    use toolgate_policy::SinkVerdict;
     let e = engine(API_POLICY);
     let mut s = session();
     for url in [
@@ -463,7 +460,7 @@ fn pinned_session(defs: &[Value]) -> Session {
 
 #[test]
 fn the_starter_policy_allows_pinned_read_only_tools_only() {
-    let e = engine(toolgate_policy::load::STARTER_POLICY);
+    let e = engine(toolgate_policy::STARTER_POLICY);
     let ro = Some(json!({"readOnlyHint": true}));
     let defs = [
         tool_def("get_issue", ro.clone()),
@@ -519,7 +516,7 @@ fn the_starter_policy_allows_pinned_read_only_tools_only() {
 
 #[test]
 fn hints_that_change_after_pinning_are_a_rug_pull() {
-    let e = engine(toolgate_policy::load::STARTER_POLICY);
+    let e = engine(toolgate_policy::STARTER_POLICY);
     let ro = Some(json!({"readOnlyHint": true}));
     let mut s = pinned_session(&[tool_def("get_issue", ro.clone()), tool_def("wipe", None)]);
     assert_eq!(

@@ -14,10 +14,7 @@
 use crate::support::engine as support;
 
 use serde_json::json;
-use toolgate_policy::decision::Effect;
-use toolgate_policy::fsfacts::{FsFacts, LexicalFs, MapFs};
-use toolgate_policy::load::STARTER_POLICY;
-use toolgate_policy::{Action, Operation};
+use toolgate_policy::{Action, Effect, FsFacts, LexicalFs, MapFs, Operation, STARTER_POLICY};
 
 fn fs() -> MapFs {
     MapFs::new()

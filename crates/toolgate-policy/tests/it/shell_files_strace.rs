@@ -27,9 +27,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::json;
-use toolgate_policy::fsfacts::{FsFacts, lexical_normalize};
-use toolgate_policy::normalize::{NormalizeContext, ToolCall, normalize};
-use toolgate_policy::{Action, Operation};
+use toolgate_policy::{
+    Action, FsFacts, NormalizeContext, Operation, ToolCall, lexical_normalize, normalize,
+};
 
 /// The real filesystem, for a scratch directory without symlinks on the way.
 struct RealFs;

@@ -9,7 +9,7 @@
 
 use proptest::prelude::*;
 use serde_json::json;
-use toolgate_policy::taint::{
+use toolgate_policy::{
     OutputTrust, Provenance, TaintIndex, TaintLimits, TaintSource, canonical_destination,
     tokenize_destinations,
 };

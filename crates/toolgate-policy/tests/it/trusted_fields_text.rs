@@ -15,11 +15,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use toolgate_policy::contracts::{Contracts, ToolContract};
-use toolgate_policy::decision::{Contract, Effect};
-use toolgate_policy::normalize::ToolCall;
-use toolgate_policy::session::{RecordedOutput, Session, SessionLimits};
-use toolgate_policy::taint::TaintLimits;
-use toolgate_policy::{Action, Operation, Part};
+use toolgate_policy::{
+    Action, Contract, Effect, Operation, Part, RecordedOutput, Session, SessionLimits, TaintLimits,
+    ToolCall,
+};
 
 fn session_with(limits: TaintLimits) -> Session {
     let mut l = SessionLimits::new(limits);

@@ -10,10 +10,9 @@ use crate::support::engine as support;
 
 use serde_json::json;
 use support::{decide, engine, session};
-use toolgate_policy::decision::{Contract, Effect, SinkVerdict};
-use toolgate_policy::fsfacts::MapFs;
-use toolgate_policy::session::{prompt_digests, token_digest};
-use toolgate_policy::taint::OutputTrust;
+use toolgate_policy::{
+    Contract, Effect, MapFs, OutputTrust, SinkVerdict, prompt_digests, token_digest,
+};
 
 const POLICY: &str = "version: 1\ndefault: allow\nrules: []\n";
 
@@ -125,7 +124,7 @@ fn a_name_the_user_typed_is_vouched_for_whatever_its_shape() {
         &reviews(),
         OutputTrust::Untrusted,
     );
-    let book = |s: &mut toolgate_policy::session::Session, hotel: &str| {
+    let book = |s: &mut toolgate_policy::Session, hotel: &str| {
         decide(&e, s, &fs, "reserve_hotel", &json!({"hotel": hotel}))
     };
     // Before the prompt the reviews taint both names.
@@ -154,7 +153,7 @@ fn a_name_the_user_typed_is_vouched_for_whatever_its_shape() {
 }
 
 /// The verdict on the one destination of a decision's sink gate.
-fn gate_verdict(d: &toolgate_policy::eval::Decision) -> SinkVerdict {
+fn gate_verdict(d: &toolgate_policy::Decision) -> SinkVerdict {
     let gate = d
         .results
         .iter()
@@ -218,7 +217,7 @@ fn a_session_whose_state_was_lost_proves_no_destination_from_it() {
     for digest in prompt_digests("write to bob@partner.example") {
         s.vouch_user_digest(digest);
     }
-    let send = |s: &mut toolgate_policy::session::Session, to: &str| {
+    let send = |s: &mut toolgate_policy::Session, to: &str| {
         decide(&e, s, &fs, "send_email", &json!({"to": to, "body": "hi"}))
     };
     assert_eq!(send(&mut s, "bob@partner.example").effect, Effect::Allow);

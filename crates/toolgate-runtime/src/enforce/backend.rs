@@ -2,14 +2,11 @@
 //! trait, so the interceptor stays about protocol and the policy crate stays pure.
 
 use serde_json::Value;
-use toolgate_policy::decision::{Contract, Effect, SinkVerdict};
-use toolgate_policy::eval::{Decision, Engine, combine};
-use toolgate_policy::fsfacts::FsFacts;
-use toolgate_policy::normalize::{NormalizeContext, ToolCall, normalize_url};
-use toolgate_policy::rules::{CallFacts, Vars};
-use toolgate_policy::session::{PinState, Session, SessionLimits};
-use toolgate_policy::taint::TaintLimits;
-use toolgate_policy::{Action, Operation, Part};
+use toolgate_policy::{
+    Action, CallFacts, Contract, Decision, Effect, Engine, FsFacts, NormalizeContext, Operation,
+    Part, PinState, Session, SessionLimits, SinkVerdict, TaintLimits, ToolCall, Vars, combine,
+    normalize_url,
+};
 
 use crate::approval::Question;
 
@@ -203,11 +200,11 @@ impl EngineBackend {
         }
         for t in shared.take_tokens() {
             let trust = if t.untrusted {
-                toolgate_policy::taint::OutputTrust::Untrusted
+                toolgate_policy::OutputTrust::Untrusted
             } else {
-                toolgate_policy::taint::OutputTrust::Trusted
+                toolgate_policy::OutputTrust::Trusted
             };
-            let source = toolgate_policy::taint::TaintSource {
+            let source = toolgate_policy::TaintSource {
                 server: t.server,
                 tool: t.tool,
                 seq: 0,
@@ -503,7 +500,7 @@ fn prompt_for(session: &Session, decision: &Decision, tool: &str, arguments: &Va
             .parts
             .iter()
             .take(3)
-            .map(toolgate_policy::eval::describe_part)
+            .map(toolgate_policy::describe_part)
             .collect();
         format!("{tool}: {}", described.join("; "))
     };

@@ -8,9 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use toolgate_policy::eval::Engine;
-use toolgate_policy::load::{STARTER_POLICY, load};
-use toolgate_policy::rules::Vars;
+use toolgate_policy::{Engine, STARTER_POLICY, Vars, load};
 
 use super::backend::{Backend, Call, PinChanges, Ruling, Scope};
 

@@ -164,14 +164,14 @@ pub fn validate_attempts(attempts: &[SharedAttempt]) -> Result<(), String> {
 }
 
 /// The destination tokens output `seq` added to `index` (`recorded`, from
-/// [`toolgate_policy::taint::TaintIndex::take_recorded`]), with their trust and source: what
+/// [`toolgate_policy::TaintIndex::take_recorded`]), with their trust and source: what
 /// the session's other proxies need, and nothing of the output itself.
 pub fn tokens_recorded(
-    index: &toolgate_policy::taint::TaintIndex,
+    index: &toolgate_policy::TaintIndex,
     recorded: Vec<Box<str>>,
     seq: u64,
 ) -> Vec<TaintToken> {
-    use toolgate_policy::taint::Provenance;
+    use toolgate_policy::Provenance;
     let mut out: Vec<TaintToken> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for token in recorded {

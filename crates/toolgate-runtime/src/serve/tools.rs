@@ -5,14 +5,8 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 use toolgate_policy::cases::session_for;
 use toolgate_policy::contracts::packs::{PACKS, load_pack};
-use toolgate_policy::decision::Effect;
 use toolgate_policy::diag::Diagnostics;
-use toolgate_policy::eval::Engine;
-use toolgate_policy::explain;
-use toolgate_policy::load::{STARTER_POLICY, load};
-use toolgate_policy::model::Policy;
-use toolgate_policy::rules::Vars;
-use toolgate_policy::taint::OutputTrust;
+use toolgate_policy::{Effect, Engine, OutputTrust, Policy, STARTER_POLICY, Vars, explain, load};
 
 use super::{RpcError, Server};
 use crate::enforce::backend::decide_on_disk;

@@ -275,11 +275,11 @@ fn check_policy(out: &mut Out, path: Option<&PathBuf>) {
             }
         },
         None => (
-            toolgate_policy::load::STARTER_POLICY.to_owned(),
+            toolgate_policy::STARTER_POLICY.to_owned(),
             "starter policy".to_owned(),
         ),
     };
-    match toolgate_policy::load::load(&source, &name) {
+    match toolgate_policy::load(&source, &name) {
         Ok(_) => out.line(Level::Pass, format!("policy `{name}` is valid")),
         Err(d) => out.line(
             Level::Fail,

@@ -11,13 +11,11 @@ use clap::Subcommand;
 use serde_json::Value;
 use toolgate_policy::cases::{parse_cases, run_case, session_for};
 use toolgate_policy::contracts::packs::pack_names;
-use toolgate_policy::decision::Effect;
 use toolgate_policy::diag::Diagnostics;
-use toolgate_policy::eval::Engine;
-use toolgate_policy::load::{LoadedPolicy, STARTER_POLICY, load};
-use toolgate_policy::normalize::{NormalizeContext, ToolCall};
-use toolgate_policy::rules::Vars;
-use toolgate_policy::{explain, schema};
+use toolgate_policy::{
+    Effect, Engine, LoadedPolicy, NormalizeContext, STARTER_POLICY, ToolCall, Vars, explain, load,
+    policy_schema_text,
+};
 
 use toolgate_runtime::fsfacts::{SoftFs, canonical_dir};
 
@@ -132,7 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         } => explain_cmd(&policy, workspace, home, server, &tool, &args, json),
         Cmd::Test { policy, cases } => test(&policy, &cases),
         Cmd::Schema => {
-            outln!("{}", schema::policy_schema_text());
+            outln!("{}", policy_schema_text());
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -250,7 +248,7 @@ pub(crate) fn home_dir(home: Option<PathBuf>) -> anyhow::Result<String> {
     }
 }
 
-fn engine_for(policy: toolgate_policy::model::Policy, vars: Vars) -> Option<Engine> {
+fn engine_for(policy: toolgate_policy::Policy, vars: Vars) -> Option<Engine> {
     match Engine::new(policy, vars) {
         Ok(e) => Some(e),
         Err(d) => {

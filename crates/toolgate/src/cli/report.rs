@@ -11,9 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use serde_json::Value;
-use toolgate_policy::eval::Engine;
-use toolgate_policy::load::{STARTER_POLICY, load};
-use toolgate_policy::rules::Vars;
+use toolgate_policy::{Engine, STARTER_POLICY, Vars, load};
 
 use toolgate_report::{self as report, Inputs, ServerTools, ToolSource, audit};
 use toolgate_runtime::fsfacts::canonical_dir;

@@ -12,7 +12,7 @@ use anyhow::Context as _;
 
 use serde_json::Value;
 use toolgate_audit::AuditWriter;
-use toolgate_policy::taint::TaintLimits;
+use toolgate_policy::TaintLimits;
 use toolgate_runtime::approval::Mode;
 use toolgate_runtime::approval::tty::TtyChannel;
 use toolgate_runtime::child;

@@ -280,7 +280,7 @@ fn the_agent_cannot_signal_toolgates_processes() {
 /// MCP server's tool of the same name.
 #[test]
 fn the_bookkeeping_rule_covers_only_the_clients_own_tools() {
-    let w = World::with_policy(toolgate_policy::load::STARTER_POLICY);
+    let w = World::with_policy(toolgate_policy::STARTER_POLICY);
     let task = json!({"description": "x", "prompt": "do it", "subagent_type": "general-purpose"});
     let r = w.hook("claude-code", &pre(&w, "Task", task.clone()), &[]);
     assert_eq!(

@@ -540,7 +540,7 @@ fn a_curl_file_argument_is_not_a_tainted_handle() {
 /// nothing describes still asks.
 #[test]
 fn the_starter_policy_lets_the_agents_bookkeeping_through() {
-    let w = World::with_policy(toolgate_policy::load::STARTER_POLICY);
+    let w = World::with_policy(toolgate_policy::STARTER_POLICY);
     for (tool, input) in [
         (
             "TodoWrite",
@@ -571,7 +571,7 @@ fn the_starter_policy_lets_the_agents_bookkeeping_through() {
 /// project's sources passes, and so does one without `path` in a directory with no key.
 #[test]
 fn a_recursive_search_meets_the_keys_beneath_it() {
-    let w = World::with_policy(toolgate_policy::load::STARTER_POLICY);
+    let w = World::with_policy(toolgate_policy::STARTER_POLICY);
     let project = w.project();
     std::fs::create_dir_all(project.join("deploy")).unwrap();
     std::fs::create_dir_all(project.join("src")).unwrap();

@@ -523,7 +523,7 @@ fn pinned_servers_are_a_source_and_a_changed_definition_is_a_finding() {
         if def["name"] == "send_email" {
             def["description"] = json!("Send an email to a colleague.");
         }
-        let fp = toolgate_policy::fingerprint::fingerprint(&def);
+        let fp = toolgate_policy::fingerprint(&def);
         pins.insert(
             def["name"].as_str().unwrap().to_owned(),
             json!({"fingerprint": fp, "definition": def}),

@@ -3,8 +3,8 @@
 
 use super::{Contracts, ResolvedTool, annotations_match, expand_home, show_value, within};
 use crate::action::Action;
-use crate::contracts::heuristics::is_recipient_param;
-use crate::contracts::{ToolContract, compile_pattern, parse_window};
+use crate::contracts_impl::heuristics::is_recipient_param;
+use crate::contracts_impl::{ToolContract, compile_pattern, parse_window};
 use crate::decision::{Contract, ContractResult, Effect};
 use crate::fsfacts::lexical_normalize;
 use crate::normalize::{NormalizeContext, ToolCall};
@@ -54,7 +54,7 @@ impl Contracts {
         ctx: Option<&NormalizeContext>,
         now_ms: u64,
         resolved: ResolvedTool<'_>,
-        rule_trust: Option<crate::contracts::sink::RuleTrust<'_>>,
+        rule_trust: Option<crate::contracts_impl::sink::RuleTrust<'_>>,
     ) -> Vec<ContractResult> {
         let tool = call.tool;
         let mut results = Vec::new();
@@ -76,7 +76,7 @@ impl Contracts {
                     .as_object()
                     .is_some_and(|a| a.keys().any(|k| is_recipient_param(k)));
             if resolved.exfiltrating() || recipient_args {
-                results.push(crate::contracts::sink::gate(
+                results.push(crate::contracts_impl::sink::gate(
                     &resolved, call, definition, session, rule_trust,
                 ));
             }

@@ -7,14 +7,10 @@
 )]
 
 use serde_json::Value;
-use toolgate_policy::Action;
-use toolgate_policy::eval::{Decision, Engine};
-use toolgate_policy::fsfacts::FsFacts;
-use toolgate_policy::load::load;
-use toolgate_policy::normalize::{NormalizeContext, ToolCall, normalize};
-use toolgate_policy::rules::Vars;
-use toolgate_policy::session::{Session, SessionLimits};
-use toolgate_policy::taint::TaintLimits;
+use toolgate_policy::{
+    Action, Decision, Engine, FsFacts, NormalizeContext, Session, SessionLimits, TaintLimits,
+    ToolCall, Vars, load, normalize,
+};
 
 /// The engine of the policy text `src`.
 pub fn engine(src: &str) -> Engine {

@@ -21,8 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::json;
-use toolgate_policy::fsfacts::LexicalFs;
-use toolgate_policy::normalize::{NormalizeContext, ToolCall, normalize};
+use toolgate_policy::{LexicalFs, NormalizeContext, ToolCall, normalize};
 
 /// Names that exist only as recording stubs.
 pub const STUBS: &[&str] = &[
