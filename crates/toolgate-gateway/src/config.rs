@@ -13,8 +13,46 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Deserialize;
+
+// What the Rust types do not say of a field, for the schema (`#[schemars]` below) and the
+// loader.
+
+/// The pattern of server names.
+pub const SERVER_NAME_PATTERN: &str = "^[A-Za-z0-9_-]{1,64}$";
+
+/// An `http://` or `https://` URL with a host (the loader also wants https off loopback).
+pub(crate) const HTTP_URL_PATTERN: &str = r"^[hH][tT][tT][pP][sS]?://[^/?#\s]+";
+/// `listen`: an IP address (IPv6 in brackets) and a port.
+pub(crate) const LISTEN_PATTERN: &str = r"^(\[[0-9A-Fa-f:.]+\]|[0-9.]+):[0-9]{1,5}$";
+/// `replica`.
+pub(crate) const REPLICA_PATTERN: &str = "^[A-Za-z0-9_.-]{1,64}$";
+/// `store.url`: `redis://` or `rediss://`.
+pub(crate) const REDIS_URL_PATTERN: &str = r"^[rR][eE][dD][iI][sS][sS]?://[^\s]+";
+/// A duration such as `500ms`, `30m` or `1h 30m`.
+pub(crate) const DURATION_PATTERN: &str = r"^\s*[0-9]+\s*[a-zµ]+(\s*[0-9]+\s*[a-zµ]+)*\s*$";
+/// A scope: no whitespace, no `"`.
+pub(crate) const SCOPE_PATTERN: &str = r#"^[^\s"]+$"#;
+/// An HTTP header name (an RFC 9110 token).
+pub(crate) const HEADER_NAME_PATTERN: &str = "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$";
+/// `auth.tokens[].sha256`.
+pub(crate) const SHA256_PATTERN: &str = "^[0-9a-fA-F]{64}$";
+/// `store.namespace`.
+pub(crate) const NO_WHITESPACE_PATTERN: &str = r"^\S+$";
+/// The program of a `command`.
+pub(crate) const NOT_BLANK_PATTERN: &str = r"\S";
+
+/// The signature algorithms `auth.jwt.algorithms` may list (asymmetric only: the keys
+/// come from a public JWKS).
+pub const JWT_ALGORITHMS: [&str; 9] = [
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA",
+];
+
+/// `version`: the one format version there is.
+pub(crate) fn version_one(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"const": 1})
+}
 
 /// The configuration of `toolgate gateway`: the whole `gateway.yaml`.
 #[derive(Debug, Clone, Deserialize, PartialEq, JsonSchema)]
@@ -23,11 +61,11 @@ use serde::Deserialize;
 pub struct GatewayConfig {
     /// Always 1 (a plain number: `"1"` is a string and does not load).
     #[serde(deserialize_with = "toolgate_policy::yaml::whole_u32")]
-    #[schemars(schema_with = "crate::schema::version_one")]
+    #[schemars(schema_with = "version_one")]
     pub version: u32,
     /// IP address and port to listen on, e.g. `0.0.0.0:8443` (port 0: any free port, printed
     /// at start).
-    #[schemars(pattern(crate::schema::LISTEN_PATTERN))]
+    #[schemars(pattern(LISTEN_PATTERN))]
     pub listen: String,
     /// TLS from PEM files; absent: plain HTTP (behind a TLS-terminating load balancer).
     #[serde(default)]
@@ -36,11 +74,11 @@ pub struct GatewayConfig {
     /// no query or fragment): the OAuth resource identifier (the JWT audience unless
     /// `auth.jwt.audience` says otherwise) and the base of the server URLs and of the RFC 9728
     /// metadata URLs.
-    #[schemars(pattern(crate::schema::HTTP_URL_PATTERN))]
+    #[schemars(pattern(HTTP_URL_PATTERN))]
     pub public_url: String,
     /// This replica's id in the audit log and metrics (default: `<hostname>-<pid>`).
     #[serde(default)]
-    #[schemars(pattern(crate::schema::REPLICA_PATTERN))]
+    #[schemars(pattern(REPLICA_PATTERN))]
     pub replica: Option<String>,
     /// The key (≥ 32 bytes, hex or base64 in a file or an environment variable) that seals
     /// session ids and approval states so that any replica can open them. Every replica
@@ -62,7 +100,7 @@ pub struct GatewayConfig {
     /// The upstream servers, by name: each is served at `/servers/<name>/mcp`.
     #[schemars(extend(
         "minProperties" = 1,
-        "propertyNames" = {"pattern": crate::schema::SERVER_NAME_PATTERN}
+        "propertyNames" = {"pattern": SERVER_NAME_PATTERN}
     ))]
     pub servers: BTreeMap<String, ServerConfig>,
 }
@@ -106,7 +144,7 @@ pub struct StoreConfig {
     /// `redis://[user:password@]host:port[/db]` or `rediss://…` (a password may be
     /// `${VAR}`, expanded from the environment). Exactly one of `url` and `path`.
     #[serde(default)]
-    #[schemars(pattern(crate::schema::REDIS_URL_PATTERN))]
+    #[schemars(pattern(REDIS_URL_PATTERN))]
     pub url: Option<String>,
     /// A file holding one replica's state (an embedded store: it survives a restart; one
     /// process at a time), relative to the configuration file.
@@ -115,11 +153,11 @@ pub struct StoreConfig {
     pub path: Option<PathBuf>,
     /// The prefix of every key (default: `toolgate`): one per deployment.
     #[serde(default)]
-    #[schemars(pattern(crate::schema::NO_WHITESPACE_PATTERN))]
+    #[schemars(pattern(NO_WHITESPACE_PATTERN))]
     pub namespace: Option<String>,
     /// How long one store operation may take before it counts as a failure (default: 500ms).
     #[serde(default)]
-    #[schemars(pattern(crate::schema::DURATION_PATTERN))]
+    #[schemars(pattern(DURATION_PATTERN))]
     pub timeout: Option<String>,
 }
 
@@ -153,10 +191,10 @@ pub struct AuthConfig {
 pub struct JwtConfig {
     /// The `iss` every token must carry; also announced as the authorization server in the
     /// RFC 9728 metadata.
-    #[schemars(pattern(crate::schema::HTTP_URL_PATTERN))]
+    #[schemars(pattern(HTTP_URL_PATTERN))]
     pub issuer: String,
     /// The issuer's JWKS document, where the signing keys are (https, or http on loopback).
-    #[schemars(pattern(crate::schema::HTTP_URL_PATTERN))]
+    #[schemars(pattern(HTTP_URL_PATTERN))]
     pub jwks_url: String,
     /// The `aud` every token must contain (default: `public_url`); a token whose `aud` is the
     /// URL of the server it calls (the resource of its RFC 9728 metadata) is accepted there
@@ -177,13 +215,13 @@ pub struct JwtConfig {
     #[serde(default)]
     #[schemars(
         length(min = 1),
-        extend("items" = {"type": "string", "enum": crate::load::JWT_ALGORITHMS})
+        extend("items" = {"type": "string", "enum": JWT_ALGORITHMS})
     )]
     pub algorithms: Option<Vec<String>>,
     /// Scopes announced in the metadata and required of every token, in `scope` or `scp`
     /// (default: none).
     #[serde(default)]
-    #[schemars(inner(pattern(crate::schema::SCOPE_PATTERN)))]
+    #[schemars(inner(pattern(SCOPE_PATTERN)))]
     pub scopes: Vec<String>,
 }
 
@@ -196,7 +234,7 @@ pub struct StaticToken {
     #[schemars(length(min = 1))]
     pub user: String,
     /// Hex SHA-256 of the token (`toolgate gateway hash-token` prints it).
-    #[schemars(pattern(crate::schema::SHA256_PATTERN))]
+    #[schemars(pattern(SHA256_PATTERN))]
     pub sha256: String,
     /// Groups of the token's user, named `token:GROUP` in `allow` and `approvers`.
     #[serde(default)]
@@ -261,7 +299,7 @@ pub struct Principals {
 pub struct SessionsConfig {
     /// An idle session ends after this long (default: 30m).
     #[serde(default)]
-    #[schemars(pattern(crate::schema::DURATION_PATTERN))]
+    #[schemars(pattern(DURATION_PATTERN))]
     pub idle_timeout: Option<String>,
     /// At most this many sessions per replica (default: 10000).
     #[serde(default, deserialize_with = "toolgate_policy::yaml::whole_usize_opt")]
@@ -295,7 +333,7 @@ pub struct ServerConfig {
     #[serde(default)]
     #[schemars(
         length(min = 1),
-        extend("prefixItems" = [{"type": "string", "pattern": crate::schema::NOT_BLANK_PATTERN}])
+        extend("prefixItems" = [{"type": "string", "pattern": NOT_BLANK_PATTERN}])
     )]
     pub command: Option<Vec<String>>,
     /// The stdio server's working directory, also the policy's `${workspace}` (relative: to
@@ -308,12 +346,12 @@ pub struct ServerConfig {
     pub env: BTreeMap<String, String>,
     /// A remote server's MCP endpoint (Streamable HTTP).
     #[serde(default)]
-    #[schemars(pattern(crate::schema::HTTP_URL_PATTERN))]
+    #[schemars(pattern(HTTP_URL_PATTERN))]
     pub url: Option<String>,
     /// Headers sent to the remote server (values may use `${VAR}`): the gateway's own
     /// credentials. The client's token is never passed upstream.
     #[serde(default)]
-    #[schemars(extend("propertyNames" = {"pattern": crate::schema::HEADER_NAME_PATTERN}))]
+    #[schemars(extend("propertyNames" = {"pattern": HEADER_NAME_PATTERN}))]
     pub headers: BTreeMap<String, String>,
     /// The policy file (relative: to this file's directory); default: the built-in starter
     /// policy.

@@ -15,7 +15,7 @@ use serde_saphyr::Error as YamlError;
 use toolgate_policy::diag::{Diagnostic, Diagnostics, Pos, SourceMap, did_you_mean, pos_at};
 use toolgate_policy::{Engine, Vars};
 
-use super::config::{GatewayConfig, ServerConfig, parse_duration};
+use super::config::{GatewayConfig, JWT_ALGORITHMS, ServerConfig, parse_duration};
 
 /// A configuration that loaded: checked, with its paths resolved.
 #[derive(Debug, Clone)]
@@ -27,12 +27,6 @@ pub struct LoadedConfig {
     /// are summarised here as one warning per policy.
     pub warnings: Diagnostics,
 }
-
-/// The signature algorithms `auth.jwt.algorithms` may list (asymmetric only: the keys
-/// come from a public JWKS).
-pub const JWT_ALGORITHMS: [&str; 9] = [
-    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA",
-];
 
 /// Reads, parses and checks the configuration at `path`. Diagnostics name the file as
 /// `path` was given.

@@ -9,7 +9,6 @@
 //! The schema cannot check everything the loader does (files that exist, policies that
 //! load, unique token hashes).
 
-use schemars::{Schema, SchemaGenerator, json_schema};
 use serde_json::Value;
 
 use super::config::GatewayConfig;
@@ -17,30 +16,6 @@ use super::config::GatewayConfig;
 /// Where the schema is published.
 pub const SCHEMA_URL: &str =
     "https://raw.githubusercontent.com/toolgate/toolgate/main/docs/gateway.schema.json";
-
-/// The pattern of server names.
-pub const SERVER_NAME_PATTERN: &str = "^[A-Za-z0-9_-]{1,64}$";
-
-/// An `http://` or `https://` URL with a host (the loader also wants https off loopback).
-pub(crate) const HTTP_URL_PATTERN: &str = r"^[hH][tT][tT][pP][sS]?://[^/?#\s]+";
-/// `listen`: an IP address (IPv6 in brackets) and a port.
-pub(crate) const LISTEN_PATTERN: &str = r"^(\[[0-9A-Fa-f:.]+\]|[0-9.]+):[0-9]{1,5}$";
-/// `replica`.
-pub(crate) const REPLICA_PATTERN: &str = "^[A-Za-z0-9_.-]{1,64}$";
-/// `store.url`: `redis://` or `rediss://`.
-pub(crate) const REDIS_URL_PATTERN: &str = r"^[rR][eE][dD][iI][sS][sS]?://[^\s]+";
-/// A duration such as `500ms`, `30m` or `1h 30m`.
-pub(crate) const DURATION_PATTERN: &str = r"^\s*[0-9]+\s*[a-zµ]+(\s*[0-9]+\s*[a-zµ]+)*\s*$";
-/// A scope: no whitespace, no `"`.
-pub(crate) const SCOPE_PATTERN: &str = r#"^[^\s"]+$"#;
-/// An HTTP header name (an RFC 9110 token).
-pub(crate) const HEADER_NAME_PATTERN: &str = "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$";
-/// `auth.tokens[].sha256`.
-pub(crate) const SHA256_PATTERN: &str = "^[0-9a-fA-F]{64}$";
-/// `store.namespace`.
-pub(crate) const NO_WHITESPACE_PATTERN: &str = r"^\S+$";
-/// The program of a `command`.
-pub(crate) const NOT_BLANK_PATTERN: &str = r"\S";
 
 /// The schema as a JSON value.
 pub fn gateway_schema() -> Value {
@@ -50,11 +25,6 @@ pub fn gateway_schema() -> Value {
 /// The schema as pretty JSON text.
 pub fn gateway_schema_text() -> String {
     serde_json::to_string_pretty(&gateway_schema()).unwrap_or_default()
-}
-
-/// `version`: the one format version there is.
-pub(crate) fn version_one(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"const": 1})
 }
 
 #[cfg(test)]
