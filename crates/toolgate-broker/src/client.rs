@@ -13,13 +13,13 @@ use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::paths::{self, Layout};
 use super::proto::{
     self, Choice, ErrorCode, FromBroker, Role, SharedApproval, SharedAttempt, TaintToken, ToBroker,
     VERSION, Withdrawal,
 };
 use toolgate_runtime::approval::question::question_of;
 use toolgate_runtime::approval::{Answer, AnswerFuture, ApprovalChannel, Question};
+use toolgate_runtime::paths::{self, Layout};
 
 /// How long connecting and the hello exchange may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

@@ -20,12 +20,12 @@ use tokio::sync::mpsc;
 use toolgate_store::{Cursor, EmbeddedStore};
 
 use super::hooks::{Audits, HookSession, Policies};
-use super::paths::{self, Layout};
 use super::proto::{
     self, Choice, ErrorCode, FromBroker, HookEffect, HookEvent, MAX_PENDING_PER_PROXY,
     MAX_TIMEOUT_MS, Pending, Question, Role, SharedApproval, SharedAttempt, TaintToken, ToBroker,
     VERSION, Withdrawal,
 };
+use toolgate_runtime::paths::{self, Layout};
 
 /// How long a new connection has to say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);

@@ -8,8 +8,7 @@
 
 use serde_json::Value;
 
-use crate::Operation;
-use crate::action::Action;
+use crate::action::{Action, Operation};
 use crate::contracts_impl::{Contracts, OnTainted};
 use crate::decision::{Contract, ContractResult, Effect};
 use crate::normalize::decoded_words;

@@ -1,6 +1,6 @@
 //! What controls a tool is under and where each comes from, and its typical call.
 
-use super::{Control, Origin};
+use crate::model::{Control, Origin};
 use serde_json::{Map, Value, json};
 use toolgate_policy::LoadedPolicy;
 use toolgate_policy::contracts::heuristics::{is_destination_param, is_recipient_param};

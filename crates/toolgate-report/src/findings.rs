@@ -1,7 +1,7 @@
 //! Findings about a tool, and the policy suggestions drawn from the audit figures.
 
 use super::audit::AuditFigures;
-use super::{Finding, SUGGEST_AFTER, Severity, Suggestion, ToolReport, yaml_str};
+use crate::model::{Finding, SUGGEST_AFTER, Severity, Suggestion, ToolReport, yaml_str};
 use toolgate_policy::contracts::{EntrySource, ToolContract};
 use toolgate_policy::{Effect, LoadedPolicy};
 

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::audit::{AuditFigures, EffectCounts};
-use super::{Report, ToolSource};
+use crate::model::{Report, ToolSource};
 
 /// Escapes text for HTML element content and quoted attribute values: `&<>"'` become
 /// entities; control characters are shown as visible escapes (`\u{1b}`) first.

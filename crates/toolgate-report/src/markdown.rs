@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::audit::{AuditFigures, EffectCounts};
-use super::{Finding, Report};
+use crate::model::{Finding, Report};
 
 /// Control characters shown as escapes (a terminal or renderer never sees them raw).
 pub fn printable(s: &str) -> String {

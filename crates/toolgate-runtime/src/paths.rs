@@ -227,6 +227,22 @@ pub fn describe(path: &Path) -> String {
     }
 }
 
+/// The workspace a `wrap` or `serve` runs for: `dir` (its `--workspace`), else the current
+/// directory; it must be a directory.
+pub fn workspace_or_cwd(dir: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    use anyhow::Context as _;
+    let workspace = match dir {
+        Some(dir) => dir,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    anyhow::ensure!(
+        workspace.is_dir(),
+        "workspace `{}` is not a directory",
+        workspace.display()
+    );
+    Ok(workspace)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

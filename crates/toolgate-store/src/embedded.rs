@@ -25,9 +25,10 @@ use redb::{
     Database, ReadableDatabase as _, ReadableTable as _, TableDefinition, WriteTransaction,
 };
 
-use crate::{
-    APPROVALS_MAXLEN, BoxFuture, BudgetAsk, Cursor, MemoryStore, PINS_TTL, Prepared, READ_LIMIT,
-    Store, StoreError, TAINT_MAXLEN, millis, ttl_ms,
+use crate::memory::MemoryStore;
+use crate::store::{
+    APPROVALS_MAXLEN, BoxFuture, BudgetAsk, Cursor, PINS_TTL, Prepared, READ_LIMIT, Store,
+    StoreError, TAINT_MAXLEN, millis, ttl_ms,
 };
 
 /// `created_ms` (when the file was made), `last_id` (the last stream entry id).

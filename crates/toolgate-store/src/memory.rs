@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::{
+use crate::store::{
     APPROVALS_MAXLEN, BoxFuture, BudgetAsk, Cursor, PINS_TTL, Prepared, READ_LIMIT, Store,
     StoreError, TAINT_MAXLEN, bounded, millis, ttl_ms,
 };
@@ -326,7 +326,7 @@ impl Store for MemoryStore {
             if state.nonces.get(nonce).is_some_and(|e| *e > now) {
                 return Ok(false);
             }
-            let ttl = Duration::from_millis(crate::ttl_ms(ttl_ms));
+            let ttl = Duration::from_millis(crate::store::ttl_ms(ttl_ms));
             state.nonces.insert(nonce.to_owned(), now + ttl);
             Ok(true)
         })
@@ -351,7 +351,7 @@ impl Store for MemoryStore {
                         created,
                         request: request_json.to_owned(),
                         answer: None,
-                        expires: now + Duration::from_millis(crate::ttl_ms(ttl_ms)),
+                        expires: now + Duration::from_millis(crate::store::ttl_ms(ttl_ms)),
                     },
                 );
             }

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 
 use lua::{LUA_ANSWER, LUA_APPEND, LUA_LIST, LUA_NOW, LUA_PREPARE, LUA_PUT, LUA_WRONG};
 
-use crate::{
+use crate::store::{
     APPROVALS_MAXLEN, BoxFuture, BudgetAsk, Cursor, PINS_TTL, Prepared, READ_LIMIT, Store,
     StoreError, TAINT_MAXLEN, bounded, hash_hex, millis, ttl_ms,
 };
@@ -647,7 +647,7 @@ impl Store for RedisStore {
                 .arg(1)
                 .arg("NX")
                 .arg("PX")
-                .arg(crate::ttl_ms(ttl_ms));
+                .arg(crate::store::ttl_ms(ttl_ms));
             match self.run(Request::Cmd(&cmd), Some(&key)).await? {
                 Value::Okay => Ok(true),
                 Value::Nil => Ok(false),
@@ -672,7 +672,7 @@ impl Store for RedisStore {
                 .key(self.keys.pending_index())
                 .arg(id)
                 .arg(request_json)
-                .arg(crate::ttl_ms(ttl_ms))
+                .arg(crate::store::ttl_ms(ttl_ms))
                 .arg(hash_hex(id))
                 .arg(self.keys.events());
             self.script(&invocation).await.map(drop)

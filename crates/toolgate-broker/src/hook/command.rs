@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use crate::Layout;
 use crate::hook::{self, Client, Output, Ruling};
 use crate::proto::HookEffect;
+use toolgate_runtime::paths::Layout;
 
 /// The default `--timeout` for Claude Code (whose own hook timeout is 60 s by default).
 const CLAUDE_TIMEOUT: Duration = Duration::from_secs(10);

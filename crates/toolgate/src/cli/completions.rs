@@ -2,7 +2,6 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use clap::CommandFactory as _;
 use clap_complete::Shell;
 
 /// Print the completion script for a shell.
@@ -16,9 +15,8 @@ pub struct Args {
     pub shell: Shell,
 }
 
-/// Writes the script to stdout.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut cmd = super::Cli::command();
+/// Writes the script for `cmd` (toolgate's whole command line) to stdout.
+pub fn run(args: Args, mut cmd: clap::Command) -> anyhow::Result<ExitCode> {
     let mut out = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "toolgate", &mut out);
     let mut stdout = std::io::stdout().lock();

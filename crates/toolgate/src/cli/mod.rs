@@ -96,7 +96,9 @@ pub fn main() -> ExitCode {
         Command::Audit(args) => audit::run(args),
         Command::Auth(args) => auth::run(args),
         Command::Broker(args) => broker::run(args),
-        Command::Completions(args) => completions::run(args),
+        Command::Completions(args) => {
+            completions::run(args, <Cli as clap::CommandFactory>::command())
+        }
         Command::Demo(args) => demo::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Gateway(args) => gateway::run(args),
@@ -117,20 +119,4 @@ pub fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-/// The workspace a `wrap` or `serve` runs for: `--workspace`, else the current directory;
-/// it must be a directory.
-pub fn workspace_or_cwd(dir: Option<std::path::PathBuf>) -> anyhow::Result<std::path::PathBuf> {
-    use anyhow::Context as _;
-    let workspace = match dir {
-        Some(dir) => dir,
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    anyhow::ensure!(
-        workspace.is_dir(),
-        "workspace `{}` is not a directory",
-        workspace.display()
-    );
-    Ok(workspace)
 }

@@ -27,7 +27,7 @@ pub struct Args {
 
 /// Runs `toolgate serve` until stdin closes.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let workspace = super::workspace_or_cwd(args.workspace)?;
+    let workspace = toolgate_runtime::paths::workspace_or_cwd(args.workspace)?;
     let audit = args
         .audit
         .unwrap_or_else(|| toolgate_runtime::paths::default_audit(&workspace));

@@ -100,7 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         !toolgate_runtime::serve::is_serve_command(&args.command),
         "refusing to wrap `toolgate serve`: the management server reads the audit log and decides hypothetical calls, and must never be reachable through a wrapped (agent-facing) server\n  help: add `toolgate serve` to the client configuration directly, without `toolgate wrap`"
     );
-    let workspace = super::workspace_or_cwd(args.workspace)?;
+    let workspace = toolgate_runtime::paths::workspace_or_cwd(args.workspace)?;
     let config = ProxyConfig {
         relay: RelayConfig {
             max_message_bytes: args.max_message_bytes.max(1),
