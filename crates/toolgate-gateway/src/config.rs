@@ -68,7 +68,7 @@ pub struct GatewayConfig {
     #[schemars(pattern(LISTEN_PATTERN))]
     pub listen: String,
     /// TLS from PEM files; absent: plain HTTP (behind a TLS-terminating load balancer).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     pub tls: Option<TlsConfig>,
     /// The gateway's public base URL, e.g. `https://mcp.example.com` (https unless loopback;
     /// no query or fragment): the OAuth resource identifier (the JWT audience unless
@@ -77,7 +77,7 @@ pub struct GatewayConfig {
     #[schemars(pattern(HTTP_URL_PATTERN))]
     pub public_url: String,
     /// This replica's id in the audit log and metrics (default: `<hostname>-<pid>`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     #[schemars(pattern(REPLICA_PATTERN))]
     pub replica: Option<String>,
     /// The key (≥ 32 bytes, hex or base64 in a file or an environment variable) that seals
@@ -85,12 +85,12 @@ pub struct GatewayConfig {
     /// must have the same key. Never stored in the store.
     pub secret: SecretSource,
     /// The audit log of this replica (default: `./toolgate-gateway-<replica>.jsonl`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     #[schemars(length(min = 1))]
     pub audit: Option<PathBuf>,
     /// The shared store (`redis://` or `rediss://` URL), or a file for one replica's state
     /// (`path`); absent: state in memory (one replica only, gone when it stops).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     pub store: Option<StoreConfig>,
     /// Who may connect and how they authenticate: `jwt`, `tokens` or both.
     pub auth: AuthConfig,
@@ -124,11 +124,11 @@ pub struct TlsConfig {
 #[schemars(inline, extend("minProperties" = 1, "maxProperties" = 1))]
 pub struct SecretSource {
     /// A file holding the key.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     #[schemars(length(min = 1))]
     pub file: Option<PathBuf>,
     /// An environment variable holding the key.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     #[schemars(length(min = 1))]
     pub env: Option<String>,
 }
@@ -143,20 +143,20 @@ pub struct SecretSource {
 pub struct StoreConfig {
     /// `redis://[user:password@]host:port[/db]` or `rediss://…` (a password may be
     /// `${VAR}`, expanded from the environment). Exactly one of `url` and `path`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     #[schemars(pattern(REDIS_URL_PATTERN))]
     pub url: Option<String>,
     /// A file holding one replica's state (an embedded store: it survives a restart; one
     /// process at a time), relative to the configuration file.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     #[schemars(length(min = 1))]
     pub path: Option<PathBuf>,
     /// The prefix of every key (default: `toolgate`): one per deployment.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     #[schemars(pattern(NO_WHITESPACE_PATTERN))]
     pub namespace: Option<String>,
     /// How long one store operation may take before it counts as a failure (default: 500ms).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     #[schemars(pattern(DURATION_PATTERN))]
     pub timeout: Option<String>,
 }
@@ -173,7 +173,7 @@ pub struct StoreConfig {
 )]
 pub struct AuthConfig {
     /// JWT access tokens from the organisation's authorization server.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     pub jwt: Option<JwtConfig>,
     /// Static bearer tokens, stored as SHA-256 (hex) of the token.
     #[serde(default)]
@@ -199,20 +199,20 @@ pub struct JwtConfig {
     /// The `aud` every token must contain (default: `public_url`); a token whose `aud` is the
     /// URL of the server it calls (the resource of its RFC 9728 metadata) is accepted there
     /// too.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     #[schemars(length(min = 1))]
     pub audience: Option<String>,
     /// The claim that names the user (default: `sub`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     #[schemars(length(min = 1))]
     pub user_claim: Option<String>,
     /// The claim that lists the user's groups: an array of strings, or one string (default:
     /// `groups`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     #[schemars(length(min = 1))]
     pub groups_claim: Option<String>,
     /// Accepted signature algorithms (default: RS256, ES256, EdDSA).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     #[schemars(
         length(min = 1),
         extend("items" = {"type": "string", "enum": JWT_ALGORITHMS})
@@ -298,7 +298,7 @@ pub struct Principals {
 #[schemars(inline)]
 pub struct SessionsConfig {
     /// An idle session ends after this long (default: 30m).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     #[schemars(pattern(DURATION_PATTERN))]
     pub idle_timeout: Option<String>,
     /// At most this many sessions per replica (default: 10000).
@@ -330,7 +330,7 @@ pub struct SessionsConfig {
 )]
 pub struct ServerConfig {
     /// A stdio server: the command and its arguments (one child per session).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     #[schemars(
         length(min = 1),
         extend("prefixItems" = [{"type": "string", "pattern": NOT_BLANK_PATTERN}])
@@ -338,14 +338,14 @@ pub struct ServerConfig {
     pub command: Option<Vec<String>>,
     /// The stdio server's working directory, also the policy's `${workspace}` (relative: to
     /// this file's directory).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     #[schemars(length(min = 1))]
     pub workspace: Option<PathBuf>,
     /// Extra environment of the stdio server (values may use `${VAR}`).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// A remote server's MCP endpoint (Streamable HTTP).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     #[schemars(pattern(HTTP_URL_PATTERN))]
     pub url: Option<String>,
     /// Headers sent to the remote server (values may use `${VAR}`): the gateway's own
@@ -355,11 +355,11 @@ pub struct ServerConfig {
     pub headers: BTreeMap<String, String>,
     /// The policy file (relative: to this file's directory); default: the built-in starter
     /// policy.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     #[schemars(length(min = 1))]
     pub policy: Option<PathBuf>,
     /// Who may reach this server; absent: every authenticated user.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
     pub allow: Option<Principals>,
 }
 

@@ -67,8 +67,8 @@ pub use rules::{CallFacts, Vars};
 pub use command_sink::{collect_strings, tainted_in_command};
 pub use fingerprint::{FINGERPRINT_FIELDS, fingerprint};
 pub use session::{
-    ApprovalScope, PinReport, PinState, RecordedOutput, Session, SessionLimits, prompt_digests,
-    token_digest,
+    ApprovalScope, MAX_PHRASE_WORDS, MAX_PROMPT_WORDS, PinReport, PinState, RecordedOutput,
+    Session, SessionLimits, phrase_key, prompt_digests, token_digest,
 };
 pub use taint::{
     OutputTrust, Provenance, TaintIndex, TaintLimits, TaintSource, canonical_destination,
@@ -90,7 +90,7 @@ pub mod diag {
 /// (the gateway's): the parser's options, strict scalars, and serde errors as diagnostics.
 pub mod yaml {
     pub use crate::load::yaml_error;
-    pub use crate::strict::{whole_u32, whole_usize_opt, yaml_options};
+    pub use crate::strict::{present, whole_u32, whole_usize_opt, yaml_options};
 }
 
 /// The shell scanner behind the normalisation of commands.

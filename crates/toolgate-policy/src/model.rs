@@ -41,14 +41,22 @@ pub struct Policy {
     #[serde(default)]
     pub tools: BTreeMap<String, ToolContract>,
     /// Built-in packs to apply. Absent: all packs. `[]`: none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     #[schemars(extend(
         "items" = {"type": "string", "enum": crate::contracts::packs::pack_names()},
         "uniqueItems" = true
     ))]
     pub packs: Option<Vec<String>>,
     /// Bounds of the taint index kept per session; defaults when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     pub taint: Option<TaintLimits>,
 }
 
@@ -71,37 +79,69 @@ pub struct Rule {
     #[schemars(length(min = 1))]
     pub operations: Vec<Operation>,
     /// A note for the people who read the policy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     pub description: Option<String>,
     /// Path globs (`${workspace}`, `${home}` and a leading `~/` expand). `*` stays in one
     /// component, `**` crosses directories; `dir/**` also covers `dir`. Allow/ask: every
     /// requested resource must match; deny: any one is enough. fs.*, git.* and unknown only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     #[schemars(length(min = 1), inner(length(min = 1)))]
     pub resources: Option<Vec<String>>,
     /// Server name globs (the `--server` name given to `toolgate wrap`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     #[schemars(length(min = 1), inner(length(min = 1)))]
     pub servers: Option<Vec<String>>,
     /// Tool name globs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     #[schemars(length(min = 1), inner(length(min = 1)))]
     pub tools: Option<Vec<String>>,
     /// Executable basenames (`rm` also matches `/bin/rm`); wrappers such as sudo, env and
     /// `sh -c` are looked through. shell.exec and git.* only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     #[schemars(length(min = 1), inner(length(min = 1)))]
     pub executables: Option<Vec<String>>,
     /// Exact argv lists, e.g. `[npm, test]`. shell.exec and git.* only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     #[schemars(length(min = 1), inner(length(min = 1)))]
     pub commands: Option<Vec<Vec<String>>>,
     /// Host globs such as `*.example.com` (no scheme, port or path). net.request only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     #[schemars(length(min = 1), inner(length(min = 1)))]
     pub hosts: Option<Vec<String>>,
     /// HTTP methods, e.g. GET, HEAD (case-insensitive). net.request only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     #[schemars(length(min = 1), inner(length(min = 1)))]
     pub methods: Option<Vec<String>>,
     /// Required hints of the pinned tool definition, e.g. `readOnlyHint: true`. Allow rules

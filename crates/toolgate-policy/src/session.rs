@@ -216,8 +216,9 @@ fn phrase_words(text: &str) -> impl Iterator<Item = String> + '_ {
         .filter(|w| !w.is_empty())
 }
 
-/// A value as a phrase of a prompt: its words ([`phrase_words`]) joined by one space, when it
-/// has between one and [`MAX_PHRASE_WORDS`] of them. A value the user typed, whatever its
+/// A value as a phrase of a prompt: its words (split on white space, lower-cased, quotes,
+/// brackets and clause punctuation trimmed from their edges) joined by one space, when it has
+/// between one and [`MAX_PHRASE_WORDS`] of them. A value the user typed, whatever its
 /// shape, has the key of one of the phrases [`prompt_digests`] keeps.
 pub fn phrase_key(text: &str) -> Option<String> {
     let words: Vec<String> = phrase_words(text).take(MAX_PHRASE_WORDS + 1).collect();

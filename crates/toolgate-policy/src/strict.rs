@@ -126,3 +126,19 @@ pub fn boolean_map_opt<'de, D: Deserializer<'de>>(
     let map: std::collections::BTreeMap<String, StrictBool> = serde::Deserialize::deserialize(d)?;
     Ok(Some(map.into_iter().map(|(k, v)| (k, v.0)).collect()))
 }
+
+/// An optional key that, when written, holds a value. `resources:` with nothing after it is
+/// YAML null: read as an absent key, it would drop the constraint (an allow rule whose
+/// `resources:` lost its list would match every path), so it is an error instead.
+pub fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    match <Option<T> as serde::Deserialize>::deserialize(d)? {
+        Some(v) => Ok(Some(v)),
+        None => Err(de::Error::custom(
+            "the key has no value (YAML null): give it one, or remove the key",
+        )),
+    }
+}

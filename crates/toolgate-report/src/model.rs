@@ -28,7 +28,7 @@ pub enum ToolSource {
     Probe,
 }
 
-/// One server's tools, as given to [`build`].
+/// One server's tools, as given to [`build`](crate::build).
 #[derive(Debug, Clone)]
 pub struct ServerTools {
     pub name: String,

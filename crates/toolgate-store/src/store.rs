@@ -116,7 +116,7 @@ pub enum StoreError {
         /// Why it cannot be used.
         why: String,
     },
-    /// Another process (or another [`EmbeddedStore`] of this one) has the embedded store open.
+    /// Another process (or another [`EmbeddedStore`](crate::EmbeddedStore) of this one) has the embedded store open.
     #[error(
         "the state store {store} is in use by another process (one writer at a time)\n\
          help: stop the other toolgate that uses it (`toolgate status` shows a running broker), or give this one another path"

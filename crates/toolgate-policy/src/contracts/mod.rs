@@ -98,7 +98,11 @@ pub struct TrustedFields {
     pub trusted_fields: Vec<String>,
     /// How text content is parsed: `json` (the default) or `yaml`. Text that does not parse
     /// is untrusted as a whole.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     pub text_format: Option<TextFormat>,
     /// A value in a trusted field that the same output also holds in an untrusted field:
     /// trusted (`true`) or untrusted (`false`, the default: an injection that repeats a
@@ -177,32 +181,60 @@ pub struct ToolContract {
     )]
     pub exfiltrating: Option<bool>,
     /// Arguments that carry a destination (added to the destination-named ones).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     #[schemars(length(min = 1), inner(length(min = 1)))]
     pub sink_params: Option<Vec<String>>,
     /// Destinations that always pass: exact values or globs (`*@corp.com`,
     /// `https://hooks.corp.com/*`), matched case-insensitively against the canonical form.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     #[schemars(length(min = 1), inner(length(min = 1)))]
     pub trusted_destinations: Option<Vec<String>>,
     /// What a destination seen only in untrusted tool output gets: `deny` (the default) or
     /// `ask`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     pub on_tainted: Option<OnTainted>,
     /// Arguments that hold a path or a list of paths.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     #[schemars(length(min = 1), inner(length(min = 1)))]
     pub path_params: Option<Vec<String>>,
     /// Every path the call touches must be inside one of these (canonical, component-wise;
     /// `${workspace}`, `${home}` and a leading `~` expand).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     #[schemars(length(min = 1), inner(length(min = 1)))]
     pub allowed_path_prefixes: Option<Vec<String>>,
     /// `{arg: regex}`: the argument must match in full.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     pub arg_patterns: Option<BTreeMap<String, String>>,
     /// `{arg: [literals]}`: the argument must be one of these values.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     pub arg_values: Option<BTreeMap<String, Vec<serde_json::Value>>>,
     /// Calls per session, counting attempts (also ones later denied); `0` forbids the tool.
     #[serde(
@@ -212,46 +244,94 @@ pub struct ToolContract {
     )]
     pub max_calls: Option<u64>,
     /// A windowed budget, e.g. `{max: 5, per: 10m}`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     pub budget: Option<BudgetSpec>,
     /// Trust label of the tool's output (default untrusted).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     pub output: Option<OutputSpec>,
     /// The tool's primary operation, for tools the built-in adapters do not know.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     pub operation: Option<Operation>,
     /// Shell tools: the argument holding the command (string or argv array).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     pub command_param: Option<String>,
     /// Shell tools: a separate argument array (`{command: git, args: [...]}`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     pub args_param: Option<String>,
     /// Shell tools: the working-directory argument.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     pub cwd_param: Option<String>,
     /// HTTP tools: arguments holding URLs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     #[schemars(length(min = 1), inner(length(min = 1)))]
     pub url_params: Option<Vec<String>>,
     /// HTTP tools: the argument holding the method.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     pub method_param: Option<String>,
     /// Per-argument operation override, e.g. `{source: fs.delete}` for a move.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     pub param_operations: Option<BTreeMap<String, Operation>>,
     /// Git tools in the style of mcp-server-git: the git subcommand (`git_diff` → `diff`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     pub git_subcommand: Option<String>,
     /// Expected annotation hints of the pinned definition (e.g. `readOnlyHint: true`); a
     /// definition that says otherwise makes every call ask.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     #[schemars(schema_with = "crate::schema::annotation_hints")]
     pub annotations: Option<BTreeMap<String, bool>>,
     /// The tool reaches beneath a directory (a recursive search or listing): which
     /// arguments name the directory and which narrow the files it touches. Deny rules meet
     /// every path their pattern can match beneath it, allow rules must cover all of it.
     /// Filters narrow only where they provably exclude a pattern.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     pub recursive: Option<RecursiveSpec>,
 }
 
@@ -269,17 +349,29 @@ pub struct RecursiveSpec {
     /// Arguments holding file-name globs in the manner of ripgrep's `--glob` (`*.rs`,
     /// `*.{ts,tsx}`, several separated by spaces or commas); a glob with a `/` narrows by
     /// its last component, one starting with `!` (an exclusion) narrows nothing.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     #[schemars(length(min = 1), inner(length(min = 1)))]
     pub name_globs: Option<Vec<String>>,
     /// Arguments holding a glob relative to the directory (`src/**/*.rs`): its leading
     /// literal directories narrow the directory, its last component the file names.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     #[schemars(length(min = 1), inner(length(min = 1)))]
     pub relative_globs: Option<Vec<String>>,
     /// Arguments holding ripgrep file-type names (`rust`, `py`, `ts`); an unknown type
     /// narrows nothing.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
     #[schemars(length(min = 1), inner(length(min = 1)))]
     pub types: Option<Vec<String>>,
     /// Without any directory argument, the call searches the workspace (the call's

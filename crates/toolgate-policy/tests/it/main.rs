@@ -20,6 +20,7 @@ mod normalize_git;
 mod normalize_http;
 mod normalize_props;
 mod normalize_shell;
+mod null_keys;
 mod packs_filesystem;
 mod packs_live;
 mod packs_pypi;
