@@ -365,3 +365,15 @@ fn secret_key_reads_a_file_and_names_a_missing_variable() {
         "{e}"
     );
 }
+
+#[test]
+fn a_key_without_a_value_is_an_error_not_an_absent_key() {
+    // `allow:` whose list was commented out would open the server to every user.
+    let (message, line, _) = first_error(&format!("{GOOD}    allow:\n      # users: [ci]\n"));
+    assert!(message.contains("no value"), "{message}");
+    assert_eq!(line, GOOD.lines().count() + 1, "{message}");
+    for key in ["  idle_timeout:", "  max:"] {
+        let (message, _, _) = first_error(&format!("{GOOD}sessions:\n{key}\n"));
+        assert!(message.contains("no value"), "{key}: {message}");
+    }
+}
