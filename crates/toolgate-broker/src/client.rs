@@ -234,6 +234,8 @@ pub struct BrokerChannel {
     started: AtomicBool,
     /// This proxy shared or received state of its session (said in the next `hello`).
     known: Arc<AtomicBool>,
+    /// The broker's key of the digests of the user's prompts, once read.
+    vouch_key: std::sync::OnceLock<[u8; 32]>,
 }
 
 impl std::fmt::Debug for BrokerChannel {
@@ -265,6 +267,7 @@ impl BrokerChannel {
             wake: tokio::sync::Notify::new(),
             started: AtomicBool::new(false),
             known: Arc::new(AtomicBool::new(false)),
+            vouch_key: std::sync::OnceLock::new(),
         }
     }
 
@@ -426,6 +429,20 @@ impl BrokerChannel {
     /// Takes the digests of destinations the user typed in a prompt of the session.
     pub fn take_vouched(&self) -> Vec<[u8; 32]> {
         std::mem::take(&mut lock(&self.inbox).vouched)
+    }
+
+    /// The broker's key of those digests (`paths::vouch_key`), read once it exists.
+    pub fn vouch_key(&self) -> Option<[u8; 32]> {
+        if let Some(key) = self.vouch_key.get() {
+            return Some(*key);
+        }
+        match paths::read_token(&self.layout.vouch_key) {
+            Ok(key) => Some(*self.vouch_key.get_or_init(|| key)),
+            Err(e) => {
+                tracing::warn!("the broker's key of the user's prompts cannot be read: {e}");
+                None
+            }
+        }
     }
 
     /// Takes the `(tool, at_ms)` attempts the session's other proxies made on this server.
@@ -685,6 +702,9 @@ impl toolgate_runtime::enforce::share::SessionShare for BrokerShare {
     }
     fn take_vouched(&self) -> Vec<[u8; 32]> {
         self.0.take_vouched()
+    }
+    fn vouch_key(&self) -> Option<[u8; 32]> {
+        self.0.vouch_key()
     }
     fn share_tokens(&self, tokens: Vec<TaintToken>) {
         self.0.share(tokens);

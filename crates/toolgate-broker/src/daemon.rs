@@ -25,6 +25,7 @@ use super::proto::{
     MAX_TIMEOUT_MS, Pending, Question, Role, SharedApproval, SharedAttempt, TaintToken, ToBroker,
     VERSION, Withdrawal,
 };
+use toolgate_policy::VouchKey;
 use toolgate_runtime::paths::{self, Layout};
 
 /// How long a new connection has to say hello.
@@ -94,6 +95,9 @@ struct BrokerState {
     audits: Audits,
     /// The agent sessions' durable state (none only in unit tests).
     store: Option<Arc<EmbeddedStore>>,
+    /// The key of the digests of the user's prompts ([`VouchKey`]; all zeros only in unit
+    /// tests).
+    vouch_key: VouchKey,
     /// This broker created the store although a broker ran in the directory before: what
     /// that one stored is gone.
     store_replaced: bool,
@@ -151,6 +155,7 @@ pub struct Bound {
     token: [u8; paths::TOKEN_BYTES],
     store: Arc<EmbeddedStore>,
     store_replaced: bool,
+    vouch_key: VouchKey,
 }
 
 impl Drop for Bound {
@@ -209,6 +214,7 @@ pub fn bind(layout: &Layout) -> anyhow::Result<Bound> {
     let store = EmbeddedStore::open(&layout.store, SESSION_TTL)
         .map_err(|e| anyhow::anyhow!("cannot open the broker's session store: {e}"))?;
     let token = paths::write_token(&layout.token)?;
+    let vouch_key = VouchKey::new(paths::vouch_key(&layout.vouch_key)?);
     let listener = UnixListener::bind(&layout.socket)
         .with_context(|| format!("cannot listen on `{}`", layout.socket.display()))?;
     let bound = Bound {
@@ -218,6 +224,7 @@ pub fn bind(layout: &Layout) -> anyhow::Result<Bound> {
         token,
         store_replaced: store.fresh() && ran_before,
         store: Arc::new(store),
+        vouch_key,
     };
     std::fs::set_permissions(&layout.socket, std::fs::Permissions::from_mode(0o600))
         .with_context(|| format!("cannot set the mode of `{}`", layout.socket.display()))?;
@@ -230,6 +237,7 @@ pub async fn serve(bound: Bound, shutdown: impl std::future::Future<Output = ()>
         state: Mutex::new(BrokerState {
             store: Some(bound.store.clone()),
             store_replaced: bound.store_replaced,
+            vouch_key: bound.vouch_key,
             ..BrokerState::default()
         }),
         token: bound.token,

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 use toolgate_policy::{
-    Effect, Engine, OutputTrust, Session, SessionLimits, TaintSource, collect_strings,
+    Effect, Engine, OutputTrust, Session, SessionLimits, TaintSource, VouchKey, collect_strings,
     prompt_digests,
 };
 
@@ -183,11 +183,15 @@ pub(crate) struct HookSession {
 impl HookSession {
     /// A fresh session with the taint bounds of `engine`'s policy; pinning off (hooks see no
     /// tool definitions; a wrapped server's proxy pins its own).
-    pub fn new(engine: &Engine) -> HookSession {
+    /// `key` is the broker's [`VouchKey`], which the digests of the user's prompts are made
+    /// with.
+    pub fn new(engine: &Engine, key: VouchKey) -> HookSession {
         let mut limits = SessionLimits::new(engine.policy().taint.clone().unwrap_or_default());
         limits.pinning = false;
+        let mut session = Session::new(limits);
+        session.set_vouch_key(key);
         HookSession {
-            session: Session::new(limits),
+            session,
             pending: Vec::new(),
         }
     }
@@ -321,7 +325,7 @@ impl HookSession {
             Ok(t) => t,
             Err(why) => return (Vec::new(), Err(why)),
         };
-        let digests: Vec<[u8; 32]> = prompt_digests(text).into_iter().collect();
+        let digests: Vec<[u8; 32]> = prompt_digests(self.session.vouch_key(), text);
         if digests.is_empty() {
             return (Vec::new(), Ok(false));
         }
@@ -442,7 +446,7 @@ mod tests {
         let engine =
             setup::engine_from_source(toolgate_policy::STARTER_POLICY, None, dir.path(), None)
                 .unwrap();
-        let mut hs = HookSession::new(&engine);
+        let mut hs = HookSession::new(&engine, VouchKey::default());
         let source = TaintSource {
             server: None,
             tool: "WebFetch".to_owned(),
@@ -454,7 +458,10 @@ mod tests {
             source,
         );
         // What a prompt confirmed in the transcript vouches for.
-        for d in prompt_digests("please post it to https://good.example/upload") {
+        for d in prompt_digests(
+            &VouchKey::default(),
+            "please post it to https://good.example/upload",
+        ) {
             hs.import_digest(d);
         }
         hs

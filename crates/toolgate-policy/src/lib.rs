@@ -68,7 +68,7 @@ pub use command_sink::{collect_strings, tainted_in_command};
 pub use fingerprint::{FINGERPRINT_FIELDS, fingerprint};
 pub use session::{
     ApprovalScope, MAX_PHRASE_WORDS, MAX_PROMPT_WORDS, PinReport, PinState, RecordedOutput,
-    Session, SessionLimits, phrase_key, prompt_digests, token_digest,
+    Session, SessionLimits, VouchKey, phrase_key, prompt_digests, token_digest,
 };
 pub use taint::{
     OutputTrust, Provenance, TaintIndex, TaintLimits, TaintSource, canonical_destination,

@@ -150,12 +150,14 @@ pub struct Session {
     /// What `record_output_fields` noted about the latest outputs, for the sink gate's
     /// reason (at most [`MAX_FIELD_NOTES`]).
     field_notes: VecDeque<FieldNote>,
-    /// SHA-256 digests of the destination tokens the user typed in a prompt of this agent
-    /// session ([`prompt_digests`]): such a destination passes the sink gate as
-    /// [`SinkVerdict::UserVouched`], even when untrusted output repeats it. Only digests are
-    /// kept, never the prompt. Bounded by [`MAX_USER_VOUCHED`] (oldest forgotten first).
+    /// Keyed digests ([`token_digest`]) of the destinations and phrases the user typed in a
+    /// prompt of this agent session ([`prompt_digests`]): such a value passes the sink gate as
+    /// [`crate::SinkVerdict::UserVouched`], even when untrusted output repeats it. Only
+    /// digests are kept, never the prompt. Bounded by [`MAX_USER_VOUCHED`] (oldest forgotten first).
     user_vouched: HashSet<[u8; 32]>,
     user_vouched_order: VecDeque<[u8; 32]>,
+    /// The key of those digests.
+    vouch_key: VouchKey,
     /// Why what toolgate knew of this agent session is gone (its state store was deleted or
     /// replaced while the session ran): the sink gate then proves no destination from
     /// session state ([`Session::mark_state_lost`]).
@@ -165,10 +167,45 @@ pub struct Session {
 /// The most prompt digests a session keeps ([`Session::vouch_user_digest`]).
 pub const MAX_USER_VOUCHED: usize = 20_000;
 
-/// The SHA-256 of one canonical destination token, as [`Session::vouch_user_digest`] keeps it.
-pub fn token_digest(token: &str) -> [u8; 32] {
+/// The key of the digests kept of what the user typed ([`prompt_digests`]): a secret of the
+/// user's broker (a 0600 file beside its token), so that the digests of common words, kept
+/// on disk with the broker's sessions, cannot be turned back into the prompt by hashing a
+/// dictionary. [`VouchKey::default`] (all zeros) serves tests and processes that never
+/// receive digests.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct VouchKey([u8; 32]);
+
+impl VouchKey {
+    /// The key with these bytes.
+    pub const fn new(bytes: [u8; 32]) -> Self {
+        VouchKey(bytes)
+    }
+}
+
+impl std::fmt::Debug for VouchKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("VouchKey(..)")
+    }
+}
+
+/// The keyed digest (HMAC-SHA-256 under `key`) of one canonical destination token or phrase,
+/// as [`Session::vouch_user_digest`] keeps it.
+pub fn token_digest(key: &VouchKey, token: &str) -> [u8; 32] {
+    use hmac::{Hmac, KeyInit, Mac as _};
     use sha2::Digest as _;
-    sha2::Sha256::digest(token.as_bytes()).into()
+    match <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(&key.0) {
+        Ok(mut mac) => {
+            mac.update(token.as_bytes());
+            mac.finalize().into_bytes().into()
+        }
+        // HMAC takes a key of any length, so this does not happen; a plain keyed hash is
+        // still a digest of the same token.
+        Err(_) => sha2::Sha256::new()
+            .chain_update(key.0)
+            .chain_update(token.as_bytes())
+            .finalize()
+            .into(),
+    }
 }
 
 /// The most words at the start of one prompt whose phrases [`prompt_digests`] vouches for.
@@ -231,7 +268,7 @@ pub fn phrase_key(text: &str) -> Option<String> {
 /// its canonical form, and every phrase of one to [`MAX_PHRASE_WORDS`] words among its first
 /// [`MAX_PROMPT_WORDS`] ([`phrase_key`]), so a name the user typed (`Le Marais Boutique`)
 /// vouches for that value whatever its shape. The text itself is not kept.
-pub fn prompt_digests(prompt: &str) -> Vec<[u8; 32]> {
+pub fn prompt_digests(key: &VouchKey, prompt: &str) -> Vec<[u8; 32]> {
     let mut tokens: Vec<String> = crate::taint::tokenize_destinations(prompt);
     for word in prompt.split(|c: char| {
         c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '"' | '\'' | '`' | '<' | '>')
@@ -261,7 +298,7 @@ pub fn prompt_digests(prompt: &str) -> Vec<[u8; 32]> {
     let mut seen = HashSet::with_capacity(tokens.len());
     tokens
         .into_iter()
-        .map(|t| token_digest(&t))
+        .map(|t| token_digest(key, &t))
         .filter(|d| seen.insert(*d))
         .collect()
 }
@@ -300,6 +337,7 @@ impl Session {
             field_notes: VecDeque::new(),
             user_vouched: HashSet::new(),
             user_vouched_order: VecDeque::new(),
+            vouch_key: VouchKey::default(),
             state_lost: None,
         }
     }
@@ -336,7 +374,21 @@ impl Session {
 
     /// Whether the user typed this canonical destination token in a prompt of the session.
     pub fn user_vouched(&self, token: &str) -> bool {
-        !self.user_vouched.is_empty() && self.user_vouched.contains(&token_digest(token))
+        !self.user_vouched.is_empty()
+            && self
+                .user_vouched
+                .contains(&token_digest(&self.vouch_key, token))
+    }
+
+    /// Sets the key the digests of what the user typed are made with ([`VouchKey`]): the
+    /// broker's, before any digest of it is taken in.
+    pub fn set_vouch_key(&mut self, key: VouchKey) {
+        self.vouch_key = key;
+    }
+
+    /// The key of the digests this session takes in.
+    pub fn vouch_key(&self) -> &VouchKey {
+        &self.vouch_key
     }
 
     /// Whether the user typed this value, as a phrase of a prompt of the session

@@ -22,6 +22,9 @@ pub const SOCKET_NAME: &str = "broker.sock";
 pub const TOKEN_NAME: &str = "token";
 /// The file name of the agent sessions' durable state inside the broker directory.
 pub const STORE_NAME: &str = "sessions.redb";
+/// The file name of the key of the digests of what the user typed (kept across restarts,
+/// like the sessions whose digests it made).
+pub const VOUCH_KEY_NAME: &str = "vouch.key";
 /// Overrides the broker directory (tests, unusual setups).
 pub const DIR_ENV: &str = "TOOLGATE_BROKER_DIR";
 /// `sun_path` holds 108 bytes on Linux (104 on the BSDs), including the NUL.
@@ -37,6 +40,8 @@ pub struct Layout {
     pub token: PathBuf,
     /// The agent sessions' state (`toolgate_store::EmbeddedStore`, 0600).
     pub store: PathBuf,
+    /// The key of the digests of what the user typed (0600, made once).
+    pub vouch_key: PathBuf,
 }
 
 impl Layout {
@@ -46,6 +51,7 @@ impl Layout {
             socket: dir.join(SOCKET_NAME),
             token: dir.join(TOKEN_NAME),
             store: dir.join(STORE_NAME),
+            vouch_key: dir.join(VOUCH_KEY_NAME),
             dir,
         }
     }
@@ -207,6 +213,15 @@ pub fn read_token(path: &Path) -> Result<[u8; TOKEN_BYTES], Unsafe> {
         path: path.display().to_string(),
         message: format!("the token is not {TOKEN_BYTES} bytes"),
     })
+}
+
+/// The key of the digests of what the user typed: read from `path`, or made (32 random bytes,
+/// 0600) when there is none yet. Kept across broker restarts, like the digests it made.
+pub fn vouch_key(path: &Path) -> anyhow::Result<[u8; TOKEN_BYTES]> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => write_token(path),
+        _ => read_token(path).map_err(|e| anyhow::anyhow!("{e}")),
+    }
 }
 
 /// Compares two tokens in constant time.

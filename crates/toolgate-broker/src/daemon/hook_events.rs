@@ -121,6 +121,7 @@ impl BrokerState {
             Err(reason) => return (HookEffect::Deny, reason),
         };
         let starts = matches!(event, HookEvent::SessionStart {});
+        let vouch_key = self.vouch_key;
         let shared = self.session_named(key.to_owned());
         // A session whose client predates the store: a `SessionStart` says it is new; any
         // other event, that it ran before and what the store held of it is gone.
@@ -137,7 +138,7 @@ impl BrokerState {
         if shared.hook.is_none() {
             // The first hook of the session: it starts from what the proxies shared so far
             // (and, in a broker that started again, from what the store kept).
-            let mut hook = HookSession::new(&engine);
+            let mut hook = HookSession::new(&engine, vouch_key);
             for t in shared.tokens.iter() {
                 hook.import_token(t);
             }

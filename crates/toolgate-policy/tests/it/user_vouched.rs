@@ -11,10 +11,13 @@ use crate::support::engine as support;
 use serde_json::json;
 use support::{decide, engine, session};
 use toolgate_policy::{
-    Contract, Effect, MapFs, OutputTrust, SinkVerdict, prompt_digests, token_digest,
+    Contract, Effect, MapFs, OutputTrust, SinkVerdict, VouchKey, prompt_digests, token_digest,
 };
 
 const POLICY: &str = "version: 1\ndefault: allow\nrules: []\n";
+
+/// The key of a session that was never given the broker's ([`VouchKey::default`]).
+const KEY: VouchKey = VouchKey::new([0; 32]);
 
 fn poisoned_mail() -> serde_json::Value {
     json!({"content": [{"type": "text", "text":
@@ -44,7 +47,10 @@ fn a_destination_the_user_typed_beats_taint_and_one_only_output_named_does_not()
     assert_eq!(d.effect, Effect::Deny, "{d:?}");
     assert_eq!(d.contract, Contract::SinkGate);
 
-    for digest in prompt_digests("Reply to Carol@Corp.Example about the offsite, thanks") {
+    for digest in prompt_digests(
+        &KEY,
+        "Reply to Carol@Corp.Example about the offsite, thanks",
+    ) {
         s.vouch_user_digest(digest);
     }
     let d = decide(
@@ -87,6 +93,7 @@ fn a_destination_the_user_typed_beats_taint_and_one_only_output_named_does_not()
 #[test]
 fn prompt_digests_cover_urls_hosts_channels_ibans_and_slugs_and_keep_no_text() {
     let digests = prompt_digests(
+        &KEY,
         "open https://Docs.Example.com/a?b=1, post in #release, pay DE89 3704 0044 0532 0130 00 and file it in acme/widgets.",
     );
     for token in [
@@ -96,14 +103,17 @@ fn prompt_digests_cover_urls_hosts_channels_ibans_and_slugs_and_keep_no_text() {
         "de89370400440532013000",
         "acme/widgets",
     ] {
-        assert!(digests.contains(&token_digest(token)), "{token} missing");
+        assert!(
+            digests.contains(&token_digest(&KEY, token)),
+            "{token} missing"
+        );
     }
     // Words are kept as digests of phrases, never as text; a word the user did not type is
     // not vouched for.
-    assert!(digests.contains(&token_digest("open")));
-    assert!(!digests.contains(&token_digest("attacker")));
+    assert!(digests.contains(&token_digest(&KEY, "open")));
+    assert!(!digests.contains(&token_digest(&KEY, "attacker")));
     // Phrases of one to eight words: 5 words make 15.
-    assert_eq!(prompt_digests("just fix the failing test").len(), 15);
+    assert_eq!(prompt_digests(&KEY, "just fix the failing test").len(), 15);
 }
 
 const HOTELS: &str = "version: 1\ndefault: allow\nrules: []\ntools:\n  reserve_hotel:\n    exfiltrating: true\n    sink_params: [hotel]\n";
@@ -129,9 +139,10 @@ fn a_name_the_user_typed_is_vouched_for_whatever_its_shape() {
     };
     // Before the prompt the reviews taint both names.
     assert_eq!(book(&mut s, "Le Marais Boutique").effect, Effect::Deny);
-    for digest in
-        prompt_digests("My friend recommended 'Le Marais Boutique', book it if it is rated above 4")
-    {
+    for digest in prompt_digests(
+        &KEY,
+        "My friend recommended 'Le Marais Boutique', book it if it is rated above 4",
+    ) {
         s.vouch_user_digest(digest);
     }
     for hotel in [
@@ -183,7 +194,7 @@ fn a_user_vouched_slug_passes_the_repository_check() {
         "{:?}",
         d.sinks
     );
-    for digest in prompt_digests("open an issue in acme/widgets") {
+    for digest in prompt_digests(&KEY, "open an issue in acme/widgets") {
         s.vouch_user_digest(digest);
     }
     let d = decide(&e, &mut s, &fs, "create_issue", &args);
@@ -214,7 +225,7 @@ fn a_session_whose_state_was_lost_proves_no_destination_from_it() {
         &poisoned_mail(),
         OutputTrust::Untrusted,
     );
-    for digest in prompt_digests("write to bob@partner.example") {
+    for digest in prompt_digests(&KEY, "write to bob@partner.example") {
         s.vouch_user_digest(digest);
     }
     let send = |s: &mut toolgate_policy::Session, to: &str| {
@@ -240,4 +251,42 @@ fn a_session_whose_state_was_lost_proves_no_destination_from_it() {
     // The policy's own trust still holds; a taint still known is still denied.
     assert_eq!(send(&mut s, "carol@corp.example").effect, Effect::Allow);
     assert_eq!(send(&mut s, "attacker@evil.example").effect, Effect::Deny);
+}
+
+#[test]
+fn digests_are_keyed_so_the_words_cannot_be_looked_up() {
+    use sha2::Digest as _;
+    let broker = VouchKey::new([7; 32]);
+    let digests = prompt_digests(&broker, "move the offsite to Friday");
+    // Hashed without the broker's key, a word of the prompt is not among them.
+    let plain: [u8; 32] = sha2::Sha256::digest(b"friday").into();
+    assert!(!digests.contains(&plain));
+    assert!(!digests.contains(&token_digest(&KEY, "friday")));
+    assert!(digests.contains(&token_digest(&broker, "friday")));
+    // A session vouches for them only under the same key.
+    let e = engine(HOTELS);
+    let fs = MapFs::new();
+    let mut s = session(false);
+    s.record_output(
+        Some("travel"),
+        "get_reviews",
+        &reviews(),
+        OutputTrust::Untrusted,
+    );
+    for d in prompt_digests(&broker, "book Le Marais Boutique") {
+        s.vouch_user_digest(d);
+    }
+    let book = |s: &mut toolgate_policy::Session| {
+        decide(
+            &e,
+            s,
+            &fs,
+            "reserve_hotel",
+            &json!({"hotel": "Le Marais Boutique"}),
+        )
+        .effect
+    };
+    assert_eq!(book(&mut s), Effect::Deny);
+    s.set_vouch_key(broker);
+    assert_eq!(book(&mut s), Effect::Allow);
 }

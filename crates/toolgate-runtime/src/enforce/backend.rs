@@ -222,8 +222,16 @@ impl EngineBackend {
         for (tool, at_ms) in shared.take_attempts() {
             self.session.import_attempt(&tool, at_ms);
         }
-        // Destinations the user typed in a prompt (client hooks of the same agent session).
-        for digest in shared.take_vouched() {
+        // Destinations the user typed in a prompt (client hooks of the same agent session),
+        // digests under the broker's key.
+        let vouched = shared.take_vouched();
+        if !vouched.is_empty()
+            && let Some(key) = shared.vouch_key()
+        {
+            self.session
+                .set_vouch_key(toolgate_policy::VouchKey::new(key));
+        }
+        for digest in vouched {
             self.session.vouch_user_digest(digest);
         }
     }

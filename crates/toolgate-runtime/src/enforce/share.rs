@@ -34,6 +34,11 @@ pub trait SessionShare: Send + Sync + std::fmt::Debug {
     fn take_vouched(&self) -> Vec<[u8; 32]> {
         Vec::new()
     }
+    /// The key those digests were made with (`toolgate_policy::VouchKey`), when it can be
+    /// read; without it, a digest matches nothing.
+    fn vouch_key(&self) -> Option<[u8; 32]> {
+        None
+    }
     /// The attempt counts of `tool` (this session's total, and within the budget window,
     /// this attempt included) when the shared state counted this attempt itself (atomically,
     /// across replicas); the local count is then not used.
