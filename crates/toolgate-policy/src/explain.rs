@@ -186,9 +186,12 @@ pub fn to_text(decision: &Decision) -> String {
                     format!(" (seen in output of {server}{t}, call #{seq})")
                 }
                 (Some(t), None) => format!(" (seen in output of {t})"),
-                _ => match &s.trusted_by_rule {
-                    Some(id) => format!(" (allow rule `{id}` matches its host and method)"),
-                    None => String::new(),
+                _ => match (&s.trusted_by_rule, s.verdict) {
+                    (Some(id), _) => format!(" (allow rule `{id}` matches its host and method)"),
+                    (None, crate::decision::SinkVerdict::UserVouched) => {
+                        " (typed by the user in a prompt of this session)".to_owned()
+                    }
+                    (None, _) => String::new(),
                 },
             };
             let _ = writeln!(

@@ -492,7 +492,12 @@ pub(super) fn gate(
             // Name up to three destinations and why each passed.
             let why = |f: &SinkFinding| match (f.verdict, &f.trusted_by_rule) {
                 (SinkVerdict::Approved, _) => "approved for this session".to_owned(),
-                (SinkVerdict::Vouched, _) => "vouched for by trusted output".to_owned(),
+                (SinkVerdict::Vouched, _) => match (&f.source_tool, f.source_seq) {
+                    (Some(t), Some(seq)) => {
+                        format!("vouched for by trusted output #{seq} of `{t}`")
+                    }
+                    _ => "vouched for by trusted output".to_owned(),
+                },
                 (SinkVerdict::UserVouched, _) => {
                     "named by the user in a prompt of this session".to_owned()
                 }
