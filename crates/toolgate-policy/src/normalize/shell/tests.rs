@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn v(words: &[&str]) -> Vec<String> {

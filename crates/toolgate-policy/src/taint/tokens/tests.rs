@@ -1,4 +1,3 @@
-
 use super::super::tests::ascii_text;
 use super::*;
 
