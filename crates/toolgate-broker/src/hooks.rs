@@ -290,11 +290,29 @@ impl HookSession {
         server: Option<&str>,
         tool: &str,
         output: &Value,
+        arguments: Option<&Value>,
     ) -> Vec<TaintToken> {
         let result = as_result(output);
+        // A read of a secret file (`.env`, keys, cloud credentials): its secret values are
+        // fingerprinted, so that no later call carries them out.
+        let secret_file = arguments.and_then(|a| {
+            let action = toolgate_runtime::enforce::backend::action_on_disk(
+                engine,
+                &mut self.session,
+                (server, tool, a),
+            );
+            toolgate_policy::secret_read(&action).map(str::to_owned)
+        });
         let seq = engine
             .contracts()
-            .record_output(&mut self.session, server, tool, &result);
+            .record_output_from(
+                &mut self.session,
+                server,
+                tool,
+                &result,
+                secret_file.as_deref(),
+            )
+            .seq;
         let recorded = self.session.taint_mut().take_recorded();
         let mut tokens =
             toolgate_runtime::enforce::share::tokens_recorded(self.session.taint(), recorded, seq);

@@ -74,6 +74,10 @@ pub enum HookEvent {
         server: Option<String>,
         tool: String,
         output: serde_json::Value,
+        /// The call's arguments, when the client gives them: a read of a secret file makes
+        /// the output's secret values unable to leave.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<serde_json::Value>,
     },
     /// The user submitted a prompt: the destinations in it are vouched for in the session,
     /// once the prompt is found as a user message in the client's own transcript

@@ -38,6 +38,13 @@ pub(crate) fn gate(
     if effect == Effect::Deny || !shell {
         return None;
     }
+    if let Some(found) = session.secret_carried(arguments) {
+        return Some(ContractResult::new(
+            Contract::SinkGate,
+            Effect::Deny,
+            crate::contracts_impl::secret_reason(&found),
+        ));
+    }
     let (token, source) = tainted_in_command(session, arguments)?;
     let from = match &source.server {
         Some(s) => format!("`{s}`/`{}`", source.tool),

@@ -290,14 +290,7 @@ impl Engine {
         let resolved = self
             .contracts
             .lookup_in(call.tool, session, call.definition);
-        let action = {
-            let definition = session.pinned_definition(call.tool).or(call.definition);
-            let call = ToolCall {
-                definition,
-                ..*call
-            };
-            normalize_mapped(&call, resolved.mapping(), ctx)
-        };
+        let action = Self::normalized(call, session, &resolved, ctx);
         // A URL that one of the user's own allow rules matches (host and method) passes the
         // sink gate: the user trusts it.
         let trust = |token: &str| self.allow_rule_trusting(call, &action, token, builtin);
@@ -413,6 +406,34 @@ impl Engine {
     }
 
     /// The policy the engine was compiled from.
+    /// The action `call` stands for, normalised as [`Engine::decide`] normalises it (the
+    /// tool's contract mapping, its pinned definition): what a hook's after-event read, say.
+    pub fn action_of(
+        &self,
+        call: &ToolCall<'_>,
+        session: &mut Session,
+        ctx: &NormalizeContext<'_>,
+    ) -> Action {
+        let resolved = self
+            .contracts
+            .lookup_in(call.tool, session, call.definition);
+        Self::normalized(call, session, &resolved, ctx)
+    }
+
+    fn normalized(
+        call: &ToolCall<'_>,
+        session: &Session,
+        resolved: &crate::contracts_impl::ResolvedTool<'_>,
+        ctx: &NormalizeContext<'_>,
+    ) -> Action {
+        let definition = session.pinned_definition(call.tool).or(call.definition);
+        let call = ToolCall {
+            definition,
+            ..*call
+        };
+        normalize_mapped(&call, resolved.mapping(), ctx)
+    }
+
     pub fn policy(&self) -> &Policy {
         &self.policy
     }

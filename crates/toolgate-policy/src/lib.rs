@@ -30,6 +30,7 @@ mod normalize;
 mod protect_impl;
 mod rules;
 mod schema;
+mod secrets;
 mod session;
 mod strict;
 mod taint;
@@ -66,9 +67,11 @@ pub use rules::{CallFacts, Vars};
 // fingerprint that pins a tool definition, and the command sink's reading of a shell call.
 pub use command_sink::{collect_strings, tainted_in_command};
 pub use fingerprint::{FINGERPRINT_FIELDS, fingerprint};
+pub use secrets::{SECRET_FILE_GLOBS, secret_read};
 pub use session::{
-    ApprovalScope, MAX_PHRASE_WORDS, MAX_PROMPT_WORDS, PinReport, PinState, RecordedOutput,
-    Session, SessionLimits, VouchKey, phrase_key, prompt_digests, token_digest,
+    ApprovalScope, MAX_PHRASE_WORDS, MAX_PROMPT_WORDS, MAX_SECRETS, PinReport, PinState,
+    RecordedOutput, SecretFinding, SecretSource, Session, SessionLimits, VouchKey, phrase_key,
+    prompt_digests, token_digest,
 };
 pub use taint::{
     OutputTrust, Provenance, TaintIndex, TaintLimits, TaintSource, canonical_destination,

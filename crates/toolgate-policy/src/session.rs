@@ -9,6 +9,9 @@ mod approvals;
 mod budgets;
 mod outputs;
 mod pins;
+mod secrets;
+
+pub use secrets::{MAX_SECRETS, SecretFinding, SecretSource};
 
 pub use outputs::RecordedOutput;
 
@@ -158,6 +161,10 @@ pub struct Session {
     user_vouched_order: VecDeque<[u8; 32]>,
     /// The key of those digests.
     vouch_key: VouchKey,
+    /// Keyed digests of the secret values recorded outputs held, and where each came from
+    /// (`session/secrets.rs`).
+    secrets: HashMap<[u8; 32], SecretSource>,
+    secrets_order: VecDeque<[u8; 32]>,
     /// Why what toolgate knew of this agent session is gone (its state store was deleted or
     /// replaced while the session ran): the sink gate then proves no destination from
     /// session state ([`Session::mark_state_lost`]).
@@ -338,6 +345,8 @@ impl Session {
             user_vouched: HashSet::new(),
             user_vouched_order: VecDeque::new(),
             vouch_key: VouchKey::default(),
+            secrets: HashMap::new(),
+            secrets_order: VecDeque::new(),
             state_lost: None,
         }
     }

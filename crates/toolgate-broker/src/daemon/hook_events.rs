@@ -220,7 +220,8 @@ impl BrokerState {
                 });
                 let mut tokens = Vec::new();
                 if let Some(output) = output.filter(|_| ruling.decision != HookEffect::Deny) {
-                    tokens = hook.record(engine, server.as_deref(), &tool, &output);
+                    tokens =
+                        hook.record(engine, server.as_deref(), &tool, &output, Some(&arguments));
                 }
                 // No record, no call: a decision that cannot be written is a deny.
                 ruling.event.session = Some(key.to_owned());
@@ -251,8 +252,15 @@ impl BrokerState {
                 server,
                 tool,
                 output,
+                arguments,
             } => {
-                let tokens = hook.record(engine, server.as_deref(), &tool, &output);
+                let tokens = hook.record(
+                    engine,
+                    server.as_deref(),
+                    &tool,
+                    &output,
+                    arguments.as_ref(),
+                );
                 let n = tokens.len();
                 // The output was delivered already: nothing to withhold; a restart would miss it.
                 if let Err(why) = self.share_from_hook(key, tokens) {

@@ -102,6 +102,7 @@ pub fn parse(v: &Value) -> Result<Parsed, String> {
                     server,
                     tool,
                     output,
+                    arguments: v.get("tool_input").cloned(),
                 })
             }
         }

@@ -108,6 +108,7 @@ pub fn parse(v: &Value) -> Result<Parsed, String> {
             server: None,
             tool: SHELL_TOOL.to_owned(),
             output: json!({ "output": field("output")? }),
+            arguments: str_field(v, "command").map(|c| json!({ "command": c })),
         }),
         "beforeMCPExecution" => {
             let (server, tool) = mcp_tool(field("tool_name")?);
@@ -139,6 +140,7 @@ pub fn parse(v: &Value) -> Result<Parsed, String> {
                 server,
                 tool,
                 output,
+                arguments: v.get("tool_input").cloned(),
             })
         }
         "beforeReadFile" => Some(HookEvent::Before {

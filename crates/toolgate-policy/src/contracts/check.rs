@@ -527,11 +527,47 @@ impl Contracts {
         tool: &str,
         result: &Value,
     ) -> RecordedOutput {
+        self.record_output_from(session, server, tool, result, None)
+    }
+
+    /// [`Contracts::record_output_noted`] for the output of a call that read `secret_file`
+    /// (see [`crate::secret_read`]): its secret values are fingerprinted, as those of
+    /// a tool marked `output: secret` are, so that no sink call carries them out.
+    pub fn record_output_from(
+        &self,
+        session: &mut Session,
+        server: Option<&str>,
+        tool: &str,
+        result: &Value,
+        secret_file: Option<&str>,
+    ) -> RecordedOutput {
         let output = self
             .lookup_in(tool, session, None)
             .contract()
             .output
             .clone();
+        let secret = match (&output, secret_file) {
+            (_, Some(file)) => Some(format!("`{file}`")),
+            (Some(OutputSpec::Label(OutputLabel::Secret)), None) => {
+                Some("an output marked `output: secret`".to_owned())
+            }
+            _ => None,
+        };
+        let recorded = self.record_labelled(session, server, tool, result, output);
+        if let Some(what) = secret {
+            session.record_secret(tool, recorded.seq, &what, result);
+        }
+        recorded
+    }
+
+    fn record_labelled(
+        &self,
+        session: &mut Session,
+        server: Option<&str>,
+        tool: &str,
+        result: &Value,
+        output: Option<OutputSpec>,
+    ) -> RecordedOutput {
         match output {
             Some(OutputSpec::Label(OutputLabel::Trusted)) => RecordedOutput::plain(
                 session.record_output(server, tool, result, OutputTrust::Trusted),

@@ -27,6 +27,7 @@ pub(crate) mod fields;
 pub mod heuristics;
 pub mod packs;
 mod sink;
+pub(crate) use sink::secret_reason;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -62,13 +63,15 @@ pub struct BudgetSpec {
     pub per: String,
 }
 
-/// `output: trusted | untrusted`: the whole output is trusted or not.
+/// `output: trusted | untrusted | secret`: the whole output is trusted or not; `secret`: it
+/// is untrusted and its secret values may never leave (a sink call carrying one is denied).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[schemars(inline)]
 pub enum OutputLabel {
     Trusted,
     Untrusted,
+    Secret,
 }
 
 /// How the text content blocks of a tool with `trusted_fields` are read.

@@ -362,6 +362,15 @@ fn user_vouched_slug(session: &Session, args: &serde_json::Map<String, Value>) -
     }
 }
 
+/// Why a call carrying a secret value is denied: the argument and where the value was read.
+pub(crate) fn secret_reason(found: &crate::session::SecretFinding) -> String {
+    let s = &found.source;
+    format!(
+        "`{}` carries a secret value read from {} (output #{} of `{}`): secrets never leave, whatever the destination",
+        found.argument, s.what, s.seq, s.tool
+    )
+}
+
 fn host_of(token: &str) -> Option<String> {
     if !token.contains("://") {
         return None;
@@ -379,6 +388,10 @@ pub(super) fn gate(
     session: &Session,
     rule_trust: Option<RuleTrust<'_>>,
 ) -> ContractResult {
+    // What leaves: a secret value read earlier never does, whatever the destination.
+    if let Some(found) = session.secret_carried(call.arguments) {
+        return ContractResult::new(Contract::SinkGate, Effect::Deny, secret_reason(&found));
+    }
     let declared: &[String] = resolved.contract().sink_params.as_deref().unwrap_or(&[]);
     let mut walk = Walk {
         resolved,

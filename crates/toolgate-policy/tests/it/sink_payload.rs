@@ -166,3 +166,81 @@ fn a_destination_named_key_deep_in_payload_is_a_destination() {
     assert_eq!(r.effect, Effect::Deny, "{}", r.reason);
     assert_eq!(r.sinks[0].argument, "options.notify.cc");
 }
+
+const KEY: &str = "AKIAZ7XQ3JD9RT2LMW8K/wJalrXUtnFEMI7K7MDENGbPxRfiCY";
+
+fn send(c: &Contracts, s: &mut Session, args: Value) -> ContractResult {
+    let call = ToolCall {
+        server: None,
+        tool: "send_email",
+        arguments: &args,
+        definition: None,
+    };
+    let action = Action {
+        server: None,
+        tool: "send_email".to_owned(),
+        parts: vec![Part::new(Operation::Unknown)],
+    };
+    c.check(&call, &action, s, 0)
+        .into_iter()
+        .find(|r| r.contract == Contract::SinkGate)
+        .expect("send_email is exfiltrating")
+}
+
+fn mail_contracts() -> Contracts {
+    let user: BTreeMap<String, ToolContract> = serde_saphyr::from_str(
+        "send_email:\n  trusted_destinations: ['*@corp.example']\nvault_get:\n  output: secret\n",
+    )
+    .unwrap();
+    Contracts::compile(&user, &toolgate_policy::contracts::packs::pack_names()).unwrap()
+}
+
+#[test]
+fn a_secret_file_read_never_leaves_and_its_names_do() {
+    let c = mail_contracts();
+    let mut s = session();
+    let env = json!({"content": [{"type": "text", "text": format!("AWS_SECRET={KEY}\nREGION=eu-west-1\n")}]});
+    c.record_output_from(&mut s, None, "read_file", &env, Some("/w/.env"));
+    // The benign twin: what the file names, not its secret value.
+    let ok = send(
+        &c,
+        &mut s,
+        json!({"to": "ann@corp.example", "body": "AWS_SECRET is set for eu-west-1"}),
+    );
+    assert_eq!(ok.effect, Effect::Allow, "{}", ok.reason);
+    // The value, to a trusted colleague: denied, naming the file and the argument.
+    let r = send(
+        &c,
+        &mut s,
+        json!({"to": "ann@corp.example", "body": format!("use {KEY}")}),
+    );
+    assert_eq!(r.effect, Effect::Deny, "{}", r.reason);
+    assert!(
+        r.reason.contains("/w/.env") && r.reason.contains("`body`"),
+        "{}",
+        r.reason
+    );
+    // Hex-encoded in a nested field.
+    let r = send(
+        &c,
+        &mut s,
+        json!({"to": "ann@corp.example", "attachments": [{"data": hex::encode(KEY)}]}),
+    );
+    assert_eq!(r.effect, Effect::Deny, "{}", r.reason);
+}
+
+#[test]
+fn an_output_marked_secret_never_leaves() {
+    let c = mail_contracts();
+    let mut s = session();
+    let out = json!({"content": [{"type": "text", "text": format!("{{\"token\": \"{KEY}\"}}")}]});
+    c.record_output(&mut s, None, "vault_get", &out);
+    let r = send(&c, &mut s, json!({"to": "ann@corp.example", "body": KEY}));
+    assert_eq!(r.effect, Effect::Deny, "{}", r.reason);
+    assert!(r.reason.contains("output: secret"), "{}", r.reason);
+    // An ordinary output's values are no secrets.
+    let mut s = session();
+    c.record_output(&mut s, None, "read_email", &out);
+    let r = send(&c, &mut s, json!({"to": "ann@corp.example", "body": KEY}));
+    assert_ne!(r.effect, Effect::Deny, "{}", r.reason);
+}

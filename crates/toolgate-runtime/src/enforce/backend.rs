@@ -73,8 +73,15 @@ pub trait Backend: Send {
     /// Pins a `tools/list` listing. `complete` is false for a page followed by more: tools
     /// not (yet) seen are then kept as they are rather than treated as removed.
     fn pin_tools(&mut self, tools: Vec<Value>, complete: bool) -> PinChanges;
-    /// Feeds a result (of a tool call, resource read or prompt) into the taint index.
-    fn record_output(&mut self, server: Option<&str>, tool: &str, result: &Value);
+    /// Feeds a result (of a tool call, resource read or prompt) into the taint index;
+    /// `secret_file`: the secret file the call read, whose values are fingerprinted.
+    fn record_output(
+        &mut self,
+        server: Option<&str>,
+        tool: &str,
+        result: &Value,
+        secret_file: Option<&str>,
+    );
     /// Remembers a human's approval of an asked call.
     fn approve(&mut self, call: &Call<'_>, ruling: &Ruling, scope: Scope);
     /// The accepted tool definitions, to persist for the next run (pending changes excluded).
@@ -139,6 +146,29 @@ pub fn decide_on_disk(
     let mut decision = engine.decide_as(&call, session, &ctx, now_ms, builtin);
     crate::selfprotect::guard(&mut decision, &vars.workspace);
     decision
+}
+
+/// The action of a call as [`decide_on_disk`] normalises it (the real filesystem), without
+/// deciding it: what a hook's after-event read.
+pub fn action_on_disk(
+    engine: &Engine,
+    session: &mut Session,
+    call: (Option<&str>, &str, &Value),
+) -> toolgate_policy::Action {
+    let (server, tool, arguments) = call;
+    let vars = engine.vars();
+    let ctx = NormalizeContext {
+        workspace: &vars.workspace,
+        home: &vars.home,
+        fs: &RealFs,
+    };
+    let call = ToolCall {
+        server,
+        tool,
+        arguments,
+        definition: None,
+    };
+    engine.action_of(&call, session, &ctx)
 }
 
 /// The real backend: the compiled policy and one session's state.
@@ -376,12 +406,21 @@ impl Backend for EngineBackend {
         }
     }
 
-    fn record_output(&mut self, server: Option<&str>, tool: &str, result: &Value) {
+    fn record_output(
+        &mut self,
+        server: Option<&str>,
+        tool: &str,
+        result: &Value,
+        secret_file: Option<&str>,
+    ) {
         self.import_shared();
-        let recorded =
-            self.engine
-                .contracts()
-                .record_output_noted(&mut self.session, server, tool, result);
+        let recorded = self.engine.contracts().record_output_from(
+            &mut self.session,
+            server,
+            tool,
+            result,
+            secret_file,
+        );
         if let Some(note) = recorded.note(tool) {
             tracing::warn!("{note}");
         }

@@ -114,6 +114,11 @@ impl Enforcer {
             request_id: request_id.clone(),
             fingerprint: ruling.fingerprint.clone(),
             started,
+            secret_file: ruling
+                .decision
+                .as_ref()
+                .and_then(|d| toolgate_policy::secret_read(&d.action))
+                .map(str::to_owned),
         };
         match (ruling.effect, retry) {
             (Effect::Deny, _) => self.deny_as_it_arrives(id, request_id, tool, arguments, ruling),

@@ -148,6 +148,8 @@ enum Watched {
         request_id: String,
         fingerprint: Option<String>,
         started: Instant,
+        /// The secret file the call reads, if any: its result is fingerprinted.
+        secret_file: Option<String>,
     },
     Resource {
         uri: String,

@@ -17,6 +17,8 @@ pub(super) enum TaintAs {
 pub(super) struct TaintLater {
     pub(super) tool: String,
     pub(super) kind: TaintAs,
+    /// The secret file the call read, if any.
+    pub(super) secret_file: Option<String>,
     /// The result's JSON text.
     pub(super) result: Bytes,
 }
@@ -69,7 +71,13 @@ impl Enforcement {
         }
         let server = self.settings.server.as_deref();
         let mut backend = lock(&self.backend);
-        for TaintLater { tool, kind, result } in pending {
+        for TaintLater {
+            tool,
+            kind,
+            secret_file,
+            result,
+        } in pending
+        {
             // The text is JSON (its frame was parsed), but a value serde_json cannot hold
             // (a number like `1e400`) must not keep the output out of the taint index:
             // then every token of the whole text is recorded, as for a text result.
@@ -81,12 +89,14 @@ impl Enforcement {
                 ),
             };
             match kind {
-                TaintAs::ToolResult => backend.record_output(server, &tool, &result),
+                TaintAs::ToolResult => {
+                    backend.record_output(server, &tool, &result, secret_file.as_deref());
+                }
                 TaintAs::Resource => {
-                    backend.record_output(server, &tool, &resource_as_tool_result(&result));
+                    backend.record_output(server, &tool, &resource_as_tool_result(&result), None);
                 }
                 TaintAs::Prompt => {
-                    backend.record_output(server, &tool, &prompt_as_tool_result(&result));
+                    backend.record_output(server, &tool, &prompt_as_tool_result(&result), None);
                 }
             }
         }
@@ -95,8 +105,19 @@ impl Enforcement {
 
 impl Enforcer {
     /// Queues a result for the taint index (see [`Enforcement::feed_taint`]).
-    pub(super) fn taint_later(&self, tool: String, kind: TaintAs, result: Bytes) {
-        lock(&self.inner.pending_taint).push(TaintLater { tool, kind, result });
+    pub(super) fn taint_later(
+        &self,
+        tool: String,
+        kind: TaintAs,
+        result: Bytes,
+        secret_file: Option<String>,
+    ) {
+        lock(&self.inner.pending_taint).push(TaintLater {
+            tool,
+            kind,
+            secret_file,
+            result,
+        });
     }
 
     pub(super) fn watch(&self, w: Watched) -> u64 {
@@ -126,6 +147,7 @@ impl Enforcer {
                 request_id,
                 fingerprint,
                 started,
+                ..
             } = watched
             {
                 let mut ev = Event::new(AuditKind::Result);
@@ -150,6 +172,7 @@ impl Enforcer {
                 request_id,
                 fingerprint,
                 started,
+                secret_file,
             } => {
                 let mut ev = Event::new(AuditKind::Result);
                 ev.request_id = Some(request_id);
@@ -165,7 +188,7 @@ impl Enforcer {
                         tool_call: true,
                     },
                 );
-                self.taint_later(tool, TaintAs::ToolResult, text);
+                self.taint_later(tool, TaintAs::ToolResult, text, secret_file);
                 Verdict::Forward
             }
             Watched::Resource {
@@ -185,11 +208,11 @@ impl Enforcer {
                         tool_call: false,
                     },
                 );
-                self.taint_later("resources/read".to_owned(), TaintAs::Resource, text);
+                self.taint_later("resources/read".to_owned(), TaintAs::Resource, text, None);
                 Verdict::Forward
             }
             Watched::Prompt { name } => {
-                self.taint_later(format!("prompts/get:{name}"), TaintAs::Prompt, text);
+                self.taint_later(format!("prompts/get:{name}"), TaintAs::Prompt, text, None);
                 Verdict::Forward
             }
         }

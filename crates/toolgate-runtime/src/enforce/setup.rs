@@ -30,7 +30,14 @@ impl Backend for BrokenPolicy {
     fn pin_tools(&mut self, _tools: Vec<Value>, _complete: bool) -> PinChanges {
         PinChanges::default()
     }
-    fn record_output(&mut self, _server: Option<&str>, _tool: &str, _result: &Value) {}
+    fn record_output(
+        &mut self,
+        _server: Option<&str>,
+        _tool: &str,
+        _result: &Value,
+        _secret_file: Option<&str>,
+    ) {
+    }
     fn approve(&mut self, _call: &Call<'_>, _ruling: &Ruling, _scope: Scope) {}
     fn pins_to_persist(&self) -> std::collections::BTreeMap<String, Value> {
         std::collections::BTreeMap::new()

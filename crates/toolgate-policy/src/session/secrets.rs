@@ -1,0 +1,129 @@
+//! The secret values this session's outputs held ([`crate::secrets`]): fingerprinted when a
+//! secret source's output is recorded, looked for in every sink call.
+
+use serde_json::Value;
+
+use super::{Session, token_digest};
+use crate::command_sink::collect_strings;
+use crate::secrets::{MAX_SCANNED_BYTES, candidates, carried};
+
+/// The most fingerprints a session keeps (oldest forgotten first).
+pub const MAX_SECRETS: usize = 10_000;
+/// The most strings of one output or call that are read.
+const MAX_STRINGS: usize = 4096;
+
+/// Where a secret value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretSource {
+    /// The tool whose output held it.
+    pub tool: String,
+    /// That output's sequence number.
+    pub seq: u64,
+    /// What it was: a file (`` `/w/.env` ``) or an output marked secret.
+    pub what: String,
+}
+
+/// A secret value a call carries: in which argument, and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretFinding {
+    /// The argument (a path such as `body` or `headers.X`).
+    pub argument: String,
+    /// Where the value was read.
+    pub source: SecretSource,
+}
+
+impl Session {
+    /// Fingerprints the secret values of an output (`what`: the file or label that makes it
+    /// secret).
+    pub fn record_secret(&mut self, tool: &str, seq: u64, what: &str, result: &Value) {
+        let mut strings = Vec::new();
+        collect_strings(result, &mut strings, MAX_STRINGS, 0);
+        let mut budget = MAX_SCANNED_BYTES;
+        for s in strings {
+            if budget == 0 {
+                break;
+            }
+            let s = crate::command_sink::cut(s, budget);
+            budget = budget.saturating_sub(s.len());
+            for token in candidates(s) {
+                let digest = token_digest(&self.vouch_key, token);
+                if self.secrets.contains_key(&digest) {
+                    continue;
+                }
+                self.secrets.insert(
+                    digest,
+                    SecretSource {
+                        tool: tool.to_owned(),
+                        seq,
+                        what: what.to_owned(),
+                    },
+                );
+                self.secrets_order.push_back(digest);
+                while self.secrets_order.len() > MAX_SECRETS {
+                    if let Some(old) = self.secrets_order.pop_front() {
+                        self.secrets.remove(&old);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The first secret value `arguments` carry (as it was read, or encoded), if any.
+    pub fn secret_carried(&self, arguments: &Value) -> Option<SecretFinding> {
+        if self.secrets.is_empty() {
+            return None;
+        }
+        let mut strings = Vec::new();
+        paths_of(arguments, String::new(), &mut strings, 0);
+        let mut budget = MAX_SCANNED_BYTES;
+        for (argument, s) in strings {
+            if budget == 0 {
+                break;
+            }
+            let s = crate::command_sink::cut(s, budget);
+            budget = budget.saturating_sub(s.len());
+            for token in carried(s) {
+                if let Some(source) = self.secrets.get(&token_digest(&self.vouch_key, &token)) {
+                    return Some(SecretFinding {
+                        argument,
+                        source: source.clone(),
+                    });
+                }
+            }
+        }
+        None
+    }
+}
+
+/// The strings of `v` with their paths (`a.b[0]`), depth first, at most [`MAX_STRINGS`].
+fn paths_of<'a>(v: &'a Value, at: String, out: &mut Vec<(String, &'a str)>, depth: usize) {
+    if out.len() >= MAX_STRINGS || depth > 32 {
+        return;
+    }
+    match v {
+        Value::String(s) => out.push((
+            if at.is_empty() {
+                "arguments".to_owned()
+            } else {
+                at
+            },
+            s,
+        )),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                paths_of(item, format!("{at}[{i}]"), out, depth + 1);
+            }
+        }
+        Value::Object(map) => {
+            for (k, item) in map {
+                let next = if at.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{at}.{k}")
+                };
+                paths_of(item, next, out, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
