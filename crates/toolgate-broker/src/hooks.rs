@@ -17,8 +17,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 use toolgate_policy::{
-    Effect, Engine, OutputTrust, Session, SessionLimits, TaintSource, VouchKey, collect_strings,
-    prompt_digests,
+    Effect, Engine, Session, SessionLimits, VouchKey, collect_strings, prompt_digests,
 };
 
 use toolgate_audit::{AuditWriter, Event};
@@ -198,21 +197,7 @@ impl HookSession {
 
     /// Takes in a destination token a proxy (or an earlier hook) of the session saw.
     pub fn import_token(&mut self, t: &TaintToken) {
-        let trust = if t.untrusted {
-            OutputTrust::Untrusted
-        } else {
-            OutputTrust::Trusted
-        };
-        let source = TaintSource {
-            server: t.server.clone(),
-            tool: t.tool.clone(),
-            seq: 0,
-        };
-        self.session
-            .taint_mut()
-            .record_text(&t.token, trust, source);
-        // Received, not seen here: never shared back.
-        drop(self.session.taint_mut().take_recorded());
+        t.import_into(&mut self.session);
     }
 
     /// Takes in the digest of a destination the user typed.
@@ -317,6 +302,7 @@ impl HookSession {
         let mut tokens =
             toolgate_runtime::enforce::share::tokens_recorded(self.session.taint(), recorded, seq);
         tokens.truncate(20 * MAX_TOKENS_PER_MESSAGE);
+        tokens.extend(TaintToken::secrets(self.session.take_new_secrets()));
         tokens
     }
 
@@ -440,6 +426,7 @@ fn as_result(output: &Value) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+    use toolgate_policy::{OutputTrust, TaintSource};
 
     #[test]
     fn responses_become_results() {

@@ -71,7 +71,7 @@ pub use secrets::{SECRET_FILE_GLOBS, secret_read};
 pub use session::{
     ApprovalScope, MAX_PHRASE_WORDS, MAX_PROMPT_WORDS, MAX_SECRETS, PinReport, PinState,
     RecordedOutput, SecretFinding, SecretSource, Session, SessionLimits, VouchKey, phrase_key,
-    prompt_digests, token_digest,
+    prompt_digests, secret_digest, token_digest,
 };
 pub use taint::{
     OutputTrust, Provenance, TaintIndex, TaintLimits, TaintSource, canonical_destination,

@@ -11,7 +11,7 @@ mod outputs;
 mod pins;
 mod secrets;
 
-pub use secrets::{MAX_SECRETS, SecretFinding, SecretSource};
+pub use secrets::{MAX_SECRETS, SecretFinding, SecretSource, secret_digest};
 
 pub use outputs::RecordedOutput;
 
@@ -165,6 +165,8 @@ pub struct Session {
     /// (`session/secrets.rs`).
     secrets: HashMap<[u8; 32], SecretSource>,
     secrets_order: VecDeque<[u8; 32]>,
+    /// Fingerprints recorded here and not yet shared.
+    new_secrets: Vec<([u8; 32], SecretSource)>,
     /// Why what toolgate knew of this agent session is gone (its state store was deleted or
     /// replaced while the session ran): the sink gate then proves no destination from
     /// session state ([`Session::mark_state_lost`]).
@@ -347,6 +349,7 @@ impl Session {
             vouch_key: VouchKey::default(),
             secrets: HashMap::new(),
             secrets_order: VecDeque::new(),
+            new_secrets: Vec::new(),
             state_lost: None,
         }
     }

@@ -3,12 +3,26 @@
 
 use serde_json::Value;
 
-use super::{Session, token_digest};
+use super::Session;
 use crate::command_sink::collect_strings;
 use crate::secrets::{MAX_SCANNED_BYTES, candidates, carried};
 
 /// The most fingerprints a session keeps (oldest forgotten first).
 pub const MAX_SECRETS: usize = 10_000;
+/// The most fingerprints waiting to be shared with the session's other proxies.
+const MAX_NEW_SECRETS: usize = 1_000;
+
+/// The fingerprint of one secret value: SHA-256 under a domain prefix. The values are high in
+/// entropy by construction (see [`crate::secrets`]), so a digest cannot be reversed by trying
+/// words; it is the same in every process, so proxies of one session can share it.
+pub fn secret_digest(token: &str) -> [u8; 32] {
+    use sha2::Digest as _;
+    sha2::Sha256::new()
+        .chain_update(b"toolgate secret\0")
+        .chain_update(token.as_bytes())
+        .finalize()
+        .into()
+}
 /// The most strings of one output or call that are read.
 const MAX_STRINGS: usize = 4096;
 
@@ -46,26 +60,40 @@ impl Session {
             let s = crate::command_sink::cut(s, budget);
             budget = budget.saturating_sub(s.len());
             for token in candidates(s) {
-                let digest = token_digest(&self.vouch_key, token);
-                if self.secrets.contains_key(&digest) {
-                    continue;
-                }
-                self.secrets.insert(
-                    digest,
-                    SecretSource {
-                        tool: tool.to_owned(),
-                        seq,
-                        what: what.to_owned(),
-                    },
-                );
-                self.secrets_order.push_back(digest);
-                while self.secrets_order.len() > MAX_SECRETS {
-                    if let Some(old) = self.secrets_order.pop_front() {
-                        self.secrets.remove(&old);
-                    }
+                let source = SecretSource {
+                    tool: tool.to_owned(),
+                    seq,
+                    what: what.to_owned(),
+                };
+                let digest = secret_digest(token);
+                if self.import_secret(digest, source.clone())
+                    && self.new_secrets.len() < MAX_NEW_SECRETS
+                {
+                    self.new_secrets.push((digest, source));
                 }
             }
         }
+    }
+
+    /// Takes in a secret fingerprint another proxy (or a hook) of the session recorded.
+    /// Returns false when it was known already.
+    pub fn import_secret(&mut self, digest: [u8; 32], source: SecretSource) -> bool {
+        if self.secrets.contains_key(&digest) {
+            return false;
+        }
+        self.secrets.insert(digest, source);
+        self.secrets_order.push_back(digest);
+        while self.secrets_order.len() > MAX_SECRETS {
+            if let Some(old) = self.secrets_order.pop_front() {
+                self.secrets.remove(&old);
+            }
+        }
+        true
+    }
+
+    /// The fingerprints recorded here since the last call, for the session's other proxies.
+    pub fn take_new_secrets(&mut self) -> Vec<([u8; 32], SecretSource)> {
+        std::mem::take(&mut self.new_secrets)
     }
 
     /// The first secret value `arguments` carry (as it was read, or encoded), if any.
@@ -83,7 +111,7 @@ impl Session {
             let s = crate::command_sink::cut(s, budget);
             budget = budget.saturating_sub(s.len());
             for token in carried(s) {
-                if let Some(source) = self.secrets.get(&token_digest(&self.vouch_key, &token)) {
+                if let Some(source) = self.secrets.get(&secret_digest(&token)) {
                     return Some(SecretFinding {
                         argument,
                         source: source.clone(),

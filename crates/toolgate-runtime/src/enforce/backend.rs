@@ -229,19 +229,7 @@ impl EngineBackend {
             shared.kick();
         }
         for t in shared.take_tokens() {
-            let trust = if t.untrusted {
-                toolgate_policy::OutputTrust::Untrusted
-            } else {
-                toolgate_policy::OutputTrust::Trusted
-            };
-            let source = toolgate_policy::TaintSource {
-                server: t.server,
-                tool: t.tool,
-                seq: 0,
-            };
-            self.session
-                .taint_mut()
-                .record_text(&t.token, trust, source);
+            t.import_into(&mut self.session);
         }
         // Received, not recorded here: never shared back.
         drop(self.session.taint_mut().take_recorded());
@@ -428,12 +416,11 @@ impl Backend for EngineBackend {
         // What this output added, for the session's other proxies: taken from the index
         // (the output is not tokenized a second time), and always taken so it never piles up.
         let recorded = self.session.taint_mut().take_recorded();
+        let secrets = self.session.take_new_secrets();
         if let Some(shared) = &self.shared {
-            shared.share_tokens(super::share::tokens_recorded(
-                self.session.taint(),
-                recorded,
-                seq,
-            ));
+            let mut tokens = super::share::tokens_recorded(self.session.taint(), recorded, seq);
+            tokens.extend(super::share::TaintToken::secrets(secrets));
+            shared.share_tokens(tokens);
         }
     }
 

@@ -76,6 +76,58 @@ pub struct TaintToken {
     pub untrusted: bool,
     pub server: Option<String>,
     pub tool: String,
+    /// Set for the fingerprint of a secret value (`token` is then its hex digest,
+    /// `toolgate_policy::secret_digest`): what the value was read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+}
+
+impl TaintToken {
+    /// The shared form of the secret fingerprints a session recorded.
+    pub fn secrets(new: Vec<([u8; 32], toolgate_policy::SecretSource)>) -> Vec<TaintToken> {
+        new.into_iter()
+            .map(|(digest, source)| TaintToken {
+                token: hex::encode(digest),
+                untrusted: true,
+                server: None,
+                tool: source.tool,
+                secret: Some(source.what),
+            })
+            .collect()
+    }
+
+    /// Takes a shared token into `session`: a secret fingerprint, or a destination token.
+    pub fn import_into(&self, session: &mut toolgate_policy::Session) {
+        if let Some(what) = &self.secret {
+            if let Some(digest) = hex::decode(&self.token)
+                .ok()
+                .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
+            {
+                session.import_secret(
+                    digest,
+                    toolgate_policy::SecretSource {
+                        tool: self.tool.clone(),
+                        seq: 0,
+                        what: what.clone(),
+                    },
+                );
+            }
+            return;
+        }
+        let trust = if self.untrusted {
+            toolgate_policy::OutputTrust::Untrusted
+        } else {
+            toolgate_policy::OutputTrust::Trusted
+        };
+        let source = toolgate_policy::TaintSource {
+            server: self.server.clone(),
+            tool: self.tool.clone(),
+            seq: 0,
+        };
+        session.taint_mut().record_text(&self.token, trust, source);
+        // Received, not seen here: never shared back.
+        drop(session.taint_mut().take_recorded());
+    }
 }
 
 /// Size limits of a batch of taint tokens.
@@ -194,6 +246,7 @@ pub fn tokens_recorded(
                 untrusted,
                 server: source.server,
                 tool: source.tool,
+                secret: None,
             });
         }
         if out.len() >= 10 * MAX_TOKENS_PER_MESSAGE {

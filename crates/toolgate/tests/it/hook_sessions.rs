@@ -777,6 +777,29 @@ fn a_secret_read_from_env_never_leaves_even_to_a_trusted_address() {
         (Some(2), "deny".to_owned()),
         "{r:?}"
     );
+    // A `wrap` proxy of the same session learns the fingerprint through the broker: its
+    // send carrying the value is denied, a send naming the variable is not.
+    let mut mail = w.proxy("mail", "mail", "nothing to see", Some("agent-1"));
+    let mut id = 10;
+    let denied = wait_until(support::LIMIT, || {
+        id += 1;
+        let r = mail.call(
+            id,
+            "send_email",
+            json!({"to": ["alice@team.example"], "subject": "k", "body": format!("key {KEY}")}),
+        );
+        r["result"]["isError"] == true && r.to_string().contains("secret")
+    });
+    assert!(
+        denied,
+        "the proxy never learned the secret read through the hook"
+    );
+    let ok = mail.call(
+        100,
+        "send_email",
+        json!({"to": ["alice@team.example"], "subject": "k", "body": "STRIPE_KEY is in .env"}),
+    );
+    assert_ne!(ok["result"]["isError"], true, "{ok}");
     // A session that never read the file knows no secret.
     let r = w.hook(
         "claude-code",
