@@ -218,7 +218,7 @@ pub struct Suggestion {
 /// What toolgate does not enforce, always part of the report.
 pub const NOT_ENFORCED: [&str; 4] = [
     "Traffic that does not pass through toolgate: servers started without `toolgate wrap`, other MCP clients, and anything the server or the agent does on its own (its own network connections, files, child processes).",
-    "What data goes to a trusted destination: the sink gate checks where a value is sent, not what is sent; a trusted address can receive anything the agent puts in the call.",
+    "What data goes to a trusted destination: the sink gate checks where a value is sent, and what is sent only for the secret values toolgate saw read (secret files, outputs marked secret); a trusted address can receive anything else the agent puts in the call.",
     "The server's own rights: a server runs with the user's permissions; toolgate decides calls, it does not sandbox the process (use an OS sandbox or container for that).",
     "Results are taint-tracked, not filtered: toolgate does not remove prompt injection from what a tool returns.",
 ];
