@@ -59,16 +59,28 @@ fn secret_files() -> &'static globset::GlobSet {
     })
 }
 
-/// The first secret file (one of [`SECRET_FILE_GLOBS`]) that `action` reads, if any: its
-/// output is then fingerprinted ([`crate::contracts::Contracts::record_output_from`]).
+/// The first secret source `action` reads, if any: a secret file (one of
+/// [`SECRET_FILE_GLOBS`], or a process's `environ`), or the environment itself (`env` or
+/// `printenv` with no arguments). Its output is then fingerprinted
+/// ([`crate::contracts::Contracts::record_output_from`]).
 pub fn secret_read(action: &crate::Action) -> Option<&str> {
-    action
-        .parts
-        .iter()
-        .filter(|p| p.operation == crate::Operation::FsRead)
-        .flat_map(|p| p.resources.iter())
-        .find(|r| secret_files().is_match(r.as_str()))
-        .map(String::as_str)
+    action.parts.iter().find_map(|p| match p.operation {
+        crate::Operation::FsRead => p
+            .resources
+            .iter()
+            .find(|r| {
+                secret_files().is_match(r.as_str())
+                    || (r.starts_with("/proc/") && r.ends_with("/environ"))
+            })
+            .map(String::as_str),
+        crate::Operation::ShellExec => match p.argv.as_deref() {
+            Some([_]) if matches!(p.executable.as_deref(), Some("env" | "printenv")) => {
+                Some("the environment (`env`)")
+            }
+            _ => None,
+        },
+        _ => None,
+    })
 }
 
 fn token_char(c: char) -> bool {
@@ -200,6 +212,20 @@ mod tests {
         for path in ["/w/README.md", "/w/src/env.rs", "/w/.envrc.md"] {
             assert_eq!(secret_read(&read(path)), None, "{path}");
         }
+        assert!(secret_read(&read("/proc/self/environ")).is_some());
+        let shell = |argv: &[&str]| Action {
+            server: None,
+            tool: "Bash".to_owned(),
+            parts: vec![Part {
+                argv: Some(argv.iter().map(|a| (*a).to_owned()).collect()),
+                executable: argv.first().map(|a| (*a).to_owned()),
+                ..Part::new(Operation::ShellExec)
+            }],
+        };
+        assert!(secret_read(&shell(&["env"])).is_some());
+        assert!(secret_read(&shell(&["printenv"])).is_some());
+        assert_eq!(secret_read(&shell(&["env", "FOO=1", "make"])), None);
+        assert_eq!(secret_read(&shell(&["ls"])), None);
     }
 
     #[test]
