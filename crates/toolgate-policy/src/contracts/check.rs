@@ -547,7 +547,8 @@ impl Contracts {
             .output
             .clone();
         let secret = match (&output, secret_file) {
-            (_, Some(file)) => Some(format!("`{file}`")),
+            (_, Some(file)) if file.starts_with('/') => Some(format!("`{file}`")),
+            (_, Some(source)) => Some(source.to_owned()),
             (Some(OutputSpec::Label(OutputLabel::Secret)), None) => {
                 Some("an output marked `output: secret`".to_owned())
             }
