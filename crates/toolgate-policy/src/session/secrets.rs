@@ -12,9 +12,10 @@ pub const MAX_SECRETS: usize = 10_000;
 /// The most fingerprints waiting to be shared with the session's other proxies.
 const MAX_NEW_SECRETS: usize = 1_000;
 
-/// The fingerprint of one secret value: SHA-256 under a domain prefix. The values are high in
-/// entropy by construction (see [`crate::secrets`]), so a digest cannot be reversed by trying
-/// words; it is the same in every process, so proxies of one session can share it.
+/// The fingerprint of one secret value: SHA-256 under a domain prefix. Only values high in
+/// entropy are fingerprinted (16+ characters, letters and digits), so a digest cannot be
+/// reversed by trying words; it is the same in every process, so proxies of one session can
+/// share it.
 pub fn secret_digest(token: &str) -> [u8; 32] {
     use sha2::Digest as _;
     sha2::Sha256::new()
