@@ -120,6 +120,28 @@ pub trait Backend: Send {
 /// `serve` and `explain` always agree on a path.
 pub use crate::fsfacts::SoftFs as RealFs;
 
+/// `f` with `call` as a [`ToolCall`] and the real filesystem as its [`NormalizeContext`].
+fn on_disk<T>(
+    engine: &Engine,
+    call: (Option<&str>, &str, &Value),
+    f: impl FnOnce(&ToolCall<'_>, &NormalizeContext<'_>) -> T,
+) -> T {
+    let (server, tool, arguments) = call;
+    let vars = engine.vars();
+    let ctx = NormalizeContext {
+        workspace: &vars.workspace,
+        home: &vars.home,
+        fs: &RealFs,
+    };
+    let call = ToolCall {
+        server,
+        tool,
+        arguments,
+        definition: None,
+    };
+    f(&call, &ctx)
+}
+
 /// Decides a call (no tool definition of its own) on the real filesystem, with the
 /// engine's workspace and home: what a hook and `serve`'s `check_verdict` ask. `builtin`:
 /// the call is a client's own built-in tool (a hook event without a server).
@@ -130,21 +152,10 @@ pub fn decide_on_disk(
     now_ms: u64,
     builtin: bool,
 ) -> Decision {
-    let (server, tool, arguments) = call;
-    let vars = engine.vars();
-    let ctx = NormalizeContext {
-        workspace: &vars.workspace,
-        home: &vars.home,
-        fs: &RealFs,
-    };
-    let call = ToolCall {
-        server,
-        tool,
-        arguments,
-        definition: None,
-    };
-    let mut decision = engine.decide_as(&call, session, &ctx, now_ms, builtin);
-    crate::selfprotect::guard(&mut decision, &vars.workspace);
+    let mut decision = on_disk(engine, call, |call, ctx| {
+        engine.decide_as(call, session, ctx, now_ms, builtin)
+    });
+    crate::selfprotect::guard(&mut decision, &engine.vars().workspace);
     decision
 }
 
@@ -155,20 +166,9 @@ pub fn action_on_disk(
     session: &mut Session,
     call: (Option<&str>, &str, &Value),
 ) -> toolgate_policy::Action {
-    let (server, tool, arguments) = call;
-    let vars = engine.vars();
-    let ctx = NormalizeContext {
-        workspace: &vars.workspace,
-        home: &vars.home,
-        fs: &RealFs,
-    };
-    let call = ToolCall {
-        server,
-        tool,
-        arguments,
-        definition: None,
-    };
-    engine.action_of(&call, session, &ctx)
+    on_disk(engine, call, |call, ctx| {
+        engine.action_of(call, session, ctx)
+    })
 }
 
 /// The real backend: the compiled policy and one session's state.
