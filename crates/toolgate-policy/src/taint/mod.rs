@@ -204,6 +204,14 @@ impl TaintIndex {
         self.window.find(&needle, false).cloned()
     }
 
+    /// A short excerpt of untrusted output `seq` around `value` (lower-cased, as the
+    /// verbatim window keeps it), for a person deciding whether the value is the one they
+    /// meant; `None` when that output is no longer kept or does not hold it.
+    pub fn excerpt(&self, value: &str, seq: u64) -> Option<String> {
+        let needle = window::needle(value)?;
+        self.window.excerpt(&needle, seq)
+    }
+
     /// [`TaintIndex::verbatim`] for a repository slug `owner/repo`: a match right after a
     /// `/` counts only where that `/` ends a host (`github.com/owner/repo`), not a path
     /// segment (`lib/src/main`).
@@ -444,17 +452,20 @@ impl TaintIndex {
         let mut first_vouch: Option<TaintSource> = None;
         let mut all_vouched = true;
         for t in &tokens {
-            // Any alternative form vouching or tainting counts; taint is checked first.
+            // Any alternative form vouching or tainting counts, by the index's own rule: a
+            // form a trusted output holds vouches (`#general` tainted by a mail does not undo
+            // `general` from the channel list) unless `prefer_taint`.
             let statuses: Vec<TokenStatus> = t.forms.iter().map(|f| self.status(f)).collect();
-            if let Some(TokenStatus::Tainted(src)) = statuses
-                .iter()
-                .find(|s| matches!(s, TokenStatus::Tainted(_)))
-            {
-                return Provenance::Tainted(src.clone());
-            }
             let vouched = statuses
                 .iter()
                 .any(|s| matches!(s, TokenStatus::Vouched(_)));
+            if (!vouched || self.limits.prefer_taint)
+                && let Some(TokenStatus::Tainted(src)) = statuses
+                    .iter()
+                    .find(|s| matches!(s, TokenStatus::Tainted(_)))
+            {
+                return Provenance::Tainted(src.clone());
+            }
             if (!vouched || self.limits.prefer_taint)
                 && let Some(src) = t.forms.iter().find_map(|f| self.deferred_source(f))
             {
