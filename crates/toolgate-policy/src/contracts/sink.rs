@@ -299,14 +299,7 @@ impl Walk<'_> {
             return;
         }
         let halves_passed = self.findings.iter().any(|f| {
-            matches!(f.argument.as_str(), "owner" | "repo" | "repository")
-                && matches!(
-                    f.verdict,
-                    SinkVerdict::Trusted
-                        | SinkVerdict::Approved
-                        | SinkVerdict::Vouched
-                        | SinkVerdict::UserVouched
-                )
+            matches!(f.argument.as_str(), "owner" | "repo" | "repository") && passes(f.verdict)
         });
         let slug = format!("{owner}/{repo}");
         if halves_passed || self.session.user_vouched(&slug.to_lowercase()) {
@@ -333,6 +326,35 @@ impl Walk<'_> {
         });
     }
 
+    /// A repository of an owner that passed (trusted, approved, vouched or named by the
+    /// user) is that owner's: `trusted_destinations: [my-org]` covers `my-org/any-repo`, and
+    /// the signed-in user's own login (the github pack's `get_me`) covers their own
+    /// repositories. Only the owner can create repositories under it, so no output can
+    /// plant one there; what such a call carries is the payload check's to judge.
+    fn repository_in_owner(&mut self) {
+        let Some(owner) = self
+            .findings
+            .iter()
+            .find(|f| f.argument == "owner" && passes(f.verdict))
+            .cloned()
+        else {
+            return;
+        };
+        for f in &mut self.findings {
+            if matches!(f.argument.as_str(), "repo" | "repository")
+                && !passes(f.verdict)
+                && f.verdict != SinkVerdict::Unusable
+                && !f.value.contains('/')
+            {
+                f.verdict = owner.verdict;
+                f.source_server.clone_from(&owner.source_server);
+                f.source_tool.clone_from(&owner.source_tool);
+                f.source_seq = owner.source_seq;
+                f.trusted_by_rule.clone_from(&owner.trusted_by_rule);
+            }
+        }
+    }
+
     fn trusted(&self, token: &str) -> bool {
         let Some(list) = &self.resolved.contract().trusted_destinations else {
             return false;
@@ -344,6 +366,18 @@ impl Walk<'_> {
                 .is_some_and(|m| m.is_match(token))
         })
     }
+}
+
+/// Whether a destination with this verdict passes on its own provenance (an allow rule's
+/// pass is the rule's, not the destination's).
+fn passes(v: SinkVerdict) -> bool {
+    matches!(
+        v,
+        SinkVerdict::Trusted
+            | SinkVerdict::Approved
+            | SinkVerdict::Vouched
+            | SinkVerdict::UserVouched
+    )
 }
 
 /// Whether the user named the repository of an `owner` + `repo` (or `repository`) pair in a
@@ -420,6 +454,7 @@ pub(super) fn gate(
                     walk.payload(k, v, 0);
                 }
             }
+            walk.repository_in_owner();
             walk.repository_slug(args);
         }
         Value::Null => {}
@@ -485,8 +520,21 @@ pub(super) fn gate(
                         .and_then(|seq| session.output_note(seq, &f.destination))
                         .map(|n| format!(" ({n})"))
                         .unwrap_or_default();
+                    // An ask shows where the value was seen, so a person can tell the
+                    // sender of the mail being answered from an address in a web page.
+                    let seen = (effect == Effect::Ask)
+                        .then(|| {
+                            let seq = f.source_seq?;
+                            let taint = session.taint();
+                            taint
+                                .excerpt(&f.value, seq)
+                                .or_else(|| taint.excerpt(&f.destination, seq))
+                        })
+                        .flatten()
+                        .map(|e| format!("; seen there as: \"{e}\""))
+                        .unwrap_or_default();
                     format!(
-                        "destination `{}` in `{}` came from untrusted {from}{note}",
+                        "destination `{}` in `{}` came from untrusted {from}{note}{seen}",
                         f.destination, f.argument
                     )
                 }

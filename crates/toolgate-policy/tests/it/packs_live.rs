@@ -294,15 +294,7 @@ fn packs_live_slack_matches_server_slack() {
     let (info, tools) = Server::spawn(&node, &[entry.into()], &env, dir.path()).tools_list();
     // serverInfo.version is the server's own (1.0.0), not the npm version: the pin is checked
     // on the installed package.json above, and serverInfo against the fixture below.
-    let generic = [
-        "post_message",
-        "reply_to_thread",
-        "send_direct_message",
-        "list_channels",
-        "get_users",
-        "get_channel_history",
-    ];
-    check_pack_against("slack", version, &tools, &generic);
+    check_pack_against("slack", version, &tools, check::SLACK_GENERIC);
     assert_matches_fixture("server-slack-2025.4.25.tools.json", &info, &tools);
 }
 
@@ -315,7 +307,7 @@ fn packs_live_github_matches_server_github() {
     let dir = tempfile::tempdir().unwrap();
     let env = [("GITHUB_PERSONAL_ACCESS_TOKEN", OsString::from("dummy"))];
     let (info, tools) = Server::spawn(&node, &[entry.into()], &env, dir.path()).tools_list();
-    check_pack_against("github", version, &tools, &[]);
+    check_pack_against("github", version, &tools, check::GITHUB_GENERIC);
     assert_matches_fixture("server-github-2025.4.8.tools.json", &info, &tools);
 }
 
@@ -330,13 +322,6 @@ fn packs_live_gdrive_matches_server_gdrive() {
     std::fs::write(&creds, "{}").unwrap();
     let env = [("GDRIVE_CREDENTIALS_PATH", creds.into_os_string())];
     let (info, tools) = Server::spawn(&node, &[entry.into()], &env, dir.path()).tools_list();
-    let generic = [
-        "gdrive_search",
-        "gdrive_read_file",
-        "share_file",
-        "gdrive_share_file",
-        "delete_file",
-    ];
-    check_pack_against("gdrive", version, &tools, &generic);
+    check_pack_against("gdrive", version, &tools, check::GDRIVE_GENERIC);
     assert_matches_fixture("server-gdrive-2025.1.14.tools.json", &info, &tools);
 }

@@ -29,42 +29,32 @@ use check::{check_pack_against, fixture};
 #[test]
 fn slack_pack_matches_server_slack() {
     let f = fixture("server-slack-2025.4.25.tools.json");
-    let generic = [
-        "post_message",
-        "reply_to_thread",
-        "send_direct_message",
-        "list_channels",
-        "get_users",
-        "get_channel_history",
-    ];
     check_pack_against(
         "slack",
         "2025.4.25",
         f["tools"].as_array().unwrap(),
-        &generic,
+        check::SLACK_GENERIC,
     );
 }
 
 #[test]
 fn github_pack_matches_server_github() {
     let f = fixture("server-github-2025.4.8.tools.json");
-    check_pack_against("github", "2025.4.8", f["tools"].as_array().unwrap(), &[]);
+    check_pack_against(
+        "github",
+        "2025.4.8",
+        f["tools"].as_array().unwrap(),
+        check::GITHUB_GENERIC,
+    );
 }
 
 #[test]
 fn gdrive_pack_matches_server_gdrive() {
     let f = fixture("server-gdrive-2025.1.14.tools.json");
-    let generic = [
-        "gdrive_search",
-        "gdrive_read_file",
-        "share_file",
-        "gdrive_share_file",
-        "delete_file",
-    ];
     check_pack_against(
         "gdrive",
         "2025.1.14",
         f["tools"].as_array().unwrap(),
-        &generic,
+        check::GDRIVE_GENERIC,
     );
 }

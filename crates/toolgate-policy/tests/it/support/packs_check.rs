@@ -9,6 +9,30 @@ use serde_json::Value;
 use toolgate_policy::contracts::ToolContract;
 use toolgate_policy::contracts::packs::{Pack, load_pack};
 
+/// The slack pack's entries for servers other than server-slack (bare tool names).
+pub const SLACK_GENERIC: &[&str] = &[
+    "post_message",
+    "reply_to_thread",
+    "send_direct_message",
+    "list_channels",
+    "get_users",
+    "get_channel_history",
+];
+
+/// The github pack's entries for github/github-mcp-server only (the signed-in user).
+pub const GITHUB_GENERIC: &[&str] = &["get_me"];
+
+/// The gdrive pack's entries for newer Drive servers (server-gdrive has only `search`).
+pub const GDRIVE_GENERIC: &[&str] = &[
+    "gdrive_search",
+    "gdrive_read_file",
+    "share_file",
+    "gdrive_share_file",
+    "list_permissions",
+    "gdrive_list_permissions",
+    "delete_file",
+];
+
 /// Every argument name an entry refers to.
 pub fn declared_params(c: &ToolContract) -> Vec<String> {
     let mut out = Vec::new();
