@@ -41,6 +41,16 @@
 //! asynchronously). Before a hook step that follows an MCP call, the runner waits (bounded)
 //! until what the call's output taught the proxy has reached the broker.
 //!
+//! The task corpus (`tests/tasks/*.yaml`, measured by `crates/toolgate/tests/it/tasks.rs`)
+//! uses the same format with two more keys: `server: servers/travel.yaml` (in the file, next
+//! to `kind`) runs `attack_server --spec` with the tools and data of that file (relative to
+//! the scenario file) instead of a built-in kind, and `attacker: true` on a `call` or
+//! `builtin` step marks the call an injection asked for (the measure: did it reach the
+//! server). [`run_session_with`] can answer every approval prompt of a session one way
+//! ([`RunOptions::human`]: accept all, decline all) whatever the steps' `human` say;
+//! [`SessionResult::steps`] says what became of each call, so a measurement can count
+//! rather than fail on the first expectation.
+//!
 //! `${home}` and `${workspace}` in arguments and URIs expand to the session's directories
 //! (a fresh temporary workspace and a fake home holding `.ssh/id_rsa`, `.aws/credentials`).
 //!
@@ -84,6 +94,10 @@ pub struct ScenarioFile {
     /// An inline policy (instead of `policy`).
     #[serde(default)]
     pub policy_inline: Option<String>,
+    /// A server spec (`attack_server --spec`), relative to the scenario file: the tools and
+    /// their data, instead of the built-in ones of `kind`.
+    #[serde(default)]
+    pub server: Option<String>,
     /// Files to create: `path` (relative = workspace, `~/` = home) → content.
     #[serde(default)]
     pub files: BTreeMap<String, String>,
@@ -182,6 +196,10 @@ pub struct Step {
     /// The built-in tool's output, when it runs: a `PostToolUse` hook event.
     #[serde(default)]
     pub output: Option<String>,
+    /// The call an injection asked for (a `call` or `builtin` of an injected task): the
+    /// task corpus counts the attack as succeeded when it reached the server (or ran).
+    #[serde(default)]
+    pub attacker: bool,
 }
 
 impl Step {
@@ -222,6 +240,10 @@ impl Step {
             ("human", self.human.is_some() && !decided),
             ("repeat", self.repeat.is_some() && !decided),
             ("output", self.output.is_some() && *action != "builtin"),
+            (
+                "attacker",
+                self.attacker && !matches!(*action, "call" | "builtin"),
+            ),
         ];
         if let Some((key, _)) = extra.iter().find(|e| e.1) {
             panic!("case `{case}` step {at}: `{key}` does not go with `{action}`");
@@ -279,11 +301,49 @@ pub fn load_corpus(dir: &Path) -> Vec<(PathBuf, ScenarioFile)> {
         .collect()
 }
 
+/// What became of one `call`, `read_resource` or `builtin` step (each repetition).
+#[derive(Debug, Clone)]
+pub struct StepOutcome {
+    /// The step's number (from 1).
+    pub at: usize,
+    /// The call as shown (`tool {args}`).
+    pub shown: String,
+    /// The step is marked `attacker`.
+    pub attacker: bool,
+    /// The verdict the client saw.
+    pub verdict: Verdict,
+    /// It reached the server (a built-in tool: it ran).
+    pub reached: bool,
+    /// The first line of toolgate's reason, when it denied or asked.
+    pub why: String,
+    /// What the server records when it receives the call (MCP steps).
+    sent: Option<Value>,
+}
+
+impl StepOutcome {
+    /// The server's record holds this call.
+    fn shown_in(&self, record: &[Value]) -> bool {
+        self.sent.as_ref().is_some_and(|s| record.contains(s))
+    }
+}
+
+/// How a session is run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions {
+    /// Answer every approval prompt this way, whatever the steps' `human` say (a careless
+    /// human who accepts everything, or one who declines everything).
+    pub human: Option<HumanAnswer>,
+}
+
 /// The outcome of one session.
 #[derive(Debug, Clone)]
 pub struct SessionResult {
     /// Every mismatch (empty = passed).
     pub failures: Vec<String>,
+    /// Each call step's outcome, in order (empty when the session could not start).
+    pub steps: Vec<StepOutcome>,
+    /// What the server received (`{"method","name","arguments"}` lines of its record).
+    pub record: Vec<Value>,
     /// Approval prompts seen.
     pub approvals: usize,
     /// Calls the proxy denied outright.
@@ -295,6 +355,20 @@ pub struct SessionResult {
 impl SessionResult {
     pub fn passed(&self) -> bool {
         self.failures.is_empty()
+    }
+
+    /// Every call step reached the server (a built-in tool: ran), and the session ran to its
+    /// end: the task got done.
+    pub fn completed(&self, steps: usize) -> bool {
+        self.steps.len() >= steps && self.steps.iter().all(|s| s.reached)
+    }
+
+    /// The steps marked `attacker` that reached the server (or ran).
+    pub fn attacker_reached(&self) -> Vec<&StepOutcome> {
+        self.steps
+            .iter()
+            .filter(|s| s.attacker && s.reached)
+            .collect()
     }
 }
 
@@ -402,6 +476,8 @@ struct Client {
     frames: Receiver<Value>,
     next_id: i64,
     notifications: Vec<String>,
+    /// The message of the last approval prompt (`elicitation/create`) answered.
+    last_prompt: Option<String>,
 }
 
 impl Client {
@@ -431,6 +507,7 @@ impl Client {
             frames,
             next_id: 1,
             notifications: Vec::new(),
+            last_prompt: None,
         }
     }
 
@@ -475,6 +552,10 @@ impl Client {
                     Some(rid) => {
                         let reply = if inner == "elicitation/create" {
                             prompts += 1;
+                            self.last_prompt = frame
+                                .pointer("/params/message")
+                                .and_then(Value::as_str)
+                                .map(str::to_owned);
                             let answer = human.unwrap_or(HumanAnswer::Deny);
                             let offered = frame
                                 .pointer("/params/requestedSchema/properties/decision/enum")
@@ -893,7 +974,37 @@ pub fn run_session(
     case: &Case,
     session: &Session,
 ) -> SessionResult {
-    let spec = session.spec();
+    run_session_with(env, file, case, session, RunOptions::default())
+}
+
+/// The number of steps of a session that call something (`call`, `read_resource`,
+/// `builtin`), counting repetitions: what [`SessionResult::completed`] expects to have run.
+pub fn call_steps(session: &Session) -> usize {
+    session
+        .spec()
+        .steps
+        .iter()
+        .filter(|s| s.call.is_some() || s.read_resource.is_some() || s.builtin.is_some())
+        .map(|s| s.repeat.unwrap_or(1) as usize)
+        .sum()
+}
+
+/// [`run_session`] with options (one answer for every approval prompt).
+pub fn run_session_with(
+    env: &Env<'_>,
+    file: &ScenarioFile,
+    case: &Case,
+    session: &Session,
+    options: RunOptions,
+) -> SessionResult {
+    let mut spec = session.spec();
+    if let Some(answer) = options.human {
+        for step in &mut spec.steps {
+            if step.call.is_some() || step.read_resource.is_some() || step.builtin.is_some() {
+                step.human = Some(answer);
+            }
+        }
+    }
     let sb = Sandbox::new(file);
     let policy_path = sb.base.join("policy.yaml");
     let policy = match (&case.policy_inline, &file.policy_inline, &file.policy) {
@@ -906,11 +1017,21 @@ pub fn run_session(
     let deadline = Instant::now() + SESSION_TIMEOUT;
     let mut result = SessionResult {
         failures: Vec::new(),
+        steps: Vec::new(),
+        record: Vec::new(),
         approvals: 0,
         denied: 0,
         refused: 0,
     };
     let mut server_args = vec!["--kind".to_owned(), file.kind.clone()];
+    let server_spec = file.server.as_ref().map(|rel| {
+        let path = env.dir.join(rel);
+        assert!(path.is_file(), "server spec `{}` not found", path.display());
+        path.to_string_lossy().into_owned()
+    });
+    if let Some(path) = &server_spec {
+        server_args.extend(["--spec".to_owned(), path.clone()]);
+    }
     server_args.extend(spec.server_args.iter().cloned());
     let mut expected_record: Vec<Value> = Vec::new();
     // A session with hook steps: its hooks start the broker (a `SessionStart` event first,
@@ -978,6 +1099,9 @@ pub fn run_session(
                 c.shutdown();
             }
             let mut a = vec!["--kind".to_owned(), file.kind.clone()];
+            if let Some(path) = &server_spec {
+                a.extend(["--spec".to_owned(), path.clone()]);
+            }
             a.extend(args.iter().cloned());
             client = match start(env, &sb, &policy_path, &a, agent, true, deadline) {
                 Ok(c) => Some(c),
@@ -1077,23 +1201,45 @@ pub fn run_session(
             if wants_reach {
                 expected_record.push(record.clone());
             }
-            if seen != expect || reached != wants_reach {
-                let why = response
-                    .pointer("/result/content/0/text")
-                    .or_else(|| response.pointer("/error/message"))
-                    .and_then(Value::as_str)
+            let asked = (prompts > 0).then(|| client.last_prompt.clone()).flatten();
+            // Why: an approval prompt's message, else the first line of toolgate's answer.
+            let why = || {
+                asked
+                    .as_deref()
+                    .or_else(|| {
+                        response
+                            .pointer("/result/content/0/text")
+                            .or_else(|| response.pointer("/error/message"))
+                            .and_then(Value::as_str)
+                    })
                     .unwrap_or("")
                     .lines()
                     .next()
                     .unwrap_or("")
                     .chars()
-                    .take(160)
-                    .collect::<String>();
+                    .take(240)
+                    .collect::<String>()
+            };
+            result.steps.push(StepOutcome {
+                at,
+                shown: shown.clone(),
+                attacker: step.attacker,
+                verdict: seen,
+                reached,
+                why: if seen == Verdict::Allow {
+                    String::new()
+                } else {
+                    why()
+                },
+                sent: Some(record.clone()),
+            });
+            if seen != expect || reached != wants_reach {
                 result.failures.push(format!(
-                    "step {at} `{shown}`: expected {}, got {}{} ({why})",
+                    "step {at} `{shown}`: expected {}, got {}{} ({})",
                     label(expect),
                     label(seen),
-                    if reached { " (reached the server)" } else { "" }
+                    if reached { " (reached the server)" } else { "" },
+                    why()
                 ));
             }
         }
@@ -1110,6 +1256,13 @@ pub fn run_session(
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
+    // A call the client saw as blocked that the server received anyway counts as reached.
+    for outcome in &mut result.steps {
+        if !outcome.reached && outcome.shown_in(&record) {
+            outcome.reached = true;
+        }
+    }
+    result.record = record.clone();
     match &spec.upstream {
         Some(names) => {
             let seen: Vec<String> = record.iter().map(record_name).collect();
@@ -1180,6 +1333,19 @@ fn hook_step(
             Verdict::Error => false,
         };
         let expect = step.expect.unwrap_or(Verdict::Allow);
+        result.steps.push(StepOutcome {
+            at,
+            shown: format!("{shown} (hook)"),
+            attacker: step.attacker,
+            verdict: seen,
+            reached: runs,
+            why: if seen == Verdict::Allow {
+                String::new()
+            } else {
+                r.why()
+            },
+            sent: None,
+        });
         if seen != expect {
             result.failures.push(format!(
                 "step {at} `{shown}` (hook): expected {}, got {} ({})",

@@ -57,4 +57,5 @@ mod report_cli;
 mod serve_completions;
 mod serve_mcp;
 mod soak_rss;
+mod tasks;
 mod wrap_workspace;
