@@ -15,6 +15,15 @@
 //!   window by the 15 outputs after it: a full search again);
 //! - `slug_unproven`: `create_issue` with an owner/repo pair never seen (three searches).
 //!
+//! The payload check (target: a sink check with a payload of 1 MiB stays ≤ 1 ms p99): a
+//! `.env` read first fingerprints a secret value; then `send_email` to a trusted address
+//! carries a 1 MiB body:
+//! - `prose_clean`: prose that carries no secret (every shaped token judged, every
+//!   candidate token looked up);
+//! - `prose_secret_at_end`: the same with the secret as its last word (denied);
+//! - `base64_attachment`: a 1 MiB base64 blob (an attachment): every chunk a candidate that
+//!   is also decoded and looked up.
+//!
 //! Criterion reports the mean and median; p99 over 2 000 timed checks is printed too.
 //!
 //! Run: `cargo bench -p toolgate-policy --bench sink_check`.
@@ -30,10 +39,13 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::Instant;
 
+use base64::Engine as _;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use toolgate_policy::contracts::{Contracts, ToolContract};
-use toolgate_policy::{Action, Operation, Part, Session, SessionLimits, TaintLimits, ToolCall};
+use toolgate_policy::{
+    Action, Effect, Operation, Part, Session, SessionLimits, TaintLimits, ToolCall,
+};
 
 mod common;
 
@@ -116,29 +128,110 @@ fn bench(c: &mut Criterion) {
             json!({"owner": "some-owner", "repo": "some-repo", "title": "x"}),
         ),
     ];
-    let mut group = c.benchmark_group("sink_check/16MiB");
+    run_group(c, "sink_check/16MiB", &contracts, &mut session, &cases);
+    payload(c);
+}
+
+/// Times each case with criterion, then prints p50/p99/max over 2 000 timed checks.
+fn run_group(
+    c: &mut Criterion,
+    group_name: &str,
+    contracts: &Contracts,
+    session: &mut Session,
+    cases: &[(&str, &str, Value)],
+) {
+    let mut group = c.benchmark_group(group_name);
     group.sample_size(50);
-    for (name, tool, args) in &cases {
+    for (name, tool, args) in cases {
         group.bench_function(*name, |b| {
-            b.iter(|| call(&contracts, &mut session, black_box(tool), black_box(args)))
+            b.iter(|| call(contracts, session, black_box(tool), black_box(args)))
         });
         let mut times: Vec<u128> = (0..2000)
             .map(|_| {
                 let start = Instant::now();
-                black_box(call(&contracts, &mut session, tool, args));
+                black_box(call(contracts, session, tool, args));
                 start.elapsed().as_nanos()
             })
             .collect();
         times.sort_unstable();
         let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
         println!(
-            "sink_check/16MiB/{name}: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms (2000 checks)",
+            "{group_name}/{name}: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms (2000 checks)",
             at(0.5) as f64 / 1e6,
             at(0.99) as f64 / 1e6,
             times[times.len() - 1] as f64 / 1e6
         );
     }
     group.finish();
+}
+
+/// The payload check: a 1 MiB body to a trusted address after a `.env` read.
+fn payload(c: &mut Criterion) {
+    const SECRET: &str = "sk_live_51HxQ9aLkd83Jd02mZpQ7uYt";
+    let user: BTreeMap<String, ToolContract> =
+        serde_saphyr::from_str("send_email:\n  trusted_destinations: [\"*@team.example\"]\n")
+            .unwrap();
+    let contracts =
+        Contracts::compile(&user, &toolgate_policy::contracts::packs::pack_names()).unwrap();
+    let mut limits = SessionLimits::new(TaintLimits::default());
+    limits.pinning = false;
+    let mut session = Session::new(limits);
+    let env = json!({"content": [{"type": "text", "text": format!("STRIPE_KEY={SECRET}\nREGION=eu-west-1\n")}]});
+    contracts.record_output_from(&mut session, None, "read_file", &env, Some("/w/.env"));
+    let [(_, prose), ..] = common::texts();
+    let with_secret = format!("{prose} {SECRET}");
+    // Deterministic bytes (a linear congruential generator), base64-encoded as a mail
+    // client encodes an attachment: 76-character lines.
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let bytes: Vec<u8> = (0..common::MIB / 4 * 3)
+        .map(|_| {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (x >> 56) as u8
+        })
+        .collect();
+    let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
+    let attachment: String = encoded
+        .as_bytes()
+        .chunks(76)
+        .map(|l| format!("{}\n", String::from_utf8_lossy(l)))
+        .collect();
+    let mail = |body: &str| json!({"to": ["alice@team.example"], "subject": "notes", "body": body});
+    let cases: [(&str, &str, Value); 3] = [
+        ("prose_clean", "send_email", mail(&prose)),
+        ("prose_secret_at_end", "send_email", mail(&with_secret)),
+        ("base64_attachment", "send_email", mail(&attachment)),
+    ];
+    // What each case decides, so the figures time the path they name.
+    for ((name, tool, args), want) in cases
+        .iter()
+        .zip([Effect::Allow, Effect::Deny, Effect::Allow])
+    {
+        let call = ToolCall {
+            server: None,
+            tool,
+            arguments: args,
+            definition: None,
+        };
+        let action = Action {
+            server: None,
+            tool: (*tool).to_owned(),
+            parts: vec![Part::new(Operation::Unknown)],
+        };
+        let results = contracts.check(&call, &action, &mut session, 0);
+        let got = results
+            .iter()
+            .map(|r| r.effect)
+            .max()
+            .unwrap_or(Effect::Allow);
+        assert_eq!(got, want, "{name}: {results:?}");
+    }
+    run_group(
+        c,
+        "sink_check/payload_1MiB",
+        &contracts,
+        &mut session,
+        &cases,
+    );
 }
 
 criterion_group!(benches, bench);

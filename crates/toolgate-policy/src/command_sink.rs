@@ -12,7 +12,7 @@ use crate::action::{Action, Operation};
 use crate::contracts_impl::{Contracts, OnTainted};
 use crate::decision::{Contract, ContractResult, Effect};
 use crate::normalize::decoded_words;
-use crate::session::Session;
+use crate::session::{SecretCheck, Session};
 use crate::taint::{Provenance, TaintSource, tokenize_destinations};
 
 /// The most strings of one call's arguments that are searched.
@@ -38,14 +38,24 @@ pub(crate) fn gate(
     if effect == Effect::Deny || !shell {
         return None;
     }
-    if let Some(found) = session.secret_carried(arguments) {
-        return Some(ContractResult::new(
+    let unchecked = match session.secret_check(arguments) {
+        SecretCheck::Carried(found) => {
+            return Some(ContractResult::new(
+                Contract::SinkGate,
+                Effect::Deny,
+                crate::contracts_impl::secret_reason(&found),
+            ));
+        }
+        SecretCheck::Unchecked => Some(ContractResult::new(
             Contract::SinkGate,
-            Effect::Deny,
-            crate::contracts_impl::secret_reason(&found),
-        ));
-    }
-    let (token, source) = tainted_in_command(session, arguments)?;
+            Effect::Ask,
+            crate::session::unchecked_reason(),
+        )),
+        SecretCheck::Clean => None,
+    };
+    let Some((token, source)) = tainted_in_command(session, arguments) else {
+        return unchecked;
+    };
     let from = match &source.server {
         Some(s) => format!("`{s}`/`{}`", source.tool),
         None => format!("`{}`", source.tool),

@@ -9,6 +9,7 @@
 //! never are. Fingerprints are keyed digests, never the values.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 
 use base64::Engine as _;
 
@@ -149,16 +150,30 @@ fn decodings(token: &str) -> Vec<String> {
 }
 
 /// Every secret-shaped token `text` carries: its own candidates, those of its URL-decoded
-/// form, and those inside base64 or hex encodings of its tokens (one level deep).
-pub fn carried(text: &str) -> Vec<String> {
+/// form, and those inside base64 or hex encodings of its tokens (one level deep); each once.
+#[cfg(test)]
+fn carried(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    find_carried(text, |t| {
+        out.push(t.to_owned());
+        false
+    });
+    out
+}
+
+/// Calls `found` with each token [`carried`] would return, once each, until it returns
+/// `true`; returns whether it did. Linear in the text: a megabyte of base64 is one pass of
+/// decoding, not a comparison of every token with every other.
+pub fn find_carried(text: &str, mut found: impl FnMut(&str) -> bool) -> bool {
     let decoded: Cow<'_, str> = percent_encoding::percent_decode_str(text).decode_utf8_lossy();
-    let mut out: Vec<String> = Vec::new();
-    let mut push = |t: &str| {
-        if !out.iter().any(|o| o == t) {
-            out.push(t.to_owned());
-        }
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut check = |t: &str| seen.insert(t.to_owned()) && found(t);
+    // Without a percent escape the decoded text is the text: read it once.
+    let sources: &[&str] = match &decoded {
+        Cow::Borrowed(_) => &[text],
+        Cow::Owned(d) => &[text, d.as_str()],
     };
-    for source in [text, decoded.as_ref()] {
+    for source in sources {
         // Encoded tokens may be shorter than the secret's own rules allow (hex of 8 bytes), or
         // low in entropy (hex), so every long enough run is tried as an encoding.
         for run in source.split(|c: char| !(token_char(c) || c == '=')) {
@@ -167,15 +182,19 @@ pub fn carried(text: &str) -> Vec<String> {
             }
             for inner in decodings(run) {
                 for t in candidates(&inner) {
-                    push(t);
+                    if check(t) {
+                        return true;
+                    }
                 }
             }
         }
         for t in candidates(source) {
-            push(t);
+            if check(t) {
+                return true;
+            }
         }
     }
-    out
+    false
 }
 
 #[cfg(test)]

@@ -11,7 +11,10 @@ mod outputs;
 mod pins;
 mod secrets;
 
-pub use secrets::{MAX_SECRETS, SecretFinding, SecretSource, secret_digest};
+pub(crate) use secrets::unchecked_reason;
+pub use secrets::{
+    MAX_CHECKED_BYTES, MAX_SECRETS, SecretCheck, SecretFinding, SecretSource, secret_digest,
+};
 
 pub use outputs::RecordedOutput;
 
@@ -255,6 +258,9 @@ fn phrase_words(text: &str) -> impl Iterator<Item = String> + '_ {
                         | '!'
                         | '?'
                         | '*'
+                        // `#design` and `@alice` name the channel `design`, the user `alice`.
+                        | '#'
+                        | '@'
                 )
             })
             .to_lowercase()

@@ -32,7 +32,7 @@ use super::check::ResolvedTool;
 use super::heuristics::is_destination_param;
 use crate::decision::{Contract, ContractResult, Effect, SinkFinding, SinkVerdict};
 use crate::normalize::ToolCall;
-use crate::session::Session;
+use crate::session::{SecretCheck, Session};
 use crate::taint::{
     MAX_VERBATIM_SEARCHES_PER_CALL, Provenance, TaintIndex, TaintSource,
     canonical_destination_shaped,
@@ -423,9 +423,13 @@ pub(super) fn gate(
     rule_trust: Option<RuleTrust<'_>>,
 ) -> ContractResult {
     // What leaves: a secret value read earlier never does, whatever the destination.
-    if let Some(found) = session.secret_carried(call.arguments) {
-        return ContractResult::new(Contract::SinkGate, Effect::Deny, secret_reason(&found));
-    }
+    let unchecked = match session.secret_check(call.arguments) {
+        SecretCheck::Carried(found) => {
+            return ContractResult::new(Contract::SinkGate, Effect::Deny, secret_reason(&found));
+        }
+        SecretCheck::Unchecked => true,
+        SecretCheck::Clean => false,
+    };
     let declared: &[String] = resolved.contract().sink_params.as_deref().unwrap_or(&[]);
     let mut walk = Walk {
         resolved,
@@ -579,6 +583,11 @@ pub(super) fn gate(
             }
             format!("destination {}", shown.join(", "))
         }
+    };
+    let (effect, reason) = if unchecked && effect < Effect::Ask {
+        (Effect::Ask, crate::session::unchecked_reason())
+    } else {
+        (effect, reason)
     };
     let mut result = ContractResult::new(Contract::SinkGate, effect, reason);
     result.sinks = walk.findings;

@@ -3,7 +3,7 @@
 
 use super::{FieldNote, MAX_FIELD_NOTES, MAX_NOTED_VALUES, Session};
 use crate::contracts_impl::fields::FieldPath;
-use crate::contracts_impl::{TrustedFields, fields};
+use crate::contracts_impl::{TextFormat, TrustedFields, fields};
 use crate::normalize::collect_strings;
 use crate::taint::{OutputTrust, TaintIndex, TaintSource};
 use serde_json::Value;
@@ -417,8 +417,20 @@ fn item_strings<'v>(item: &'v Value, out: &mut Vec<&'v str>) {
 fn record_item(taint: &mut TaintIndex, item: &Value, trust: OutputTrust, source: &TaintSource) {
     match item.get("type").and_then(Value::as_str) {
         Some("text") => {
-            if let Some(t) = item.get("text").and_then(Value::as_str) {
-                taint.record_text(t, trust, source.clone());
+            let Some(t) = item.get("text").and_then(Value::as_str) else {
+                return;
+            };
+            // A trusted JSON document in text vouches for its whole values (names such as
+            // `eve` or `Hotel Montmartre Vue`, not only addresses), as `structuredContent`
+            // does; within the budget of one output's parsed text.
+            let doc = (trust == OutputTrust::Trusted
+                && t.len() <= taint.limits().max_text_bytes
+                && t.trim_start().starts_with(['{', '[']))
+            .then(|| fields::parse_text(t, TextFormat::Json))
+            .flatten();
+            match doc {
+                Some(doc) => taint.record_json(&doc, trust, source.clone()),
+                None => taint.record_text(t, trust, source.clone()),
             }
         }
         Some("resource") => {

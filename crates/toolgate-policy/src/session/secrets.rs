@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::Session;
 use crate::command_sink::collect_strings;
-use crate::secrets::{MAX_SCANNED_BYTES, candidates, carried};
+use crate::secrets::{MAX_SCANNED_BYTES, candidates, find_carried};
 
 /// The most fingerprints a session keeps (oldest forgotten first).
 pub const MAX_SECRETS: usize = 10_000;
@@ -97,37 +97,70 @@ impl Session {
         std::mem::take(&mut self.new_secrets)
     }
 
-    /// The first secret value `arguments` carry (as it was read, or encoded), if any.
-    pub fn secret_carried(&self, arguments: &Value) -> Option<SecretFinding> {
+    /// Whether `arguments` carry a secret value fingerprinted in this session (as it was
+    /// read, or encoded). Arguments past what the check reads ([`MAX_CHECKED_BYTES`] of
+    /// text, [`MAX_STRINGS`] strings, 32 levels) are [`SecretCheck::Unchecked`] while the
+    /// session holds a secret: padding a secret past the budget must not carry it out.
+    pub fn secret_check(&self, arguments: &Value) -> SecretCheck {
         if self.secrets.is_empty() {
-            return None;
+            return SecretCheck::Clean;
         }
         let mut strings = Vec::new();
-        paths_of(arguments, String::new(), &mut strings, 0);
-        let mut budget = MAX_SCANNED_BYTES;
+        let mut complete = paths_of(arguments, String::new(), &mut strings, 0);
+        let mut budget = MAX_CHECKED_BYTES;
         for (argument, s) in strings {
-            if budget == 0 {
+            if s.len() > budget {
+                complete = false;
                 break;
             }
-            let s = crate::command_sink::cut(s, budget);
-            budget = budget.saturating_sub(s.len());
-            for token in carried(s) {
-                if let Some(source) = self.secrets.get(&secret_digest(&token)) {
-                    return Some(SecretFinding {
-                        argument,
-                        source: source.clone(),
-                    });
-                }
+            budget -= s.len();
+            let mut hit = None;
+            find_carried(s, |token| {
+                hit = self.secrets.get(&secret_digest(token));
+                hit.is_some()
+            });
+            if let Some(source) = hit {
+                return SecretCheck::Carried(SecretFinding {
+                    argument,
+                    source: source.clone(),
+                });
             }
         }
-        None
+        if complete {
+            SecretCheck::Clean
+        } else {
+            SecretCheck::Unchecked
+        }
     }
 }
 
-/// The strings of `v` with their paths (`a.b[0]`), depth first, at most [`MAX_STRINGS`].
-fn paths_of<'a>(v: &'a Value, at: String, out: &mut Vec<(String, &'a str)>, depth: usize) {
+/// What [`Session::secret_check`] found in a call's arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretCheck {
+    /// No secret value of this session (or none recorded).
+    Clean,
+    /// This argument carries one.
+    Carried(SecretFinding),
+    /// The arguments are larger than the check reads: a person must look.
+    Unchecked,
+}
+
+/// Bytes of argument text [`Session::secret_check`] reads in one call (4 MiB).
+pub const MAX_CHECKED_BYTES: usize = 4 << 20;
+
+/// Why a call whose arguments the secret check could not read in full asks.
+pub(crate) fn unchecked_reason() -> String {
+    format!(
+        "the arguments are larger than the {} MiB (or {MAX_STRINGS} strings) the secret check reads, and this session has read secret values: a human must look",
+        MAX_CHECKED_BYTES >> 20
+    )
+}
+
+/// The strings of `v` with their paths (`a.b[0]`), depth first, at most [`MAX_STRINGS`];
+/// `false` when some were left out (too many, or nested deeper than 32 levels).
+fn paths_of<'a>(v: &'a Value, at: String, out: &mut Vec<(String, &'a str)>, depth: usize) -> bool {
     if out.len() >= MAX_STRINGS || depth > 32 {
-        return;
+        return false;
     }
     match v {
         Value::String(s) => out.push((
@@ -140,7 +173,9 @@ fn paths_of<'a>(v: &'a Value, at: String, out: &mut Vec<(String, &'a str)>, dept
         )),
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                paths_of(item, format!("{at}[{i}]"), out, depth + 1);
+                if !paths_of(item, format!("{at}[{i}]"), out, depth + 1) {
+                    return false;
+                }
             }
         }
         Value::Object(map) => {
@@ -150,9 +185,12 @@ fn paths_of<'a>(v: &'a Value, at: String, out: &mut Vec<(String, &'a str)>, dept
                 } else {
                     format!("{at}.{k}")
                 };
-                paths_of(item, next, out, depth + 1);
+                if !paths_of(item, next, out, depth + 1) {
+                    return false;
+                }
             }
         }
         _ => {}
     }
+    true
 }

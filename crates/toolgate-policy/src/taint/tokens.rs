@@ -78,11 +78,22 @@ pub(super) fn value_token(value: &str) -> Option<String> {
         }
         v = next;
     }
-    if v.is_empty() || v.len() > 256 || v.chars().any(char::is_whitespace) {
+    // A name of a few words (`hotel montmartre vue`) is one value, its white space one
+    // space; longer text is prose, no destination.
+    if v.split_whitespace().nth(MAX_VALUE_WORDS).is_some() {
+        return None;
+    }
+    if v.chars().any(char::is_whitespace) {
+        v = v.split_whitespace().collect::<Vec<_>>().join(" ");
+    }
+    if v.is_empty() || v.len() > 256 {
         return None;
     }
     Some(v)
 }
+
+/// The most words a whole value may hold to be one destination (as a prompt's phrases).
+const MAX_VALUE_WORDS: usize = 8;
 
 fn value_token_step(value: &str) -> String {
     let decoded = decode(value);
@@ -241,8 +252,26 @@ fn canonical_domain(domain: &str) -> Option<String> {
     }
 }
 
+/// The country codes that IBANs are issued under (the SWIFT IBAN registry, with the
+/// countries that use IBANs outside it, such as most of West and Central Africa).
+const IBAN_COUNTRIES: &[&str] = &[
+    "AD", "AE", "AL", "AO", "AT", "AZ", "BA", "BE", "BF", "BG", "BH", "BI", "BJ", "BR", "BY", "CF",
+    "CG", "CH", "CI", "CM", "CR", "CV", "CY", "CZ", "DE", "DJ", "DK", "DO", "DZ", "EE", "EG", "ES",
+    "FI", "FK", "FO", "FR", "GA", "GB", "GE", "GI", "GL", "GQ", "GR", "GT", "GW", "HN", "HR", "HU",
+    "IE", "IL", "IQ", "IR", "IS", "IT", "JO", "KM", "KW", "KZ", "LB", "LC", "LI", "LT", "LU", "LV",
+    "LY", "MA", "MC", "MD", "ME", "MG", "MK", "ML", "MN", "MR", "MT", "MU", "MZ", "NE", "NI", "NL",
+    "NO", "OM", "PK", "PL", "PS", "PT", "QA", "RO", "RS", "RU", "SA", "SC", "SD", "SE", "SI", "SK",
+    "SM", "SN", "SO", "ST", "SV", "TD", "TG", "TL", "TN", "TR", "UA", "VA", "VG", "XK", "YE",
+];
+
 fn iban_valid(compact: &str) -> bool {
     if !(15..=34).contains(&compact.len()) || !compact.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return false;
+    }
+    if !compact
+        .get(..2)
+        .is_some_and(|cc| IBAN_COUNTRIES.contains(&cc))
+    {
         return false;
     }
     let (head, tail) = compact.split_at(4);
@@ -560,7 +589,15 @@ pub(super) fn tokenize_decoded(text: &str) -> Vec<Token> {
             regex_spans(&IBAN_RE, false, text)
         };
         for span in ibans {
-            let compact: String = slice(span)
+            // An IBAN is written in one case; mixed case (`Ic72jrLkFd9Q…`) is base64 or an
+            // identifier that passes the checksum by chance (one in 97).
+            let raw = slice(span);
+            if raw.bytes().any(|b| b.is_ascii_uppercase())
+                && raw.bytes().any(|b| b.is_ascii_lowercase())
+            {
+                continue;
+            }
+            let compact: String = raw
                 .chars()
                 .filter(|c| !c.is_whitespace())
                 .collect::<String>()

@@ -322,3 +322,27 @@ fn iban_checksum() {
     assert!(iban_valid("GB82WEST12345698765432"));
     assert!(!iban_valid("DE89370400440532013001"));
 }
+
+#[test]
+fn an_iban_is_in_one_case_and_of_an_iban_country() {
+    let ibans = |text: &str| -> Vec<String> {
+        tokenize(text)
+            .into_iter()
+            .map(|t| t.text)
+            .filter(|t| !t.contains(['.', '@', '/', ':']))
+            .collect()
+    };
+    assert_eq!(
+        ibans("pay GB82WEST12345698765432 today"),
+        ["gb82west12345698765432"]
+    );
+    assert_eq!(
+        ibans("pay gb82 west 1234 5698 7654 32 today"),
+        ["gb82west12345698765432"]
+    );
+    // A run of base64 that passes the checksum by chance is not one.
+    assert!(ibans("+Ic72jrLkFd9QWCkA0a6RFGnOwGARM5J+IMOz").is_empty());
+    // Nor is a valid checksum under a country code that issues no IBANs (`ZZ`).
+    assert!(!iban_valid("ZZ80539007547034"));
+    assert!(iban_valid("XK46539007547034"));
+}
