@@ -30,6 +30,7 @@ mod normalize;
 mod protect_impl;
 mod rules;
 mod schema;
+pub mod secret_shapes;
 mod secrets;
 mod session;
 mod strict;
