@@ -27,7 +27,7 @@ pub(crate) mod fields;
 pub mod heuristics;
 pub mod packs;
 mod sink;
-pub(crate) use sink::secret_reason;
+pub(crate) use sink::{secret_reason, shape_reason};
 mod validate;
 
 use std::collections::BTreeMap;
