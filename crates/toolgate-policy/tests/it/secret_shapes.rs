@@ -318,3 +318,18 @@ fn a_shell_command_carrying_a_shape_asks_unless_the_user_typed_it() {
     let (effect, reason) = decide_shell(&e, &mut s, &command);
     assert_eq!(effect, Effect::Allow, "{reason}");
 }
+
+#[test]
+fn redaction_is_off_by_default_and_on_per_tool_or_for_every_tool() {
+    let mut s = crate::support::engine::session(false);
+    let e = engine(ENGINE_POLICY);
+    assert!(!e.redacts_output("fetch", &mut s));
+    let e = engine(
+        "version: 1\ndefault: allow\ntools:\n  fetch:\n    output: {redact: secrets}\n  search:\n    output: {trusted_fields: [a], redact: secrets}\n",
+    );
+    assert!(e.redacts_output("fetch", &mut s));
+    assert!(e.redacts_output("search", &mut s));
+    assert!(!e.redacts_output("read_file", &mut s));
+    let e = engine("version: 1\ndefault: allow\nredact_output: secrets\n");
+    assert!(e.redacts_output("read_file", &mut s));
+}
