@@ -1,8 +1,8 @@
 //! Secret shapes: the text of a credential recognised by its form alone (a private key
 //! block, a cloud access key, a provider token, a JWT, a password in a URL), wherever it came
 //! from. The sink gate asks before one leaves (a fingerprinted secret *value*,
-//! [`crate::secrets`], is denied instead), and `output: {redact: secrets}` replaces them in
-//! a tool's result. Pure: no IO; every pattern is compiled once.
+//! [`crate::Session::secret_carried`], is denied instead), and `output: {redact: secrets}`
+//! replaces them in a tool's result. Pure: no IO; every pattern is compiled once.
 //!
 //! # Source
 //!
@@ -262,8 +262,9 @@ fn compiled() -> Option<&'static Compiled> {
 pub struct ShapeMatch<'a> {
     /// What it is.
     pub shape: &'static Shape,
-    /// Its byte range in the text.
+    /// Where it starts in the text (a byte offset).
     pub start: usize,
+    /// Where it ends in the text (a byte offset, exclusive).
     pub end: usize,
     /// The secret itself (never to be shown: see [`ShapeMatch::shown`]).
     pub secret: &'a str,
