@@ -177,7 +177,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         shape: shape("openai-project-key", "an", "OpenAI API key", 6),
-        pattern: r"(?-u:\b)(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,300})",
+        pattern: r"(?-u:\b)(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,})",
         reject: None,
     },
     Rule {
@@ -210,7 +210,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         shape: shape("url-password", "a", "password in a URL", 6),
-        pattern: r#"(?-u:\b)([a-zA-Z][a-zA-Z0-9+.-]{1,31}://[^\s:/?#@'"<>\\]{1,256}:([^\s/?#@'"<>\\]{1,256})@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*)"#,
+        pattern: r#"(?-u:\b)([a-zA-Z][a-zA-Z0-9+.-]{1,31}://[^\s:/?#@'"<>\\]+:([^\s/?#@'"<>\\]+)@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*)"#,
         reject: Some(placeholder_url),
     },
 ];
@@ -319,7 +319,7 @@ pub fn find(text: &str) -> Vec<ShapeMatch<'_>> {
 /// more is not proven clean (the sink gate asks). A payload of 1 MiB is scanned in full.
 pub const MAX_SCANNED_BYTES: usize = 4 << 20;
 /// The most strings of one call's arguments scanned.
-pub const MAX_SCANNED_STRINGS: usize = 4096;
+pub const MAX_SCANNED_STRINGS: usize = 65_536;
 
 /// A secret shape in a call's arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -399,7 +399,10 @@ fn strings_of<'a>(
     overflow: &mut bool,
     depth: usize,
 ) {
-    if out.len() >= MAX_SCANNED_STRINGS || depth > 32 {
+    let container = matches!(v, Value::Array(_) | Value::Object(_));
+    if (container && depth > 32)
+        || (matches!(v, Value::String(_)) && out.len() >= MAX_SCANNED_STRINGS)
+    {
         *overflow = true;
         return;
     }
