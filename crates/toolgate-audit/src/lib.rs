@@ -13,7 +13,8 @@ pub use chain::{
 pub use error::AuditError;
 pub use read::{ReadLine, Summary, read_records, summarize, tail};
 pub use record::{
-    Approval, ApprovalHow, ApprovalScope, Event, FORMAT, Kind, Net, Raw, Record, sanitize_host,
+    Approval, ApprovalHow, ApprovalScope, Event, FORMAT, Kind, Net, Raw, Record, Redaction,
+    sanitize_host,
 };
 pub use verify::{Problem, ProblemKind, Verification, verify_path, verify_reader};
 pub use writer::{Appended, AuditWriter, Durability, WriterOptions, now_rfc3339};

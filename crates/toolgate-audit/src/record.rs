@@ -104,6 +104,15 @@ pub struct Raw {
     pub result: Option<Value>,
 }
 
+/// One kind of secret replaced in a result, and how many times.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Redaction {
+    /// What it was (`GitHub token`, `private key block`).
+    pub shape: String,
+    /// How many were replaced.
+    pub count: u64,
+}
+
 /// What the caller records. Empty fields are omitted from the line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
@@ -169,6 +178,10 @@ pub struct Event {
     /// The result's `isError`.
     #[serde(default, rename = "isError", skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
+    /// Secrets of a known shape replaced in the result before the client saw it
+    /// (`output: {redact: secrets}`): which shapes and how many, never the values.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redactions: Vec<Redaction>,
     /// Time from receiving the request to sending the reply, in microseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_us: Option<u64>,
@@ -208,6 +221,7 @@ impl Event {
             args_sha256: None,
             result_sha256: None,
             is_error: None,
+            redactions: Vec::new(),
             latency_us: None,
             raw: None,
             format: None,

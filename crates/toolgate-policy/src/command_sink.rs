@@ -2,7 +2,8 @@
 //! command is one free-text argument, so no `sink_params` name the destination in it. Every
 //! destination-shaped word of the command (raw and as the shell decodes it) is looked up in
 //! the session's taint index; one that only untrusted output named, and the user did not,
-//! makes the call the tool's `on_tainted` (deny by default).
+//! makes the call the tool's `on_tainted` (deny by default). A secret of a known shape in
+//! the command ([`crate::secret_shapes`]) that the user did not type asks.
 //!
 //! MCP tools are not judged here: their contracts name their sink arguments.
 
@@ -46,15 +47,13 @@ pub(crate) fn gate(
                 crate::contracts_impl::secret_reason(&found),
             ));
         }
-        SecretCheck::Unchecked => Some(ContractResult::new(
-            Contract::SinkGate,
-            Effect::Ask,
-            crate::session::unchecked_reason(),
-        )),
+        SecretCheck::Unchecked => Some(crate::session::unchecked_reason()),
         SecretCheck::Clean => None,
     };
     let Some((token, source)) = tainted_in_command(session, arguments) else {
-        return unchecked;
+        // A secret of a known shape in a command asks: the shell can send it anywhere.
+        let reason = crate::contracts_impl::shape_reason(session, arguments).or(unchecked)?;
+        return Some(ContractResult::new(Contract::SinkGate, Effect::Ask, reason));
     };
     let from = match &source.server {
         Some(s) => format!("`{s}`/`{}`", source.tool),

@@ -434,6 +434,19 @@ impl Engine {
         normalize_mapped(&call, resolved.mapping(), ctx)
     }
 
+    /// Whether the results of `tool` have their secrets of a known shape redacted before the
+    /// model sees them: the policy's `redact_output`, or the tool's `output: {redact: …}`.
+    pub fn redacts_output(&self, tool: &str, session: &mut Session) -> bool {
+        self.policy.redact_output.is_some()
+            || self
+                .contracts
+                .lookup_in(tool, session, None)
+                .contract()
+                .output
+                .as_ref()
+                .is_some_and(|o| o.redact().is_some())
+    }
+
     pub fn policy(&self) -> &Policy {
         &self.policy
     }

@@ -30,6 +30,7 @@ mod normalize;
 mod protect_impl;
 mod rules;
 mod schema;
+pub mod secret_shapes;
 mod secrets;
 mod session;
 mod strict;
@@ -106,8 +107,8 @@ pub mod shell {
 pub mod contracts {
     pub use crate::contracts_impl::{
         BudgetSpec, Contracts, EntrySource, Issue, OnTainted, OutputLabel, OutputSpec,
-        RecursiveSpec, ResolvedTool, Severity, TextFormat, ToolContract, TrustedFields,
-        parse_duration,
+        RecursiveSpec, Redact, RedactOutput, ResolvedTool, Severity, TextFormat, ToolContract,
+        TrustedFields, parse_duration,
     };
 
     /// The built-in packs: contracts for well-known MCP servers, embedded in the binary.

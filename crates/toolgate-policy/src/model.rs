@@ -14,7 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::action::Operation;
-use crate::contracts::ToolContract;
+use crate::contracts::{Redact, ToolContract};
 use crate::decision::Effect;
 use crate::taint::TaintLimits;
 
@@ -58,6 +58,15 @@ pub struct Policy {
         deserialize_with = "crate::strict::present"
     )]
     pub taint: Option<TaintLimits>,
+    /// `secrets`: in the result of every tool (of a wrapped MCP server), replace secrets of
+    /// a known shape with `[REDACTED: <what>]` before the model sees it, as a tool's
+    /// `output: {redact: secrets}` does. Off when absent.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
+    pub redact_output: Option<Redact>,
 }
 
 fn default_effect() -> Effect {

@@ -211,15 +211,20 @@ mod tests {
             serde_fields::<crate::contracts::RecursiveSpec>(),
             schema_fields(&c["recursive"])
         );
-        let fields = c["output"]["anyOf"]
+        let objects: Vec<&Value> = c["output"]["anyOf"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|s| s["type"] == "object")
-            .unwrap();
+            .filter(|s| s["type"] == "object")
+            .collect();
+        assert_eq!(objects.len(), 2);
         assert_eq!(
             serde_fields::<crate::contracts::TrustedFields>(),
-            schema_fields(fields)
+            schema_fields(objects[0])
+        );
+        assert_eq!(
+            serde_fields::<crate::contracts::RedactOutput>(),
+            schema_fields(objects[1])
         );
     }
 

@@ -262,6 +262,9 @@ fn output_trust_detail(output: Option<&OutputSpec>) -> String {
                 "a value an untrusted field repeats is untrusted"
             }
         ),
+        Some(OutputSpec::Redact(_)) => {
+            "output untrusted (destinations in it are tainted), secrets in it redacted".to_owned()
+        }
         _ => "output untrusted (destinations in it are tainted)".to_owned(),
     }
 }

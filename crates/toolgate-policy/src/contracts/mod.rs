@@ -27,7 +27,7 @@ pub(crate) mod fields;
 pub mod heuristics;
 pub mod packs;
 mod sink;
-pub(crate) use sink::secret_reason;
+pub(crate) use sink::{secret_reason, shape_reason};
 mod validate;
 
 use std::collections::BTreeMap;
@@ -74,6 +74,16 @@ pub enum OutputLabel {
     Secret,
 }
 
+/// What `redact:` (and a policy's `redact_output:`) replaces in a tool's result before the
+/// model sees it: `secrets`, the secrets of a known shape ([`crate::secret_shapes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(inline)]
+pub enum Redact {
+    /// Private key blocks, cloud keys, provider tokens, JWTs and passwords in URLs.
+    Secrets,
+}
+
 /// How the text content blocks of a tool with `trusted_fields` are read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -116,6 +126,63 @@ pub struct TrustedFields {
         deserialize_with = "crate::strict::boolean_opt"
     )]
     pub trusted_wins: Option<bool>,
+    /// `secrets`: replace secrets of a known shape in the result (text content and
+    /// `structuredContent` strings) with `[REDACTED: <what>]` before the model sees it.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
+    pub redact: Option<Redact>,
+}
+
+/// `output: {redact: secrets}`: the output is untrusted as a whole (as `output: untrusted`),
+/// and secrets of a known shape in it are replaced before the model sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(inline)]
+pub struct RedactOutput {
+    /// `secrets`: replace secrets of a known shape in the result (text content and
+    /// `structuredContent` strings) with `[REDACTED: <what>]` before the model sees it.
+    pub redact: Redact,
+}
+
+/// Every key an `output:` map may have, read in one pass and then sorted into
+/// [`TrustedFields`] or [`RedactOutput`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutputMap {
+    #[serde(default, deserialize_with = "crate::strict::present")]
+    trusted_fields: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "crate::strict::present")]
+    text_format: Option<TextFormat>,
+    #[serde(default, deserialize_with = "crate::strict::boolean_opt")]
+    trusted_wins: Option<bool>,
+    #[serde(default, deserialize_with = "crate::strict::present")]
+    redact: Option<Redact>,
+}
+
+impl OutputMap {
+    fn into_spec<E: serde::de::Error>(self) -> Result<OutputSpec, E> {
+        match self.trusted_fields {
+            Some(trusted_fields) => Ok(OutputSpec::Fields(TrustedFields {
+                trusted_fields,
+                text_format: self.text_format,
+                trusted_wins: self.trusted_wins,
+                redact: self.redact,
+            })),
+            // `text_format` and `trusted_wins` say how `trusted_fields` are read.
+            None if self.text_format.is_some() || self.trusted_wins.is_some() => {
+                Err(E::missing_field("trusted_fields"))
+            }
+            None => match self.redact {
+                Some(redact) => Ok(OutputSpec::Redact(RedactOutput { redact })),
+                None => Err(E::custom(
+                    "an `output` map needs `trusted_fields` or `redact`",
+                )),
+            },
+        }
+    }
 }
 
 impl TrustedFields {
@@ -137,6 +204,18 @@ impl TrustedFields {
 pub enum OutputSpec {
     Label(OutputLabel),
     Fields(TrustedFields),
+    Redact(RedactOutput),
+}
+
+impl OutputSpec {
+    /// What the output's redaction replaces, if it has one.
+    pub fn redact(&self) -> Option<Redact> {
+        match self {
+            OutputSpec::Label(_) => None,
+            OutputSpec::Fields(f) => f.redact,
+            OutputSpec::Redact(r) => Some(r.redact),
+        }
+    }
 }
 
 /// A label or a map, each read by its own deserializer so that a mistake inside the map
@@ -149,7 +228,9 @@ impl<'de> Deserialize<'de> for OutputSpec {
             type Value = OutputSpec;
 
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("`trusted`, `untrusted` or `{trusted_fields: [...]}`")
+                f.write_str(
+                    "`trusted`, `untrusted`, `secret`, `{trusted_fields: [...]}` or `{redact: secrets}`",
+                )
             }
 
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<OutputSpec, E> {
@@ -161,8 +242,8 @@ impl<'de> Deserialize<'de> for OutputSpec {
                 self,
                 map: A,
             ) -> Result<OutputSpec, A::Error> {
-                TrustedFields::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-                    .map(OutputSpec::Fields)
+                OutputMap::deserialize(serde::de::value::MapAccessDeserializer::new(map))?
+                    .into_spec()
             }
         }
         d.deserialize_any(V)
@@ -253,7 +334,8 @@ pub struct ToolContract {
         deserialize_with = "crate::strict::present"
     )]
     pub budget: Option<BudgetSpec>,
-    /// Trust label of the tool's output (default untrusted).
+    /// Trust label of the tool's output (default untrusted), and whether secrets in it are
+    /// redacted (`{redact: secrets}`).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",

@@ -14,6 +14,12 @@
 //! session (a client hook recorded its digest: [`crate::session::prompt_digests`]) passes
 //! before the taint index is asked, so an injection that repeats it does not block it.
 //!
+//! What leaves is checked too: a secret value read earlier (a fingerprint of
+//! [`crate::secrets`]) in any argument denies, whatever the destination; a secret of a known
+//! shape ([`crate::secret_shapes`]: a private key block, a cloud key, a provider token, a JWT,
+//! a password in a URL) asks, even to a trusted destination, unless the user typed it in a
+//! prompt of the session.
+//!
 //! Two more verdicts:
 //! - **allowed by a rule**: a URL whose `net.request` part one of the user's own allow rules
 //!   matches, by a rule that names its hosts (and, when it says so, the method), passes like
@@ -427,9 +433,12 @@ pub(super) fn gate(
         SecretCheck::Carried(found) => {
             return ContractResult::new(Contract::SinkGate, Effect::Deny, secret_reason(&found));
         }
-        SecretCheck::Unchecked => true,
-        SecretCheck::Clean => false,
+        SecretCheck::Unchecked => Some(crate::session::unchecked_reason()),
+        SecretCheck::Clean => None,
     };
+    // A secret of a known shape (a token, a key, a password in a URL) asks whatever the
+    // destination, unless the user typed it.
+    let shape = shape_reason(session, call.arguments).or(unchecked);
     let declared: &[String] = resolved.contract().sink_params.as_deref().unwrap_or(&[]);
     let mut walk = Walk {
         resolved,
@@ -584,12 +593,33 @@ pub(super) fn gate(
             format!("destination {}", shown.join(", "))
         }
     };
-    let (effect, reason) = if unchecked && effect < Effect::Ask {
-        (Effect::Ask, crate::session::unchecked_reason())
-    } else {
-        (effect, reason)
+    let (effect, reason) = match shape {
+        Some(shape) if effect < Effect::Ask => (Effect::Ask, shape),
+        Some(shape) if effect == Effect::Ask => (effect, format!("{reason}; and {shape}")),
+        _ => (effect, reason),
     };
     let mut result = ContractResult::new(Contract::SinkGate, effect, reason);
     result.sinks = walk.findings;
     result
+}
+
+/// Why a sink call carrying a secret of a known shape asks ([`crate::secret_shapes`]),
+/// naming the shape and the argument and showing no more of the secret than its public
+/// prefix: `None` when it carries none the user did not type in a prompt of the session.
+pub(crate) fn shape_reason(session: &Session, arguments: &Value) -> Option<String> {
+    use crate::secret_shapes::{ArgumentScan, MAX_SCANNED_BYTES, in_arguments};
+    let vouched = |s: &str| session.user_vouched_phrase(s);
+    match in_arguments(arguments, &vouched) {
+        ArgumentScan::Clean => None,
+        ArgumentScan::Found(f) => Some(format!(
+            "{} ({}) in argument `{}` would leave: a secret of a known shape leaves only when the user typed it in a prompt (approve the call if it is meant to go)",
+            f.shape.described(),
+            f.shown,
+            f.argument
+        )),
+        ArgumentScan::TooLarge => Some(format!(
+            "the arguments are larger than {} MiB and were not all scanned for secrets: a human must look",
+            MAX_SCANNED_BYTES >> 20
+        )),
+    }
 }

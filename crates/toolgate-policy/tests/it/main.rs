@@ -27,6 +27,7 @@ mod packs_pypi;
 mod packs_recorded;
 mod recursive_parts;
 mod rules_props;
+mod secret_shapes;
 mod seed_parity;
 mod shell_differential;
 mod shell_files;

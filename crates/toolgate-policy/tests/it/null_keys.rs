@@ -72,7 +72,7 @@ fn every_contract_key_without_a_value_is_refused() {
 
 #[test]
 fn top_level_keys_without_a_value_are_refused() {
-    for key in ["packs", "taint"] {
+    for key in ["packs", "taint", "redact_output"] {
         let yaml = format!("version: 1\ndefault: ask\n{key}:\n");
         let err = error_of(&yaml);
         assert!(
@@ -80,4 +80,35 @@ fn top_level_keys_without_a_value_are_refused() {
             "{key}: {err}"
         );
     }
+}
+
+#[test]
+fn output_redaction_loads_and_is_strict() {
+    for ok in [
+        "version: 1\ndefault: ask\ntools:\n  fetch:\n    output: {redact: secrets}\n",
+        "version: 1\ndefault: ask\ntools:\n  fetch:\n    output: {trusted_fields: [a], redact: secrets}\n",
+        "version: 1\ndefault: ask\nredact_output: secrets\n",
+    ] {
+        load(ok, "p.yaml").unwrap_or_else(|d| panic!("{ok}: {d:?}"));
+    }
+    for (bad, says) in [
+        ("output: {redact: }", "no value"),
+        ("output: {redact: everything}", "everything"),
+        (
+            "output: {redact: secrets, trusted: true}",
+            "unknown field `trusted`",
+        ),
+        ("output: {}", "`trusted_fields` or `redact`"),
+        (
+            "output: {text_format: yaml, redact: secrets}",
+            "trusted_fields",
+        ),
+        ("output: {trusted_fields: [a], redact: null}", "no value"),
+    ] {
+        let yaml = format!("version: 1\ndefault: ask\ntools:\n  fetch:\n    {bad}\n");
+        let err = error_of(&yaml);
+        assert!(err.contains(says), "{bad}: {err}");
+    }
+    let err = error_of("version: 1\ndefault: ask\nredact_output: all\n");
+    assert!(err.contains("all"), "{err}");
 }

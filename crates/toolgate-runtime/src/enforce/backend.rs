@@ -108,6 +108,11 @@ pub trait Backend: Send {
     fn budget_of(&mut self, _tool: &str) -> Option<Option<(u64, u64)>> {
         None
     }
+    /// True when the policy redacts secrets of a known shape in `tool`'s results before the
+    /// client sees them (`output: {redact: secrets}`, `redact_output: secrets`).
+    fn redacts_output(&mut self, _tool: &str) -> bool {
+        false
+    }
     /// True once when another proxy of the agent session saw the server's tools change
     /// since this session last listed them.
     fn tools_changed_elsewhere(&mut self) -> bool {
@@ -392,6 +397,10 @@ impl Backend for EngineBackend {
             added: report.added,
             changed: report.changed,
         }
+    }
+
+    fn redacts_output(&mut self, tool: &str) -> bool {
+        self.engine.redacts_output(tool, &mut self.session)
     }
 
     fn record_output(

@@ -119,6 +119,7 @@ impl Enforcer {
                 .as_ref()
                 .and_then(|d| toolgate_policy::secret_read(&d.action))
                 .map(str::to_owned),
+            redact: lock(&self.inner.backend).redacts_output(&tool),
         };
         match (ruling.effect, retry) {
             (Effect::Deny, _) => self.deny_as_it_arrives(id, request_id, tool, arguments, ruling),

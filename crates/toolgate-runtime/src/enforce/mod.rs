@@ -150,6 +150,8 @@ enum Watched {
         started: Instant,
         /// The secret file the call reads, if any: its result is fingerprinted.
         secret_file: Option<String>,
+        /// Secrets of a known shape in the result are replaced before it is delivered.
+        redact: bool,
     },
     Resource {
         uri: String,

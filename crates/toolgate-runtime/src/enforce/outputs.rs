@@ -1,5 +1,6 @@
 //! What comes back: results of `tools/call`, `resources/read` and `prompts/get`, delivered
-//! first and then fed to the taint index.
+//! first and then fed to the taint index. A `tools/call` result of a tool whose policy redacts
+//! its output has its secrets of a known shape replaced before it is delivered.
 
 #[allow(unused_imports, reason = "the enforcer's imports, shared by its parts")]
 use super::*;
@@ -55,6 +56,45 @@ pub(super) fn prompt_as_tool_result(result: &Value) -> Value {
         items.push(json!({"type": "text", "text": description}));
     }
     json!({ "content": items })
+}
+
+/// A `tools/call` response whose result had secrets of a known shape replaced.
+pub(super) struct Redacted {
+    /// The response to deliver instead (the same `id`).
+    pub(super) frame: Vec<u8>,
+    /// Its result's JSON text.
+    pub(super) result: Bytes,
+    /// Which shapes were replaced, how many of each.
+    pub(super) redactions: Vec<toolgate_audit::Redaction>,
+}
+
+/// The response with `id` to deliver instead of the result `text`, with its secrets of a known
+/// shape replaced ([`toolgate_policy::secret_shapes::redact_result`]); `None` when it had
+/// none (or is not a JSON object): then the frame is forwarded as it came.
+pub(super) fn redacted_response(id: &RawValue, text: &[u8]) -> Option<Redacted> {
+    let mut result: Value = serde_json::from_slice(text).ok()?;
+    if !result.is_object() {
+        return None;
+    }
+    let found = toolgate_policy::secret_shapes::redact_result(&mut result);
+    if found.is_empty() {
+        return None;
+    }
+    let raw = raw_value(&result)?;
+    let frame = build::result_response(id, &raw);
+    let redactions = found
+        .counts
+        .into_iter()
+        .map(|(shape, count)| toolgate_audit::Redaction {
+            shape: shape.to_owned(),
+            count,
+        })
+        .collect();
+    Some(Redacted {
+        frame,
+        result: Bytes::copy_from_slice(raw.get().as_bytes()),
+        redactions,
+    })
 }
 
 impl Enforcement {
@@ -173,23 +213,42 @@ impl Enforcer {
                 fingerprint,
                 started,
                 secret_file,
+                redact,
             } => {
                 let mut ev = Event::new(AuditKind::Result);
                 ev.request_id = Some(request_id);
                 ev.tool = Some(tool.clone());
                 ev.fingerprint = fingerprint;
                 ev.latency_us = Some(micros(started));
+                // Only a result that had a secret replaced is re-serialised; every other
+                // frame passes byte for byte.
+                let redacted = if redact {
+                    message
+                        .envelope
+                        .id
+                        .and_then(|id| redacted_response(id, &text))
+                } else {
+                    None
+                };
+                let (verdict, delivered) = match redacted {
+                    Some(r) => {
+                        ev.redactions = r.redactions;
+                        (Verdict::Replace(r.frame), r.result)
+                    }
+                    None => (Verdict::Forward, text.clone()),
+                };
                 // A large result's record is hashed while the result is delivered and
-                // taint-indexed.
+                // taint-indexed. The record is of what the client received; the taint index
+                // reads what the server sent.
                 self.record_result(
                     ev,
                     ResultText {
-                        text: text.clone(),
+                        text: delivered,
                         tool_call: true,
                     },
                 );
                 self.taint_later(tool, TaintAs::ToolResult, text, secret_file);
-                Verdict::Forward
+                verdict
             }
             Watched::Resource {
                 uri,

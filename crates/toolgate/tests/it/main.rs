@@ -21,6 +21,7 @@ mod enforce_followups;
 mod enforce_hidden_paths;
 mod enforce_hidden_tools;
 mod enforce_pins;
+mod enforce_redact;
 mod enforce_rmcp;
 mod enforce_self_protection;
 mod enforce_trusted_fields;
