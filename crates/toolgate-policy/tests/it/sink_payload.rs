@@ -250,10 +250,10 @@ fn padding_never_carries_a_secret_past_the_check() {
     let c = mail_contracts();
     let mut s = session();
     let to = "ann@corp.example";
-    // Before any secret is read, a large payload is nobody's business.
-    let big = "lorem ipsum dolor sit amet ".repeat((5 << 20) / 27);
-    let r = send(&c, &mut s, json!({"to": to, "body": big}));
+    // A large payload that the checks read whole is nobody's business.
+    let r = send(&c, &mut s, json!({"to": to, "body": "x ".repeat(3 << 19)}));
     assert_eq!(r.effect, Effect::Allow, "{}", r.reason);
+    let big = "lorem ipsum dolor sit amet ".repeat((5 << 20) / 27);
     let env = json!({"content": [{"type": "text", "text": format!("AWS_SECRET={KEY}\n")}]});
     c.record_output_from(&mut s, None, "read_file", &env, Some("/w/.env"));
     // 2 MiB of padding, then the value: read, found, denied.
@@ -264,7 +264,7 @@ fn padding_never_carries_a_secret_past_the_check() {
     let padded = format!("{big} {KEY}");
     let r = send(&c, &mut s, json!({"to": to, "body": padded}));
     assert_eq!(r.effect, Effect::Ask, "{}", r.reason);
-    assert!(r.reason.contains("larger than the 4 MiB"), "{}", r.reason);
+    assert!(r.reason.contains("4 MiB"), "{}", r.reason);
     // Strings past the count the check reads: the same.
     let mut parts: Vec<Value> = (0..5000).map(|i| json!(format!("part {i}"))).collect();
     parts.push(json!(KEY));
