@@ -1,7 +1,7 @@
 //! Secret shapes: the text of a credential recognised by its form alone (a private key
 //! block, a cloud access key, a provider token, a JWT, a password in a URL), wherever it came
 //! from. The sink gate asks before one leaves (a fingerprinted secret *value*,
-//! [`crate::Session::secret_carried`], is denied instead), and `output: {redact: secrets}`
+//! [`crate::Session::secret_check`], is denied instead), and `output: {redact: secrets}`
 //! replaces them in a tool's result. Pure: no IO; every pattern is compiled once.
 //!
 //! # Source

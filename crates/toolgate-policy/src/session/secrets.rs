@@ -99,7 +99,7 @@ impl Session {
 
     /// Whether `arguments` carry a secret value fingerprinted in this session (as it was
     /// read, or encoded). Arguments past what the check reads ([`MAX_CHECKED_BYTES`] of
-    /// text, [`MAX_STRINGS`] strings, 32 levels) are [`SecretCheck::Unchecked`] while the
+    /// text, 4,096 strings, 32 levels) are [`SecretCheck::Unchecked`] while the
     /// session holds a secret: padding a secret past the budget must not carry it out.
     pub fn secret_check(&self, arguments: &Value) -> SecretCheck {
         if self.secrets.is_empty() {
