@@ -68,6 +68,15 @@ fn outputs() -> Vec<String> {
 }
 
 fn call(c: &Contracts, s: &mut Session, tool: &str, args: &Value) -> usize {
+    results(c, s, tool, args).len()
+}
+
+fn results(
+    c: &Contracts,
+    s: &mut Session,
+    tool: &str,
+    args: &Value,
+) -> Vec<toolgate_policy::ContractResult> {
     let call = ToolCall {
         server: None,
         tool,
@@ -79,7 +88,7 @@ fn call(c: &Contracts, s: &mut Session, tool: &str, args: &Value) -> usize {
         tool: tool.to_owned(),
         parts: vec![Part::new(Operation::Unknown)],
     };
-    c.check(&call, &action, s, 0).len()
+    c.check(&call, &action, s, 0)
 }
 
 fn bench(c: &mut Criterion) {
@@ -206,24 +215,12 @@ fn payload(c: &mut Criterion) {
         .iter()
         .zip([Effect::Allow, Effect::Deny, Effect::Allow])
     {
-        let call = ToolCall {
-            server: None,
-            tool,
-            arguments: args,
-            definition: None,
-        };
-        let action = Action {
-            server: None,
-            tool: (*tool).to_owned(),
-            parts: vec![Part::new(Operation::Unknown)],
-        };
-        let results = contracts.check(&call, &action, &mut session, 0);
-        let got = results
+        let got = results(&contracts, &mut session, tool, args)
             .iter()
             .map(|r| r.effect)
             .max()
             .unwrap_or(Effect::Allow);
-        assert_eq!(got, want, "{name}: {results:?}");
+        assert_eq!(got, want, "{name}");
     }
     run_group(
         c,

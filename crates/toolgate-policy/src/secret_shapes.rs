@@ -393,8 +393,9 @@ fn word_around(s: &str, start: usize, end: usize) -> &str {
 }
 
 /// The strings of `v` with their paths (`a.b[0]`), depth first, at most
-/// [`MAX_SCANNED_STRINGS`] and 32 levels deep (`overflow` set when some were left out).
-fn strings_of<'a>(
+/// [`MAX_SCANNED_STRINGS`] and 32 levels deep (`overflow` set when some were left out): what
+/// the shape scan and the secret-value check (`Session::secret_check`) read of a call.
+pub(crate) fn strings_of<'a>(
     v: &'a Value,
     at: String,
     out: &mut Vec<(String, &'a str)>,

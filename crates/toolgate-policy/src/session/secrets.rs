@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::Session;
 use crate::command_sink::collect_strings;
+use crate::secret_shapes::{MAX_SCANNED_STRINGS, strings_of};
 use crate::secrets::{MAX_SCANNED_BYTES, candidates, find_carried};
 
 /// The most fingerprints a session keeps (oldest forgotten first).
@@ -99,14 +100,16 @@ impl Session {
 
     /// Whether `arguments` carry a secret value fingerprinted in this session (as it was
     /// read, or encoded). Arguments past what the check reads ([`MAX_CHECKED_BYTES`] of
-    /// text, 4,096 strings, 32 levels) are [`SecretCheck::Unchecked`] while the
+    /// text, 65,536 strings, 32 levels) are [`SecretCheck::Unchecked`] while the
     /// session holds a secret: padding a secret past the budget must not carry it out.
     pub fn secret_check(&self, arguments: &Value) -> SecretCheck {
         if self.secrets.is_empty() {
             return SecretCheck::Clean;
         }
         let mut strings = Vec::new();
-        let mut complete = paths_of(arguments, String::new(), &mut strings, 0);
+        let mut overflow = false;
+        strings_of(arguments, String::new(), &mut strings, &mut overflow, 0);
+        let mut complete = !overflow;
         let mut budget = MAX_CHECKED_BYTES;
         for (argument, s) in strings {
             if s.len() > budget {
@@ -151,46 +154,7 @@ pub const MAX_CHECKED_BYTES: usize = 4 << 20;
 /// Why a call whose arguments the secret check could not read in full asks.
 pub(crate) fn unchecked_reason() -> String {
     format!(
-        "the arguments are larger than the {} MiB (or {MAX_STRINGS} strings) the secret check reads, and this session has read secret values: a human must look",
+        "the arguments are larger than the {} MiB (or {MAX_SCANNED_STRINGS} strings) the secret check reads, and this session has read secret values: a human must look",
         MAX_CHECKED_BYTES >> 20
     )
-}
-
-/// The strings of `v` with their paths (`a.b[0]`), depth first, at most [`MAX_STRINGS`];
-/// `false` when some were left out (too many, or nested deeper than 32 levels).
-fn paths_of<'a>(v: &'a Value, at: String, out: &mut Vec<(String, &'a str)>, depth: usize) -> bool {
-    if out.len() >= MAX_STRINGS || depth > 32 {
-        return false;
-    }
-    match v {
-        Value::String(s) => out.push((
-            if at.is_empty() {
-                "arguments".to_owned()
-            } else {
-                at
-            },
-            s,
-        )),
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                if !paths_of(item, format!("{at}[{i}]"), out, depth + 1) {
-                    return false;
-                }
-            }
-        }
-        Value::Object(map) => {
-            for (k, item) in map {
-                let next = if at.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{at}.{k}")
-                };
-                if !paths_of(item, next, out, depth + 1) {
-                    return false;
-                }
-            }
-        }
-        _ => {}
-    }
-    true
 }
