@@ -420,17 +420,16 @@ fn record_item(taint: &mut TaintIndex, item: &Value, trust: OutputTrust, source:
             let Some(t) = item.get("text").and_then(Value::as_str) else {
                 return;
             };
-            // A trusted JSON document in text vouches for its whole values (names such as
-            // `eve` or `Hotel Montmartre Vue`, not only addresses), as `structuredContent`
+            taint.record_text(t, trust, source.clone());
+            // A trusted JSON document in text also vouches for its whole values (names such
+            // as `eve` or `Hotel Montmartre Vue`, not only addresses), as `structuredContent`
             // does; within the budget of one output's parsed text.
-            let doc = (trust == OutputTrust::Trusted
+            if trust == OutputTrust::Trusted
                 && t.len() <= taint.limits().max_text_bytes
-                && t.trim_start().starts_with(['{', '[']))
-            .then(|| fields::parse_text(t, TextFormat::Json))
-            .flatten();
-            match doc {
-                Some(doc) => taint.record_json(&doc, trust, source.clone()),
-                None => taint.record_text(t, trust, source.clone()),
+                && t.trim_start().starts_with(['{', '['])
+                && let Some(doc) = fields::parse_text(t, TextFormat::Json)
+            {
+                taint.record_json(&doc, trust, source.clone());
             }
         }
         Some("resource") => {
