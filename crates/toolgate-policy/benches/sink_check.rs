@@ -91,15 +91,20 @@ fn results(
     c.check(&call, &action, s, 0)
 }
 
-fn bench(c: &mut Criterion) {
-    let user: BTreeMap<String, ToolContract> =
-        serde_saphyr::from_str("transfer_funds:\n  exfiltrating: true\n  sink_params: [account]\n")
-            .unwrap();
+/// The contracts of a `tools:` mapping over every built-in pack, and a fresh session with
+/// pinning off.
+fn setup(tools: &str) -> (Contracts, Session) {
+    let user: BTreeMap<String, ToolContract> = serde_saphyr::from_str(tools).unwrap();
     let contracts =
         Contracts::compile(&user, &toolgate_policy::contracts::packs::pack_names()).unwrap();
     let mut limits = SessionLimits::new(TaintLimits::default());
     limits.pinning = false;
-    let mut session = Session::new(limits);
+    (contracts, Session::new(limits))
+}
+
+fn bench(c: &mut Criterion) {
+    let (contracts, mut session) =
+        setup("transfer_funds:\n  exfiltrating: true\n  sink_params: [account]\n");
     for text in outputs() {
         let result = json!({"content": [{"type": "text", "text": text}]});
         contracts.record_output(&mut session, None, "read_email", &result);
@@ -177,14 +182,8 @@ fn run_group(
 /// The payload check: a 1 MiB body to a trusted address after a `.env` read.
 fn payload(c: &mut Criterion) {
     const SECRET: &str = "sk_live_51HxQ9aLkd83Jd02mZpQ7uYt";
-    let user: BTreeMap<String, ToolContract> =
-        serde_saphyr::from_str("send_email:\n  trusted_destinations: [\"*@team.example\"]\n")
-            .unwrap();
-    let contracts =
-        Contracts::compile(&user, &toolgate_policy::contracts::packs::pack_names()).unwrap();
-    let mut limits = SessionLimits::new(TaintLimits::default());
-    limits.pinning = false;
-    let mut session = Session::new(limits);
+    let (contracts, mut session) =
+        setup("send_email:\n  trusted_destinations: [\"*@team.example\"]\n");
     let env = json!({"content": [{"type": "text", "text": format!("STRIPE_KEY={SECRET}\nREGION=eu-west-1\n")}]});
     contracts.record_output_from(&mut session, None, "read_file", &env, Some("/w/.env"));
     let [(_, prose), ..] = common::texts();

@@ -11,45 +11,13 @@
     reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
 )]
 
-use std::collections::BTreeMap;
-
-use serde_json::{Value, json};
-use toolgate_policy::contracts::{Contracts, ToolContract};
+use serde_json::json;
 use toolgate_policy::{
-    Action, Contract, ContractResult, Effect, MapFs, NormalizeContext, Operation, Part, Session,
-    SessionLimits, TaintLimits, ToolCall, VouchKey, prompt_digests,
+    Contract, Effect, MapFs, NormalizeContext, Session, ToolCall, VouchKey, prompt_digests,
 };
 
 use crate::support::engine::{decide, engine};
-
-fn session() -> Session {
-    let mut l = SessionLimits::new(TaintLimits::default());
-    l.pinning = false;
-    Session::new(l)
-}
-
-fn contracts(yaml: &str) -> Contracts {
-    let user: BTreeMap<String, ToolContract> = serde_saphyr::from_str(yaml).unwrap();
-    Contracts::compile(&user, &toolgate_policy::contracts::packs::pack_names()).unwrap()
-}
-
-fn sink(c: &Contracts, s: &mut Session, tool: &str, args: &Value) -> ContractResult {
-    let call = ToolCall {
-        server: None,
-        tool,
-        arguments: args,
-        definition: None,
-    };
-    let action = Action {
-        server: None,
-        tool: tool.to_owned(),
-        parts: vec![Part::new(Operation::Unknown)],
-    };
-    c.check(&call, &action, s, 0)
-        .into_iter()
-        .find(|r| r.contract == Contract::SinkGate)
-        .expect("the sink gate ran")
-}
+use crate::support::sink::{contracts, session, sink_gate as sink};
 
 const POLICY: &str = r#"
 send_email:

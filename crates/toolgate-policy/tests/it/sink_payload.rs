@@ -9,14 +9,11 @@
     reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
 )]
 
-use std::collections::BTreeMap;
-
 use serde_json::{Value, json};
-use toolgate_policy::contracts::{Contracts, ToolContract};
-use toolgate_policy::{
-    Action, Contract, ContractResult, Effect, Operation, Part, Session, SessionLimits, SinkVerdict,
-    TaintLimits, ToolCall,
-};
+use toolgate_policy::contracts::Contracts;
+use toolgate_policy::{ContractResult, Effect, Session, SinkVerdict};
+
+use crate::support::sink::{self, session};
 
 const POLICY: &str = r#"
 create_event:
@@ -25,36 +22,14 @@ create_event:
   trusted_destinations: ["*@corp.example"]
 "#;
 
-fn session() -> Session {
-    let mut limits = SessionLimits::new(TaintLimits::default());
-    limits.pinning = false;
-    Session::new(limits)
-}
-
 fn contracts() -> Contracts {
-    let user: BTreeMap<String, ToolContract> = serde_saphyr::from_str(POLICY).unwrap();
-    Contracts::compile(&user, &toolgate_policy::contracts::packs::pack_names()).unwrap()
+    sink::contracts(POLICY)
 }
 
 fn gate(c: &Contracts, s: &mut Session, args: Value) -> ContractResult {
-    let call = ToolCall {
-        server: None,
-        tool: "create_event",
-        arguments: &args,
-        definition: None,
-    };
-    let action = Action {
-        server: None,
-        tool: "create_event".to_owned(),
-        parts: vec![Part::new(Operation::Unknown)],
-    };
-    c.check(&call, &action, s, 0)
-        .into_iter()
-        .find(|r| r.contract == Contract::SinkGate)
-        .expect("create_event is exfiltrating: the sink gate runs")
+    sink::sink_gate(c, s, "create_event", &args)
 }
 
-/// A mail (untrusted output) that names a hotel, a meeting title, and plants an address.
 fn read_mail(c: &Contracts, s: &mut Session) {
     let text = "Booking confirmed at Le Marais Boutique, 12 Rue des Archives.\n\
                 Subject: Quarterly planning offsite\n\
@@ -170,29 +145,13 @@ fn a_destination_named_key_deep_in_payload_is_a_destination() {
 const KEY: &str = "AKIAZ7XQ3JD9RT2LMW8K/wJalrXUtnFEMI7K7MDENGbPxRfiCY";
 
 fn send(c: &Contracts, s: &mut Session, args: Value) -> ContractResult {
-    let call = ToolCall {
-        server: None,
-        tool: "send_email",
-        arguments: &args,
-        definition: None,
-    };
-    let action = Action {
-        server: None,
-        tool: "send_email".to_owned(),
-        parts: vec![Part::new(Operation::Unknown)],
-    };
-    c.check(&call, &action, s, 0)
-        .into_iter()
-        .find(|r| r.contract == Contract::SinkGate)
-        .expect("send_email is exfiltrating")
+    sink::sink_gate(c, s, "send_email", &args)
 }
 
 fn mail_contracts() -> Contracts {
-    let user: BTreeMap<String, ToolContract> = serde_saphyr::from_str(
+    sink::contracts(
         "send_email:\n  trusted_destinations: ['*@corp.example']\nvault_get:\n  output: secret\n",
     )
-    .unwrap();
-    Contracts::compile(&user, &toolgate_policy::contracts::packs::pack_names()).unwrap()
 }
 
 #[test]

@@ -3,3 +3,4 @@
 pub mod engine;
 pub mod packs_check;
 pub mod shell_diff;
+pub mod sink;
