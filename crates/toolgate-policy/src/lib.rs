@@ -70,9 +70,9 @@ pub use command_sink::{collect_strings, tainted_in_command};
 pub use fingerprint::{FINGERPRINT_FIELDS, fingerprint};
 pub use secrets::{SECRET_FILE_GLOBS, secret_read};
 pub use session::{
-    ApprovalScope, MAX_CHECKED_BYTES, MAX_PHRASE_WORDS, MAX_PROMPT_WORDS, MAX_SECRETS, PinReport,
-    PinState, RecordedOutput, SecretCheck, SecretFinding, SecretSource, Session, SessionLimits,
-    VouchKey, phrase_key, prompt_digests, secret_digest, token_digest,
+    ApprovalScope, MAX_CHECKED_BYTES, MAX_PHRASE_WORDS, MAX_PROMPT_WORDS, MAX_SECRETS, NewSecret,
+    PinReport, PinState, RecordedOutput, SecretCheck, SecretFinding, SecretSource, Session,
+    SessionLimits, VouchKey, phrase_key, prompt_digests, secret_digest, token_digest,
 };
 pub use taint::{
     OutputTrust, Provenance, TaintIndex, TaintLimits, TaintSource, canonical_destination,

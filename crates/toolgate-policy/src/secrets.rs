@@ -144,22 +144,58 @@ pub fn candidates(text: &str) -> impl Iterator<Item = &str> {
         .filter(|t| is_candidate(t))
 }
 
-/// The texts a token may stand for when it is an encoding of a secret: its base64 (standard
-/// or URL-safe, padding optional) and hex decodings that are UTF-8.
-fn decodings(token: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let trimmed = token.trim_end_matches('=');
-    for engine in [
-        base64::engine::general_purpose::STANDARD_NO_PAD,
-        base64::engine::general_purpose::URL_SAFE_NO_PAD,
-    ] {
-        if let Ok(bytes) = engine.decode(trimmed)
-            && let Ok(text) = String::from_utf8(bytes)
-        {
-            out.push(text);
+/// The token lengths a session holds fingerprints of: a token of another length is not
+/// hashed, and an encoding too short to carry one is not decoded.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Lengths<'a> {
+    /// Any length (a fingerprint whose length is not known).
+    Any,
+    /// These lengths (as keys; the values are counts).
+    Of(&'a std::collections::BTreeMap<usize, usize>),
+}
+
+impl Lengths<'_> {
+    fn wants(self, len: usize) -> bool {
+        match self {
+            Lengths::Any => true,
+            Lengths::Of(set) => set.contains_key(&len),
         }
     }
-    if token.len().is_multiple_of(2)
+
+    /// The shortest length wanted.
+    fn shortest(self) -> usize {
+        match self {
+            Lengths::Any => MIN_SECRET_LEN,
+            Lengths::Of(set) => set.keys().next().copied().unwrap_or(usize::MAX),
+        }
+    }
+}
+
+/// The texts a token may stand for when it is an encoding of a secret: its base64 (standard
+/// or URL-safe, padding optional) and hex decodings that are UTF-8 and at least `shortest`
+/// bytes long.
+fn decodings(token: &str, shortest: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let trimmed = token.trim_end_matches('=');
+    if trimmed.len() * 3 / 4 >= shortest {
+        // Each alphabet has two characters the other lacks.
+        let standard = memchr::memchr2(b'-', b'_', trimmed.as_bytes()).is_none();
+        let url_safe = memchr::memchr2(b'+', b'/', trimmed.as_bytes()).is_none();
+        for (engine, possible) in [
+            (base64::engine::general_purpose::STANDARD_NO_PAD, standard),
+            (base64::engine::general_purpose::URL_SAFE_NO_PAD, url_safe),
+        ] {
+            if possible
+                && text_head(&engine, trimmed)
+                && let Ok(bytes) = engine.decode(trimmed)
+                && let Ok(text) = String::from_utf8(bytes)
+            {
+                out.push(text);
+            }
+        }
+    }
+    if token.len() / 2 >= shortest
+        && token.len().is_multiple_of(2)
         && token.bytes().all(|b| b.is_ascii_hexdigit())
         && let Ok(bytes) = hex::decode(token)
         && let Ok(text) = String::from_utf8(bytes)
@@ -169,12 +205,28 @@ fn decodings(token: &str) -> Vec<String> {
     out
 }
 
-/// Every secret-shaped token `text` carries: its own candidates, those of its URL-decoded
-/// form, and those inside base64 or hex encodings of its tokens (one level deep); each once.
+/// Whether the first 16 characters of `b64` decode under `engine` to bytes that can start a
+/// UTF-8 text: binary data (an image, an archive) is turned away without decoding all of it.
+/// When they do not, the whole does not either (same alphabet, same bytes).
+fn text_head(engine: &base64::engine::GeneralPurpose, b64: &str) -> bool {
+    let Some(head) = b64.get(..16) else {
+        return true;
+    };
+    let mut buf = [0u8; 12];
+    match engine.decode_slice(head, &mut buf) {
+        Ok(n) => match std::str::from_utf8(buf.get(..n).unwrap_or_default()) {
+            Ok(_) => true,
+            // Cut inside a character: the rest may complete it.
+            Err(e) => e.error_len().is_none(),
+        },
+        Err(_) => false,
+    }
+}
+
 #[cfg(test)]
 fn carried(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    find_carried(text, |t| {
+    find_carried(text, Lengths::Any, |t| {
         if !out.iter().any(|o| o == t) {
             out.push(t.to_owned());
         }
@@ -183,63 +235,86 @@ fn carried(text: &str) -> Vec<String> {
     out
 }
 
-/// Whether a byte may be part of a run that may be a secret or its encoding: a token's
+/// The bytes that may be part of a run that may be a secret or its encoding: a token's
 /// characters (`token_char`) and `=` (base64 padding, and `KEY=value`, which the candidates
 /// split).
+const RUN_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut rest: &mut [bool] = &mut table;
+    let mut c: u8 = 0;
+    while let Some((run, tail)) = rest.split_first_mut() {
+        *run = c.is_ascii_alphanumeric()
+            || matches!(c, b'_' | b'-' | b'+' | b'/' | b'.' | b'~' | b'=');
+        c = c.wrapping_add(1);
+        rest = tail;
+    }
+    table
+};
+
 fn run_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'+' | b'/' | b'.' | b'~' | b'=')
+    RUN_BYTES.get(usize::from(b)).copied().unwrap_or(false)
 }
 
-/// Calls `found` with each token [`carried`] would return (a token may come more than once)
-/// until it returns `true`; returns whether it did. One pass over the bytes of the text (and
-/// of its URL-decoded form when it has a `%`): the runs of token characters, each tried as
-/// an encoding when it is long enough, and split at `=` into candidates.
-pub fn find_carried(text: &str, mut found: impl FnMut(&str) -> bool) -> bool {
-    if scan_runs(text, &mut found) {
+/// Calls `found` with each token [`carried`] would return of a length `lengths` wants (a
+/// token may come more than once) until it returns `true`; returns whether it did. One pass
+/// over the bytes of the text (and of its URL-decoded form when it has a `%`): the runs of
+/// token characters, each tried as an encoding when it is long enough, and split at `=`
+/// into candidates.
+pub(crate) fn find_carried(
+    text: &str,
+    lengths: Lengths<'_>,
+    mut found: impl FnMut(&str) -> bool,
+) -> bool {
+    if scan_runs(text, lengths, &mut found) {
         return true;
     }
     if memchr::memchr(b'%', text.as_bytes()).is_some()
         && let Cow::Owned(decoded) = percent_encoding::percent_decode_str(text).decode_utf8_lossy()
     {
-        return scan_runs(&decoded, &mut found);
+        return scan_runs(&decoded, lengths, &mut found);
     }
     false
 }
 
-fn scan_runs(text: &str, found: &mut impl FnMut(&str) -> bool) -> bool {
+fn scan_runs(text: &str, lengths: Lengths<'_>, found: &mut impl FnMut(&str) -> bool) -> bool {
+    let shortest = lengths.shortest().max(MIN_SECRET_LEN);
     let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let Some(start) = bytes
-            .get(i..)
-            .and_then(|rest| rest.iter().position(|&b| run_byte(b)))
-            .map(|p| i + p)
-        else {
-            break;
-        };
+    // Only runs of `shortest` bytes or more count, and each holds a multiple of `shortest`:
+    // only the bytes there are read, and the run around each that is a run byte.
+    let mut probe = shortest - 1;
+    while probe < bytes.len() {
+        if !bytes.get(probe).is_some_and(|&b| run_byte(b)) {
+            probe += shortest;
+            continue;
+        }
+        let start = bytes
+            .get(..probe)
+            .and_then(|head| head.iter().rposition(|&b| !run_byte(b)))
+            .map_or(0, |p| p + 1);
         let end = bytes
-            .get(start..)
+            .get(probe..)
             .and_then(|rest| rest.iter().position(|&b| !run_byte(b)))
-            .map_or(bytes.len(), |p| start + p);
-        i = end;
+            .map_or(bytes.len(), |p| probe + p);
+        // The next probe past this run (`end` is not a run byte).
+        probe = (end + 1) / shortest * shortest + shortest - 1;
         // A run is ASCII, so its ends are character boundaries.
         let Some(run) = text.get(start..end) else {
             continue;
         };
-        if run.len() < MIN_SECRET_LEN {
+        if run.len() < shortest {
             continue;
         }
         // Encoded tokens may be shorter than the secret's own rules allow (hex of 8 bytes), or
         // low in entropy (hex), so every long enough run is tried as an encoding.
-        for inner in decodings(run) {
+        for inner in decodings(run, shortest) {
             for t in candidates(&inner) {
-                if found(t) {
+                if lengths.wants(t.len()) && found(t) {
                     return true;
                 }
             }
         }
         for t in run.split('=') {
-            if is_candidate(t) && found(t) {
+            if lengths.wants(t.len()) && is_candidate(t) && found(t) {
                 return true;
             }
         }
@@ -267,11 +342,31 @@ mod tests {
                 if run.len() < MIN_SECRET_LEN {
                     continue;
                 }
-                for inner in decodings(run) {
+                for inner in reference_decodings(run) {
                     out.extend(candidates(&inner).map(str::to_owned));
                 }
             }
             out.extend(candidates(source).map(str::to_owned));
+        }
+        out
+    }
+
+    /// Every UTF-8 decoding of a token, decoded in full.
+    fn reference_decodings(token: &str) -> Vec<String> {
+        let trimmed = token.trim_end_matches('=');
+        let mut out: Vec<String> = [
+            base64::engine::general_purpose::STANDARD_NO_PAD,
+            base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        ]
+        .iter()
+        .filter_map(|e| String::from_utf8(e.decode(trimmed).ok()?).ok())
+        .collect();
+        if token.len().is_multiple_of(2) && token.bytes().all(|b| b.is_ascii_hexdigit()) {
+            out.extend(
+                hex::decode(token)
+                    .ok()
+                    .and_then(|b| String::from_utf8(b).ok()),
+            );
         }
         out
     }
@@ -282,7 +377,20 @@ mod tests {
             text in "([a-zA-Z0-9_+/=.%~ é\n-]{0,12}|sk_live_51HxQ9aLkd83Jd02mZpQ7uYt|c2tfbGl2ZV81MUh4UTlhTGtkODNKZDAybVpwUTd1WXQ=|%2F|%3D){0,12}"
         ) {
             let got: std::collections::BTreeSet<String> = carried(&text).into_iter().collect();
-            proptest::prop_assert_eq!(got, carried_reference(&text));
+            let want = carried_reference(&text);
+            proptest::prop_assert_eq!(&got, &want);
+            // With the lengths of a session's fingerprints: the tokens of those lengths.
+            for len in [16, 17, 31, 32, 44] {
+                let lengths = std::collections::BTreeMap::from([(len, 1)]);
+                let mut got = std::collections::BTreeSet::new();
+                find_carried(&text, Lengths::Of(&lengths), |t| {
+                    got.insert(t.to_owned());
+                    false
+                });
+                let want: std::collections::BTreeSet<String> =
+                    want.iter().filter(|t| t.len() == len).cloned().collect();
+                proptest::prop_assert_eq!(got, want);
+            }
         }
     }
 

@@ -13,12 +13,13 @@ mod secrets;
 
 pub(crate) use secrets::unchecked_reason;
 pub use secrets::{
-    MAX_CHECKED_BYTES, MAX_SECRETS, SecretCheck, SecretFinding, SecretSource, secret_digest,
+    MAX_CHECKED_BYTES, MAX_SECRETS, NewSecret, SecretCheck, SecretFinding, SecretSource,
+    secret_digest,
 };
 
 pub use outputs::RecordedOutput;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -166,10 +167,14 @@ pub struct Session {
     vouch_key: VouchKey,
     /// Keyed digests of the secret values recorded outputs held, and where each came from
     /// (`session/secrets.rs`).
-    secrets: HashMap<[u8; 32], SecretSource>,
+    secrets: HashMap<[u8; 32], (SecretSource, Option<usize>)>,
     secrets_order: VecDeque<[u8; 32]>,
+    /// How many of those fingerprints are of values of each length, and how many of values
+    /// of a length not known: the check hashes only tokens of these lengths.
+    secret_lengths: BTreeMap<usize, usize>,
+    secrets_of_any_length: usize,
     /// Fingerprints recorded here and not yet shared.
-    new_secrets: Vec<([u8; 32], SecretSource)>,
+    new_secrets: Vec<NewSecret>,
     /// Why what toolgate knew of this agent session is gone (its state store was deleted or
     /// replaced while the session ran): the sink gate then proves no destination from
     /// session state ([`Session::mark_state_lost`]).
@@ -355,6 +360,8 @@ impl Session {
             vouch_key: VouchKey::default(),
             secrets: HashMap::new(),
             secrets_order: VecDeque::new(),
+            secret_lengths: BTreeMap::new(),
+            secrets_of_any_length: 0,
             new_secrets: Vec::new(),
             state_lost: None,
         }

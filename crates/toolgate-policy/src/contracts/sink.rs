@@ -41,7 +41,7 @@ use crate::normalize::ToolCall;
 use crate::session::{SecretCheck, Session};
 use crate::taint::{
     MAX_VERBATIM_SEARCHES_PER_CALL, Provenance, TaintIndex, TaintSource,
-    canonical_destination_shaped,
+    canonical_destination_shaped, shaped_destinations,
 };
 
 /// Schema formats that make an argument a destination.
@@ -154,18 +154,10 @@ impl Walk<'_> {
     }
 
     /// The destinations of a recognised shape in payload text: addresses, URLs, hosts, phone
-    /// numbers, IBANs. Channel and user names (`#general`, `@alice`) in prose are words, not
-    /// destinations; text without any shape is payload only.
+    /// numbers, IBANs. Channel and user names (`#general`, `@alice`, Slack ids) in prose are
+    /// words, not destinations; text without any shape is payload only.
     fn shaped(&mut self, path: &str, raw: &str) {
-        let (tokens, shaped) = canonical_destination_shaped(raw.trim());
-        if !shaped {
-            return;
-        }
-        let tokens: Vec<String> = tokens
-            .into_iter()
-            .filter(|t| !t.starts_with('#') && !t.starts_with('@'))
-            .collect();
-        self.tokens(path, raw, tokens, true);
+        self.tokens(path, raw, shaped_destinations(raw.trim()), true);
     }
 
     /// A value in a destination argument that names no destination.

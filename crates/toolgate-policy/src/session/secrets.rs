@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::Session;
 use crate::command_sink::collect_strings;
 use crate::secret_shapes::{MAX_SCANNED_STRINGS, strings_of};
-use crate::secrets::{MAX_SCANNED_BYTES, candidates, find_carried};
+use crate::secrets::{Lengths, MAX_SCANNED_BYTES, candidates, find_carried};
 
 /// The most fingerprints a session keeps (oldest forgotten first).
 pub const MAX_SECRETS: usize = 10_000;
@@ -39,6 +39,17 @@ pub struct SecretSource {
     pub what: String,
 }
 
+/// A fingerprint recorded in this session, to be shared with its other proxies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSecret {
+    /// [`secret_digest`] of the value.
+    pub digest: [u8; 32],
+    /// The value's length in bytes: the check hashes only tokens of the lengths it holds.
+    pub len: usize,
+    /// Where it was read.
+    pub source: SecretSource,
+}
+
 /// A secret value a call carries: in which argument, and where it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecretFinding {
@@ -68,33 +79,63 @@ impl Session {
                     what: what.to_owned(),
                 };
                 let digest = secret_digest(token);
-                if self.import_secret(digest, source.clone())
+                if self.import_secret(digest, Some(token.len()), source.clone())
                     && self.new_secrets.len() < MAX_NEW_SECRETS
                 {
-                    self.new_secrets.push((digest, source));
+                    self.new_secrets.push(NewSecret {
+                        digest,
+                        len: token.len(),
+                        source,
+                    });
                 }
             }
         }
     }
 
-    /// Takes in a secret fingerprint another proxy (or a hook) of the session recorded.
+    /// Takes in a secret fingerprint another proxy (or a hook) of the session recorded, with
+    /// the value's length when it is known (without it, every candidate token is hashed).
     /// Returns false when it was known already.
-    pub fn import_secret(&mut self, digest: [u8; 32], source: SecretSource) -> bool {
+    pub fn import_secret(
+        &mut self,
+        digest: [u8; 32],
+        len: Option<usize>,
+        source: SecretSource,
+    ) -> bool {
         if self.secrets.contains_key(&digest) {
             return false;
         }
-        self.secrets.insert(digest, source);
+        self.secrets.insert(digest, (source, len));
+        self.count_length(len, true);
         self.secrets_order.push_back(digest);
         while self.secrets_order.len() > MAX_SECRETS {
-            if let Some(old) = self.secrets_order.pop_front() {
-                self.secrets.remove(&old);
+            if let Some(old) = self.secrets_order.pop_front()
+                && let Some((_, len)) = self.secrets.remove(&old)
+            {
+                self.count_length(len, false);
             }
         }
         true
     }
 
+    fn count_length(&mut self, len: Option<usize>, add: bool) {
+        let count = match len {
+            Some(n) => self.secret_lengths.entry(n).or_insert(0),
+            None => &mut self.secrets_of_any_length,
+        };
+        *count = if add {
+            count.saturating_add(1)
+        } else {
+            count.saturating_sub(1)
+        };
+        if let Some(n) = len
+            && self.secret_lengths.get(&n) == Some(&0)
+        {
+            self.secret_lengths.remove(&n);
+        }
+    }
+
     /// The fingerprints recorded here since the last call, for the session's other proxies.
-    pub fn take_new_secrets(&mut self) -> Vec<([u8; 32], SecretSource)> {
+    pub fn take_new_secrets(&mut self) -> Vec<NewSecret> {
         std::mem::take(&mut self.new_secrets)
     }
 
@@ -110,6 +151,11 @@ impl Session {
         let mut overflow = false;
         strings_of(arguments, String::new(), &mut strings, &mut overflow, 0);
         let mut complete = !overflow;
+        let lengths = if self.secrets_of_any_length > 0 {
+            Lengths::Any
+        } else {
+            Lengths::Of(&self.secret_lengths)
+        };
         let mut budget = MAX_CHECKED_BYTES;
         for (argument, s) in strings {
             if s.len() > budget {
@@ -118,11 +164,11 @@ impl Session {
             }
             budget -= s.len();
             let mut hit = None;
-            find_carried(s, |token| {
+            find_carried(s, lengths, |token| {
                 hit = self.secrets.get(&secret_digest(token));
                 hit.is_some()
             });
-            if let Some(source) = hit {
+            if let Some((source, _)) = hit {
                 return SecretCheck::Carried(SecretFinding {
                     argument,
                     source: source.clone(),

@@ -67,7 +67,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::normalize::collect_strings;
-use tokens::{decode, tokenize, tokenize_decoded, truncate, value_token};
+use tokens::{decode, tokenize, tokenize_decoded, tokenize_shaped, truncate, value_token};
 
 /// Bounds of the per-session taint index. Past them values degrade to unproven (ask), never
 /// to trusted.
@@ -541,7 +541,28 @@ struct SinkToken {
 }
 
 fn sink_tokens(value: &str) -> Vec<SinkToken> {
-    let tokens = tokenize(value);
+    let mut out = shaped_tokens(tokenize(value));
+    if out.is_empty()
+        && let Some(v) = value_token(value)
+    {
+        let mut forms = vec![v.clone()];
+        if v.chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        {
+            forms.push(format!("#{v}"));
+            forms.push(format!("@{v}"));
+        }
+        out.push(SinkToken {
+            forms,
+            host: None,
+            shaped: false,
+        });
+    }
+    out
+}
+
+/// The destinations of `tokens` (never the whole value standing for itself).
+fn shaped_tokens(tokens: Vec<Token>) -> Vec<SinkToken> {
     let mut out: Vec<SinkToken> = Vec::new();
     for t in &tokens {
         if t.inside_url {
@@ -565,22 +586,6 @@ fn sink_tokens(value: &str) -> Vec<SinkToken> {
             shaped: true,
         });
     }
-    if out.is_empty()
-        && let Some(v) = value_token(value)
-    {
-        let mut forms = vec![v.clone()];
-        if v.chars()
-            .all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '-'))
-        {
-            forms.push(format!("#{v}"));
-            forms.push(format!("@{v}"));
-        }
-        out.push(SinkToken {
-            forms,
-            host: None,
-            shaped: false,
-        });
-    }
     out
 }
 
@@ -596,6 +601,19 @@ pub fn canonical_destination(value: &str) -> Vec<String> {
 pub fn canonical_destination_shaped(value: &str) -> (Vec<String>, bool) {
     let tokens = sink_tokens(value);
     let shaped = tokens.iter().any(|t| t.shaped);
+    (first_forms(tokens), shaped)
+}
+
+/// The destinations of a recognised shape in payload text (addresses, URLs and their hosts,
+/// domains, phone numbers, IBANs), canonical: never the whole text standing for itself, and
+/// no names (`#general`, `@alice`, Slack ids: in free text they are words), so a megabyte
+/// of prose costs one tokenizer pass and no copy.
+pub fn shaped_destinations(text: &str) -> Vec<String> {
+    first_forms(shaped_tokens(tokenize_shaped(text)))
+}
+
+/// Each token's first form and, for a URL, its host; each once.
+fn first_forms(tokens: Vec<SinkToken>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for t in tokens {
         if let Some(first) = t.forms.into_iter().next()
@@ -609,7 +627,7 @@ pub fn canonical_destination_shaped(value: &str) -> (Vec<String>, bool) {
             out.push(h);
         }
     }
-    (out, shaped)
+    out
 }
 
 /// All destination tokens in a text, canonical, in order of appearance per kind. Exposed for

@@ -399,8 +399,20 @@ pub(super) fn tokenize(text: &str) -> Vec<Token> {
     tokenize_decoded(&decode(text))
 }
 
+/// The tokens of [`tokenize`] that have a shape of their own (addresses, URLs, hosts,
+/// phone numbers, IBANs): not the names (`#general`, `@alice`, Slack ids), which in free
+/// text are words.
+pub(super) fn tokenize_shaped(text: &str) -> Vec<Token> {
+    tokenize_kinds(&decode(text), false)
+}
+
 /// [`tokenize`] of text that is already decoded.
 pub(super) fn tokenize_decoded(text: &str) -> Vec<Token> {
+    tokenize_kinds(text, true)
+}
+
+/// [`tokenize_decoded`], with the names or without them ([`tokenize_shaped`]).
+fn tokenize_kinds(text: &str, names: bool) -> Vec<Token> {
     let bytes = text.as_bytes();
     // ASCII text (most tool output) is scanned by `scan` where a regex would cost a pass
     // over the whole text; the regexes' Unicode forms handle everything else.
@@ -613,7 +625,7 @@ pub(super) fn tokenize_decoded(text: &str) -> Vec<Token> {
         (&CHANNEL_RE, b'#', memchr(b'#', bytes).is_some()),
         (&HANDLE_RE, b'@', has_at),
     ] {
-        if !present {
+        if !present || !names {
             continue;
         }
         // (sigil, name start, name end): on ASCII text a scan of the sigils (every `@` of an
@@ -656,7 +668,7 @@ pub(super) fn tokenize_decoded(text: &str) -> Vec<Token> {
             );
         }
     }
-    if text.len() >= 9 {
+    if names && text.len() >= 9 {
         let ids = if ascii {
             scan::slack_ids(text)
         } else {

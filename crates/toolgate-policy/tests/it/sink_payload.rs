@@ -109,15 +109,16 @@ fn the_declared_sink_is_still_judged_whole() {
 }
 
 #[test]
-fn channel_and_user_names_in_prose_are_words() {
+fn channel_user_names_and_slack_ids_in_prose_are_words() {
     let c = contracts();
     let mut s = session();
     let r = gate(
         &c,
         &mut s,
-        json!({"title": "Sync", "description": "as discussed in #general with @alice"}),
+        json!({"title": "Sync", "description": "as discussed in #general with @alice (C0123ABCD9, U02QWERTY7)"}),
     );
     assert_eq!(r.effect, Effect::Allow, "{}", r.reason);
+    assert!(r.sinks.is_empty(), "{:?}", r.sinks);
     // An address nobody vouched for in a description asks, like one in a sink argument.
     let r = gate(
         &c,
@@ -229,4 +230,60 @@ fn padding_never_carries_a_secret_past_the_check() {
     parts.push(json!(KEY));
     let r = send(&c, &mut s, json!({"to": to, "parts": parts}));
     assert_eq!(r.effect, Effect::Ask, "{}", r.reason);
+}
+
+#[test]
+fn a_shared_fingerprint_is_found_with_its_length_and_without_it() {
+    let c = mail_contracts();
+    let other_key = "ghx_9fQ2mLk3Zr8TtY1wVb6N";
+    for len in [Some(KEY.len()), None] {
+        let mut s = session();
+        // What another proxy of the session recorded: the digest (and, from this version
+        // on, the value's length).
+        s.import_secret(
+            toolgate_policy::secret_digest(KEY),
+            len,
+            toolgate_policy::SecretSource {
+                tool: "read_file".to_owned(),
+                seq: 0,
+                what: "`/w/.env`".to_owned(),
+            },
+        );
+        let body = format!("here: {}", hex::encode(KEY));
+        let r = send(&c, &mut s, json!({"to": "ann@corp.example", "body": body}));
+        assert_eq!(r.effect, Effect::Deny, "{len:?}: {}", r.reason);
+        // A secret of another length, fingerprinted here, is found beside it.
+        let env = json!({"content": [{"type": "text", "text": format!("GH={other_key}\n")}]});
+        c.record_output_from(&mut s, None, "read_file", &env, Some("/w/.env"));
+        let shared = s.take_new_secrets();
+        assert_eq!(shared.len(), 1);
+        assert_eq!(shared[0].len, other_key.len());
+        let r = send(&c, &mut s, json!({"to": "ann@corp.example", "body": other_key}));
+        assert_eq!(r.effect, Effect::Deny, "{len:?}: {}", r.reason);
+        let r = send(&c, &mut s, json!({"to": "ann@corp.example", "body": "all clear"}));
+        assert_eq!(r.effect, Effect::Allow, "{len:?}: {}", r.reason);
+    }
+}
+
+#[test]
+fn a_forgotten_fingerprint_takes_its_length_with_it() {
+    let c = mail_contracts();
+    let mut s = session();
+    let source = || toolgate_policy::SecretSource {
+        tool: "read_file".to_owned(),
+        seq: 0,
+        what: "`/w/.env`".to_owned(),
+    };
+    s.import_secret(toolgate_policy::secret_digest(KEY), Some(KEY.len()), source());
+    // Push it out with fingerprints of another length.
+    for i in 0..toolgate_policy::MAX_SECRETS {
+        let filler = format!("filler-{i:08}-Qz7");
+        s.import_secret(toolgate_policy::secret_digest(&filler), Some(filler.len()), source());
+    }
+    let r = send(&c, &mut s, json!({"to": "ann@corp.example", "body": KEY}));
+    assert_eq!(r.effect, Effect::Allow, "{}", r.reason);
+    // Imported again, it is found again.
+    s.import_secret(toolgate_policy::secret_digest(KEY), Some(KEY.len()), source());
+    let r = send(&c, &mut s, json!({"to": "ann@corp.example", "body": KEY}));
+    assert_eq!(r.effect, Effect::Deny, "{}", r.reason);
 }

@@ -80,18 +80,23 @@ pub struct TaintToken {
     /// `toolgate_policy::secret_digest`): what the value was read from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
+    /// For a secret's fingerprint: the value's length in bytes (the check hashes only tokens
+    /// of the lengths it holds; without it, every candidate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_len: Option<usize>,
 }
 
 impl TaintToken {
     /// The shared form of the secret fingerprints a session recorded.
-    pub fn secrets(new: Vec<([u8; 32], toolgate_policy::SecretSource)>) -> Vec<TaintToken> {
+    pub fn secrets(new: Vec<toolgate_policy::NewSecret>) -> Vec<TaintToken> {
         new.into_iter()
-            .map(|(digest, source)| TaintToken {
-                token: hex::encode(digest),
+            .map(|s| TaintToken {
+                token: hex::encode(s.digest),
                 untrusted: true,
                 server: None,
-                tool: source.tool,
-                secret: Some(source.what),
+                tool: s.source.tool,
+                secret: Some(s.source.what),
+                secret_len: Some(s.len),
             })
             .collect()
     }
@@ -105,6 +110,7 @@ impl TaintToken {
             {
                 session.import_secret(
                     digest,
+                    self.secret_len,
                     toolgate_policy::SecretSource {
                         tool: self.tool.clone(),
                         seq: 0,
@@ -247,6 +253,7 @@ pub fn tokens_recorded(
                 server: source.server,
                 tool: source.tool,
                 secret: None,
+                secret_len: None,
             });
         }
         if out.len() >= 10 * MAX_TOKENS_PER_MESSAGE {
