@@ -333,6 +333,11 @@ struct FieldNote {
     /// Destinations (and other values) of trusted fields that an untrusted part of the same
     /// output repeats (at most [`MAX_NOTED_VALUES`]).
     overridden: HashSet<String>,
+    /// Destinations of `ask_fields` that no untrusted part of the output repeats (at most
+    /// [`MAX_NOTED_VALUES`]): a call to one asks.
+    ask: HashSet<String>,
+    /// Those fields, for the question.
+    ask_fields: Vec<String>,
 }
 
 /// Outputs whose [`FieldNote`] is kept.
@@ -420,6 +425,15 @@ impl Session {
     /// ([`phrase_key`]), whatever its shape.
     pub fn user_vouched_phrase(&self, value: &str) -> bool {
         !self.user_vouched.is_empty() && phrase_key(value).is_some_and(|k| self.user_vouched(&k))
+    }
+
+    /// When `destination`, tainted by output `seq`, came from an `ask_fields` field of that
+    /// output (and nothing untrusted in it repeats it): those fields, for the question.
+    pub fn asked_by_field(&self, seq: u64, destination: &str) -> Option<&[String]> {
+        let note = self.field_notes.iter().find(|n| n.seq == seq)?;
+        note.ask
+            .contains(destination)
+            .then_some(note.ask_fields.as_slice())
     }
 
     /// Why the output `seq` taints `destination` although its contract trusts some of its

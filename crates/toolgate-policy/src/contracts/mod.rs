@@ -109,6 +109,18 @@ pub struct TrustedFields {
     /// JSON pointers such as `/people/0/email`.
     #[schemars(length(min = 1), inner(length(min = 1)))]
     pub trusted_fields: Vec<String>,
+    /// Fields (paths as in `trusted_fields`) that name an existing counterparty which
+    /// someone outside can still put there: the sender of an incoming transfer or of a
+    /// mail. A destination read from one neither vouches nor is denied: the call asks, and
+    /// the question says which field it came from. A value that an untrusted part of the
+    /// same output repeats is tainted as usual.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
+    #[schemars(inner(length(min = 1)))]
+    pub ask_fields: Option<Vec<String>>,
     /// How text content is parsed: `json` (the default) or `yaml`. Text that does not parse
     /// is untrusted as a whole.
     #[serde(
@@ -155,6 +167,8 @@ struct OutputMap {
     #[serde(default, deserialize_with = "crate::strict::present")]
     trusted_fields: Option<Vec<String>>,
     #[serde(default, deserialize_with = "crate::strict::present")]
+    ask_fields: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "crate::strict::present")]
     text_format: Option<TextFormat>,
     #[serde(default, deserialize_with = "crate::strict::boolean_opt")]
     trusted_wins: Option<bool>,
@@ -167,12 +181,16 @@ impl OutputMap {
         match self.trusted_fields {
             Some(trusted_fields) => Ok(OutputSpec::Fields(TrustedFields {
                 trusted_fields,
+                ask_fields: self.ask_fields,
                 text_format: self.text_format,
                 trusted_wins: self.trusted_wins,
                 redact: self.redact,
             })),
             // `text_format` and `trusted_wins` say how `trusted_fields` are read.
-            None if self.text_format.is_some() || self.trusted_wins.is_some() => {
+            None if self.text_format.is_some()
+                || self.trusted_wins.is_some()
+                || self.ask_fields.is_some() =>
+            {
                 Err(E::missing_field("trusted_fields"))
             }
             None => match self.redact {
@@ -194,6 +212,11 @@ impl TrustedFields {
     /// Whether a trusted value wins over the same value in an untrusted field.
     pub fn trusted_wins(&self) -> bool {
         self.trusted_wins == Some(true)
+    }
+
+    /// The `ask_fields` (none unless the contract names some).
+    pub fn ask_fields(&self) -> &[String] {
+        self.ask_fields.as_deref().unwrap_or(&[])
     }
 }
 

@@ -466,7 +466,14 @@ pub(super) fn gate(
         other => walk.payload("arguments", other, 0),
     }
     let on_tainted = resolved.contract().on_tainted.unwrap_or(OnTainted::Deny);
-    let effect_of = |v: SinkVerdict| match v {
+    // A destination from an `ask_fields` field of the output that tainted it: those fields.
+    let asked_by = |f: &SinkFinding| {
+        (f.verdict == SinkVerdict::Tainted)
+            .then(|| session.asked_by_field(f.source_seq?, &f.destination))
+            .flatten()
+    };
+    let effect_of = |f: &SinkFinding| match f.verdict {
+        SinkVerdict::Tainted if asked_by(f).is_some() => Effect::Ask,
         SinkVerdict::Tainted => match on_tainted {
             OnTainted::Deny => Effect::Deny,
             OnTainted::Ask => Effect::Ask,
@@ -477,7 +484,7 @@ pub(super) fn gate(
     let mut effect = Effect::Allow;
     let mut worst: Option<&SinkFinding> = None;
     for f in &walk.findings {
-        let e = effect_of(f.verdict);
+        let e = effect_of(f);
         if e > effect || (worst.is_none() && e == effect) {
             effect = e;
             worst = Some(f);
@@ -518,6 +525,16 @@ pub(super) fn gate(
                 _ => "tool output".to_owned(),
             };
             match f.verdict {
+                SinkVerdict::Tainted if let Some(fields) = asked_by(f) => format!(
+                    "destination `{}` in `{}` is in an `ask_fields` field ({}) of {from}: someone outside can put a value there, so a human must confirm it",
+                    f.destination,
+                    f.argument,
+                    fields
+                        .iter()
+                        .map(|x| format!("`{x}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
                 SinkVerdict::Tainted => {
                     // With `trusted_fields`: why this output's trust did not cover it.
                     let note = f

@@ -219,10 +219,21 @@ impl ToolContract {
                     Some("say `output: untrusted` instead"),
                 ));
             }
-            for (i, field) in f.trusted_fields.iter().enumerate() {
+            let named = f
+                .trusted_fields
+                .iter()
+                .enumerate()
+                .map(|(i, field)| ("trusted_fields", i, field))
+                .chain(
+                    f.ask_fields()
+                        .iter()
+                        .enumerate()
+                        .map(|(i, field)| ("ask_fields", i, field)),
+                );
+            for (key, i, field) in named {
                 if let Err(why) = fields::parse_path(field) {
                     issues.push(Issue::error(
-                        at(&["output", "trusted_fields", &i.to_string()]),
+                        at(&["output", key, &i.to_string()]),
                         format!("`{field}` is not a field path: {why}"),
                         Some(
                             "write a dotted path such as `organizer.email` or `participants[*].email`, or a JSON pointer such as `/people/0/email` (for names with a dot or a bracket)",

@@ -83,14 +83,28 @@ impl Session {
             .iter()
             .filter_map(|f| fields::parse_path(f).ok())
             .collect();
+        let ask_paths: Vec<FieldPath> = spec
+            .ask_fields()
+            .iter()
+            .filter_map(|f| fields::parse_path(f).ok())
+            .collect();
         let limit = self.taint.limits().max_text_bytes;
         let mut trusted: Vec<Value> = Vec::new();
+        // The values of `ask_fields`: untrusted, and noted so that a destination from one
+        // asks.
+        let mut asked: Vec<Value> = Vec::new();
         // The untrusted parts of the documents, each followed by an array of its member names
         // and numbers.
         let mut rests: Vec<Value> = Vec::new();
-        let split = |mut doc: Value, trusted: &mut Vec<Value>, rests: &mut Vec<Value>| {
+        let split = |mut doc: Value,
+                     trusted: &mut Vec<Value>,
+                     asked: &mut Vec<Value>,
+                     rests: &mut Vec<Value>| {
             for p in &paths {
                 fields::take(&mut doc, p, trusted);
+            }
+            for p in &ask_paths {
+                fields::take(&mut doc, p, asked);
             }
             let mut names = Vec::new();
             collect_names(&doc, &mut names, 0);
@@ -99,7 +113,7 @@ impl Session {
         };
         let structured = obj.get("structuredContent");
         if let Some(sc) = structured {
-            split(sc.clone(), &mut trusted, &mut rests);
+            split(sc.clone(), &mut trusted, &mut asked, &mut rests);
         }
         // Text blocks that are not a document, and every other content item.
         let mut texts: Vec<&str> = Vec::new();
@@ -122,7 +136,7 @@ impl Session {
                 };
                 match doc {
                     Some(d) if structured == Some(&d) => {}
-                    Some(d) => split(d, &mut trusted, &mut rests),
+                    Some(d) => split(d, &mut trusted, &mut asked, &mut rests),
                     None => {
                         texts.push(t);
                         out.unparsed_texts.push(i);
@@ -131,8 +145,9 @@ impl Session {
             }
         }
         let mut overridden: HashSet<String> = HashSet::new();
-        if !trusted.is_empty() && !spec.trusted_wins() {
-            let mut strings: Vec<&str> = Vec::new();
+        // The untrusted part of the output, as strings.
+        let mut strings: Vec<&str> = Vec::new();
+        if (!trusted.is_empty() && !spec.trusted_wins()) || !asked.is_empty() {
             for r in &rests {
                 collect_strings(r, &mut strings, 0);
             }
@@ -140,6 +155,24 @@ impl Session {
                 item_strings(item, &mut strings);
             }
             strings.extend(texts.iter().copied());
+        }
+        // The destinations of `ask_fields` that no untrusted part repeats (an injection that
+        // names one in free text taints it as usual).
+        let mut ask: HashSet<String> = HashSet::new();
+        if !asked.is_empty()
+            && let Some(untrusted) = Untrusted::of(&strings, limit, &asked)
+        {
+            let mut kept = Value::Array(asked.clone());
+            untrusted.drop_repeated(&mut kept, &mut HashSet::new());
+            let mut found = Vec::new();
+            collect_strings(&kept, &mut found, 0);
+            for s in found {
+                if ask.len() < MAX_NOTED_VALUES {
+                    ask.extend(crate::taint::canonical_destination(s));
+                }
+            }
+        }
+        if !trusted.is_empty() && !spec.trusted_wins() {
             match Untrusted::of(&strings, limit, &trusted) {
                 Some(untrusted) => {
                     for v in &mut trusted {
@@ -156,7 +189,7 @@ impl Session {
             self.taint
                 .record_json(v, OutputTrust::Trusted, source.clone());
         }
-        for r in &rests {
+        for r in rests.iter().chain(&asked) {
             self.taint
                 .record_json(r, OutputTrust::Untrusted, source.clone());
         }
@@ -167,7 +200,7 @@ impl Session {
         for item in items_left {
             record_item(&mut self.taint, item, OutputTrust::Untrusted, &source);
         }
-        if !out.unparsed_texts.is_empty() || !overridden.is_empty() {
+        if !out.unparsed_texts.is_empty() || !overridden.is_empty() || !ask.is_empty() {
             if self.field_notes.len() >= MAX_FIELD_NOTES {
                 self.field_notes.pop_front();
             }
@@ -175,6 +208,8 @@ impl Session {
                 seq: out.seq,
                 unparsed: out.unparsed_texts.clone(),
                 overridden,
+                ask,
+                ask_fields: spec.ask_fields().to_vec(),
             });
         }
         out

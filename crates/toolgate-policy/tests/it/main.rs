@@ -7,6 +7,7 @@
 
 mod support;
 
+mod ask_fields;
 mod beneath_props;
 mod contracts_constraints;
 mod contracts_model;

@@ -258,9 +258,17 @@ fn a_shared_fingerprint_is_found_with_its_length_and_without_it() {
         let shared = s.take_new_secrets();
         assert_eq!(shared.len(), 1);
         assert_eq!(shared[0].len, other_key.len());
-        let r = send(&c, &mut s, json!({"to": "ann@corp.example", "body": other_key}));
+        let r = send(
+            &c,
+            &mut s,
+            json!({"to": "ann@corp.example", "body": other_key}),
+        );
         assert_eq!(r.effect, Effect::Deny, "{len:?}: {}", r.reason);
-        let r = send(&c, &mut s, json!({"to": "ann@corp.example", "body": "all clear"}));
+        let r = send(
+            &c,
+            &mut s,
+            json!({"to": "ann@corp.example", "body": "all clear"}),
+        );
         assert_eq!(r.effect, Effect::Allow, "{len:?}: {}", r.reason);
     }
 }
@@ -274,16 +282,28 @@ fn a_forgotten_fingerprint_takes_its_length_with_it() {
         seq: 0,
         what: "`/w/.env`".to_owned(),
     };
-    s.import_secret(toolgate_policy::secret_digest(KEY), Some(KEY.len()), source());
+    s.import_secret(
+        toolgate_policy::secret_digest(KEY),
+        Some(KEY.len()),
+        source(),
+    );
     // Push it out with fingerprints of another length.
     for i in 0..toolgate_policy::MAX_SECRETS {
         let filler = format!("filler-{i:08}-Qz7");
-        s.import_secret(toolgate_policy::secret_digest(&filler), Some(filler.len()), source());
+        s.import_secret(
+            toolgate_policy::secret_digest(&filler),
+            Some(filler.len()),
+            source(),
+        );
     }
     let r = send(&c, &mut s, json!({"to": "ann@corp.example", "body": KEY}));
     assert_eq!(r.effect, Effect::Allow, "{}", r.reason);
     // Imported again, it is found again.
-    s.import_secret(toolgate_policy::secret_digest(KEY), Some(KEY.len()), source());
+    s.import_secret(
+        toolgate_policy::secret_digest(KEY),
+        Some(KEY.len()),
+        source(),
+    );
     let r = send(&c, &mut s, json!({"to": "ann@corp.example", "body": KEY}));
     assert_eq!(r.effect, Effect::Deny, "{}", r.reason);
 }
