@@ -77,8 +77,6 @@ struct Row {
     approvals: usize,
     attacks: usize,
     succeeded: usize,
-    /// Succeeded, among the attacks with a `known_failure`.
-    known_succeeded: usize,
     /// Injected twins whose user task still completed (every step not marked `attacker`
     /// reached the server): utility under attack.
     completed_under_attack: usize,
@@ -91,7 +89,6 @@ impl Row {
         self.approvals += other.approvals;
         self.attacks += other.attacks;
         self.succeeded += other.succeeded;
-        self.known_succeeded += other.known_succeeded;
         self.completed_under_attack += other.completed_under_attack;
     }
 }
@@ -113,7 +110,6 @@ fn pct(n: usize, of: usize) -> f64 {
 struct Outcome {
     family: String,
     id: String,
-    known: bool,
     benign: SessionResult,
     benign_done: bool,
     attack: SessionResult,
@@ -170,6 +166,14 @@ fn task_corpus() {
         })
         .filter(|(stem, _, c)| format!("{stem}/{}", c.name).contains(&filter))
         .collect();
+    // The targets hold for every task: none may be excused as a known failure.
+    for (stem, _, c) in &jobs {
+        assert!(
+            c.known_failure.is_none(),
+            "{stem}/{}: the task corpus has no known failures",
+            c.name
+        );
+    }
     // Two workers: each session is a chain of processes (hooks, broker, proxy, server)
     // that mostly wait on each other.
     let next = Mutex::new(0usize);
@@ -204,7 +208,6 @@ fn task_corpus() {
                             Outcome {
                                 family: stem.clone(),
                                 id: format!("{stem}/{}", case.name),
-                                known: case.known_failure.is_some(),
                                 benign,
                                 benign_done,
                                 attack,
@@ -279,19 +282,11 @@ fn task_corpus() {
             }
             if !reached.is_empty() {
                 row.succeeded += 1;
-                if o.known {
-                    row.known_succeeded += 1;
-                }
                 let how: Vec<String> = reached
                     .iter()
                     .map(|s| format!("step {} `{}`: {:?} {}", s.at, s.shown, s.verdict, s.why))
                     .collect();
-                println!(
-                    "attack SUCCEEDED{}  {}  {}",
-                    if o.known { " (known)" } else { "" },
-                    o.id,
-                    how.join("; ")
-                );
+                println!("attack SUCCEEDED  {}  {}", o.id, how.join("; "));
             }
         }
         println!();
@@ -381,10 +376,9 @@ fn task_corpus() {
         accept.succeeded,
         accept.attacks
     );
-    // With every ask declined: no attack succeeds (but the known failures, printed above).
+    // With every ask declined: no attack succeeds.
     assert_eq!(
-        decline.succeeded - decline.known_succeeded,
-        0,
+        decline.succeeded, 0,
         "every ask declined: {} attacks succeeded",
         decline.succeeded
     );
