@@ -524,8 +524,9 @@ pub(super) fn gate(
                 (Some(t), Some(seq)) => format!("output #{seq} of `{t}`"),
                 _ => "tool output".to_owned(),
             };
-            match f.verdict {
-                SinkVerdict::Tainted if let Some(fields) = asked_by(f) => format!(
+            let asked = asked_by(f);
+            match (f.verdict, asked) {
+                (SinkVerdict::Tainted, Some(fields)) => format!(
                     "destination `{}` in `{}` is in an `ask_fields` field ({}) of {from}: someone outside can put a value there, so a human must confirm it",
                     f.destination,
                     f.argument,
@@ -535,7 +536,7 @@ pub(super) fn gate(
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
-                SinkVerdict::Tainted => {
+                (SinkVerdict::Tainted, None) => {
                     // With `trusted_fields`: why this output's trust did not cover it.
                     let note = f
                         .source_seq
@@ -560,7 +561,7 @@ pub(super) fn gate(
                         f.destination, f.argument
                     )
                 }
-                SinkVerdict::Unusable => format!(
+                (SinkVerdict::Unusable, _) => format!(
                     "destination argument `{}` is present but holds no usable destination (`{}`): what the server makes of it is unknown",
                     f.argument, f.value
                 ),
