@@ -163,8 +163,26 @@ pub struct HookSettings {
     pub workspace: Option<String>,
 }
 
+/// What toolgate's hook commands end with, so that a hook that cannot run still blocks. A
+/// hook executable that is gone (moved, uninstalled, a `cargo clean`) makes the shell exit
+/// 127, and a crash exits with some other code: both clients read those as a non-blocking
+/// error and run the call unchecked. Exit 2 is the code both read as a deny (with the
+/// shell's message on stderr as the reason); toolgate's own denials already exit 2.
+pub const FAIL_CLOSED: &str = " || exit 2";
+
+/// The toolgate command line of a hook command, without [`FAIL_CLOSED`].
+fn toolgate_part(command: &str) -> &str {
+    command.strip_suffix(FAIL_CLOSED).unwrap_or(command)
+}
+
+/// Whether a command of toolgate's entries blocks when it cannot run ([`FAIL_CLOSED`]);
+/// entries written before it was added do not.
+pub fn fails_closed(command: &str) -> bool {
+    command.ends_with(FAIL_CLOSED)
+}
+
 /// The command line of `client`'s entries (a shell command: both clients run it through a
-/// shell).
+/// shell), ending in [`FAIL_CLOSED`].
 pub fn command(client: HookClient, settings: &HookSettings) -> String {
     let hook = if is_hook_exe(&settings.exe) {
         ""
@@ -180,13 +198,14 @@ pub fn command(client: HookClient, settings: &HookSettings) -> String {
         out.push_str(" --workspace ");
         out.push_str(&shell_word(workspace));
     }
+    out.push_str(FAIL_CLOSED);
     out
 }
 
 /// The value of option `name` (`--policy`, `--workspace`) in a command line of toolgate's
 /// entries.
 pub fn option_of(command: &str, name: &str) -> Option<String> {
-    let words = split_words(command)?;
+    let words = split_words(toolgate_part(command))?;
     let at = words.iter().position(|w| w == name)?;
     words.get(at + 1).cloned()
 }
@@ -237,7 +256,7 @@ fn split_words(s: &str) -> Option<Vec<String>> {
 
 /// The program a command line of toolgate's entries runs.
 pub fn program_of(command: &str) -> Option<String> {
-    split_words(command)?.into_iter().next()
+    split_words(toolgate_part(command))?.into_iter().next()
 }
 
 /// Whether `exe` is the small hook executable, `toolgate-hook`.
@@ -261,7 +280,7 @@ pub fn hook_exe(toolgate: &str) -> String {
 /// `<…/toolgate> hook <client>` or `<…/toolgate-hook> <client>`, with nothing after it but
 /// `--policy <path>` and `--workspace <dir>` (each at most once).
 fn is_our_command(command: &str, client: HookClient) -> bool {
-    let Some(words) = split_words(command) else {
+    let Some(words) = split_words(toolgate_part(command)) else {
         return false;
     };
     let Some(exe) = words.first() else {
@@ -627,9 +646,10 @@ mod tests {
         let c = command(HookClient::ClaudeCode, &settings());
         assert_eq!(
             c,
-            "/opt/tg/bin/toolgate hook claude-code --policy '/home/u/my policy.yaml' --workspace /home/u/proj"
+            "/opt/tg/bin/toolgate hook claude-code --policy '/home/u/my policy.yaml' --workspace /home/u/proj || exit 2"
         );
-        assert!(is_our_command(&c, HookClient::ClaudeCode));
+        assert!(is_our_command(&c, HookClient::ClaudeCode) && fails_closed(&c));
+        assert_eq!(program_of(&c).as_deref(), Some("/opt/tg/bin/toolgate"));
         assert_eq!(
             option_of(&c, "--policy").as_deref(),
             Some("/home/u/my policy.yaml")
@@ -638,14 +658,16 @@ mod tests {
             option_of(&c, "--workspace").as_deref(),
             Some("/home/u/proj")
         );
-        // Entries written before `--workspace` existed are still ours.
-        assert!(is_our_command(
-            "/opt/tg/bin/toolgate hook claude-code --policy /p.yaml",
-            HookClient::ClaudeCode
-        ));
+        // Entries written before `--workspace` and the fail-closed end existed are still
+        // ours (`init` brings them up to date, `doctor` says they do not fail closed).
+        let old = "/opt/tg/bin/toolgate hook claude-code --policy /p.yaml";
+        assert!(is_our_command(old, HookClient::ClaudeCode) && !fails_closed(old));
         assert!(!is_our_command(&c, HookClient::Cursor));
         for other in [
             "/opt/tg/bin/toolgate hook claude-code; rm -rf ~",
+            "/opt/tg/bin/toolgate hook claude-code || exit 0",
+            "/opt/tg/bin/toolgate hook claude-code || exit 2 || exit 2",
+            "/opt/tg/bin/toolgate hook claude-code  || exit 2",
             "/opt/tg/bin/toolgate hook claude-code --authoritative",
             "/opt/tg/bin/toolgate hook claude-code --workspace /a --workspace /b",
             "/opt/tg/bin/toolgate hook claude-code --workspace",
@@ -668,7 +690,7 @@ mod tests {
             workspace: None,
         };
         let c = command(HookClient::Cursor, &small);
-        assert_eq!(c, "/opt/tg/bin/toolgate-hook cursor");
+        assert_eq!(c, "/opt/tg/bin/toolgate-hook cursor || exit 2");
         assert!(is_our_command(&c, HookClient::Cursor));
         assert!(!is_our_command(&c, HookClient::ClaudeCode));
         assert_eq!(shell_word("it's"), r"'it'\''s'");

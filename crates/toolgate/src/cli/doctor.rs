@@ -631,11 +631,25 @@ fn check_hooks(out: &mut Out, broker_reachable: bool, uses: &mut Vec<InUse>) {
                 .filter_map(hooks::program_of)
                 .filter(|p| p.starts_with('/') && !std::path::Path::new(p).is_file())
                 .collect();
+            // An entry written before hooks failed closed: if its program cannot run, the
+            // client lets the call through.
+            let open = events
+                .iter()
+                .filter_map(|(_, c)| c.as_deref())
+                .any(|c| !hooks::fails_closed(c));
             if let Some(p) = broken.first() {
                 out.line(
                     Level::Fail,
                     format!(
                         "{name} {} hooks `{shown}` run `{p}`, which does not exist: the client would let every call through. {fix}",
+                        scope.name()
+                    ),
+                );
+            } else if open {
+                out.line(
+                    Level::Warn,
+                    format!(
+                        "{name} {} hooks in `{shown}` do not fail closed: if toolgate cannot run (moved, uninstalled), the client runs every call unchecked. {fix}",
                         scope.name()
                     ),
                 );

@@ -189,7 +189,7 @@ fn claude_code_user_hooks_in_a_new_file() {
     assert!(r.stdout.contains("new file"), "{}", r.stdout);
     let text = fs::read_to_string(fake.claude_user()).unwrap();
     let want = format!(
-        "{} claude-code --policy {policy} --workspace {}",
+        "{} claude-code --policy {policy} --workspace {} || exit 2",
         Fake::hook_exe(),
         fake.project.display()
     );
@@ -325,7 +325,7 @@ fn cursor_project_hooks_round_trip_with_crlf() {
     .unwrap();
     assert_eq!(doc["version"], 1);
     let want = format!(
-        "{} cursor --workspace {}",
+        "{} cursor --workspace {} || exit 2",
         Fake::hook_exe(),
         fake.project.display()
     );
@@ -369,8 +369,8 @@ fn unwrap_removes_only_entries_exactly_as_init_wrote_them() {
     let text = fs::read_to_string(&path).unwrap();
     // The user adds a timeout to one of toolgate's entries: it is theirs now.
     let changed = text.replacen(
-        "/project\"\n      }",
-        "/project\",\n        \"timeout\": 30\n      }",
+        "/project || exit 2\"\n      }",
+        "/project || exit 2\",\n        \"timeout\": 30\n      }",
         1,
     );
     assert_ne!(changed, text);
@@ -543,7 +543,7 @@ fn the_users_hooks_need_a_workspace() {
     ok(&r);
     let text = fs::read_to_string(fake.project.join(".claude/settings.json")).unwrap();
     let want = format!(
-        "{} claude-code --workspace {}",
+        "{} claude-code --workspace {} || exit 2",
         Fake::hook_exe(),
         fake.project.display()
     );
@@ -594,4 +594,72 @@ fn the_hooks_workspace_wins_over_the_clients_cwd() {
     assert_eq!(r.code, Some(2), "{r:?}");
     assert!(r.stderr.contains("(--workspace)"), "{r:?}");
     w.stop_broker();
+}
+
+/// A hook executable that is gone (moved, uninstalled, `cargo clean`) makes the shell exit
+/// 127, which Claude Code and Cursor treat as a non-blocking error: the call would run
+/// unchecked. The entries end in `|| exit 2`, the code both read as a deny.
+#[test]
+fn a_hook_that_cannot_run_blocks_and_old_entries_are_brought_up_to_date() {
+    let fake = Fake::new();
+    ok(&fake.run(&["init", "--client", "claude-code", "--hooks", "--yes"]));
+    let path = fake.claude_user();
+    let text = fs::read_to_string(&path).unwrap();
+    let commands = claude_commands(&text);
+    let (_, command) = commands.iter().find(|(e, _)| e == "PreToolUse").unwrap();
+    assert!(command.ends_with(" || exit 2"), "{command}");
+    // The executable deleted after `init`: the shell the client runs the command in.
+    let gone = fake.home.join("gone/toolgate-hook");
+    let moved = command.replace(&Fake::hook_exe(), gone.to_str().unwrap());
+    assert_ne!(&moved, command);
+    let event = json!({"session_id": "s", "transcript_path": "/nonexistent", "cwd": fake.project,
+        "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "cat ~/.ssh/id_rsa"}, "tool_use_id": "t"});
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&moved)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(event.to_string().as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("gone/toolgate-hook"), "{stderr}");
+    // Without the fail-closed end it would have been 127: a non-blocking error.
+    let open = moved.strip_suffix(" || exit 2").unwrap();
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(open)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(127));
+    // Entries written before the fail-closed end: `doctor` warns, `init` brings them up to
+    // date in place, and `doctor` is content.
+    fs::write(&path, text.replace(" || exit 2", "")).unwrap();
+    let doctor = fake.run(&["doctor"]);
+    assert!(
+        doctor.stdout.contains("do not fail closed"),
+        "{}",
+        doctor.stdout
+    );
+    ok(&fake.run(&["init", "--client", "claude-code", "--hooks", "--yes"]));
+    assert_eq!(fs::read_to_string(&path).unwrap(), text);
+    let doctor = fake.run(&["doctor"]);
+    assert!(
+        !doctor.stdout.contains("do not fail closed") && doctor.stdout.contains("hooks installed"),
+        "{}",
+        doctor.stdout
+    );
 }
