@@ -154,7 +154,7 @@ impl Walk<'_> {
     }
 
     /// The destinations of a recognised shape in payload text: addresses, URLs, hosts, phone
-    /// numbers, IBANs. Channel and user names (`#general`, `@alice`, Slack ids) in prose are
+    /// numbers, IBANs, Slack ids. Channel and user names (`#general`, `@alice`) in prose are
     /// words, not destinations; text without any shape is payload only.
     fn shaped(&mut self, path: &str, raw: &str) {
         self.tokens(path, raw, shaped_destinations(raw.trim()), true);

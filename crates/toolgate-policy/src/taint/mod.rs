@@ -605,9 +605,9 @@ pub fn canonical_destination_shaped(value: &str) -> (Vec<String>, bool) {
 }
 
 /// The destinations of a recognised shape in payload text (addresses, URLs and their hosts,
-/// domains, phone numbers, IBANs), canonical: never the whole text standing for itself, and
-/// no names (`#general`, `@alice`, Slack ids: in free text they are words), so a megabyte
-/// of prose costs one tokenizer pass and no copy.
+/// domains, phone numbers, IBANs, Slack ids), canonical: never the whole text standing for
+/// itself, and no names with a sigil (`#general`, `@alice`: in free text they are words), so
+/// a megabyte of prose costs one tokenizer pass and no copy.
 pub fn shaped_destinations(text: &str) -> Vec<String> {
     first_forms(shaped_tokens(tokenize_shaped(text)))
 }

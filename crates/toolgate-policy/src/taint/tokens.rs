@@ -399,8 +399,7 @@ pub(super) fn tokenize(text: &str) -> Vec<Token> {
     tokenize_decoded(&decode(text))
 }
 
-/// The tokens of [`tokenize`] that have a shape of their own (addresses, URLs, hosts,
-/// phone numbers, IBANs): not the names (`#general`, `@alice`, Slack ids), which in free
+/// The tokens of [`tokenize`] but names with a sigil (`#general`, `@alice`), which in free
 /// text are words.
 pub(super) fn tokenize_shaped(text: &str) -> Vec<Token> {
     tokenize_kinds(&decode(text), false)
@@ -411,8 +410,8 @@ pub(super) fn tokenize_decoded(text: &str) -> Vec<Token> {
     tokenize_kinds(text, true)
 }
 
-/// [`tokenize_decoded`], with the names or without them ([`tokenize_shaped`]).
-fn tokenize_kinds(text: &str, names: bool) -> Vec<Token> {
+/// [`tokenize_decoded`], with the names with a sigil or without them ([`tokenize_shaped`]).
+fn tokenize_kinds(text: &str, sigils: bool) -> Vec<Token> {
     let bytes = text.as_bytes();
     // ASCII text (most tool output) is scanned by `scan` where a regex would cost a pass
     // over the whole text; the regexes' Unicode forms handle everything else.
@@ -625,7 +624,7 @@ fn tokenize_kinds(text: &str, names: bool) -> Vec<Token> {
         (&CHANNEL_RE, b'#', memchr(b'#', bytes).is_some()),
         (&HANDLE_RE, b'@', has_at),
     ] {
-        if !present || !names {
+        if !present || !sigils {
             continue;
         }
         // (sigil, name start, name end): on ASCII text a scan of the sigils (every `@` of an
@@ -668,7 +667,7 @@ fn tokenize_kinds(text: &str, names: bool) -> Vec<Token> {
             );
         }
     }
-    if names && text.len() >= 9 {
+    if text.len() >= 9 {
         let ids = if ascii {
             scan::slack_ids(text)
         } else {

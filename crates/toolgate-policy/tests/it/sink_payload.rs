@@ -109,16 +109,24 @@ fn the_declared_sink_is_still_judged_whole() {
 }
 
 #[test]
-fn channel_user_names_and_slack_ids_in_prose_are_words() {
+fn channel_and_user_names_in_prose_are_words_and_slack_ids_are_not() {
     let c = contracts();
     let mut s = session();
     let r = gate(
         &c,
         &mut s,
-        json!({"title": "Sync", "description": "as discussed in #general with @alice (C0123ABCD9, U02QWERTY7)"}),
+        json!({"title": "Sync", "description": "as discussed in #general with @alice"}),
     );
     assert_eq!(r.effect, Effect::Allow, "{}", r.reason);
     assert!(r.sinks.is_empty(), "{:?}", r.sinks);
+    // A Slack id has a shape of its own: a generic API tool's JSON text may route by it.
+    let r = gate(
+        &c,
+        &mut s,
+        json!({"title": "Sync", "description": "{\"channel\": \"C0123ABCD9\"}"}),
+    );
+    assert_eq!(r.effect, Effect::Ask, "{}", r.reason);
+    assert_eq!(r.sinks[0].destination, "c0123abcd9");
     // An address nobody vouched for in a description asks, like one in a sink argument.
     let r = gate(
         &c,
