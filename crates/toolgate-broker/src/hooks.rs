@@ -165,7 +165,11 @@ struct Pending {
     /// SHA-256 of the prompt's text (never the text).
     prompt: [u8; 32],
     digests: Vec<[u8; 32]>,
+    /// The transcript, resolved and checked ([`super::transcript::check_path`]) once it
+    /// exists: Claude Code may run the hook of a session's first prompt before it has
+    /// written the transcript file.
     transcript: PathBuf,
+    checked: bool,
     since_ms: u64,
     /// The transcript's (size, mtime) when it was last read without the prompt in it.
     read_at: Option<(u64, i128)>,
@@ -322,13 +326,14 @@ impl HookSession {
                 Err("the client gives no transcript to check the prompt against".to_owned()),
             );
         };
-        let transcript = match super::transcript::check_path(
-            Path::new(transcript),
-            &super::transcript::transcript_roots(),
-        ) {
-            Ok(t) => t,
-            Err(why) => return (Vec::new(), Err(why)),
-        };
+        let given = Path::new(transcript);
+        let (transcript, checked) =
+            match super::transcript::check_path(given, &super::transcript::transcript_roots()) {
+                Ok(t) => (t, true),
+                // Not written yet (a session's first prompt): checked when it is.
+                Err(_) if given.is_absolute() && !given.exists() => (given.to_path_buf(), false),
+                Err(why) => return (Vec::new(), Err(why)),
+            };
         let digests: Vec<[u8; 32]> = prompt_digests(self.session.vouch_key(), text);
         if digests.is_empty() {
             return (Vec::new(), Ok(false));
@@ -340,6 +345,7 @@ impl HookSession {
             prompt: super::transcript::prompt_digest(text),
             digests,
             transcript,
+            checked,
             since_ms: now_ms,
             read_at: None,
             offset: 0,
@@ -357,6 +363,19 @@ impl HookSession {
         let mut fresh = Vec::new();
         let mut confirmed = Vec::new();
         for (i, p) in self.pending.iter_mut().enumerate() {
+            if !p.checked {
+                // The same checks as for a transcript that existed from the start.
+                match super::transcript::check_path(
+                    &p.transcript,
+                    &super::transcript::transcript_roots(),
+                ) {
+                    Ok(real) => {
+                        p.transcript = real;
+                        p.checked = true;
+                    }
+                    Err(_) => continue,
+                }
+            }
             let now = super::transcript::stamp(&p.transcript);
             if now.is_some() && now == p.read_at {
                 continue;

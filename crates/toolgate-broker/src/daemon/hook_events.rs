@@ -97,6 +97,9 @@ impl BrokerState {
                 && c.session.as_deref() == Some(key)
                 && c.server.as_deref() == Some(server.as_str())
         }) {
+            // A prompt that waited for its transcript is confirmed by this event too: in a
+            // session whose tools are all wrapped servers' it would otherwise never vouch.
+            self.confirm_prompts(key);
             return (
                 HookEffect::Abstain,
                 format!(
@@ -174,13 +177,26 @@ impl BrokerState {
         };
         // Prompts that wait for their transcript: confirmed by any later event.
         if hook.has_pending() && !matches!(event, HookEvent::Prompt { .. }) {
-            let fresh: Vec<String> = hook.confirm(now_ms()).iter().map(hex::encode).collect();
-            if !fresh.is_empty() {
-                self.share_digests(key, fresh);
-            }
-            return self.hook_event(key, &engine, audit, event);
+            self.confirm_prompts(key);
         }
         self.hook_event(key, &engine, audit, event)
+    }
+
+    /// Vouches for the destinations of the session's prompts that waited for their
+    /// transcript and are in it now, and shares them with the session's proxies.
+    fn confirm_prompts(&mut self, key: &str) {
+        let Some(hook) = self
+            .sessions
+            .get_mut(key)
+            .and_then(|shared| shared.hook.as_mut())
+            .filter(|hook| hook.has_pending())
+        else {
+            return;
+        };
+        let fresh: Vec<String> = hook.confirm(now_ms()).iter().map(hex::encode).collect();
+        if !fresh.is_empty() {
+            self.share_digests(key, fresh);
+        }
     }
 
     /// [`BrokerState::hook_decide`] once the session's hook state exists.

@@ -12,6 +12,7 @@ mod broker_e2e;
 mod broker_restart;
 mod broker_session;
 mod cli_help;
+mod client_claude_code;
 mod conformance_suite;
 mod demo_run;
 mod doctor_in_use;

@@ -2,3 +2,4 @@
 
 pub mod gate;
 pub mod hooks;
+pub mod model_mock;

@@ -1,0 +1,207 @@
+//! A scripted local mock of a coding agent's model API, so that the real agent CLI runs
+//! offline: turn n (counted by the tool results in the conversation) answers with the n-th
+//! scripted tool call, and once the script is done with a text that echoes the last tool
+//! result. Every request is logged: the log proves what the model saw.
+//!
+//! Speaks the Anthropic Messages API as Claude Code uses it (always `stream: true`: SSE
+//! `message_start`, `content_block_start/delta/stop` with `input_json_delta` for a
+//! `tool_use`, `message_delta` with the `stop_reason`, `message_stop`). A request without
+//! `tools` (a side request such as a title) gets the text answer. Loopback only.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    reason = "test code: a mock that cannot start fails the test; JSON indexing of what the agent sent yields null where it is missing"
+)]
+
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+/// One scripted tool call: the tool's name and its input.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    pub name: String,
+    pub input: Value,
+}
+
+pub fn call(name: &str, input: Value) -> ToolCall {
+    ToolCall {
+        name: name.to_owned(),
+        input,
+    }
+}
+
+#[derive(Clone)]
+struct Shared {
+    script: Arc<Vec<ToolCall>>,
+    log: Arc<Mutex<Vec<Value>>>,
+}
+
+/// A running mock; stops when dropped.
+pub struct MockModel {
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    log: Arc<Mutex<Vec<Value>>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl MockModel {
+    /// An Anthropic Messages API answering with `script`.
+    pub fn anthropic(script: Vec<ToolCall>) -> MockModel {
+        let shared = Shared {
+            script: Arc::new(script),
+            log: Arc::new(Mutex::new(Vec::new())),
+        };
+        let log = shared.log.clone();
+        let app = Router::new()
+            .route("/v1/messages", post(messages))
+            .route("/v1/messages/count_tokens", post(count_tokens))
+            .with_state(shared);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(async {
+                        let _ = stopped.await;
+                    })
+                    .await
+                    .unwrap();
+            });
+        });
+        MockModel {
+            url,
+            log,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    /// Every request body, in order.
+    pub fn requests(&self) -> Vec<Value> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Whether any request the model got holds `needle` (in any string of it).
+    pub fn saw(&self, needle: &str) -> bool {
+        self.requests()
+            .iter()
+            .any(|r| r.to_string().contains(needle))
+    }
+
+    /// The tool results the agent sent back, in order (their text).
+    pub fn tool_results(&self) -> Vec<String> {
+        let Some(last) = self
+            .requests()
+            .into_iter()
+            .rfind(|r| r.get("tools").is_some())
+        else {
+            return Vec::new();
+        };
+        tool_results(&last)
+            .iter()
+            .map(|b| match &b["content"] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect()
+    }
+}
+
+impl Drop for MockModel {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn tool_results(body: &Value) -> Vec<Value> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .filter(|b| b["type"] == "tool_result")
+        .cloned()
+        .collect()
+}
+
+async fn count_tokens() -> impl IntoResponse {
+    axum::Json(json!({"input_tokens": 1}))
+}
+
+async fn messages(State(s): State<Shared>, body: axum::Json<Value>) -> Response {
+    let body = body.0;
+    s.log.lock().unwrap().push(body.clone());
+    let results = tool_results(&body);
+    let turn = results.len();
+    let model = body["model"].as_str().unwrap_or("mock").to_owned();
+    let mut events = vec![(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": format!("msg_{turn}"), "type": "message",
+            "role": "assistant", "model": model, "content": [], "stop_reason": null,
+            "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+    )];
+    let scripted = body
+        .get("tools")
+        .is_some()
+        .then(|| s.script.get(turn))
+        .flatten();
+    let (block, delta, stop) = match scripted {
+        Some(call) => (
+            json!({"type": "tool_use", "id": format!("toolu_{turn}"), "name": call.name, "input": {}}),
+            json!({"type": "input_json_delta", "partial_json": call.input.to_string()}),
+            "tool_use",
+        ),
+        None => {
+            let last = results.last().map(|r| r["content"].to_string());
+            (
+                json!({"type": "text", "text": ""}),
+                json!({"type": "text_delta", "text": format!("done: {}", last.unwrap_or_default())}),
+                "end_turn",
+            )
+        }
+    };
+    events.push((
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 0, "content_block": block}),
+    ));
+    events.push((
+        "content_block_delta",
+        json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+    ));
+    events.push((
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    ));
+    events.push((
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+            "usage": {"output_tokens": 1}}),
+    ));
+    events.push(("message_stop", json!({"type": "message_stop"})));
+    let sse: String = events
+        .iter()
+        .map(|(e, d)| format!("event: {e}\ndata: {d}\n\n"))
+        .collect();
+    ([(header::CONTENT_TYPE, "text/event-stream")], sse).into_response()
+}
