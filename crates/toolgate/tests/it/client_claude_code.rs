@@ -260,3 +260,50 @@ fn an_address_only_a_mail_named_never_reaches_the_server_and_one_the_prompt_name
         "{results:?}"
     );
 }
+
+/// An ask in a headless run: Claude Code has nobody to ask, and neither waits nor runs the
+/// tool (the run ends within its bound; the canary is not written).
+#[test]
+fn an_ask_in_a_headless_run_neither_hangs_nor_runs_the_tool() {
+    let Some(bin) = claude() else { return };
+    let w = World::with_policy("version: 1\ndefault: ask\n");
+    let policy = w.policy();
+    let exe = Path::new(env!("CARGO_BIN_EXE_toolgate"));
+    init(
+        &w,
+        exe,
+        &[
+            "--hooks",
+            "--scope",
+            "project",
+            "--policy",
+            policy.to_str().unwrap(),
+        ],
+    );
+    let script = vec![call(
+        "Bash",
+        json!({"command": "echo ran > canary.txt", "description": "write a file"}),
+    )];
+    let (mock, out) = run_claude(&bin, &w, "write the canary", script);
+    assert!(!w.project().join("canary.txt").exists(), "{out}");
+    let results = mock.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}\n{out}");
+    assert!(results[0].contains("default is ask"), "{results:?}");
+}
+
+/// A broker that cannot start (its directory is a file): every hook denies, so nothing runs.
+#[test]
+fn a_broker_that_cannot_start_leaves_the_tool_not_run() {
+    let Some(bin) = claude() else { return };
+    let w = world_with_hooks(Path::new(env!("CARGO_BIN_EXE_toolgate")));
+    std::fs::write(&w.broker_dir, "not a directory").unwrap();
+    let script = vec![call(
+        "Bash",
+        json!({"command": "echo ran > canary.txt", "description": "write a file"}),
+    )];
+    let (mock, out) = run_claude(&bin, &w, "write the canary", script);
+    assert!(!w.project().join("canary.txt").exists(), "{out}");
+    // The prompt hook already failed closed: the model was never asked for a tool call.
+    assert!(mock.tool_results().is_empty(), "{:?}", mock.requests());
+    assert!(out.contains("toolgate"), "{out}");
+}
