@@ -259,6 +259,16 @@ pub fn program_of(command: &str) -> Option<String> {
     split_words(toolgate_part(command))?.into_iter().next()
 }
 
+/// The cargo build directory `exe` lives in (a `target` directory beside a `Cargo.toml`),
+/// if it does: a `cargo clean` or a rebuild removes or replaces it, and every entry that runs
+/// it then blocks (or, written without [`FAIL_CLOSED`], lets calls through).
+pub fn build_dir_of(exe: &Path) -> Option<&Path> {
+    exe.ancestors().find(|dir| {
+        dir.file_name().is_some_and(|n| n == "target")
+            && dir.parent().is_some_and(|p| p.join("Cargo.toml").is_file())
+    })
+}
+
 /// Whether `exe` is the small hook executable, `toolgate-hook`.
 fn is_hook_exe(exe: &str) -> bool {
     Path::new(exe)
@@ -695,6 +705,22 @@ mod tests {
         assert!(!is_our_command(&c, HookClient::ClaudeCode));
         assert_eq!(shell_word("it's"), r"'it'\''s'");
         assert_eq!(split_words(&shell_word("it's")).unwrap(), ["it's"]);
+    }
+
+    #[test]
+    fn a_build_directory_is_a_target_beside_a_cargo_manifest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        std::fs::create_dir_all(root.join("repo/target/debug")).unwrap();
+        std::fs::create_dir_all(root.join("opt/target/bin")).unwrap();
+        std::fs::write(root.join("repo/Cargo.toml"), "[workspace]\n").unwrap();
+        let built = root.join("repo/target/debug/toolgate");
+        assert_eq!(
+            build_dir_of(&built),
+            Some(root.join("repo/target").as_path())
+        );
+        assert_eq!(build_dir_of(&root.join("opt/target/bin/toolgate")), None);
+        assert_eq!(build_dir_of(Path::new("/usr/local/bin/toolgate")), None);
     }
 
     #[test]

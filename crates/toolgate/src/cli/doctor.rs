@@ -672,6 +672,21 @@ fn check_hooks(out: &mut Out, broker_reachable: bool, uses: &mut Vec<InUse>) {
                     ),
                 );
             }
+            if let Some(p) = events
+                .iter()
+                .filter_map(|(_, c)| c.as_deref())
+                .filter_map(hooks::program_of)
+                .find(|p| hooks::build_dir_of(std::path::Path::new(p)).is_some())
+            {
+                out.line(
+                    Level::Warn,
+                    format!(
+                        "{name} {} hooks in `{shown}` run `{p}` from a cargo build directory: a `cargo clean` or a rebuild blocks every call. help: install toolgate, then run `toolgate init --client {name} --hooks --scope {}` from there",
+                        scope.name(),
+                        scope.name()
+                    ),
+                );
+            }
         }
         if found {
             any = true;

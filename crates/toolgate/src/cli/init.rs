@@ -54,6 +54,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .context("cannot find the path of the toolgate binary")?;
+    if let Some(dir) = toolgate_clients::hooks::build_dir_of(&exe) {
+        eprintln!(
+            "warning: toolgate runs from the build directory `{}`: the entries written run `{}`, which a `cargo clean` or a rebuild removes or replaces (the client then blocks every call)\n  help: install it (`cargo install --path crates/toolgate`, or a release), then run `toolgate init` again from there",
+            dir.display(),
+            exe.display()
+        );
+    }
     let policy = args
         .policy
         .map(|p| {

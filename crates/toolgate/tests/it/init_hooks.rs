@@ -602,7 +602,16 @@ fn the_hooks_workspace_wins_over_the_clients_cwd() {
 #[test]
 fn a_hook_that_cannot_run_blocks_and_old_entries_are_brought_up_to_date() {
     let fake = Fake::new();
-    ok(&fake.run(&["init", "--client", "claude-code", "--hooks", "--yes"]));
+    let r = fake.run(&["init", "--client", "claude-code", "--hooks", "--yes"]);
+    ok(&r);
+    // The binary under test lives in cargo's build directory: `init` says what that costs.
+    assert!(
+        r.stderr
+            .contains("warning: toolgate runs from the build directory")
+            && r.stderr.contains("cargo install"),
+        "{}",
+        r.stderr
+    );
     let path = fake.claude_user();
     let text = fs::read_to_string(&path).unwrap();
     let commands = claude_commands(&text);
@@ -658,7 +667,9 @@ fn a_hook_that_cannot_run_blocks_and_old_entries_are_brought_up_to_date() {
     assert_eq!(fs::read_to_string(&path).unwrap(), text);
     let doctor = fake.run(&["doctor"]);
     assert!(
-        !doctor.stdout.contains("do not fail closed") && doctor.stdout.contains("hooks installed"),
+        !doctor.stdout.contains("do not fail closed")
+            && doctor.stdout.contains("hooks installed")
+            && doctor.stdout.contains("from a cargo build directory"),
         "{}",
         doctor.stdout
     );
