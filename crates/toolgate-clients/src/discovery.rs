@@ -37,16 +37,19 @@ pub enum Client {
     Vscode,
     /// Windsurf (`~/.codeium/windsurf/mcp_config.json`).
     Windsurf,
+    /// Qwen Code (`.qwen/settings.json`, `~/.qwen/settings.json`).
+    QwenCode,
 }
 
 impl Client {
     /// Every client, in the order they are searched.
-    pub const ALL: [Client; 5] = [
+    pub const ALL: [Client; 6] = [
         Client::ClaudeCode,
         Client::ClaudeDesktop,
         Client::Cursor,
         Client::Vscode,
         Client::Windsurf,
+        Client::QwenCode,
     ];
 
     /// The name used on the command line.
@@ -57,6 +60,7 @@ impl Client {
             Client::Cursor => "cursor",
             Client::Vscode => "vscode",
             Client::Windsurf => "windsurf",
+            Client::QwenCode => "qwen-code",
         }
     }
 }
@@ -222,6 +226,18 @@ pub fn locations(client: Client, env: &Env) -> Vec<Location> {
             env.home.join(".codeium/windsurf/mcp_config.json"),
             servers_at("mcpServers"),
         )],
+        Client::QwenCode => vec![
+            loc(
+                "project",
+                project.join(".qwen/settings.json"),
+                servers_at("mcpServers"),
+            ),
+            loc(
+                "user",
+                env.home.join(".qwen/settings.json"),
+                servers_at("mcpServers"),
+            ),
+        ],
     }
 }
 

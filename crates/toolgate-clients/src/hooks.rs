@@ -40,6 +40,8 @@ use text::{append, line_indent, parse, pretty, prop_text, remove_items, render, 
 pub enum HookClient {
     ClaudeCode,
     Cursor,
+    /// Qwen Code: Claude Code's hook format in `.qwen/settings.json`.
+    QwenCode,
 }
 
 /// Claude Code's events: the tool events take a matcher.
@@ -63,13 +65,18 @@ const CURSOR_EVENTS: [&str; 7] = [
 
 impl HookClient {
     /// Every client with hooks.
-    pub const ALL: [HookClient; 2] = [HookClient::ClaudeCode, HookClient::Cursor];
+    pub const ALL: [HookClient; 3] = [
+        HookClient::ClaudeCode,
+        HookClient::Cursor,
+        HookClient::QwenCode,
+    ];
 
     /// The client of `init --client`, when it has hooks.
     pub fn of(client: Client) -> Option<HookClient> {
         match client {
             Client::ClaudeCode => Some(HookClient::ClaudeCode),
             Client::Cursor => Some(HookClient::Cursor),
+            Client::QwenCode => Some(HookClient::QwenCode),
             _ => None,
         }
     }
@@ -79,13 +86,14 @@ impl HookClient {
         match self {
             HookClient::ClaudeCode => "claude-code",
             HookClient::Cursor => "cursor",
+            HookClient::QwenCode => "qwen-code",
         }
     }
 
     /// The events toolgate's entries are installed for.
     pub fn events(self) -> &'static [&'static str] {
         match self {
-            HookClient::ClaudeCode => &CLAUDE_EVENTS,
+            HookClient::ClaudeCode | HookClient::QwenCode => &CLAUDE_EVENTS,
             HookClient::Cursor => &CURSOR_EVENTS,
         }
     }
@@ -103,13 +111,15 @@ impl HookClient {
             }
             (HookClient::Cursor, HookScope::User) => env.home.join(".cursor/hooks.json"),
             (HookClient::Cursor, HookScope::Project) => env.project.join(".cursor/hooks.json"),
+            (HookClient::QwenCode, HookScope::User) => env.home.join(".qwen/settings.json"),
+            (HookClient::QwenCode, HookScope::Project) => env.project.join(".qwen/settings.json"),
         }
     }
 
     /// The entry `init` writes for `event`.
     fn entry(self, event: &str, command: &str) -> J {
         match self {
-            HookClient::ClaudeCode => {
+            HookClient::ClaudeCode | HookClient::QwenCode => {
                 let hooks = json!([{"type": "command", "command": command}]);
                 if event.ends_with("ToolUse") {
                     json!({"matcher": "*", "hooks": hooks})
@@ -125,7 +135,7 @@ impl HookClient {
     /// policy), `None` for anything else.
     fn ours<'v>(self, event: &str, value: &'v J) -> Option<&'v str> {
         let command = match self {
-            HookClient::ClaudeCode => value.pointer("/hooks/0/command"),
+            HookClient::ClaudeCode | HookClient::QwenCode => value.pointer("/hooks/0/command"),
             HookClient::Cursor => value.get("command"),
         }?
         .as_str()?;

@@ -1,4 +1,4 @@
-//! `toolgate hook claude-code|cursor`: the command a client's hook configuration runs for
+//! `toolgate hook claude-code|cursor|qwen-code`: the command a client's hook configuration runs for
 //! each hook event. Reads the event on stdin, asks the per-user broker (starting it if none
 //! runs), writes the client's decision on stdout and exits the way the client honours.
 //! Every failure is the client's deny with exit code 2, which both clients treat as blocking.
@@ -22,7 +22,7 @@ const CURSOR_TIMEOUT: Duration = Duration::from_secs(4);
   toolgate hook claude-code --policy \"$HOME/toolgate.yaml\"
   toolgate hook cursor --policy \"$HOME/toolgate.yaml\" --authoritative
 
-These are the commands a client's hook entries run, with the event on stdin. Claude Code: PreToolUse, PostToolUse, UserPromptSubmit, SessionStart. Cursor:
+These are the commands a client's hook entries run, with the event on stdin. Claude Code and Qwen Code: PreToolUse, PostToolUse, UserPromptSubmit, SessionStart. Cursor:
 beforeShellExecution, afterShellExecution, beforeMCPExecution, afterMCPExecution,
 beforeReadFile, afterFileEdit, beforeSubmitPrompt. A deny exits 2 (blocking for both
 clients); an allow says nothing unless --authoritative, so the client's own permission
@@ -80,6 +80,7 @@ pub fn quick_args(args: &[std::ffi::OsString]) -> Option<Args> {
         match arg {
             "claude-code" if client.is_none() => client = Some(Client::ClaudeCode),
             "cursor" if client.is_none() => client = Some(Client::Cursor),
+            "qwen-code" if client.is_none() => client = Some(Client::QwenCode),
             "--authoritative" => parsed.authoritative = true,
             "--policy" => parsed.policy = Some(PathBuf::from(it.next()?)),
             "--audit" => parsed.audit = Some(PathBuf::from(it.next()?)),
@@ -106,7 +107,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         hook::finish(&hook::fail(client, None, &reason));
     }));
     let timeout = args.timeout.unwrap_or(match client {
-        Client::ClaudeCode => CLAUDE_TIMEOUT,
+        Client::ClaudeCode | Client::QwenCode => CLAUDE_TIMEOUT,
         Client::Cursor => CURSOR_TIMEOUT,
     });
     let deadline = Instant::now() + timeout;

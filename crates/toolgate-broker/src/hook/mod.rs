@@ -12,6 +12,7 @@ pub mod claude;
 pub mod command;
 pub mod cursor;
 pub mod link;
+pub mod qwen;
 
 use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
@@ -34,6 +35,10 @@ pub enum Client {
     ClaudeCode,
     /// Cursor (`.cursor/hooks.json`, `version: 1`).
     Cursor,
+    /// Qwen Code (`.qwen/settings.json` `hooks`: Claude Code's format, Gemini CLI's tool
+    /// names).
+    #[value(name = "qwen-code")]
+    QwenCode,
 }
 
 /// What a client's hook input says, in toolgate's terms.
@@ -95,7 +100,9 @@ pub fn fail(client: Client, event_name: Option<&str>, reason: &str) -> Output {
         reason,
     };
     match client {
-        Client::ClaudeCode => claude::render(event_name.unwrap_or("PreToolUse"), &verdict, false),
+        Client::ClaudeCode | Client::QwenCode => {
+            claude::render(event_name.unwrap_or("PreToolUse"), &verdict, false)
+        }
         Client::Cursor => cursor::render(
             event_name.unwrap_or("beforeShellExecution"),
             &verdict,
@@ -131,6 +138,7 @@ pub fn parse(client: Client, bytes: &[u8]) -> Result<Parsed, String> {
     match client {
         Client::ClaudeCode => claude::parse(&value),
         Client::Cursor => cursor::parse(&value),
+        Client::QwenCode => qwen::parse(&value),
     }
 }
 
@@ -139,6 +147,7 @@ pub fn render(client: Client, event_name: &str, verdict: &Ruling, authoritative:
     match client {
         Client::ClaudeCode => claude::render(event_name, verdict, authoritative),
         Client::Cursor => cursor::render(event_name, verdict, authoritative),
+        Client::QwenCode => qwen::render(event_name, verdict, authoritative),
     }
 }
 

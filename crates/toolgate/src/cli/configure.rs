@@ -33,7 +33,7 @@ pub struct Selection {
     #[arg(long, short = 'y')]
     pub yes: bool,
     /// Install (or remove) toolgate's hooks in the client's settings instead of wrapping its
-    /// MCP servers: `toolgate hook <client>` for every hook event (claude-code, cursor)
+    /// MCP servers: `toolgate hook <client>` for every hook event (claude-code, cursor, qwen-code)
     #[arg(long, requires = "client", conflicts_with_all = ["config", "servers"])]
     pub hooks: bool,
     /// With `--hooks`: the user's settings or the project's (the current directory)
@@ -101,7 +101,7 @@ fn locations(selection: &Selection) -> anyhow::Result<Vec<Location>> {
 fn project_of(location: &Location) -> Option<PathBuf> {
     match location.scope {
         "project" => location.path.parent().and_then(|dir| {
-            if dir.ends_with(".cursor") || dir.ends_with(".vscode") {
+            if dir.ends_with(".cursor") || dir.ends_with(".vscode") || dir.ends_with(".qwen") {
                 dir.parent().map(PathBuf::from)
             } else {
                 Some(dir.to_path_buf())

@@ -334,6 +334,26 @@ fn windsurf_round_trip() {
     );
 }
 
+/// Qwen Code's settings file (JSON with comments, other settings beside `mcpServers`): the
+/// stdio server is wrapped, its own keys (`timeout`, `trust`) kept, and the remote one
+/// (`httpUrl`, Gemini CLI's and Qwen Code's key for Streamable HTTP) becomes `wrap --url`;
+/// the workspace is the project that holds `.qwen/`.
+#[test]
+fn qwen_code_round_trip() {
+    let fake = Fake::new();
+    let config = fake.project.join(".qwen/settings.json");
+    round_trip(
+        &fake,
+        "qwen-code",
+        &[(
+            "qwen-code/settings.json",
+            &config,
+            "qwen-code/expected_init.json",
+        )],
+        &[],
+    );
+}
+
 #[test]
 fn unknown_server_is_an_error() {
     let fake = Fake::new();

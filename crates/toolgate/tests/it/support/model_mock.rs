@@ -5,8 +5,11 @@
 //!
 //! Speaks the Anthropic Messages API as Claude Code uses it (always `stream: true`: SSE
 //! `message_start`, `content_block_start/delta/stop` with `input_json_delta` for a
-//! `tool_use`, `message_delta` with the `stop_reason`, `message_stop`). A request without
-//! `tools` (a side request such as a title) gets the text answer. Loopback only.
+//! `tool_use`, `message_delta` with the `stop_reason`, `message_stop`), and OpenAI's Chat
+//! Completions as Qwen Code uses it (`stream: true`: `chat.completion.chunk` events with a
+//! `tool_calls` delta, then one with the `finish_reason`, then `[DONE]`; or one
+//! `chat.completion`). A request without `tools` (a side request such as a title) gets the
+//! text answer. Loopback only.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -55,15 +58,31 @@ pub struct MockModel {
 impl MockModel {
     /// An Anthropic Messages API answering with `script`.
     pub fn anthropic(script: Vec<ToolCall>) -> MockModel {
+        MockModel::serve(script, |shared| {
+            Router::new()
+                .route("/v1/messages", post(messages))
+                .route("/v1/messages/count_tokens", post(count_tokens))
+                .with_state(shared)
+        })
+    }
+
+    /// An OpenAI Chat Completions API (`<url>/v1/chat/completions`) answering with
+    /// `script`.
+    pub fn openai_chat(script: Vec<ToolCall>) -> MockModel {
+        MockModel::serve(script, |shared| {
+            Router::new()
+                .route("/v1/chat/completions", post(chat_completions))
+                .with_state(shared)
+        })
+    }
+
+    fn serve(script: Vec<ToolCall>, app: impl FnOnce(Shared) -> Router) -> MockModel {
         let shared = Shared {
             script: Arc::new(script),
             log: Arc::new(Mutex::new(Vec::new())),
         };
         let log = shared.log.clone();
-        let app = Router::new()
-            .route("/v1/messages", post(messages))
-            .route("/v1/messages/count_tokens", post(count_tokens))
-            .with_state(shared);
+        let app = app(shared);
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -133,11 +152,19 @@ impl Drop for MockModel {
     }
 }
 
+/// The tool results of a conversation: Anthropic `tool_result` blocks, or OpenAI messages
+/// of role `tool` (each with its `content`).
 fn tool_results(body: &Value) -> Vec<Value> {
-    body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let messages = body["messages"].as_array().into_iter().flatten();
+    let openai: Vec<Value> = messages
+        .clone()
+        .filter(|m| m["role"] == "tool")
+        .cloned()
+        .collect();
+    if !openai.is_empty() {
+        return openai;
+    }
+    messages
         .filter_map(|m| m["content"].as_array())
         .flatten()
         .filter(|b| b["type"] == "tool_result")
@@ -203,5 +230,54 @@ async fn messages(State(s): State<Shared>, body: axum::Json<Value>) -> Response 
         .iter()
         .map(|(e, d)| format!("event: {e}\ndata: {d}\n\n"))
         .collect();
+    ([(header::CONTENT_TYPE, "text/event-stream")], sse).into_response()
+}
+
+async fn chat_completions(State(s): State<Shared>, body: axum::Json<Value>) -> Response {
+    let body = body.0;
+    s.log.lock().unwrap().push(body.clone());
+    let results = tool_results(&body);
+    let turn = results.len();
+    let model = body["model"].as_str().unwrap_or("mock").to_owned();
+    let scripted = body
+        .get("tools")
+        .is_some()
+        .then(|| s.script.get(turn))
+        .flatten();
+    let (message, finish) = match scripted {
+        Some(call) => (
+            json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0,
+                "id": format!("call_{turn}"), "type": "function",
+                "function": {"name": call.name, "arguments": call.input.to_string()}}]}),
+            "tool_calls",
+        ),
+        None => {
+            let last = results.last().map(|r| r["content"].to_string());
+            (
+                json!({"role": "assistant", "content": format!("done: {}", last.unwrap_or_default())}),
+                "stop",
+            )
+        }
+    };
+    let usage = json!({"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2});
+    if body["stream"] != true {
+        return axum::Json(json!({"id": "c", "object": "chat.completion", "created": 0,
+            "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": usage}))
+        .into_response();
+    }
+    let chunk = |delta: Value, finish: Value, usage: Option<&Value>| {
+        let mut c = json!({"id": "c", "object": "chat.completion.chunk", "created": 0,
+            "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        if let Some(u) = usage {
+            c["usage"] = u.clone();
+        }
+        format!("data: {c}\n\n")
+    };
+    let sse = format!(
+        "{}{}data: [DONE]\n\n",
+        chunk(message, Value::Null, None),
+        chunk(json!({}), json!(finish), Some(&usage))
+    );
     ([(header::CONTENT_TYPE, "text/event-stream")], sse).into_response()
 }
