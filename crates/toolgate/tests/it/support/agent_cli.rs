@@ -1,0 +1,249 @@
+//! Real agent CLIs (pinned in tests/package.json) driven offline against
+//! [`super::model_mock`], with toolgate installed by `toolgate init` as the README says, and
+//! the checks every client must pass: a key read by a shell command never runs (nor reaches
+//! the model) while an allowed command does, and a hook executable deleted after `init`
+//! leaves the tool not run (while the same entries without their fail-closed end let it run:
+//! the client behaviour the end exists for).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
+)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::hooks::World;
+use super::model_mock::{MockModel, ToolCall, call};
+use crate::common;
+
+/// The key a shell command must not read.
+pub const KEY: &str = "PRIVATE-KEY-CANARY-7731";
+
+/// A whole headless run of an agent CLI, hooks and broker start included.
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    ClaudeCode,
+    QwenCode,
+}
+
+/// One agent CLI under test.
+pub struct Agent {
+    kind: Kind,
+    bin: PathBuf,
+}
+
+impl Agent {
+    /// Claude Code, or `None` (after saying why) when node is absent outside CI.
+    pub fn claude_code() -> Option<Agent> {
+        Agent::find(Kind::ClaudeCode, "@anthropic-ai/claude-code", "claude")
+    }
+
+    /// Qwen Code, or `None` as for [`Agent::claude_code`].
+    pub fn qwen_code() -> Option<Agent> {
+        Agent::find(Kind::QwenCode, "@qwen-code/qwen-code", "qwen")
+    }
+
+    fn find(kind: Kind, package: &str, bin: &str) -> Option<Agent> {
+        common::node_and(&format!("{package}/package.json"))?;
+        let bin = common::node_modules().join(".bin").join(bin);
+        assert!(
+            bin.exists(),
+            "`{}` is missing\nhelp: run `npm ci --prefix tests` (scripts/test does it for you)",
+            bin.display()
+        );
+        Some(Agent { kind, bin })
+    }
+
+    /// The client's name for `toolgate init --client`.
+    fn client(&self) -> &'static str {
+        match self.kind {
+            Kind::ClaudeCode => "claude-code",
+            Kind::QwenCode => "qwen-code",
+        }
+    }
+
+    /// The client's built-in shell tool.
+    fn shell(&self) -> &'static str {
+        match self.kind {
+            Kind::ClaudeCode => "Bash",
+            Kind::QwenCode => "run_shell_command",
+        }
+    }
+
+    /// A call of the client's shell tool.
+    pub fn shell_call(&self, command: &str) -> ToolCall {
+        call(
+            self.shell(),
+            json!({"command": command, "description": "run a command"}),
+        )
+    }
+
+    /// The project settings file `init --hooks --scope project` writes.
+    pub fn settings(&self, w: &World) -> PathBuf {
+        match self.kind {
+            Kind::ClaudeCode => w.project().join(".claude/settings.json"),
+            Kind::QwenCode => w.project().join(".qwen/settings.json"),
+        }
+    }
+
+    /// A world whose home holds an SSH key (and what the client needs to run offline),
+    /// with toolgate's hooks installed in the project by `toolgate` at `exe` (the starter
+    /// policy).
+    pub fn world(&self, exe: &Path) -> World {
+        self.world_with(World::new(), exe, &[])
+    }
+
+    /// [`Agent::world`] from `w`, `init --hooks` given `extra` arguments.
+    pub fn world_with(&self, w: World, exe: &Path, extra: &[&str]) -> World {
+        let home = w.base().join("home");
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::write(home.join(".ssh/id_rsa"), format!("{KEY}\n")).unwrap();
+        if self.kind == Kind::QwenCode {
+            std::fs::create_dir_all(home.join(".qwen")).unwrap();
+            std::fs::write(
+                home.join(".qwen/settings.json"),
+                json!({"security": {"auth": {"selectedType": "openai"}}}).to_string(),
+            )
+            .unwrap();
+        }
+        let mut args = vec!["--hooks", "--scope", "project"];
+        args.extend_from_slice(extra);
+        self.init(&w, exe, &args);
+        w
+    }
+
+    /// `toolgate init --client <this client> ARGS --yes` in the world's project.
+    pub fn init(&self, w: &World, exe: &Path, args: &[&str]) {
+        let out = std::process::Command::new(exe)
+            .args(["init", "--client", self.client()])
+            .args(args)
+            .arg("--yes")
+            .current_dir(w.project())
+            .env("HOME", w.base().join("home"))
+            .env("TOOLGATE_BROKER_DIR", &w.broker_dir)
+            .env_remove("TOOLGATE_LOG")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+
+    /// Runs the client headless in the world's project with `prompt` (and `extra`
+    /// arguments), against a mock of its model API answering with `script`; returns the
+    /// mock (its log) and the client's output.
+    pub fn run(
+        &self,
+        w: &World,
+        prompt: &str,
+        script: Vec<ToolCall>,
+        extra: &[&str],
+    ) -> (MockModel, String) {
+        let mock = match self.kind {
+            Kind::ClaudeCode => MockModel::anthropic(script),
+            Kind::QwenCode => MockModel::openai_chat(script),
+        };
+        let mut cmd = assert_cmd::Command::new(&self.bin);
+        cmd.args(extra)
+            .current_dir(w.project())
+            .env("HOME", w.base().join("home"))
+            .env("TOOLGATE_BROKER_DIR", &w.broker_dir)
+            .env_remove("TOOLGATE_LOG");
+        match self.kind {
+            Kind::ClaudeCode => {
+                cmd.args([
+                    "-p",
+                    prompt,
+                    "--output-format",
+                    "stream-json",
+                    "--verbose",
+                    "--permission-mode",
+                    "bypassPermissions",
+                ])
+                .env("ANTHROPIC_BASE_URL", &mock.url)
+                .env("ANTHROPIC_API_KEY", "sk-ant-test-not-a-key")
+                // bypassPermissions as root needs it; harmless otherwise.
+                .env("IS_SANDBOX", "1")
+                .env("DISABLE_TELEMETRY", "1")
+                .env("DISABLE_AUTOUPDATER", "1")
+                .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+            }
+            Kind::QwenCode => {
+                cmd.args(["-p", prompt, "--yolo"])
+                    .env("OPENAI_BASE_URL", format!("{}/v1", mock.url))
+                    .env("OPENAI_API_KEY", "sk-test-not-a-key")
+                    .env("OPENAI_MODEL", "mock")
+                    .env("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1");
+            }
+        }
+        let out = cmd.write_stdin("").timeout(RUN_LIMIT).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{} failed: {out:?}\nstderr: {}",
+            self.client(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (mock, stdout)
+    }
+
+    /// A shell command reading `~/.ssh/id_rsa` does not run and the key never reaches the
+    /// model (the starter policy's `protect-keys`), while an allowed command runs.
+    pub fn check_key_never_read_and_allowed_command_runs(&self) {
+        let w = self.world(Path::new(env!("CARGO_BIN_EXE_toolgate")));
+        let script = vec![
+            self.shell_call("cat ~/.ssh/id_rsa > leaked.txt; cat leaked.txt"),
+            self.shell_call("echo ran > canary.txt"),
+        ];
+        let (mock, out) = self.run(&w, "set up my project", script, &[]);
+        assert!(!w.project().join("leaked.txt").exists(), "{out}");
+        assert!(
+            !mock.saw(KEY),
+            "the model saw the key: {:?}",
+            mock.requests()
+        );
+        let results = mock.tool_results();
+        assert_eq!(results.len(), 2, "{results:?}\n{out}");
+        assert!(
+            results[0].contains("toolgate") && results[0].contains("protect-keys"),
+            "{results:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(w.project().join("canary.txt")).unwrap(),
+            "ran\n",
+            "{results:?}"
+        );
+    }
+
+    /// With the hook executable deleted after `init`, no tool runs (the prompt hook already
+    /// blocks the turn); the same entries without their fail-closed end let the tool run.
+    pub fn check_deleted_hook_leaves_the_tool_not_run(&self) {
+        // toolgate installed somewhere it can be removed from.
+        let place = tempfile::tempdir().unwrap();
+        let dir = place.path().canonicalize().unwrap();
+        for exe in ["toolgate", "toolgate-hook"] {
+            let from = Path::new(env!("CARGO_BIN_EXE_toolgate")).with_file_name(exe);
+            std::fs::copy(from, dir.join(exe)).unwrap();
+        }
+        let w = self.world(&dir.join("toolgate"));
+        let settings = self.settings(&w);
+        let text = std::fs::read_to_string(&settings).unwrap();
+        let hook = dir.join("toolgate-hook");
+        assert!(text.contains(&format!("{} {}", hook.display(), self.client())));
+        std::fs::remove_file(&hook).unwrap();
+        std::fs::remove_file(dir.join("toolgate")).unwrap();
+        let script = || vec![self.shell_call("echo ran > canary.txt")];
+        let (mock, out) = self.run(&w, "write the canary", script(), &[]);
+        assert!(!w.project().join("canary.txt").exists(), "{out}");
+        assert!(mock.tool_results().is_empty(), "{:?}", mock.requests());
+        // What the end is for: the same entries without it, and the client runs the tool.
+        std::fs::write(&settings, text.replace(" || exit 2", "")).unwrap();
+        let (_mock, out) = self.run(&w, "write the canary", script(), &[]);
+        assert!(w.project().join("canary.txt").exists(), "{out}");
+    }
+}
