@@ -353,3 +353,57 @@ impl Drop for HttpUpstream {
         let _ = self.child.wait();
     }
 }
+
+/// An axum router served on a loopback port from a thread of its own (a current-thread
+/// runtime), for test doubles of HTTP services (a JWT issuer, a model API). Stops, and
+/// waits for its thread, when dropped.
+pub struct Served {
+    /// The address it listens on.
+    pub addr: std::net::SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Served {
+    /// Serves the router `make` builds for the address (on `127.0.0.1`, a free port).
+    pub fn start(make: impl FnOnce(std::net::SocketAddr) -> axum::Router) -> Served {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        listener
+            .set_nonblocking(true)
+            .expect("a non-blocking listener");
+        let addr = listener.local_addr().expect("the listener's address");
+        let router = make(addr);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a tokio runtime");
+            rt.block_on(async move {
+                let listener =
+                    tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
+                let _ = axum::serve(listener, router)
+                    .with_graceful_shutdown(async {
+                        let _ = stopped.await;
+                    })
+                    .await;
+            });
+        });
+        Served {
+            addr,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -47,8 +47,8 @@ pub struct TestIssuer {
     /// Another ES256 key, never published: signs tokens that must fail.
     other: EcdsaKeyPair,
     shared: Arc<Shared>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    /// The JWKS and metadata server (stops when dropped).
+    _served: crate::http::Served,
 }
 
 fn es256_key(rng: &SystemRandom) -> EcdsaKeyPair {
@@ -94,46 +94,30 @@ impl TestIssuer {
             available: AtomicBool::new(true),
             fetches: AtomicUsize::new(0),
         });
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let issuer = format!("http://{addr}");
-        let metadata = json!({
-            "issuer": issuer,
-            "jwks_uri": format!("{issuer}/jwks"),
-            "response_types_supported": ["code"],
-        });
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let state = shared.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                let app = Router::new()
-                    .route("/jwks", get(serve_jwks))
-                    .route(
-                        "/.well-known/oauth-authorization-server",
-                        get(move || async move { axum::Json(metadata) }),
-                    )
-                    .with_state(state);
-                let _ = axum::serve(listener, app)
-                    .with_graceful_shutdown(async {
-                        let _ = stopped.await;
-                    })
-                    .await;
+        let served = crate::http::Served::start(move |addr| {
+            let issuer = format!("http://{addr}");
+            let metadata = json!({
+                "issuer": issuer,
+                "jwks_uri": format!("{issuer}/jwks"),
+                "response_types_supported": ["code"],
             });
+            Router::new()
+                .route("/jwks", get(serve_jwks))
+                .route(
+                    "/.well-known/oauth-authorization-server",
+                    get(move || async move { axum::Json(metadata) }),
+                )
+                .with_state(state)
         });
+        let addr = served.addr;
         TestIssuer {
             addr,
             es256,
             eddsa,
             other,
             shared,
-            stop: Some(stop),
-            thread: Some(thread),
+            _served: served,
         }
     }
 
@@ -220,17 +204,6 @@ impl TestIssuer {
     /// How many times the JWKS was requested.
     pub fn jwks_fetches(&self) -> usize {
         self.shared.fetches.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for TestIssuer {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

@@ -51,8 +51,7 @@ pub struct MockModel {
     /// `http://127.0.0.1:<port>`.
     pub url: String,
     log: Arc<Mutex<Vec<Value>>>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _served: toolgate_testkit::http::Served,
 }
 
 impl MockModel {
@@ -82,31 +81,11 @@ impl MockModel {
             log: Arc::new(Mutex::new(Vec::new())),
         };
         let log = shared.log.clone();
-        let app = app(shared);
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(async {
-                        let _ = stopped.await;
-                    })
-                    .await
-                    .unwrap();
-            });
-        });
+        let served = toolgate_testkit::http::Served::start(move |_| app(shared));
         MockModel {
-            url,
+            url: format!("http://{}", served.addr),
             log,
-            stop: Some(stop),
-            thread: Some(thread),
+            _served: served,
         }
     }
 
@@ -138,17 +117,6 @@ impl MockModel {
                 other => other.to_string(),
             })
             .collect()
-    }
-}
-
-impl Drop for MockModel {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
