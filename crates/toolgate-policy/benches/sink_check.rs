@@ -35,19 +35,19 @@
     reason = "a benchmark tool: a failed setup step aborts the run with a message; a benchmark tool: its report is printed"
 )]
 
-use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::Instant;
 
 use base64::Engine as _;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use toolgate_policy::contracts::{Contracts, ToolContract};
-use toolgate_policy::{
-    Action, Effect, Operation, Part, Session, SessionLimits, TaintLimits, ToolCall,
-};
+use toolgate_policy::contracts::Contracts;
+use toolgate_policy::{Effect, Session};
 
 mod common;
+/// The sink-gate harness the tests use.
+#[path = "../tests/it/support/sink.rs"]
+mod sink;
 
 fn outputs() -> Vec<String> {
     let [
@@ -67,39 +67,15 @@ fn outputs() -> Vec<String> {
     out
 }
 
-fn call(c: &Contracts, s: &mut Session, tool: &str, args: &Value) -> usize {
-    results(c, s, tool, args).len()
-}
-
-fn results(
-    c: &Contracts,
-    s: &mut Session,
-    tool: &str,
-    args: &Value,
-) -> Vec<toolgate_policy::ContractResult> {
-    let call = ToolCall {
-        server: None,
-        tool,
-        arguments: args,
-        definition: None,
-    };
-    let action = Action {
-        server: None,
-        tool: tool.to_owned(),
-        parts: vec![Part::new(Operation::Unknown)],
-    };
-    c.check(&call, &action, s, 0)
+/// The sink gate of one call, effect only (what is timed).
+fn call(c: &Contracts, s: &mut Session, tool: &str, args: &Value) -> Effect {
+    sink::sink_gate(c, s, tool, args).effect
 }
 
 /// The contracts of a `tools:` mapping over every built-in pack, and a fresh session with
 /// pinning off.
 fn setup(tools: &str) -> (Contracts, Session) {
-    let user: BTreeMap<String, ToolContract> = serde_saphyr::from_str(tools).unwrap();
-    let contracts =
-        Contracts::compile(&user, &toolgate_policy::contracts::packs::pack_names()).unwrap();
-    let mut limits = SessionLimits::new(TaintLimits::default());
-    limits.pinning = false;
-    (contracts, Session::new(limits))
+    (sink::contracts(tools), sink::session())
 }
 
 fn bench(c: &mut Criterion) {
@@ -214,11 +190,7 @@ fn payload(c: &mut Criterion) {
         .iter()
         .zip([Effect::Allow, Effect::Deny, Effect::Allow])
     {
-        let got = results(&contracts, &mut session, tool, args)
-            .iter()
-            .map(|r| r.effect)
-            .max()
-            .unwrap_or(Effect::Allow);
+        let got = call(&contracts, &mut session, tool, args);
         assert_eq!(got, want, "{name}");
     }
     run_group(

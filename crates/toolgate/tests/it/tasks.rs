@@ -294,11 +294,9 @@ fn task_corpus() {
             "| family | benign | completed | approvals | injected | attacks succeeded | completed under attack |"
         );
         println!("|---|---:|---:|---:|---:|---:|---:|");
-        let mut total = Row::default();
-        for (family, r) in &rows {
-            total.add(r);
+        let line = |label: &str, r: &Row, digits: usize| {
             println!(
-                "| {family} | {} | {} ({:.0}%) | {} | {} | {} ({:.0}%) | {} |",
+                "| {label} | {} | {} ({:.digits$}%) | {} | {} | {} ({:.digits$}%) | {} |",
                 r.benign,
                 r.completed,
                 pct(r.completed, r.benign),
@@ -308,18 +306,13 @@ fn task_corpus() {
                 pct(r.succeeded, r.attacks),
                 r.completed_under_attack
             );
+        };
+        let mut total = Row::default();
+        for (family, r) in &rows {
+            total.add(r);
+            line(family, r, 0);
         }
-        println!(
-            "| **total** | {} | {} ({:.1}%) | {} | {} | {} ({:.1}%) | {} |",
-            total.benign,
-            total.completed,
-            pct(total.completed, total.benign),
-            total.approvals,
-            total.attacks,
-            total.succeeded,
-            pct(total.succeeded, total.attacks),
-            total.completed_under_attack
-        );
+        line("**total**", &total, 1);
         totals.insert(mode, total);
     }
     println!(
