@@ -31,14 +31,16 @@ pub fn prompt_digest(text: &str) -> [u8; 32] {
     Sha256::digest(text.as_bytes()).into()
 }
 
-/// The directories Claude Code keeps its transcripts in (canonical), for this user.
+/// The directories Claude Code and Gemini CLI keep their transcripts in (canonical), for
+/// this user.
 pub fn transcript_roots() -> Vec<PathBuf> {
     let mut roots = Vec::new();
     if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
         roots.push(PathBuf::from(dir).join("projects"));
     }
     if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        roots.push(PathBuf::from(home).join(".claude/projects"));
+        roots.push(PathBuf::from(&home).join(".claude/projects"));
+        roots.push(PathBuf::from(home).join(".gemini/tmp"));
     }
     roots
         .into_iter()
@@ -57,7 +59,7 @@ pub fn check_path(path: &Path, roots: &[PathBuf]) -> Result<PathBuf, String> {
     })?;
     if !roots.iter().any(|r| real.starts_with(r)) {
         return Err(format!(
-            "the transcript `{}` is not in Claude Code's transcript directory",
+            "the transcript `{}` is not in a transcript directory toolgate reads (Claude Code's or Gemini CLI's)",
             path.display()
         ));
     }
@@ -131,8 +133,23 @@ pub fn user_message_digests(path: &Path, from: u64) -> Result<(HashSet<[u8; 32]>
 
 /// The texts of a record that the user typed: a `user` record of the main conversation
 /// (not a sub-agent's, whose "user" is the model), not one Claude Code wrote itself (meta,
-/// a compaction summary), that carries no tool result.
+/// a compaction summary), that carries no tool result. Gemini CLI's records
+/// (`{"type":"user","content":[{"text":…}]}`, in `~/.gemini/tmp/<project>/chats`) have the
+/// parts at the top, a tool result as a `functionResponse` part, and its own context in
+/// `$set` records, which have no `type`.
 fn typed_texts(record: &Value) -> Vec<&str> {
+    if record.get("type").and_then(Value::as_str) == Some("user")
+        && record.get("message").is_none()
+        && let Some(Value::Array(parts)) = record.get("content")
+    {
+        if parts.iter().any(|p| p.get("functionResponse").is_some()) {
+            return Vec::new();
+        }
+        return parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect();
+    }
     let flag = |k: &str| record.get(k).and_then(Value::as_bool) == Some(true);
     if record.get("type").and_then(Value::as_str) != Some("user")
         || flag("isSidechain")
@@ -227,5 +244,22 @@ mod tests {
         let link = root.join("l.jsonl");
         std::os::unix::fs::symlink(&outside, &link).unwrap();
         assert!(check_path(&link, &[root]).is_err());
+    }
+
+    #[test]
+    fn what_the_user_typed_to_gemini_cli_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session-1.jsonl");
+        let lines = [
+            r#"{"sessionId":"s","projectHash":"h","startTime":"t","kind":"main"}"#,
+            r#"{"$set":{"messages":[{"id":"1","type":"user","content":[{"text":"<session_context>ctx</session_context>"}]}]}}"#,
+            r#"{"id":"2","timestamp":"t","type":"user","content":[{"text":"mail carol@corp.example"}]}"#,
+            r#"{"id":"3","timestamp":"t","type":"gemini","content":"model text","toolCalls":[]}"#,
+            r#"{"id":"4","timestamp":"t","type":"user","content":[{"functionResponse":{"name":"web_fetch","response":{"output":"leak@evil.example"}}},{"text":"beside a result"}]}"#,
+        ];
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let (got, _) = user_message_digests(&path, 0).unwrap();
+        assert!(got.contains(&prompt_digest("mail carol@corp.example")));
+        assert_eq!(got.len(), 1, "only the typed prompt");
     }
 }

@@ -39,17 +39,20 @@ pub enum Client {
     Windsurf,
     /// Qwen Code (`.qwen/settings.json`, `~/.qwen/settings.json`).
     QwenCode,
+    /// Gemini CLI (`.gemini/settings.json`, `~/.gemini/settings.json`).
+    GeminiCli,
 }
 
 impl Client {
     /// Every client, in the order they are searched.
-    pub const ALL: [Client; 6] = [
+    pub const ALL: [Client; 7] = [
         Client::ClaudeCode,
         Client::ClaudeDesktop,
         Client::Cursor,
         Client::Vscode,
         Client::Windsurf,
         Client::QwenCode,
+        Client::GeminiCli,
     ];
 
     /// The name used on the command line.
@@ -61,6 +64,7 @@ impl Client {
             Client::Vscode => "vscode",
             Client::Windsurf => "windsurf",
             Client::QwenCode => "qwen-code",
+            Client::GeminiCli => "gemini-cli",
         }
     }
 }
@@ -235,6 +239,18 @@ pub fn locations(client: Client, env: &Env) -> Vec<Location> {
             loc(
                 "user",
                 env.home.join(".qwen/settings.json"),
+                servers_at("mcpServers"),
+            ),
+        ],
+        Client::GeminiCli => vec![
+            loc(
+                "project",
+                project.join(".gemini/settings.json"),
+                servers_at("mcpServers"),
+            ),
+            loc(
+                "user",
+                env.home.join(".gemini/settings.json"),
                 servers_at("mcpServers"),
             ),
         ],

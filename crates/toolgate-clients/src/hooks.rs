@@ -8,6 +8,12 @@
 //!   `{"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command":
 //!   "..."}]}]}}`. `matcher` applies to the tool events (`*` matches every tool, MCP tools
 //!   included) and is left out for `UserPromptSubmit` and `SessionStart`.
+//! - Qwen Code: Claude Code's format in `~/.qwen/settings.json` or `.qwen/settings.json`.
+//! - Gemini CLI (0.61.0; geminicli.com/docs/hooks): `hooks` in `~/.gemini/settings.json`
+//!   or `.gemini/settings.json`, Claude Code's layout with the events `BeforeTool`,
+//!   `AfterTool` (a `matcher`: `*` is every tool), `BeforeAgent` and `SessionStart`, and a
+//!   `timeout` in milliseconds per hook. Project settings are read only in a folder the user
+//!   trusts (`~/.gemini/trustedFolders.json`).
 //! - Cursor (cursor.com/docs/agent/hooks): `~/.cursor/hooks.json` (user) or
 //!   `<project>/.cursor/hooks.json`, `{"version": 1, "hooks": {"beforeShellExecution":
 //!   [{"command": "..."}]}}`, one list of commands per event.
@@ -42,6 +48,9 @@ pub enum HookClient {
     Cursor,
     /// Qwen Code: Claude Code's hook format in `.qwen/settings.json`.
     QwenCode,
+    /// Gemini CLI: Claude Code's layout under its own event names in
+    /// `.gemini/settings.json`, with a timeout per entry.
+    GeminiCli,
 }
 
 /// Claude Code's events: the tool events take a matcher.
@@ -51,6 +60,13 @@ const CLAUDE_EVENTS: [&str; 4] = [
     "UserPromptSubmit",
     "SessionStart",
 ];
+
+/// Gemini CLI's events: the tool events take a matcher.
+const GEMINI_EVENTS: [&str; 4] = ["BeforeTool", "AfterTool", "BeforeAgent", "SessionStart"];
+
+/// The timeout of Gemini CLI's entries, in milliseconds: above `toolgate hook`'s own (10 s),
+/// so that toolgate's deny, not the client's timeout, ends a hook that hangs.
+const GEMINI_TIMEOUT_MS: u64 = 30_000;
 
 /// Cursor's events (`toolgate hook cursor` reads each of them).
 const CURSOR_EVENTS: [&str; 7] = [
@@ -65,10 +81,11 @@ const CURSOR_EVENTS: [&str; 7] = [
 
 impl HookClient {
     /// Every client with hooks.
-    pub const ALL: [HookClient; 3] = [
+    pub const ALL: [HookClient; 4] = [
         HookClient::ClaudeCode,
         HookClient::Cursor,
         HookClient::QwenCode,
+        HookClient::GeminiCli,
     ];
 
     /// The client of `init --client`, when it has hooks.
@@ -77,6 +94,7 @@ impl HookClient {
             Client::ClaudeCode => Some(HookClient::ClaudeCode),
             Client::Cursor => Some(HookClient::Cursor),
             Client::QwenCode => Some(HookClient::QwenCode),
+            Client::GeminiCli => Some(HookClient::GeminiCli),
             _ => None,
         }
     }
@@ -87,6 +105,7 @@ impl HookClient {
             HookClient::ClaudeCode => "claude-code",
             HookClient::Cursor => "cursor",
             HookClient::QwenCode => "qwen-code",
+            HookClient::GeminiCli => "gemini-cli",
         }
     }
 
@@ -95,6 +114,7 @@ impl HookClient {
         match self {
             HookClient::ClaudeCode | HookClient::QwenCode => &CLAUDE_EVENTS,
             HookClient::Cursor => &CURSOR_EVENTS,
+            HookClient::GeminiCli => &GEMINI_EVENTS,
         }
     }
 
@@ -113,6 +133,10 @@ impl HookClient {
             (HookClient::Cursor, HookScope::Project) => env.project.join(".cursor/hooks.json"),
             (HookClient::QwenCode, HookScope::User) => env.home.join(".qwen/settings.json"),
             (HookClient::QwenCode, HookScope::Project) => env.project.join(".qwen/settings.json"),
+            (HookClient::GeminiCli, HookScope::User) => env.home.join(".gemini/settings.json"),
+            (HookClient::GeminiCli, HookScope::Project) => {
+                env.project.join(".gemini/settings.json")
+            }
         }
     }
 
@@ -127,6 +151,15 @@ impl HookClient {
                     json!({"hooks": hooks})
                 }
             }
+            HookClient::GeminiCli => {
+                let hooks = json!([{"type": "command", "command": command,
+                    "timeout": GEMINI_TIMEOUT_MS}]);
+                if event.ends_with("Tool") {
+                    json!({"matcher": "*", "hooks": hooks})
+                } else {
+                    json!({"hooks": hooks})
+                }
+            }
             HookClient::Cursor => json!({"command": command}),
         }
     }
@@ -135,7 +168,9 @@ impl HookClient {
     /// policy), `None` for anything else.
     fn ours<'v>(self, event: &str, value: &'v J) -> Option<&'v str> {
         let command = match self {
-            HookClient::ClaudeCode | HookClient::QwenCode => value.pointer("/hooks/0/command"),
+            HookClient::ClaudeCode | HookClient::QwenCode | HookClient::GeminiCli => {
+                value.pointer("/hooks/0/command")
+            }
             HookClient::Cursor => value.get("command"),
         }?
         .as_str()?;
@@ -643,6 +678,49 @@ fn edit(
     })
 }
 
+/// Whether Gemini CLI reads the settings of `project` (hooks, MCP servers): only in a
+/// folder the user trusts, unless folder trust is off (`security.folderTrust.enabled:
+/// false` in `~/.gemini/settings.json`). Trust is `~/.gemini/trustedFolders.json`, a map
+/// of paths to `TRUST_FOLDER` (the folder and below), `TRUST_PARENT` (the folder's parent
+/// and below) or `DO_NOT_TRUST`; the longest path that holds the project decides. `Err`
+/// when a file cannot be read as JSON.
+pub fn gemini_trusts(env: &Env, project: &Path) -> Result<bool, String> {
+    let read = |name: &str| -> Result<Option<J>, String> {
+        let path = env.home.join(".gemini").join(name);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => parse(strip_bom(&text).0)
+                .map(Some)
+                .map_err(|e| format!("`{}`: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("`{}`: {e}", path.display())),
+        }
+    };
+    let enabled = read("settings.json")?
+        .and_then(|s| s.pointer("/security/folderTrust/enabled").cloned())
+        .and_then(|v| v.as_bool());
+    if enabled == Some(false) {
+        return Ok(true);
+    }
+    let Some(J::Object(folders)) = read("trustedFolders.json")? else {
+        return Ok(false);
+    };
+    let mut best: Option<(usize, bool)> = None;
+    for (path, level) in &folders {
+        let path = Path::new(path);
+        let (root, trusted) = match level.as_str() {
+            Some("TRUST_FOLDER") => (path, true),
+            Some("TRUST_PARENT") => (path.parent().unwrap_or(path), true),
+            Some("DO_NOT_TRUST") => (path, false),
+            _ => continue,
+        };
+        let depth = root.components().count();
+        if project.starts_with(root) && best.is_none_or(|(d, _)| depth > d) {
+            best = Some((depth, trusted));
+        }
+    }
+    Ok(best.is_some_and(|(_, trusted)| trusted))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(
@@ -795,5 +873,42 @@ mod tests {
         ] {
             assert!(install(text, client, &settings()).is_err(), "{text}");
         }
+    }
+
+    #[test]
+    fn gemini_trusts_folders_as_gemini_cli_does() {
+        let home = tempfile::tempdir().unwrap();
+        let env = Env {
+            home: home.path().to_path_buf(),
+            xdg_config_home: None,
+            claude_config_dir: None,
+            project: PathBuf::from("/work/app"),
+            platform: crate::discovery::Platform::Linux,
+        };
+        let project = Path::new("/work/app");
+        assert_eq!(gemini_trusts(&env, project), Ok(false));
+        std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+        let folders = home.path().join(".gemini/trustedFolders.json");
+        for (json, want) in [
+            (r#"{"/work/app": "TRUST_FOLDER"}"#, true),
+            (
+                r#"{"/work": "TRUST_FOLDER", "/work/app": "DO_NOT_TRUST"}"#,
+                false,
+            ),
+            (r#"{"/work/app/sub": "TRUST_PARENT"}"#, true),
+            (r#"{"/work/ap": "TRUST_FOLDER"}"#, false),
+            (r#"{"/": "DO_NOT_TRUST", "/work": "TRUST_FOLDER"}"#, true),
+        ] {
+            std::fs::write(&folders, json).unwrap();
+            assert_eq!(gemini_trusts(&env, project), Ok(want), "{json}");
+        }
+        std::fs::write(&folders, "{").unwrap();
+        assert!(gemini_trusts(&env, project).is_err());
+        std::fs::write(
+            home.path().join(".gemini/settings.json"),
+            r#"{"security": {"folderTrust": {"enabled": false}}}"#,
+        )
+        .unwrap();
+        assert_eq!(gemini_trusts(&env, project), Ok(true));
     }
 }

@@ -128,6 +128,8 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
             "**/.claude/settings.json",
             "**/.claude/settings.local.json",
             "**/.cursor/hooks.json",
+            "**/.qwen/settings.json",
+            "**/.gemini/settings.json",
         ],
     ));
     list.push(Protected::anywhere(
@@ -136,7 +138,7 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
     ));
     list.push(Protected::anywhere(
         K::ClientHooks,
-        &["**/.claude", "**/.cursor"],
+        &["**/.claude", "**/.cursor", "**/.qwen", "**/.gemini"],
     ));
     list.push(Protected::anywhere(
         K::AuditLog,
@@ -147,7 +149,11 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
         workspace.join(".claude"),
         workspace.join(".cursor"),
         workspace.join(".vscode"),
+        workspace.join(".qwen"),
+        workspace.join(".gemini"),
         home.join(".cursor"),
+        home.join(".qwen"),
+        home.join(".gemini"),
     ];
     dirs.push(
         env.claude_config_dir
@@ -169,6 +175,17 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
             kind: K::Transcript,
             shown: format!("{dir}/…/*.jsonl"),
             globs: vec![format!("{e}/**/*.jsonl"), format!("{e}/**/*.json"), e],
+            no_read: false,
+        });
+    }
+    // Gemini CLI's: `~/.gemini/tmp/<project>/chats/*.jsonl`. The rest of `~/.gemini/tmp` is
+    // the agent's own scratch space (Gemini CLI tells the model so).
+    for dir in spellings(&home.join(".gemini/tmp")) {
+        let e = toolgate_policy::protect::escape(&dir);
+        list.push(Protected {
+            kind: K::Transcript,
+            shown: format!("{dir}/…/chats/*.jsonl"),
+            globs: vec![format!("{e}/**/*.jsonl"), format!("{e}/*/chats"), e],
             no_read: false,
         });
     }

@@ -1,4 +1,4 @@
-//! Client hooks (`toolgate hook claude-code|cursor`): one process per hook event, which
+//! Client hooks (`toolgate hook claude-code|cursor|qwen-code|gemini-cli`): one process per hook event, which
 //! reads the client's JSON on stdin, asks the per-user broker (started if none runs) and
 //! writes the client's decision on stdout.
 //!
@@ -11,6 +11,7 @@
 pub mod claude;
 pub mod command;
 pub mod cursor;
+pub mod gemini;
 pub mod link;
 pub mod qwen;
 
@@ -39,6 +40,10 @@ pub enum Client {
     /// names).
     #[value(name = "qwen-code")]
     QwenCode,
+    /// Gemini CLI (`.gemini/settings.json` `hooks`: `BeforeTool`, `AfterTool`,
+    /// `BeforeAgent`).
+    #[value(name = "gemini-cli")]
+    GeminiCli,
 }
 
 /// What a client's hook input says, in toolgate's terms.
@@ -108,6 +113,7 @@ pub fn fail(client: Client, event_name: Option<&str>, reason: &str) -> Output {
             &verdict,
             false,
         ),
+        Client::GeminiCli => gemini::render(event_name.unwrap_or("BeforeTool"), &verdict, false),
     }
 }
 
@@ -139,6 +145,7 @@ pub fn parse(client: Client, bytes: &[u8]) -> Result<Parsed, String> {
         Client::ClaudeCode => claude::parse(&value),
         Client::Cursor => cursor::parse(&value),
         Client::QwenCode => qwen::parse(&value),
+        Client::GeminiCli => gemini::parse(&value),
     }
 }
 
@@ -148,6 +155,7 @@ pub fn render(client: Client, event_name: &str, verdict: &Ruling, authoritative:
         Client::ClaudeCode => claude::render(event_name, verdict, authoritative),
         Client::Cursor => cursor::render(event_name, verdict, authoritative),
         Client::QwenCode => qwen::render(event_name, verdict, authoritative),
+        Client::GeminiCli => gemini::render(event_name, verdict, authoritative),
     }
 }
 

@@ -33,7 +33,7 @@ pub struct Selection {
     #[arg(long, short = 'y')]
     pub yes: bool,
     /// Install (or remove) toolgate's hooks in the client's settings instead of wrapping its
-    /// MCP servers: `toolgate hook <client>` for every hook event (claude-code, cursor, qwen-code)
+    /// MCP servers: `toolgate hook <client>` for every hook event (claude-code, cursor, qwen-code, gemini-cli)
     #[arg(long, requires = "client", conflicts_with_all = ["config", "servers"])]
     pub hooks: bool,
     /// With `--hooks`: the user's settings or the project's (the current directory)
@@ -101,7 +101,10 @@ fn locations(selection: &Selection) -> anyhow::Result<Vec<Location>> {
 fn project_of(location: &Location) -> Option<PathBuf> {
     match location.scope {
         "project" => location.path.parent().and_then(|dir| {
-            if dir.ends_with(".cursor") || dir.ends_with(".vscode") || dir.ends_with(".qwen") {
+            if [".cursor", ".vscode", ".qwen", ".gemini"]
+                .iter()
+                .any(|d| dir.ends_with(d))
+            {
                 dir.parent().map(PathBuf::from)
             } else {
                 Some(dir.to_path_buf())

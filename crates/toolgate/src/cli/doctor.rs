@@ -672,6 +672,22 @@ fn check_hooks(out: &mut Out, broker_reachable: bool, uses: &mut Vec<InUse>) {
                     ),
                 );
             }
+            if client == HookClient::GeminiCli && scope == HookScope::Project {
+                match hooks::gemini_trusts(&env, &env.project) {
+                    Ok(true) => {}
+                    Ok(false) => out.line(
+                        Level::Warn,
+                        format!(
+                            "gemini-cli project hooks in `{shown}` do not run: Gemini CLI reads a project's settings only in a folder you trust. help: trust `{}` when Gemini CLI asks on its start there, or install the hooks with `--scope user`",
+                            env.project.display()
+                        ),
+                    ),
+                    Err(e) => out.line(
+                        Level::Warn,
+                        format!("cannot tell whether Gemini CLI trusts this project: {e}"),
+                    ),
+                }
+            }
             if let Some(p) = events
                 .iter()
                 .filter_map(|(_, c)| c.as_deref())

@@ -354,6 +354,24 @@ fn qwen_code_round_trip() {
     );
 }
 
+/// Gemini CLI's settings file, in the same format as Qwen Code's (which forked it): the
+/// workspace is the project that holds `.gemini/`.
+#[test]
+fn gemini_cli_round_trip() {
+    let fake = Fake::new();
+    let config = fake.project.join(".gemini/settings.json");
+    round_trip(
+        &fake,
+        "gemini-cli",
+        &[(
+            "gemini-cli/settings.json",
+            &config,
+            "gemini-cli/expected_init.json",
+        )],
+        &[],
+    );
+}
+
 #[test]
 fn unknown_server_is_an_error() {
     let fake = Fake::new();

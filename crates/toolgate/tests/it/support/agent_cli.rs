@@ -31,6 +31,7 @@ const RUN_LIMIT: Duration = Duration::from_secs(120);
 enum Kind {
     ClaudeCode,
     QwenCode,
+    GeminiCli,
 }
 
 /// One agent CLI under test.
@@ -50,6 +51,11 @@ impl Agent {
         Agent::find(Kind::QwenCode, "@qwen-code/qwen-code", "qwen")
     }
 
+    /// Gemini CLI, or `None` as for [`Agent::claude_code`].
+    pub fn gemini_cli() -> Option<Agent> {
+        Agent::find(Kind::GeminiCli, "@google/gemini-cli", "gemini")
+    }
+
     fn find(kind: Kind, package: &str, bin: &str) -> Option<Agent> {
         common::node_and(&format!("{package}/package.json"))?;
         let bin = common::node_modules().join(".bin").join(bin);
@@ -66,6 +72,7 @@ impl Agent {
         match self.kind {
             Kind::ClaudeCode => "claude-code",
             Kind::QwenCode => "qwen-code",
+            Kind::GeminiCli => "gemini-cli",
         }
     }
 
@@ -73,7 +80,7 @@ impl Agent {
     fn shell(&self) -> &'static str {
         match self.kind {
             Kind::ClaudeCode => "Bash",
-            Kind::QwenCode => "run_shell_command",
+            Kind::QwenCode | Kind::GeminiCli => "run_shell_command",
         }
     }
 
@@ -90,6 +97,7 @@ impl Agent {
         match self.kind {
             Kind::ClaudeCode => w.project().join(".claude/settings.json"),
             Kind::QwenCode => w.project().join(".qwen/settings.json"),
+            Kind::GeminiCli => w.project().join(".gemini/settings.json"),
         }
     }
 
@@ -110,6 +118,21 @@ impl Agent {
             std::fs::write(
                 home.join(".qwen/settings.json"),
                 json!({"security": {"auth": {"selectedType": "openai"}}}).to_string(),
+            )
+            .unwrap();
+        }
+        if self.kind == Kind::GeminiCli {
+            // An API key, and the project trusted: Gemini CLI reads a project's settings
+            // (hooks, MCP servers) only in a folder the user trusts.
+            std::fs::create_dir_all(home.join(".gemini")).unwrap();
+            std::fs::write(
+                home.join(".gemini/settings.json"),
+                json!({"security": {"auth": {"selectedType": "gemini-api-key"}}}).to_string(),
+            )
+            .unwrap();
+            std::fs::write(
+                home.join(".gemini/trustedFolders.json"),
+                json!({w.project().to_str().unwrap(): "TRUST_FOLDER"}).to_string(),
             )
             .unwrap();
         }
@@ -147,6 +170,7 @@ impl Agent {
         let mock = match self.kind {
             Kind::ClaudeCode => MockModel::anthropic(script),
             Kind::QwenCode => MockModel::openai_chat(script),
+            Kind::GeminiCli => MockModel::gemini(script),
         };
         let mut cmd = assert_cmd::Command::new(&self.bin);
         cmd.args(extra)
@@ -179,6 +203,13 @@ impl Agent {
                     .env("OPENAI_API_KEY", "sk-test-not-a-key")
                     .env("OPENAI_MODEL", "mock")
                     .env("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1");
+            }
+            Kind::GeminiCli => {
+                // A model named: without one, Gemini CLI first asks a classifier model which
+                // model to use, and retries it with back-off when the answer is not its JSON.
+                cmd.args(["-m", "gemini-2.5-flash", "-p", prompt, "--yolo"])
+                    .env("GOOGLE_GEMINI_BASE_URL", &mock.url)
+                    .env("GEMINI_API_KEY", "test-not-a-key");
             }
         }
         let out = cmd.write_stdin("").timeout(RUN_LIMIT).output().unwrap();
@@ -241,9 +272,14 @@ impl Agent {
         let (mock, out) = self.run(&w, "write the canary", script(), &[]);
         assert!(!w.project().join("canary.txt").exists(), "{out}");
         assert!(mock.tool_results().is_empty(), "{:?}", mock.requests());
-        // What the end is for: the same entries without it, and the client runs the tool.
+        // What the end is for: the same entries without it, and the client runs the tool
+        // (Gemini CLI blocks on exit 127 as on any code but 0 and 1: it does not).
         std::fs::write(&settings, text.replace(" || exit 2", "")).unwrap();
         let (_mock, out) = self.run(&w, "write the canary", script(), &[]);
-        assert!(w.project().join("canary.txt").exists(), "{out}");
+        assert_eq!(
+            w.project().join("canary.txt").exists(),
+            self.kind != Kind::GeminiCli,
+            "{out}"
+        );
     }
 }

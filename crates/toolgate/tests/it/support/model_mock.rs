@@ -8,8 +8,10 @@
 //! `tool_use`, `message_delta` with the `stop_reason`, `message_stop`), and OpenAI's Chat
 //! Completions as Qwen Code uses it (`stream: true`: `chat.completion.chunk` events with a
 //! `tool_calls` delta, then one with the `finish_reason`, then `[DONE]`; or one
-//! `chat.completion`). A request without `tools` (a side request such as a title) gets the
-//! text answer. Loopback only.
+//! `chat.completion`), and Gemini's `generateContent` as Gemini CLI uses it
+//! (`/v1beta/models/<model>:streamGenerateContent?alt=sse`, one SSE event with a
+//! `functionCall` part; tool results come back as `functionResponse` parts). A request
+//! without `tools` (a side request such as a title) gets the text answer. Loopback only.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -75,6 +77,16 @@ impl MockModel {
         })
     }
 
+    /// Gemini's API (`<url>/v1beta/models/<model>:generateContent` and
+    /// `:streamGenerateContent`) answering with `script`.
+    pub fn gemini(script: Vec<ToolCall>) -> MockModel {
+        MockModel::serve(script, |shared| {
+            Router::new()
+                .route("/v1beta/models/{call}", post(generate_content))
+                .with_state(shared)
+        })
+    }
+
     fn serve(script: Vec<ToolCall>, app: impl FnOnce(Shared) -> Router) -> MockModel {
         let shared = Shared {
             script: Arc::new(script),
@@ -120,9 +132,22 @@ impl MockModel {
     }
 }
 
-/// The tool results of a conversation: Anthropic `tool_result` blocks, or OpenAI messages
-/// of role `tool` (each with its `content`).
+/// The tool results of a conversation: Anthropic `tool_result` blocks, OpenAI messages
+/// of role `tool` (each with its `content`), or Gemini `functionResponse` parts (their
+/// `response` as the `content`).
 fn tool_results(body: &Value) -> Vec<Value> {
+    let gemini: Vec<Value> = body["contents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["parts"].as_array())
+        .flatten()
+        .filter(|p| p.get("functionResponse").is_some())
+        .map(|p| json!({"content": p["functionResponse"]["response"]}))
+        .collect();
+    if !gemini.is_empty() {
+        return gemini;
+    }
     let messages = body["messages"].as_array().into_iter().flatten();
     let openai: Vec<Value> = messages
         .clone()
@@ -248,4 +273,36 @@ async fn chat_completions(State(s): State<Shared>, body: axum::Json<Value>) -> R
         chunk(json!({}), json!(finish), Some(&usage))
     );
     ([(header::CONTENT_TYPE, "text/event-stream")], sse).into_response()
+}
+
+async fn generate_content(
+    State(s): State<Shared>,
+    axum::extract::Path(call): axum::extract::Path<String>,
+    body: axum::Json<Value>,
+) -> Response {
+    let body = body.0;
+    s.log.lock().unwrap().push(body.clone());
+    let results = tool_results(&body);
+    let turn = results.len();
+    let scripted = body
+        .get("tools")
+        .is_some()
+        .then(|| s.script.get(turn))
+        .flatten();
+    let part = match scripted {
+        Some(call) => json!({"functionCall": {"name": call.name, "args": call.input}}),
+        None => {
+            let last = results.last().map(|r| r["content"].to_string());
+            json!({"text": format!("done: {}", last.unwrap_or_default())})
+        }
+    };
+    let answer = json!({"candidates": [{"content": {"role": "model", "parts": [part]},
+        "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2}});
+    if call.ends_with(":streamGenerateContent") {
+        let sse = format!("data: {answer}\r\n\r\n");
+        ([(header::CONTENT_TYPE, "text/event-stream")], sse).into_response()
+    } else {
+        axum::Json(answer).into_response()
+    }
 }
