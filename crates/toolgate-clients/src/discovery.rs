@@ -41,11 +41,13 @@ pub enum Client {
     QwenCode,
     /// Gemini CLI (`.gemini/settings.json`, `~/.gemini/settings.json`).
     GeminiCli,
+    /// GitHub Copilot CLI (`~/.copilot/mcp-config.json`).
+    CopilotCli,
 }
 
 impl Client {
     /// Every client, in the order they are searched.
-    pub const ALL: [Client; 7] = [
+    pub const ALL: [Client; 8] = [
         Client::ClaudeCode,
         Client::ClaudeDesktop,
         Client::Cursor,
@@ -53,6 +55,7 @@ impl Client {
         Client::Windsurf,
         Client::QwenCode,
         Client::GeminiCli,
+        Client::CopilotCli,
     ];
 
     /// The name used on the command line.
@@ -65,6 +68,7 @@ impl Client {
             Client::Windsurf => "windsurf",
             Client::QwenCode => "qwen-code",
             Client::GeminiCli => "gemini-cli",
+            Client::CopilotCli => "copilot-cli",
         }
     }
 }
@@ -254,6 +258,11 @@ pub fn locations(client: Client, env: &Env) -> Vec<Location> {
                 servers_at("mcpServers"),
             ),
         ],
+        Client::CopilotCli => vec![loc(
+            "user",
+            env.home.join(".copilot/mcp-config.json"),
+            servers_at("mcpServers"),
+        )],
     }
 }
 

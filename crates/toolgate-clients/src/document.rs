@@ -74,10 +74,12 @@ enum Mode<'s> {
     Unwrap,
 }
 
-/// Why an entry cannot be wrapped, when it is not a local stdio server.
+/// Why an entry cannot be wrapped, when it is not a local stdio server (`type: stdio`, or
+/// Copilot CLI's `type: local`, or no type).
 fn not_stdio_reason(entry: &Object<'_>) -> Option<String> {
     if let Some(kind) = entry.get("type").and_then(|p| string_value(&p.value))
         && kind != "stdio"
+        && kind != "local"
     {
         return Some(format!(
             "remote server (`type: {kind}`): only local stdio servers can be wrapped"

@@ -14,6 +14,10 @@
 //!   `AfterTool` (a `matcher`: `*` is every tool), `BeforeAgent` and `SessionStart`, and a
 //!   `timeout` in milliseconds per hook. Project settings are read only in a folder the user
 //!   trusts (`~/.gemini/trustedFolders.json`).
+//! - GitHub Copilot CLI (1.0.102; docs.github.com, "GitHub Copilot CLI hooks reference"):
+//!   every `.github/hooks/*.json` of a trusted project folder and `~/.copilot/hooks/*.json`,
+//!   `{"version": 1, "hooks": {"PreToolUse": [{"type": "command", "bash": "...",
+//!   "timeoutSec": 30}]}}`; toolgate's entries go in a `toolgate.json` of their own there.
 //! - Cursor (cursor.com/docs/agent/hooks): `~/.cursor/hooks.json` (user) or
 //!   `<project>/.cursor/hooks.json`, `{"version": 1, "hooks": {"beforeShellExecution":
 //!   [{"command": "..."}]}}`, one list of commands per event.
@@ -51,6 +55,9 @@ pub enum HookClient {
     /// Gemini CLI: Claude Code's layout under its own event names in
     /// `.gemini/settings.json`, with a timeout per entry.
     GeminiCli,
+    /// GitHub Copilot CLI: a file of toolgate's own in `.github/hooks/` or
+    /// `~/.copilot/hooks/`, Cursor's layout with `bash` commands and a timeout per entry.
+    CopilotCli,
 }
 
 /// Claude Code's events: the tool events take a matcher.
@@ -68,6 +75,13 @@ const GEMINI_EVENTS: [&str; 4] = ["BeforeTool", "AfterTool", "BeforeAgent", "Ses
 /// so that toolgate's deny, not the client's timeout, ends a hook that hangs.
 const GEMINI_TIMEOUT_MS: u64 = 30_000;
 
+/// Copilot CLI's events, under Claude Code's names (so that it sends Claude Code's input).
+const COPILOT_EVENTS: [&str; 3] = ["PreToolUse", "PostToolUse", "UserPromptSubmit"];
+
+/// The timeout of Copilot CLI's entries, in seconds (its default, 30: above `toolgate
+/// hook`'s own 10 s).
+const COPILOT_TIMEOUT_SEC: u64 = 30;
+
 /// Cursor's events (`toolgate hook cursor` reads each of them).
 const CURSOR_EVENTS: [&str; 7] = [
     "beforeShellExecution",
@@ -81,11 +95,12 @@ const CURSOR_EVENTS: [&str; 7] = [
 
 impl HookClient {
     /// Every client with hooks.
-    pub const ALL: [HookClient; 4] = [
+    pub const ALL: [HookClient; 5] = [
         HookClient::ClaudeCode,
         HookClient::Cursor,
         HookClient::QwenCode,
         HookClient::GeminiCli,
+        HookClient::CopilotCli,
     ];
 
     /// The client of `init --client`, when it has hooks.
@@ -95,6 +110,7 @@ impl HookClient {
             Client::Cursor => Some(HookClient::Cursor),
             Client::QwenCode => Some(HookClient::QwenCode),
             Client::GeminiCli => Some(HookClient::GeminiCli),
+            Client::CopilotCli => Some(HookClient::CopilotCli),
             _ => None,
         }
     }
@@ -106,6 +122,7 @@ impl HookClient {
             HookClient::Cursor => "cursor",
             HookClient::QwenCode => "qwen-code",
             HookClient::GeminiCli => "gemini-cli",
+            HookClient::CopilotCli => "copilot-cli",
         }
     }
 
@@ -115,6 +132,7 @@ impl HookClient {
             HookClient::ClaudeCode | HookClient::QwenCode => &CLAUDE_EVENTS,
             HookClient::Cursor => &CURSOR_EVENTS,
             HookClient::GeminiCli => &GEMINI_EVENTS,
+            HookClient::CopilotCli => &COPILOT_EVENTS,
         }
     }
 
@@ -136,6 +154,12 @@ impl HookClient {
             (HookClient::GeminiCli, HookScope::User) => env.home.join(".gemini/settings.json"),
             (HookClient::GeminiCli, HookScope::Project) => {
                 env.project.join(".gemini/settings.json")
+            }
+            (HookClient::CopilotCli, HookScope::User) => {
+                env.home.join(".copilot/hooks/toolgate.json")
+            }
+            (HookClient::CopilotCli, HookScope::Project) => {
+                env.project.join(".github/hooks/toolgate.json")
             }
         }
     }
@@ -161,7 +185,14 @@ impl HookClient {
                 }
             }
             HookClient::Cursor => json!({"command": command}),
+            HookClient::CopilotCli => json!({"type": "command", "bash": command,
+                "timeoutSec": COPILOT_TIMEOUT_SEC}),
         }
+    }
+
+    /// Whether the file has `"version": 1` at its top (Cursor's, Copilot CLI's).
+    fn versioned(self) -> bool {
+        matches!(self, HookClient::Cursor | HookClient::CopilotCli)
     }
 
     /// The command of `value` when it is an entry `init` writes (any toolgate binary, any
@@ -172,6 +203,7 @@ impl HookClient {
                 value.pointer("/hooks/0/command")
             }
             HookClient::Cursor => value.get("command"),
+            HookClient::CopilotCli => value.get("bash"),
         }?
         .as_str()?;
         (is_our_command(command, self) && *value == self.entry(event, command)).then_some(command)
@@ -413,7 +445,7 @@ pub fn new_file(client: HookClient, settings: &HookSettings) -> String {
         hooks.insert((*e).to_owned(), J::Array(vec![client.entry(e, &cmd)]));
     }
     let mut root = Map::new();
-    if client == HookClient::Cursor {
+    if client.versioned() {
         root.insert("version".to_owned(), json!(1));
     }
     root.insert("hooks".to_owned(), J::Object(hooks));
@@ -451,14 +483,14 @@ pub fn install(
     edit(text, |body, root, expected, splices| {
         let mut events = Vec::new();
         let mut new_root: Vec<(String, J)> = Vec::new();
-        if client == HookClient::Cursor {
+        if client.versioned() {
             match root.get("version") {
                 None => new_root.push(("version".to_owned(), json!(1))),
                 Some(p) => {
                     let v = J::from(p.value.clone());
                     if v != json!(1) {
                         return Err(HookError::Shape(format!(
-                            "`version` is `{v}`; toolgate writes version 1 hooks\nhelp: check the file against Cursor's hooks documentation"
+                            "`version` is `{v}`; toolgate writes version 1 hooks\nhelp: check the file against the client's hooks documentation"
                         )));
                     }
                 }
@@ -721,6 +753,26 @@ pub fn gemini_trusts(env: &Env, project: &Path) -> Result<bool, String> {
     Ok(best.is_some_and(|(_, trusted)| trusted))
 }
 
+/// Whether Copilot CLI runs the hooks of `project` (`.github/hooks`): only in a folder the
+/// user trusts, one of the `trusted_folders` of `~/.copilot/config.json` or below it. `Err`
+/// when the file cannot be read as JSON.
+pub fn copilot_trusts(env: &Env, project: &Path) -> Result<bool, String> {
+    let path = env.home.join(".copilot/config.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(format!("`{}`: {e}", path.display())),
+    };
+    let config = parse(strip_bom(&text).0).map_err(|e| format!("`{}`: {e}", path.display()))?;
+    Ok(config
+        .get("trusted_folders")
+        .and_then(J::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(J::as_str)
+        .any(|folder| project.starts_with(folder)))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(
@@ -910,5 +962,32 @@ mod tests {
         )
         .unwrap();
         assert_eq!(gemini_trusts(&env, project), Ok(true));
+    }
+
+    #[test]
+    fn copilot_trusts_its_folders_and_below() {
+        let home = tempfile::tempdir().unwrap();
+        let env = Env {
+            home: home.path().to_path_buf(),
+            xdg_config_home: None,
+            claude_config_dir: None,
+            project: PathBuf::from("/work/app"),
+            platform: crate::discovery::Platform::Linux,
+        };
+        let project = Path::new("/work/app");
+        assert_eq!(copilot_trusts(&env, project), Ok(false));
+        std::fs::create_dir_all(home.path().join(".copilot")).unwrap();
+        let config = home.path().join(".copilot/config.json");
+        for (json, want) in [
+            (r#"{"trusted_folders": ["/work/app"]}"#, true),
+            (r#"{"trusted_folders": ["/work"]}"#, true),
+            (r#"{"trusted_folders": ["/work/ap", "/other"]}"#, false),
+            (r#"{"banner": "never"}"#, false),
+        ] {
+            std::fs::write(&config, json).unwrap();
+            assert_eq!(copilot_trusts(&env, project), Ok(want), "{json}");
+        }
+        std::fs::write(&config, "[").unwrap();
+        assert!(copilot_trusts(&env, project).is_err());
     }
 }

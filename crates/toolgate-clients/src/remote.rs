@@ -125,9 +125,10 @@ pub fn analyze(entry: &Map<String, Value>) -> Result<Option<RemoteSpec>, String>
         .into_iter()
         .find(|k| entry.contains_key(*k));
     let transport = match kind {
-        None | Some("stdio") if url_key.is_none() => return mcp_remote(entry),
-        Some("stdio") => {
-            return Err("`type: stdio` with a URL: fix the entry first".to_owned());
+        // `local`: Copilot CLI's name for a stdio server.
+        None | Some("stdio" | "local") if url_key.is_none() => return mcp_remote(entry),
+        Some(kind @ ("stdio" | "local")) => {
+            return Err(format!("`type: {kind}` with a URL: fix the entry first"));
         }
         None => Transport::Auto,
         Some("http" | "streamable-http" | "streamableHttp" | "streamable_http") => {

@@ -115,6 +115,14 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
         K::ClientHooks,
         &spellings(&workspace.join(".claude/settings.local.json")),
     ));
+    // Copilot CLI's and Gemini CLI's lists of trusted folders: a project folder taken off
+    // them is one whose hooks no longer run.
+    for file in [".copilot/config.json", ".gemini/trustedFolders.json"] {
+        list.push(Protected::file(
+            K::ClientHooks,
+            &spellings(&home.join(file)),
+        ));
+    }
     for client in Client::ALL {
         for location in locations(client, &env) {
             list.push(Protected::file(K::McpConfig, &spellings(&location.path)));
@@ -130,6 +138,7 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
             "**/.cursor/hooks.json",
             "**/.qwen/settings.json",
             "**/.gemini/settings.json",
+            "**/.github/hooks/toolgate.json",
         ],
     ));
     list.push(Protected::anywhere(
@@ -138,7 +147,14 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
     ));
     list.push(Protected::anywhere(
         K::ClientHooks,
-        &["**/.claude", "**/.cursor", "**/.qwen", "**/.gemini"],
+        &[
+            "**/.claude",
+            "**/.cursor",
+            "**/.qwen",
+            "**/.gemini",
+            "**/.github/hooks",
+            "**/.github",
+        ],
     ));
     list.push(Protected::anywhere(
         K::AuditLog,
@@ -154,6 +170,8 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
         home.join(".cursor"),
         home.join(".qwen"),
         home.join(".gemini"),
+        home.join(".copilot"),
+        home.join(".copilot/hooks"),
     ];
     dirs.push(
         env.claude_config_dir

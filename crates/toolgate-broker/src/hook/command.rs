@@ -1,4 +1,4 @@
-//! `toolgate hook claude-code|cursor|qwen-code|gemini-cli`: the command a client's hook configuration runs for
+//! `toolgate hook claude-code|cursor|qwen-code|gemini-cli|copilot-cli`: the command a client's hook configuration runs for
 //! each hook event. Reads the event on stdin, asks the per-user broker (starting it if none
 //! runs), writes the client's decision on stdout and exits the way the client honours.
 //! Every failure is the client's deny with exit code 2, which both clients treat as blocking.
@@ -26,7 +26,8 @@ const CURSOR_TIMEOUT: Duration = Duration::from_secs(4);
 These are the commands a client's hook entries run, with the event on stdin. Claude Code and Qwen Code: PreToolUse, PostToolUse, UserPromptSubmit, SessionStart. Cursor:
 beforeShellExecution, afterShellExecution, beforeMCPExecution, afterMCPExecution,
 beforeReadFile, afterFileEdit, beforeSubmitPrompt. Gemini CLI: BeforeTool, AfterTool,
-BeforeAgent, SessionStart (an ask is a deny: its hooks cannot ask). A deny exits 2 (blocking for every
+BeforeAgent, SessionStart (an ask is a deny: its hooks cannot ask). Copilot CLI: PreToolUse,
+PostToolUse, UserPromptSubmit. A deny exits 2 (blocking for every
 client); an allow says nothing unless --authoritative, so the client's own permission
 rules still apply.")]
 pub struct Args {
@@ -84,6 +85,7 @@ pub fn quick_args(args: &[std::ffi::OsString]) -> Option<Args> {
             "cursor" if client.is_none() => client = Some(Client::Cursor),
             "qwen-code" if client.is_none() => client = Some(Client::QwenCode),
             "gemini-cli" if client.is_none() => client = Some(Client::GeminiCli),
+            "copilot-cli" if client.is_none() => client = Some(Client::CopilotCli),
             "--authoritative" => parsed.authoritative = true,
             "--policy" => parsed.policy = Some(PathBuf::from(it.next()?)),
             "--audit" => parsed.audit = Some(PathBuf::from(it.next()?)),
@@ -110,7 +112,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         hook::finish(&hook::fail(client, None, &reason));
     }));
     let timeout = args.timeout.unwrap_or(match client {
-        Client::ClaudeCode | Client::QwenCode | Client::GeminiCli => CLAUDE_TIMEOUT,
+        Client::ClaudeCode | Client::QwenCode | Client::GeminiCli | Client::CopilotCli => {
+            CLAUDE_TIMEOUT
+        }
         Client::Cursor => CURSOR_TIMEOUT,
     });
     let deadline = Instant::now() + timeout;

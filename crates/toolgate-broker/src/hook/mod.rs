@@ -1,4 +1,4 @@
-//! Client hooks (`toolgate hook claude-code|cursor|qwen-code|gemini-cli`): one process per hook event, which
+//! Client hooks (`toolgate hook claude-code|cursor|qwen-code|gemini-cli|copilot-cli`): one process per hook event, which
 //! reads the client's JSON on stdin, asks the per-user broker (started if none runs) and
 //! writes the client's decision on stdout.
 //!
@@ -10,6 +10,7 @@
 
 pub mod claude;
 pub mod command;
+pub mod copilot;
 pub mod cursor;
 pub mod gemini;
 pub mod link;
@@ -44,6 +45,10 @@ pub enum Client {
     /// `BeforeAgent`).
     #[value(name = "gemini-cli")]
     GeminiCli,
+    /// GitHub Copilot CLI (`.github/hooks/*.json`, `~/.copilot/hooks/*.json`: Claude
+    /// Code's events and answers, its own argument names).
+    #[value(name = "copilot-cli")]
+    CopilotCli,
 }
 
 /// What a client's hook input says, in toolgate's terms.
@@ -114,6 +119,7 @@ pub fn fail(client: Client, event_name: Option<&str>, reason: &str) -> Output {
             false,
         ),
         Client::GeminiCli => gemini::render(event_name.unwrap_or("BeforeTool"), &verdict, false),
+        Client::CopilotCli => copilot::render(event_name.unwrap_or("PreToolUse"), &verdict, false),
     }
 }
 
@@ -146,6 +152,7 @@ pub fn parse(client: Client, bytes: &[u8]) -> Result<Parsed, String> {
         Client::Cursor => cursor::parse(&value),
         Client::QwenCode => qwen::parse(&value),
         Client::GeminiCli => gemini::parse(&value),
+        Client::CopilotCli => copilot::parse(&value),
     }
 }
 
@@ -156,6 +163,7 @@ pub fn render(client: Client, event_name: &str, verdict: &Ruling, authoritative:
         Client::Cursor => cursor::render(event_name, verdict, authoritative),
         Client::QwenCode => qwen::render(event_name, verdict, authoritative),
         Client::GeminiCli => gemini::render(event_name, verdict, authoritative),
+        Client::CopilotCli => copilot::render(event_name, verdict, authoritative),
     }
 }
 

@@ -672,21 +672,28 @@ fn check_hooks(out: &mut Out, broker_reachable: bool, uses: &mut Vec<InUse>) {
                     ),
                 );
             }
-            if client == HookClient::GeminiCli && scope == HookScope::Project {
-                match hooks::gemini_trusts(&env, &env.project) {
-                    Ok(true) => {}
-                    Ok(false) => out.line(
-                        Level::Warn,
-                        format!(
-                            "gemini-cli project hooks in `{shown}` do not run: Gemini CLI reads a project's settings only in a folder you trust. help: trust `{}` when Gemini CLI asks on its start there, or install the hooks with `--scope user`",
-                            env.project.display()
-                        ),
-                    ),
-                    Err(e) => out.line(
-                        Level::Warn,
-                        format!("cannot tell whether Gemini CLI trusts this project: {e}"),
-                    ),
+            let trust = match (client, scope) {
+                (HookClient::GeminiCli, HookScope::Project) => {
+                    Some(("Gemini CLI", hooks::gemini_trusts(&env, &env.project)))
                 }
+                (HookClient::CopilotCli, HookScope::Project) => {
+                    Some(("Copilot CLI", hooks::copilot_trusts(&env, &env.project)))
+                }
+                _ => None,
+            };
+            match trust {
+                Some((who, Ok(false))) => out.line(
+                    Level::Warn,
+                    format!(
+                        "{name} project hooks in `{shown}` do not run: {who} reads a project's hooks only in a folder you trust. help: trust `{}` when {who} asks on its start there, or install the hooks with `--scope user`",
+                        env.project.display()
+                    ),
+                ),
+                Some((who, Err(e))) => out.line(
+                    Level::Warn,
+                    format!("cannot tell whether {who} trusts this project: {e}"),
+                ),
+                Some((_, Ok(true))) | None => {}
             }
             if let Some(p) = events
                 .iter()

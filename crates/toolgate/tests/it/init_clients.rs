@@ -334,6 +334,24 @@ fn windsurf_round_trip() {
     );
 }
 
+/// Copilot CLI's `~/.copilot/mcp-config.json`: a stdio server is `type: local` (wrapped,
+/// its `tools` list kept), a remote one `type: http` (becomes `wrap --url`).
+#[test]
+fn copilot_cli_round_trip() {
+    let fake = Fake::new();
+    let config = fake.home.join(".copilot/mcp-config.json");
+    round_trip(
+        &fake,
+        "copilot-cli",
+        &[(
+            "copilot-cli/mcp-config.json",
+            &config,
+            "copilot-cli/expected_init.json",
+        )],
+        &[],
+    );
+}
+
 /// Qwen Code's settings file (JSON with comments, other settings beside `mcpServers`): the
 /// stdio server is wrapped, its own keys (`timeout`, `trust`) kept, and the remote one
 /// (`httpUrl`, Gemini CLI's and Qwen Code's key for Streamable HTTP) becomes `wrap --url`;

@@ -720,7 +720,7 @@ fn gemini_cli_project_hooks_round_trip_and_doctor_checks_folder_trust() {
     assert!(
         doctor.stdout.contains("gemini-cli project hooks")
             && doctor.stdout.contains(
-                "do not run: Gemini CLI reads a project's settings only in a folder you trust"
+                "do not run: Gemini CLI reads a project's hooks only in a folder you trust"
             ),
         "{}",
         doctor.stdout
@@ -748,4 +748,71 @@ fn gemini_cli_project_hooks_round_trip_and_doctor_checks_folder_trust() {
         "--yes",
     ]));
     assert_eq!(fs::read_to_string(&path).unwrap(), original);
+}
+
+/// Copilot CLI's hooks: a file of toolgate's own in `.github/hooks`, `bash` commands with a
+/// timeout, removed with the file's entries; `doctor` warns while the project is not among
+/// Copilot CLI's trusted folders.
+#[test]
+fn copilot_cli_project_hooks_round_trip_and_doctor_checks_folder_trust() {
+    let fake = Fake::new();
+    let path = fake.project.join(".github/hooks/toolgate.json");
+    ok(&fake.run(&[
+        "init",
+        "--client",
+        "copilot-cli",
+        "--hooks",
+        "--scope",
+        "project",
+        "--yes",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["version"], 1);
+    for event in ["PreToolUse", "PostToolUse", "UserPromptSubmit"] {
+        let hook = &v["hooks"][event][0];
+        assert_eq!(
+            (&hook["type"], &hook["timeoutSec"]),
+            (&json!("command"), &json!(30))
+        );
+        let command = hook["bash"].as_str().unwrap();
+        assert!(
+            command.contains(" copilot-cli ") && command.ends_with(" || exit 2"),
+            "{command}"
+        );
+    }
+    let doctor = fake.run(&["doctor"]);
+    assert!(
+        doctor
+            .stdout
+            .contains("do not run: Copilot CLI reads a project's hooks only in a folder you trust"),
+        "{}",
+        doctor.stdout
+    );
+    fs::create_dir_all(fake.home.join(".copilot")).unwrap();
+    fs::write(
+        fake.home.join(".copilot/config.json"),
+        json!({"trusted_folders": [fake.project]}).to_string(),
+    )
+    .unwrap();
+    let doctor = fake.run(&["doctor"]);
+    assert!(!doctor.stdout.contains("do not run"), "{}", doctor.stdout);
+    assert!(
+        doctor
+            .stdout
+            .contains("copilot-cli project hooks installed"),
+        "{}",
+        doctor.stdout
+    );
+    ok(&fake.run(&[
+        "unwrap",
+        "--client",
+        "copilot-cli",
+        "--hooks",
+        "--scope",
+        "project",
+        "--yes",
+    ]));
+    let left: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(left, json!({"version": 1}));
 }

@@ -32,6 +32,7 @@ enum Kind {
     ClaudeCode,
     QwenCode,
     GeminiCli,
+    CopilotCli,
 }
 
 /// One agent CLI under test.
@@ -56,6 +57,11 @@ impl Agent {
         Agent::find(Kind::GeminiCli, "@google/gemini-cli", "gemini")
     }
 
+    /// GitHub Copilot CLI, or `None` as for [`Agent::claude_code`].
+    pub fn copilot_cli() -> Option<Agent> {
+        Agent::find(Kind::CopilotCli, "@github/copilot", "copilot")
+    }
+
     fn find(kind: Kind, package: &str, bin: &str) -> Option<Agent> {
         common::node_and(&format!("{package}/package.json"))?;
         let bin = common::node_modules().join(".bin").join(bin);
@@ -73,6 +79,7 @@ impl Agent {
             Kind::ClaudeCode => "claude-code",
             Kind::QwenCode => "qwen-code",
             Kind::GeminiCli => "gemini-cli",
+            Kind::CopilotCli => "copilot-cli",
         }
     }
 
@@ -81,6 +88,7 @@ impl Agent {
         match self.kind {
             Kind::ClaudeCode => "Bash",
             Kind::QwenCode | Kind::GeminiCli => "run_shell_command",
+            Kind::CopilotCli => "bash",
         }
     }
 
@@ -98,6 +106,7 @@ impl Agent {
             Kind::ClaudeCode => w.project().join(".claude/settings.json"),
             Kind::QwenCode => w.project().join(".qwen/settings.json"),
             Kind::GeminiCli => w.project().join(".gemini/settings.json"),
+            Kind::CopilotCli => w.project().join(".github/hooks/toolgate.json"),
         }
     }
 
@@ -136,6 +145,15 @@ impl Agent {
             )
             .unwrap();
         }
+        if self.kind == Kind::CopilotCli {
+            // The project trusted: Copilot CLI runs a project's hooks only then.
+            std::fs::create_dir_all(home.join(".copilot")).unwrap();
+            std::fs::write(
+                home.join(".copilot/config.json"),
+                json!({"trusted_folders": [w.project()]}).to_string(),
+            )
+            .unwrap();
+        }
         let mut args = vec!["--hooks", "--scope", "project"];
         args.extend_from_slice(extra);
         self.init(&w, exe, &args);
@@ -169,7 +187,7 @@ impl Agent {
     ) -> (MockModel, String) {
         let mock = match self.kind {
             Kind::ClaudeCode => MockModel::anthropic(script),
-            Kind::QwenCode => MockModel::openai_chat(script),
+            Kind::QwenCode | Kind::CopilotCli => MockModel::openai_chat(script),
             Kind::GeminiCli => MockModel::gemini(script),
         };
         let mut cmd = assert_cmd::Command::new(&self.bin);
@@ -210,6 +228,11 @@ impl Agent {
                 cmd.args(["-m", "gemini-2.5-flash", "-p", prompt, "--yolo"])
                     .env("GOOGLE_GEMINI_BASE_URL", &mock.url)
                     .env("GEMINI_API_KEY", "test-not-a-key");
+            }
+            Kind::CopilotCli => {
+                cmd.args(["-p", prompt, "--allow-all-tools"])
+                    .env("COPILOT_PROVIDER_BASE_URL", format!("{}/v1", mock.url))
+                    .env("COPILOT_MODEL", "mock");
             }
         }
         let out = cmd.write_stdin("").timeout(RUN_LIMIT).output().unwrap();
@@ -271,14 +294,21 @@ impl Agent {
         let script = || vec![self.shell_call("echo ran > canary.txt")];
         let (mock, out) = self.run(&w, "write the canary", script(), &[]);
         assert!(!w.project().join("canary.txt").exists(), "{out}");
-        assert!(mock.tool_results().is_empty(), "{:?}", mock.requests());
+        // Where a failed prompt hook does not end the turn (Copilot CLI), the hook of the
+        // tool denied it.
+        let results = mock.tool_results();
+        assert!(
+            results.iter().all(|r| r.contains("hook")),
+            "{results:?}\n{out}"
+        );
         // What the end is for: the same entries without it, and the client runs the tool
-        // (Gemini CLI blocks on exit 127 as on any code but 0 and 1: it does not).
+        // (Gemini CLI blocks on exit 127 as on any code but 0 and 1, and Copilot CLI on a
+        // hook that errors: they do not).
         std::fs::write(&settings, text.replace(" || exit 2", "")).unwrap();
         let (_mock, out) = self.run(&w, "write the canary", script(), &[]);
         assert_eq!(
             w.project().join("canary.txt").exists(),
-            self.kind != Kind::GeminiCli,
+            matches!(self.kind, Kind::ClaudeCode | Kind::QwenCode),
             "{out}"
         );
     }
