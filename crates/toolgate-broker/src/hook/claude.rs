@@ -45,6 +45,8 @@ const ECHO_TOOLS: &[&str] = &[
 const SEARCH_TOOLS: &[&str] = &["Grep", "Glob", "LS"];
 
 pub fn parse(v: &Value) -> Result<Parsed, String> {
+    // VS Code runs the hooks of Claude Code's settings files with its own input.
+    let v = &super::vscode::as_claude(v);
     let name = str_field(v, "hook_event_name")
         .ok_or("the hook input has no `hook_event_name`. help: is this a Claude Code hook?")?
         .to_owned();

@@ -15,6 +15,7 @@ pub mod cursor;
 pub mod gemini;
 pub mod link;
 pub mod qwen;
+pub mod vscode;
 
 use std::io::{Read as _, Write as _};
 use std::path::PathBuf;

@@ -71,6 +71,31 @@ fn claude_code_fixtures() {
     }
 }
 
+/// VS Code's events reach the Claude Code hook (VS Code runs the hooks of Claude Code's
+/// settings files): its camelCase fields and its own tools are read as Claude Code's, so a
+/// write to `.env` is denied however VS Code spells it, and an allowed command stays allowed.
+#[test]
+fn vscode_fixtures_through_the_claude_code_hook() {
+    let w = World::new();
+    let hook = |name: &str| w.hook("claude-code", &w.fixture("vscode", name), &[]);
+    let r = hook("pre_tool_use_run_in_terminal.json");
+    assert_eq!((r.code, r.stdout.as_str()), (Some(0), ""), "{r:?}");
+    for name in [
+        "pre_tool_use_create_file.json",
+        "pre_tool_use_apply_patch.json",
+    ] {
+        let r = hook(name);
+        assert_eq!(r.code, Some(2), "{name}: {r:?}");
+        let out = r.json();
+        assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "deny");
+        assert!(r.stderr.contains("protect-secrets"), "{name}: {r:?}");
+    }
+    for name in ["post_tool_use.json", "user_prompt_submit.json"] {
+        let r = hook(name);
+        assert_eq!((r.code, r.stdout.as_str()), (Some(0), ""), "{name}: {r:?}");
+    }
+}
+
 /// `toolgate-hook` (what `init --hooks` installs) answers every fixture exactly as
 /// `toolgate hook` does, starting the broker from the `toolgate` beside it.
 #[test]
