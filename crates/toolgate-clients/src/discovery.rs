@@ -43,11 +43,13 @@ pub enum Client {
     GeminiCli,
     /// GitHub Copilot CLI (`~/.copilot/mcp-config.json`).
     CopilotCli,
+    /// Codex (`~/.codex/config.toml`; hooks only: its MCP servers are not wrapped yet).
+    Codex,
 }
 
 impl Client {
     /// Every client, in the order they are searched.
-    pub const ALL: [Client; 8] = [
+    pub const ALL: [Client; 9] = [
         Client::ClaudeCode,
         Client::ClaudeDesktop,
         Client::Cursor,
@@ -56,6 +58,7 @@ impl Client {
         Client::QwenCode,
         Client::GeminiCli,
         Client::CopilotCli,
+        Client::Codex,
     ];
 
     /// The name used on the command line.
@@ -69,6 +72,7 @@ impl Client {
             Client::QwenCode => "qwen-code",
             Client::GeminiCli => "gemini-cli",
             Client::CopilotCli => "copilot-cli",
+            Client::Codex => "codex",
         }
     }
 }
@@ -263,6 +267,9 @@ pub fn locations(client: Client, env: &Env) -> Vec<Location> {
             env.home.join(".copilot/mcp-config.json"),
             servers_at("mcpServers"),
         )],
+        // Codex keeps its servers in TOML (`[mcp_servers.<name>]`), which `init` does not
+        // edit yet.
+        Client::Codex => Vec::new(),
     }
 }
 

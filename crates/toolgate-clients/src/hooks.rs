@@ -18,6 +18,9 @@
 //!   every `.github/hooks/*.json` of a trusted project folder and `~/.copilot/hooks/*.json`,
 //!   `{"version": 1, "hooks": {"PreToolUse": [{"type": "command", "bash": "...",
 //!   "timeoutSec": 30}]}}`; toolgate's entries go in a `toolgate.json` of their own there.
+//! - Codex (0.169.0; developers.openai.com/codex/hooks): `~/.codex/hooks.json` or a
+//!   trusted project's `.codex/hooks.json`, Claude Code's layout with a `timeout` in seconds;
+//!   a hook runs only once trusted, which `init` establishes (`codex_trust`).
 //! - Cursor (cursor.com/docs/agent/hooks): `~/.cursor/hooks.json` (user) or
 //!   `<project>/.cursor/hooks.json`, `{"version": 1, "hooks": {"beforeShellExecution":
 //!   [{"command": "..."}]}}`, one list of commands per event.
@@ -58,6 +61,9 @@ pub enum HookClient {
     /// GitHub Copilot CLI: a file of toolgate's own in `.github/hooks/` or
     /// `~/.copilot/hooks/`, Cursor's layout with `bash` commands and a timeout per entry.
     CopilotCli,
+    /// Codex: Claude Code's layout in `~/.codex/hooks.json` or `.codex/hooks.json`, with a
+    /// timeout per entry; Codex runs them once trusted (`codex_trust`).
+    Codex,
 }
 
 /// Claude Code's events: the tool events take a matcher.
@@ -74,6 +80,9 @@ const GEMINI_EVENTS: [&str; 4] = ["BeforeTool", "AfterTool", "BeforeAgent", "Ses
 /// The timeout of Gemini CLI's entries, in milliseconds: above `toolgate hook`'s own (10 s),
 /// so that toolgate's deny, not the client's timeout, ends a hook that hangs.
 const GEMINI_TIMEOUT_MS: u64 = 30_000;
+
+/// The timeout of Codex's entries, in seconds: above `toolgate hook`'s own 10 s.
+const CODEX_TIMEOUT_SEC: u64 = 30;
 
 /// Copilot CLI's events, under Claude Code's names (so that it sends Claude Code's input).
 const COPILOT_EVENTS: [&str; 3] = ["PreToolUse", "PostToolUse", "UserPromptSubmit"];
@@ -95,12 +104,13 @@ const CURSOR_EVENTS: [&str; 7] = [
 
 impl HookClient {
     /// Every client with hooks.
-    pub const ALL: [HookClient; 5] = [
+    pub const ALL: [HookClient; 6] = [
         HookClient::ClaudeCode,
         HookClient::Cursor,
         HookClient::QwenCode,
         HookClient::GeminiCli,
         HookClient::CopilotCli,
+        HookClient::Codex,
     ];
 
     /// The client of `init --client`, when it has hooks.
@@ -111,6 +121,7 @@ impl HookClient {
             Client::QwenCode => Some(HookClient::QwenCode),
             Client::GeminiCli => Some(HookClient::GeminiCli),
             Client::CopilotCli => Some(HookClient::CopilotCli),
+            Client::Codex => Some(HookClient::Codex),
             _ => None,
         }
     }
@@ -123,13 +134,14 @@ impl HookClient {
             HookClient::QwenCode => "qwen-code",
             HookClient::GeminiCli => "gemini-cli",
             HookClient::CopilotCli => "copilot-cli",
+            HookClient::Codex => "codex",
         }
     }
 
     /// The events toolgate's entries are installed for.
     pub fn events(self) -> &'static [&'static str] {
         match self {
-            HookClient::ClaudeCode | HookClient::QwenCode => &CLAUDE_EVENTS,
+            HookClient::ClaudeCode | HookClient::QwenCode | HookClient::Codex => &CLAUDE_EVENTS,
             HookClient::Cursor => &CURSOR_EVENTS,
             HookClient::GeminiCli => &GEMINI_EVENTS,
             HookClient::CopilotCli => &COPILOT_EVENTS,
@@ -161,6 +173,8 @@ impl HookClient {
             (HookClient::CopilotCli, HookScope::Project) => {
                 env.project.join(".github/hooks/toolgate.json")
             }
+            (HookClient::Codex, HookScope::User) => env.home.join(".codex/hooks.json"),
+            (HookClient::Codex, HookScope::Project) => env.project.join(".codex/hooks.json"),
         }
     }
 
@@ -187,6 +201,15 @@ impl HookClient {
             HookClient::Cursor => json!({"command": command}),
             HookClient::CopilotCli => json!({"type": "command", "bash": command,
                 "timeoutSec": COPILOT_TIMEOUT_SEC}),
+            HookClient::Codex => {
+                let hooks = json!([{"type": "command", "command": command,
+                    "timeout": CODEX_TIMEOUT_SEC}]);
+                if event.ends_with("ToolUse") {
+                    json!({"matcher": "*", "hooks": hooks})
+                } else {
+                    json!({"hooks": hooks})
+                }
+            }
         }
     }
 
@@ -199,9 +222,10 @@ impl HookClient {
     /// policy), `None` for anything else.
     fn ours<'v>(self, event: &str, value: &'v J) -> Option<&'v str> {
         let command = match self {
-            HookClient::ClaudeCode | HookClient::QwenCode | HookClient::GeminiCli => {
-                value.pointer("/hooks/0/command")
-            }
+            HookClient::ClaudeCode
+            | HookClient::QwenCode
+            | HookClient::GeminiCli
+            | HookClient::Codex => value.pointer("/hooks/0/command"),
             HookClient::Cursor => value.get("command"),
             HookClient::CopilotCli => value.get("bash"),
         }?
@@ -366,7 +390,7 @@ pub fn hook_exe(toolgate: &str) -> String {
 
 /// `<…/toolgate> hook <client>` or `<…/toolgate-hook> <client>`, with nothing after it but
 /// `--policy <path>` and `--workspace <dir>` (each at most once).
-fn is_our_command(command: &str, client: HookClient) -> bool {
+pub fn is_our_command(command: &str, client: HookClient) -> bool {
     let Some(words) = split_words(toolgate_part(command)) else {
         return false;
     };

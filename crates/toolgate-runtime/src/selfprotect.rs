@@ -115,9 +115,16 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
         K::ClientHooks,
         &spellings(&workspace.join(".claude/settings.local.json")),
     ));
-    // Copilot CLI's and Gemini CLI's lists of trusted folders: a project folder taken off
-    // them is one whose hooks no longer run.
-    for file in [".copilot/config.json", ".gemini/trustedFolders.json"] {
+    // The files that say whether a client runs hooks at all: Copilot CLI's and Gemini CLI's
+    // lists of trusted folders (a project taken off them is one whose hooks no longer run),
+    // Copilot CLI's settings, and Codex's configuration (its `[features] hooks` switch, its
+    // trusted projects, and the trust of each hook).
+    for file in [
+        ".copilot/config.json",
+        ".copilot/settings.json",
+        ".gemini/trustedFolders.json",
+        ".codex/config.toml",
+    ] {
         list.push(Protected::file(
             K::ClientHooks,
             &spellings(&home.join(file)),
@@ -139,6 +146,8 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
             "**/.qwen/settings.json",
             "**/.gemini/settings.json",
             "**/.github/hooks/toolgate.json",
+            "**/.codex/hooks.json",
+            "**/.codex/config.toml",
         ],
     ));
     list.push(Protected::anywhere(
@@ -154,6 +163,7 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
             "**/.gemini",
             "**/.github/hooks",
             "**/.github",
+            "**/.codex",
         ],
     ));
     list.push(Protected::anywhere(
@@ -172,6 +182,7 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
         home.join(".gemini"),
         home.join(".copilot"),
         home.join(".copilot/hooks"),
+        home.join(".codex"),
     ];
     dirs.push(
         env.claude_config_dir
@@ -193,6 +204,16 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
             kind: K::Transcript,
             shown: format!("{dir}/…/*.jsonl"),
             globs: vec![format!("{e}/**/*.jsonl"), format!("{e}/**/*.json"), e],
+            no_read: false,
+        });
+    }
+    // Codex's: `~/.codex/sessions/<yyyy>/<mm>/<dd>/rollout-*.jsonl`.
+    for dir in spellings(&home.join(".codex/sessions")) {
+        let e = toolgate_policy::protect::escape(&dir);
+        list.push(Protected {
+            kind: K::Transcript,
+            shown: format!("{dir}/…/*.jsonl"),
+            globs: vec![format!("{e}/**/*.jsonl"), format!("{e}/**"), e],
             no_read: false,
         });
     }

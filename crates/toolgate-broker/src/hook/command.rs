@@ -1,4 +1,4 @@
-//! `toolgate hook claude-code|cursor|qwen-code|gemini-cli|copilot-cli`: the command a client's hook configuration runs for
+//! `toolgate hook claude-code|cursor|qwen-code|gemini-cli|copilot-cli|codex`: the command a client's hook configuration runs for
 //! each hook event. Reads the event on stdin, asks the per-user broker (starting it if none
 //! runs), writes the client's decision on stdout and exits the way the client honours.
 //! Every failure is the client's deny with exit code 2, which both clients treat as blocking.
@@ -27,7 +27,8 @@ These are the commands a client's hook entries run, with the event on stdin. Cla
 beforeShellExecution, afterShellExecution, beforeMCPExecution, afterMCPExecution,
 beforeReadFile, afterFileEdit, beforeSubmitPrompt. Gemini CLI: BeforeTool, AfterTool,
 BeforeAgent, SessionStart (an ask is a deny: its hooks cannot ask). Copilot CLI: PreToolUse,
-PostToolUse, UserPromptSubmit. A deny exits 2 (blocking for every
+PostToolUse, UserPromptSubmit. Codex: PreToolUse, PostToolUse, UserPromptSubmit, SessionStart (an
+ask is a deny: Codex runs a call whose hook asks). A deny exits 2 (blocking for every
 client); an allow says nothing unless --authoritative, so the client's own permission
 rules still apply.")]
 pub struct Args {
@@ -86,6 +87,7 @@ pub fn quick_args(args: &[std::ffi::OsString]) -> Option<Args> {
             "qwen-code" if client.is_none() => client = Some(Client::QwenCode),
             "gemini-cli" if client.is_none() => client = Some(Client::GeminiCli),
             "copilot-cli" if client.is_none() => client = Some(Client::CopilotCli),
+            "codex" if client.is_none() => client = Some(Client::Codex),
             "--authoritative" => parsed.authoritative = true,
             "--policy" => parsed.policy = Some(PathBuf::from(it.next()?)),
             "--audit" => parsed.audit = Some(PathBuf::from(it.next()?)),
@@ -112,9 +114,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         hook::finish(&hook::fail(client, None, &reason));
     }));
     let timeout = args.timeout.unwrap_or(match client {
-        Client::ClaudeCode | Client::QwenCode | Client::GeminiCli | Client::CopilotCli => {
-            CLAUDE_TIMEOUT
-        }
+        Client::ClaudeCode
+        | Client::QwenCode
+        | Client::GeminiCli
+        | Client::CopilotCli
+        | Client::Codex => CLAUDE_TIMEOUT,
         Client::Cursor => CURSOR_TIMEOUT,
     });
     let deadline = Instant::now() + timeout;

@@ -1,4 +1,4 @@
-//! Client hooks (`toolgate hook claude-code|cursor|qwen-code|gemini-cli|copilot-cli`): one process per hook event, which
+//! Client hooks (`toolgate hook claude-code|cursor|qwen-code|gemini-cli|copilot-cli|codex`): one process per hook event, which
 //! reads the client's JSON on stdin, asks the per-user broker (started if none runs) and
 //! writes the client's decision on stdout.
 //!
@@ -9,6 +9,7 @@
 //! as a non-blocking error.
 
 pub mod claude;
+pub mod codex;
 pub mod command;
 pub mod copilot;
 pub mod cursor;
@@ -50,6 +51,9 @@ pub enum Client {
     /// Code's events and answers, its own argument names).
     #[value(name = "copilot-cli")]
     CopilotCli,
+    /// Codex (`~/.codex/hooks.json`, `.codex/hooks.json`: Claude Code's format; trusted
+    /// hooks only).
+    Codex,
 }
 
 /// What a client's hook input says, in toolgate's terms.
@@ -121,6 +125,7 @@ pub fn fail(client: Client, event_name: Option<&str>, reason: &str) -> Output {
         ),
         Client::GeminiCli => gemini::render(event_name.unwrap_or("BeforeTool"), &verdict, false),
         Client::CopilotCli => copilot::render(event_name.unwrap_or("PreToolUse"), &verdict, false),
+        Client::Codex => codex::render(event_name.unwrap_or("PreToolUse"), &verdict, false),
     }
 }
 
@@ -154,6 +159,7 @@ pub fn parse(client: Client, bytes: &[u8]) -> Result<Parsed, String> {
         Client::QwenCode => qwen::parse(&value),
         Client::GeminiCli => gemini::parse(&value),
         Client::CopilotCli => copilot::parse(&value),
+        Client::Codex => codex::parse(&value),
     }
 }
 
@@ -165,6 +171,7 @@ pub fn render(client: Client, event_name: &str, verdict: &Ruling, authoritative:
         Client::QwenCode => qwen::render(event_name, verdict, authoritative),
         Client::GeminiCli => gemini::render(event_name, verdict, authoritative),
         Client::CopilotCli => copilot::render(event_name, verdict, authoritative),
+        Client::Codex => codex::render(event_name, verdict, authoritative),
     }
 }
 

@@ -76,6 +76,11 @@ fn locations(selection: &Selection) -> anyhow::Result<Vec<Location>> {
         }]);
     }
     let env = Env::from_process()?;
+    if selection.client == Some(Client::Codex) {
+        bail!(
+            "Codex keeps its MCP servers in `~/.codex/config.toml` (TOML), which `init` does not edit yet\nhelp: wrap each by hand, `command = \"toolgate\"` and `args = [\"wrap\", \"--server\", \"<name>\", \"--\", <its command>…]` under `[mcp_servers.<name>]`; `toolgate init --client codex --hooks` installs the hooks"
+        );
+    }
     let clients: Vec<Client> = match selection.client {
         Some(client) => vec![client],
         None => Client::ALL.to_vec(),
@@ -448,8 +453,12 @@ fn run_hooks(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode>
         Some(f) => new_text != f.text,
         None => matches!(action, Action::Init(_)),
     };
+    let trusts = client == HookClient::Codex && matches!(action, Action::Init(_));
     if !changed {
         outln!("nothing to change");
+        if trusts && !selection.dry_run {
+            trust_codex_hooks(&env.project);
+        }
         return Ok(ExitCode::SUCCESS);
     }
     outln!();
@@ -459,6 +468,11 @@ fn run_hooks(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode>
         "{}",
         diff.unified_diff().context_radius(3).header(&shown, &shown)
     );
+    if trusts {
+        outln!(
+            "then: trust toolgate's hooks in Codex, which runs a hook only once trusted (as Codex's `/hooks` review does, through `codex app-server`)"
+        );
+    }
     if let Some(code) = confirmed(selection)? {
         return Ok(code);
     }
@@ -476,6 +490,9 @@ fn run_hooks(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode>
             outln!("wrote {} (new file)", path.display());
         }
     }
+    if trusts {
+        trust_codex_hooks(&env.project);
+    }
     if matches!(action, Action::Init(_)) {
         outln!(
             "the client runs `toolgate hook {}` for every event from its next session on",
@@ -483,4 +500,30 @@ fn run_hooks(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode>
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Records Codex's trust in toolgate's hooks for `project` (Codex runs untrusted hooks not
+/// at all, and says nothing), or says what to do when it cannot.
+fn trust_codex_hooks(project: &std::path::Path) {
+    use toolgate_clients::codex_trust;
+    let ours = |c: &str| hooks::is_our_command(c, HookClient::Codex);
+    let Some(codex) = codex_trust::find_codex() else {
+        eprintln!(
+            "warning: Codex runs a hook only once you trust it, and no `codex` is on PATH to record that\n  help: start Codex and trust toolgate's hooks in its `/hooks` review"
+        );
+        return;
+    };
+    match codex_trust::trust(&codex, project, ours) {
+        Ok(n) => match codex_trust::list(&codex, project) {
+            Ok(listed) if !listed.iter().any(|h| ours(&h.command)) => eprintln!(
+                "warning: Codex does not load these hooks here: it reads a project's `.codex/` only once you trust the project\n  help: start Codex in `{}` and trust it, then run this command again",
+                project.display()
+            ),
+            _ if n > 0 => outln!("trusted toolgate's {n} hooks in Codex"),
+            _ => outln!("Codex already trusts toolgate's hooks"),
+        },
+        Err(e) => eprintln!(
+            "warning: cannot record Codex's trust in toolgate's hooks: {e}\n  help: start Codex and trust them in its `/hooks` review"
+        ),
+    }
 }

@@ -695,6 +695,9 @@ fn check_hooks(out: &mut Out, broker_reachable: bool, uses: &mut Vec<InUse>) {
                 ),
                 Some((_, Ok(true))) | None => {}
             }
+            if client == HookClient::Codex {
+                check_codex_trust(out, &env.project);
+            }
             if let Some(p) = events
                 .iter()
                 .filter_map(|(_, c)| c.as_deref())
@@ -729,6 +732,59 @@ fn check_hooks(out: &mut Out, broker_reachable: bool, uses: &mut Vec<InUse>) {
             Level::Info,
             "the hooks decide in the broker, which is not running now: the first hook starts it",
         );
+    }
+}
+
+/// Whether Codex trusts toolgate's hooks it loads for `project` (it runs an untrusted or
+/// changed hook not at all, and says nothing), asked of Codex's app server.
+fn check_codex_trust(out: &mut Out, project: &std::path::Path) {
+    use toolgate_clients::codex_trust;
+    let Some(codex) = codex_trust::find_codex() else {
+        out.line(
+            Level::Info,
+            "codex hooks: no `codex` on PATH, so toolgate cannot ask Codex whether it trusts them",
+        );
+        return;
+    };
+    match codex_trust::list(&codex, project) {
+        Ok(listed) => {
+            let ours: Vec<_> = listed
+                .iter()
+                .filter(|h| hooks::is_our_command(&h.command, HookClient::Codex))
+                .collect();
+            let untrusted: Vec<&str> = ours
+                .iter()
+                .filter(|h| h.trust != "trusted" && h.trust != "managed")
+                .map(|h| h.key.as_str())
+                .collect();
+            if ours.is_empty() {
+                out.line(
+                    Level::Warn,
+                    format!(
+                        "codex loads none of toolgate's hooks in `{}` (a project's `.codex/` is read only once the project is trusted). help: start Codex there and trust the project",
+                        project.display()
+                    ),
+                );
+            } else if untrusted.is_empty() {
+                out.line(
+                    Level::Pass,
+                    format!("codex trusts toolgate's {} hooks", ours.len()),
+                );
+            } else {
+                out.line(
+                    Level::Fail,
+                    format!(
+                        "codex does not run {} of toolgate's hooks: not trusted, or changed since they were ([{}]). help: run `toolgate init --client codex --hooks` again, or trust them in Codex's `/hooks` review",
+                        untrusted.len(),
+                        untrusted.join(", ")
+                    ),
+                );
+            }
+        }
+        Err(e) => out.line(
+            Level::Warn,
+            format!("cannot ask Codex whether it trusts toolgate's hooks: {e}"),
+        ),
     }
 }
 

@@ -13,6 +13,7 @@ mod broker_restart;
 mod broker_session;
 mod cli_help;
 mod client_claude_code;
+mod client_codex;
 mod client_copilot_cli;
 mod client_gemini_cli;
 mod client_qwen_code;

@@ -33,6 +33,7 @@ enum Kind {
     QwenCode,
     GeminiCli,
     CopilotCli,
+    Codex,
 }
 
 /// One agent CLI under test.
@@ -62,6 +63,11 @@ impl Agent {
         Agent::find(Kind::CopilotCli, "@github/copilot", "copilot")
     }
 
+    /// Codex, or `None` as for [`Agent::claude_code`].
+    pub fn codex() -> Option<Agent> {
+        Agent::find(Kind::Codex, "@openai/codex", "codex")
+    }
+
     fn find(kind: Kind, package: &str, bin: &str) -> Option<Agent> {
         common::node_and(&format!("{package}/package.json"))?;
         let bin = common::node_modules().join(".bin").join(bin);
@@ -80,6 +86,7 @@ impl Agent {
             Kind::QwenCode => "qwen-code",
             Kind::GeminiCli => "gemini-cli",
             Kind::CopilotCli => "copilot-cli",
+            Kind::Codex => "codex",
         }
     }
 
@@ -89,11 +96,15 @@ impl Agent {
             Kind::ClaudeCode => "Bash",
             Kind::QwenCode | Kind::GeminiCli => "run_shell_command",
             Kind::CopilotCli => "bash",
+            Kind::Codex => "exec_command",
         }
     }
 
     /// A call of the client's shell tool.
     pub fn shell_call(&self, command: &str) -> ToolCall {
+        if self.kind == Kind::Codex {
+            return call(self.shell(), json!({"cmd": command}));
+        }
         call(
             self.shell(),
             json!({"command": command, "description": "run a command"}),
@@ -107,6 +118,7 @@ impl Agent {
             Kind::QwenCode => w.project().join(".qwen/settings.json"),
             Kind::GeminiCli => w.project().join(".gemini/settings.json"),
             Kind::CopilotCli => w.project().join(".github/hooks/toolgate.json"),
+            Kind::Codex => w.project().join(".codex/hooks.json"),
         }
     }
 
@@ -154,6 +166,19 @@ impl Agent {
             )
             .unwrap();
         }
+        if self.kind == Kind::Codex {
+            // The project trusted: Codex reads a project's `.codex/` only then (its hooks
+            // are trusted one by one, by `init`). The model provider is given per run.
+            std::fs::create_dir_all(home.join(".codex")).unwrap();
+            std::fs::write(
+                home.join(".codex/config.toml"),
+                format!(
+                    "# the user's own settings\n[projects.{}]\ntrust_level = \"trusted\"\n",
+                    json!(w.project())
+                ),
+            )
+            .unwrap();
+        }
         let mut args = vec!["--hooks", "--scope", "project"];
         args.extend_from_slice(extra);
         self.init(&w, exe, &args);
@@ -169,10 +194,34 @@ impl Agent {
             .current_dir(w.project())
             .env("HOME", w.base().join("home"))
             .env("TOOLGATE_BROKER_DIR", &w.broker_dir)
+            .env("PATH", self.path())
             .env_remove("TOOLGATE_LOG")
             .output()
             .unwrap();
         assert!(out.status.success(), "{out:?}");
+    }
+
+    /// `toolgate ARGS` in the world's project, as the user who installed the client runs it:
+    /// its stdout.
+    pub fn toolgate(&self, w: &World, exe: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new(exe)
+            .args(args)
+            .current_dir(w.project())
+            .env("PWD", w.project())
+            .env("HOME", w.base().join("home"))
+            .env("TOOLGATE_BROKER_DIR", &w.broker_dir)
+            .env("PATH", self.path())
+            .env_remove("TOOLGATE_LOG")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `PATH` with the pinned clients first (`init` runs `codex` to record its trust).
+    fn path(&self) -> std::ffi::OsString {
+        let bin = common::node_modules().join(".bin");
+        let rest = std::env::var_os("PATH").unwrap_or_default();
+        std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(&rest))).unwrap()
     }
 
     /// Runs the client headless in the world's project with `prompt` (and `extra`
@@ -189,6 +238,7 @@ impl Agent {
             Kind::ClaudeCode => MockModel::anthropic(script),
             Kind::QwenCode | Kind::CopilotCli => MockModel::openai_chat(script),
             Kind::GeminiCli => MockModel::gemini(script),
+            Kind::Codex => MockModel::openai_responses(script),
         };
         let mut cmd = assert_cmd::Command::new(&self.bin);
         cmd.args(extra)
@@ -228,6 +278,24 @@ impl Agent {
                 cmd.args(["-m", "gemini-2.5-flash", "-p", prompt, "--yolo"])
                     .env("GOOGLE_GEMINI_BASE_URL", &mock.url)
                     .env("GEMINI_API_KEY", "test-not-a-key");
+            }
+            Kind::Codex => {
+                let provider = format!(
+                    "model_providers.mock={{name=\"mock\", base_url=\"{}/v1\", wire_api=\"responses\"}}",
+                    mock.url
+                );
+                cmd.args([
+                    "exec",
+                    "--skip-git-repo-check",
+                    "--dangerously-bypass-approvals-and-sandbox",
+                    "-c",
+                    "model=\"mock\"",
+                    "-c",
+                    "model_provider=\"mock\"",
+                    "-c",
+                    &provider,
+                    prompt,
+                ]);
             }
             Kind::CopilotCli => {
                 cmd.args(["-p", prompt, "--allow-all-tools"])
@@ -303,12 +371,13 @@ impl Agent {
         );
         // What the end is for: the same entries without it, and the client runs the tool
         // (Gemini CLI blocks on exit 127 as on any code but 0 and 1, and Copilot CLI on a
-        // hook that errors: they do not).
+        // hook that errors: they do not; Codex skips the changed entries, no longer trusted,
+        // and runs the tool either way).
         std::fs::write(&settings, text.replace(" || exit 2", "")).unwrap();
         let (_mock, out) = self.run(&w, "write the canary", script(), &[]);
         assert_eq!(
             w.project().join("canary.txt").exists(),
-            matches!(self.kind, Kind::ClaudeCode | Kind::QwenCode),
+            matches!(self.kind, Kind::ClaudeCode | Kind::QwenCode | Kind::Codex),
             "{out}"
         );
     }

@@ -10,7 +10,10 @@
 //! `tool_calls` delta, then one with the `finish_reason`, then `[DONE]`; or one
 //! `chat.completion`), and Gemini's `generateContent` as Gemini CLI uses it
 //! (`/v1beta/models/<model>:streamGenerateContent?alt=sse`, one SSE event with a
-//! `functionCall` part; tool results come back as `functionResponse` parts). A request
+//! `functionCall` part; tool results come back as `functionResponse` parts), and OpenAI's
+//! Responses API as Codex uses it (`/v1/responses`, SSE `response.created`,
+//! `response.output_item.done` with a `function_call` item, `response.completed`; tool
+//! results come back as `function_call_output` input items). A request
 //! without `tools` (a side request such as a title) gets the text answer. Loopback only.
 #![allow(
     clippy::unwrap_used,
@@ -77,6 +80,15 @@ impl MockModel {
         })
     }
 
+    /// OpenAI's Responses API (`<url>/v1/responses`, streaming) answering with `script`.
+    pub fn openai_responses(script: Vec<ToolCall>) -> MockModel {
+        MockModel::serve(script, |shared| {
+            Router::new()
+                .route("/v1/responses", post(responses))
+                .with_state(shared)
+        })
+    }
+
     /// Gemini's API (`<url>/v1beta/models/<model>:generateContent` and
     /// `:streamGenerateContent`) answering with `script`.
     pub fn gemini(script: Vec<ToolCall>) -> MockModel {
@@ -133,9 +145,20 @@ impl MockModel {
 }
 
 /// The tool results of a conversation: Anthropic `tool_result` blocks, OpenAI messages
-/// of role `tool` (each with its `content`), or Gemini `functionResponse` parts (their
-/// `response` as the `content`).
+/// of role `tool` (each with its `content`), Gemini `functionResponse` parts (their
+/// `response` as the `content`), or Responses API `function_call_output` items (their
+/// `output`).
 fn tool_results(body: &Value) -> Vec<Value> {
+    let responses: Vec<Value> = body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| json!({"content": i["output"]}))
+        .collect();
+    if !responses.is_empty() {
+        return responses;
+    }
     let gemini: Vec<Value> = body["contents"]
         .as_array()
         .into_iter()
@@ -305,4 +328,48 @@ async fn generate_content(
     } else {
         axum::Json(answer).into_response()
     }
+}
+
+async fn responses(State(s): State<Shared>, body: axum::Json<Value>) -> Response {
+    let body = body.0;
+    s.log.lock().unwrap().push(body.clone());
+    let results = tool_results(&body);
+    let turn = results.len();
+    let scripted = body
+        .get("tools")
+        .is_some()
+        .then(|| s.script.get(turn))
+        .flatten();
+    let item = match scripted {
+        Some(call) => json!({"type": "function_call", "id": format!("fc_{turn}"),
+            "call_id": format!("call_{turn}"), "name": call.name,
+            "arguments": call.input.to_string()}),
+        None => {
+            let last = results.last().map(|r| r["content"].to_string());
+            json!({"type": "message", "id": format!("msg_{turn}"), "role": "assistant",
+                "content": [{"type": "output_text",
+                    "text": format!("done: {}", last.unwrap_or_default())}]})
+        }
+    };
+    let id = format!("resp_{turn}");
+    let usage = json!({"input_tokens": 1, "output_tokens": 1, "total_tokens": 2});
+    let events = [
+        (
+            "response.created",
+            json!({"type": "response.created", "response": {"id": id}}),
+        ),
+        (
+            "response.output_item.done",
+            json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+        ),
+        (
+            "response.completed",
+            json!({"type": "response.completed", "response": {"id": id, "usage": usage}}),
+        ),
+    ];
+    let sse: String = events
+        .iter()
+        .map(|(e, d)| format!("event: {e}\ndata: {d}\n\n"))
+        .collect();
+    ([(header::CONTENT_TYPE, "text/event-stream")], sse).into_response()
 }

@@ -1,0 +1,127 @@
+//! The real Codex (`@openai/codex`, pinned in tests/package.json) with toolgate's hooks
+//! installed by `toolgate init --client codex --hooks` (the project's `.codex/hooks.json`,
+//! trusted by `init` through `codex app-server`; the project trusted in
+//! `~/.codex/config.toml`), driven offline by a scripted mock of OpenAI's Responses API
+//! (`support::agent_cli`). `--dangerously-bypass-approvals-and-sandbox` turns Codex's own
+//! approvals off, so toolgate alone decides.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails by panicking, so unwrap and indexing are its assertions"
+)]
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::support::agent_cli::Agent;
+use crate::support::hooks::World;
+use crate::support::model_mock::call;
+
+#[test]
+fn a_key_read_by_a_shell_command_never_runs_and_an_allowed_command_does() {
+    let Some(codex) = Agent::codex() else {
+        return;
+    };
+    codex.check_key_never_read_and_allowed_command_runs();
+}
+
+#[test]
+fn a_hook_executable_deleted_after_init_leaves_the_tool_not_run() {
+    let Some(codex) = Agent::codex() else {
+        return;
+    };
+    codex.check_deleted_hook_leaves_the_tool_not_run();
+}
+
+/// A patch applied through the shell (`apply_patch <<'EOF'`, which Codex applies itself):
+/// one that writes the user's `~/.bashrc` is denied with the file named and writes nothing,
+/// one that adds a file to the project goes through.
+#[test]
+fn a_patch_is_judged_by_the_files_it_writes() {
+    let Some(codex) = Agent::codex() else {
+        return;
+    };
+    let w = codex.world(Path::new(env!("CARGO_BIN_EXE_toolgate")));
+    let bashrc = w.base().join("home/.bashrc");
+    let patch = |file: &str| {
+        format!(
+            "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: {file}\n+echo pwned\n*** End Patch\nEOF"
+        )
+    };
+    let script = vec![
+        call(
+            "exec_command",
+            json!({"cmd": patch(bashrc.to_str().unwrap())}),
+        ),
+        call("exec_command", json!({"cmd": patch("notes.txt")})),
+    ];
+    let (mock, out) = codex.run(&w, "take notes", script, &[]);
+    let results = mock.tool_results();
+    assert_eq!(results.len(), 2, "{results:?}\n{out}");
+    assert!(!bashrc.exists(), "{results:?}");
+    assert!(
+        results[0].contains("toolgate") && results[0].contains(".bashrc"),
+        "{results:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.project().join("notes.txt")).unwrap(),
+        "echo pwned\n",
+        "{results:?}"
+    );
+}
+
+/// An ask in a headless run: Codex has no ask (a hook that answers `ask` counts as failed,
+/// and the call runs), so toolgate denies and says why; the tool did not run.
+#[test]
+fn an_ask_in_a_headless_run_neither_hangs_nor_runs_the_tool() {
+    let Some(codex) = Agent::codex() else {
+        return;
+    };
+    let w = World::with_policy("version: 1\ndefault: ask\n");
+    let policy = w.policy();
+    let exe = Path::new(env!("CARGO_BIN_EXE_toolgate"));
+    let w = codex.world_with(w, exe, &["--policy", policy.to_str().unwrap()]);
+    let script = vec![codex.shell_call("echo ran > canary.txt")];
+    let (mock, out) = codex.run(&w, "write the canary", script, &[]);
+    assert!(!w.project().join("canary.txt").exists(), "{out}");
+    let results = mock.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}\n{out}");
+    assert!(
+        results[0].contains("default is ask") && results[0].contains("cannot ask"),
+        "{results:?}"
+    );
+}
+
+/// `init` recorded Codex's trust in each hook, and `doctor` asks Codex about it: trusted
+/// after `init`; once the entries change (here, to the form written before they failed
+/// closed), Codex runs none of them and `doctor` fails the check, until `init` brings them
+/// up to date and trusts them again.
+#[test]
+fn doctor_asks_codex_whether_it_trusts_the_hooks() {
+    let Some(codex) = Agent::codex() else {
+        return;
+    };
+    let exe = Path::new(env!("CARGO_BIN_EXE_toolgate"));
+    let w = codex.world(exe);
+    let doctor = codex.toolgate(&w, exe, &["doctor"]);
+    assert!(
+        doctor.contains("codex trusts toolgate's 4 hooks"),
+        "{doctor}"
+    );
+    let settings = codex.settings(&w);
+    let text = std::fs::read_to_string(&settings).unwrap();
+    std::fs::write(&settings, text.replace(" || exit 2", "")).unwrap();
+    let doctor = codex.toolgate(&w, exe, &["doctor"]);
+    assert!(
+        doctor.contains("codex does not run 4 of toolgate's hooks"),
+        "{doctor}"
+    );
+    codex.init(&w, exe, &["--hooks", "--scope", "project"]);
+    let doctor = codex.toolgate(&w, exe, &["doctor"]);
+    assert!(
+        doctor.contains("codex trusts toolgate's 4 hooks"),
+        "{doctor}"
+    );
+}
