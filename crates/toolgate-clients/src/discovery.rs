@@ -45,11 +45,14 @@ pub enum Client {
     CopilotCli,
     /// Codex (`~/.codex/config.toml`; hooks only: its MCP servers are not wrapped yet).
     Codex,
+    /// OpenCode (a plugin; its MCP servers in `opencode.json` are not wrapped yet).
+    #[value(name = "opencode")]
+    OpenCode,
 }
 
 impl Client {
     /// Every client, in the order they are searched.
-    pub const ALL: [Client; 9] = [
+    pub const ALL: [Client; 10] = [
         Client::ClaudeCode,
         Client::ClaudeDesktop,
         Client::Cursor,
@@ -59,6 +62,7 @@ impl Client {
         Client::GeminiCli,
         Client::CopilotCli,
         Client::Codex,
+        Client::OpenCode,
     ];
 
     /// The name used on the command line.
@@ -73,6 +77,7 @@ impl Client {
             Client::GeminiCli => "gemini-cli",
             Client::CopilotCli => "copilot-cli",
             Client::Codex => "codex",
+            Client::OpenCode => "opencode",
         }
     }
 }
@@ -269,7 +274,7 @@ pub fn locations(client: Client, env: &Env) -> Vec<Location> {
         )],
         // Codex keeps its servers in TOML (`[mcp_servers.<name>]`), which `init` does not
         // edit yet.
-        Client::Codex => Vec::new(),
+        Client::Codex | Client::OpenCode => Vec::new(),
     }
 }
 

@@ -8,6 +8,7 @@ pub mod discovery;
 pub mod document;
 mod entries;
 pub mod hooks;
+pub mod opencode;
 pub mod remote;
 mod rewrite;
 pub mod write;

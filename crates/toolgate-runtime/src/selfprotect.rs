@@ -124,6 +124,7 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
         ".copilot/settings.json",
         ".gemini/trustedFolders.json",
         ".codex/config.toml",
+        ".config/opencode/plugin/toolgate.js",
     ] {
         list.push(Protected::file(
             K::ClientHooks,
@@ -148,6 +149,7 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
             "**/.github/hooks/toolgate.json",
             "**/.codex/hooks.json",
             "**/.codex/config.toml",
+            "**/.opencode/plugin/toolgate.js",
         ],
     ));
     list.push(Protected::anywhere(
@@ -164,6 +166,8 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
             "**/.github/hooks",
             "**/.github",
             "**/.codex",
+            "**/.opencode",
+            "**/.opencode/plugin",
         ],
     ));
     list.push(Protected::anywhere(
@@ -183,6 +187,8 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
         home.join(".copilot"),
         home.join(".copilot/hooks"),
         home.join(".codex"),
+        home.join(".config/opencode"),
+        home.join(".config/opencode/plugin"),
     ];
     dirs.push(
         env.claude_config_dir

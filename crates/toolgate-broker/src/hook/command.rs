@@ -1,4 +1,4 @@
-//! `toolgate hook claude-code|cursor|qwen-code|gemini-cli|copilot-cli|codex`: the command a client's hook configuration runs for
+//! `toolgate hook claude-code|cursor|qwen-code|gemini-cli|copilot-cli|codex|opencode`: the command a client's hook configuration runs for
 //! each hook event. Reads the event on stdin, asks the per-user broker (starting it if none
 //! runs), writes the client's decision on stdout and exits the way the client honours.
 //! Every failure is the client's deny with exit code 2, which both clients treat as blocking.
@@ -28,7 +28,8 @@ beforeShellExecution, afterShellExecution, beforeMCPExecution, afterMCPExecution
 beforeReadFile, afterFileEdit, beforeSubmitPrompt. Gemini CLI: BeforeTool, AfterTool,
 BeforeAgent, SessionStart (an ask is a deny: its hooks cannot ask). Copilot CLI: PreToolUse,
 PostToolUse, UserPromptSubmit. Codex: PreToolUse, PostToolUse, UserPromptSubmit, SessionStart (an
-ask is a deny: Codex runs a call whose hook asks). A deny exits 2 (blocking for every
+ask is a deny: Codex runs a call whose hook asks). OpenCode: the events its plugin (`toolgate init
+--client opencode --hooks`) hands over. A deny exits 2 (blocking for every
 client); an allow says nothing unless --authoritative, so the client's own permission
 rules still apply.")]
 pub struct Args {
@@ -88,6 +89,7 @@ pub fn quick_args(args: &[std::ffi::OsString]) -> Option<Args> {
             "gemini-cli" if client.is_none() => client = Some(Client::GeminiCli),
             "copilot-cli" if client.is_none() => client = Some(Client::CopilotCli),
             "codex" if client.is_none() => client = Some(Client::Codex),
+            "opencode" if client.is_none() => client = Some(Client::OpenCode),
             "--authoritative" => parsed.authoritative = true,
             "--policy" => parsed.policy = Some(PathBuf::from(it.next()?)),
             "--audit" => parsed.audit = Some(PathBuf::from(it.next()?)),
@@ -118,7 +120,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         | Client::QwenCode
         | Client::GeminiCli
         | Client::CopilotCli
-        | Client::Codex => CLAUDE_TIMEOUT,
+        | Client::Codex
+        | Client::OpenCode => CLAUDE_TIMEOUT,
         Client::Cursor => CURSOR_TIMEOUT,
     });
     let deadline = Instant::now() + timeout;

@@ -1,4 +1,4 @@
-//! Client hooks (`toolgate hook claude-code|cursor|qwen-code|gemini-cli|copilot-cli|codex`): one process per hook event, which
+//! Client hooks (`toolgate hook claude-code|cursor|qwen-code|gemini-cli|copilot-cli|codex|opencode`): one process per hook event, which
 //! reads the client's JSON on stdin, asks the per-user broker (started if none runs) and
 //! writes the client's decision on stdout.
 //!
@@ -15,6 +15,7 @@ pub mod copilot;
 pub mod cursor;
 pub mod gemini;
 pub mod link;
+pub mod opencode;
 pub mod qwen;
 pub mod vscode;
 
@@ -54,6 +55,9 @@ pub enum Client {
     /// Codex (`~/.codex/hooks.json`, `.codex/hooks.json`: Claude Code's format; trusted
     /// hooks only).
     Codex,
+    /// OpenCode (the plugin `toolgate init --client opencode --hooks` writes).
+    #[value(name = "opencode")]
+    OpenCode,
 }
 
 /// What a client's hook input says, in toolgate's terms.
@@ -126,6 +130,7 @@ pub fn fail(client: Client, event_name: Option<&str>, reason: &str) -> Output {
         Client::GeminiCli => gemini::render(event_name.unwrap_or("BeforeTool"), &verdict, false),
         Client::CopilotCli => copilot::render(event_name.unwrap_or("PreToolUse"), &verdict, false),
         Client::Codex => codex::render(event_name.unwrap_or("PreToolUse"), &verdict, false),
+        Client::OpenCode => opencode::render(event_name.unwrap_or("PreToolUse"), &verdict, false),
     }
 }
 
@@ -160,6 +165,7 @@ pub fn parse(client: Client, bytes: &[u8]) -> Result<Parsed, String> {
         Client::GeminiCli => gemini::parse(&value),
         Client::CopilotCli => copilot::parse(&value),
         Client::Codex => codex::parse(&value),
+        Client::OpenCode => opencode::parse(&value),
     }
 }
 
@@ -172,6 +178,7 @@ pub fn render(client: Client, event_name: &str, verdict: &Ruling, authoritative:
         Client::GeminiCli => gemini::render(event_name, verdict, authoritative),
         Client::CopilotCli => copilot::render(event_name, verdict, authoritative),
         Client::Codex => codex::render(event_name, verdict, authoritative),
+        Client::OpenCode => opencode::render(event_name, verdict, authoritative),
     }
 }
 

@@ -76,6 +76,11 @@ fn locations(selection: &Selection) -> anyhow::Result<Vec<Location>> {
         }]);
     }
     let env = Env::from_process()?;
+    if selection.client == Some(Client::OpenCode) {
+        bail!(
+            "OpenCode's MCP servers (`mcp` in `opencode.json`, a command as one list) are not edited by `init` yet\nhelp: wrap each by hand, `\"command\": [\"toolgate\", \"wrap\", \"--server\", \"<name>\", \"--\", <its command>…]`; `toolgate init --client opencode --hooks` installs the plugin"
+        );
+    }
     if selection.client == Some(Client::Codex) {
         bail!(
             "Codex keeps its MCP servers in `~/.codex/config.toml` (TOML), which `init` does not edit yet\nhelp: wrap each by hand, `command = \"toolgate\"` and `args = [\"wrap\", \"--server\", \"<name>\", \"--\", <its command>…]` under `[mcp_servers.<name>]`; `toolgate init --client codex --hooks` installs the hooks"
@@ -363,11 +368,119 @@ fn confirmed(selection: &Selection) -> anyhow::Result<Option<ExitCode>> {
     Ok(None)
 }
 
+/// What the hook entries of `init` run: the hook executable, the policy and the workspace
+/// (the project for project hooks; `--workspace` for the user's, which run for every
+/// project).
+fn hook_settings(
+    selection: &Selection,
+    env: &Env,
+    w: &WrapSettings,
+    path: &std::path::Path,
+) -> anyhow::Result<HookSettings> {
+    let workspace = match selection.scope {
+        HookScope::Project => Some(check_workspace(
+            &env.project,
+            "the project of the hooks, the current directory",
+        )?),
+        HookScope::User => match &w.workspace {
+            Some(w) => Some(w.clone()),
+            None => bail!(
+                "in `{}`: the user's hooks run for every project, so toolgate cannot tell their workspace\nhelp: name the directory the agent works in with `--workspace DIR`, or install the hooks in the project with `--scope project`",
+                path.display()
+            ),
+        },
+    };
+    Ok(HookSettings {
+        exe: hooks::hook_exe(&w.exe),
+        policy: w.policy.clone(),
+        workspace,
+    })
+}
+
+/// `init --hooks` / `unwrap --hooks` for OpenCode: a plugin file of toolgate's own.
+fn run_opencode(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode> {
+    use toolgate_clients::opencode;
+    let env = Env::from_process()?;
+    let path = opencode::path(selection.scope, &env);
+    let existing = if path.exists() {
+        Some(write::read(&path)?)
+    } else {
+        None
+    };
+    if let Some(f) = &existing
+        && !opencode::is_ours(&f.text)
+    {
+        bail!(
+            "`{}` is not the plugin toolgate writes (its first line is not toolgate's mark): left alone\nhelp: move your own plugin to another file name",
+            path.display()
+        );
+    }
+    let new_text = match action {
+        Action::Init(w) => Some(opencode::plugin(&hook_settings(selection, &env, w, &path)?)),
+        Action::Unwrap => None,
+    };
+    let old_text = existing.as_ref().map_or("", |f| f.text.as_str());
+    outln!(
+        "{} (opencode {} plugin){}:",
+        path.display(),
+        selection.scope.name(),
+        match (&existing, action) {
+            (Some(_), _) => "",
+            (None, Action::Init(_)) => ", new file",
+            (None, Action::Unwrap) => ", no such file",
+        }
+    );
+    if new_text.as_deref() == existing.as_ref().map(|f| f.text.as_str()) {
+        outln!("nothing to change");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let shown = path.display().to_string();
+    let new_shown = new_text.clone().unwrap_or_default();
+    let diff = similar::TextDiff::from_lines(old_text, new_shown.as_str());
+    out!(
+        "{}",
+        diff.unified_diff().context_radius(3).header(&shown, &shown)
+    );
+    if let Some(code) = confirmed(selection)? {
+        return Ok(code);
+    }
+    match (&new_text, &existing) {
+        (Some(text), Some(f)) => {
+            write::replace(f, text)?;
+            outln!("wrote {}", path.display());
+        }
+        (Some(text), None) => {
+            write::create(&path, text)?;
+            outln!("wrote {} (new file)", path.display());
+        }
+        (None, Some(_)) => {
+            std::fs::remove_file(&path)
+                .with_context(|| format!("cannot remove `{}`", path.display()))?;
+            outln!("removed {}", path.display());
+        }
+        (None, None) => {}
+    }
+    if new_text.is_some() {
+        outln!(
+            "OpenCode loads the plugin, which runs `toolgate hook opencode` for every tool call, from its next session on"
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `init --hooks` / `unwrap --hooks`: one settings file of one client.
 fn run_hooks(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode> {
+    if selection.client == Some(Client::OpenCode) {
+        return run_opencode(selection, action);
+    }
+    if selection.client == Some(Client::Vscode) {
+        bail!(
+            "VS Code's agent runs the hooks of Claude Code's settings files and of `.github/hooks/`: install those\nhelp: run `toolgate init --client claude-code --hooks` (or `--client copilot-cli --hooks`)"
+        );
+    }
     let Some(client) = selection.client.and_then(HookClient::of) else {
         bail!(
-            "`--hooks` works with `--client claude-code` or `--client cursor`\nhelp: the other clients have no hooks; `toolgate init` wraps their MCP servers"
+            "`--hooks` works with `--client` claude-code, cursor, qwen-code, gemini-cli, copilot-cli, codex or opencode\nhelp: the other clients have no hooks toolgate installs; `toolgate init` wraps their MCP servers"
         );
     };
     let env = Env::from_process()?;
@@ -379,24 +492,7 @@ fn run_hooks(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode>
     };
     let (new_text, events) = match (action, &existing) {
         (Action::Init(w), file) => {
-            let workspace = match selection.scope {
-                HookScope::Project => Some(check_workspace(
-                    &env.project,
-                    "the project of the hooks, the current directory",
-                )?),
-                HookScope::User => match &w.workspace {
-                    Some(w) => Some(w.clone()),
-                    None => bail!(
-                        "in `{}`: the user's hooks run for every project, so toolgate cannot tell their workspace\nhelp: name the directory the agent works in with `--workspace DIR`, or install the hooks in the project with `--scope project`",
-                        path.display()
-                    ),
-                },
-            };
-            let settings = HookSettings {
-                exe: hooks::hook_exe(&w.exe),
-                policy: w.policy.clone(),
-                workspace,
-            };
+            let settings = hook_settings(selection, &env, w, &path)?;
             match file {
                 Some(f) => {
                     let edit = hooks::install(&f.text, client, &settings)

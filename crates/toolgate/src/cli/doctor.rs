@@ -727,12 +727,72 @@ fn check_hooks(out: &mut Out, broker_reachable: bool, uses: &mut Vec<InUse>) {
             );
         }
     }
+    if check_opencode(out, &env) {
+        any = true;
+    }
     if any && !broker_reachable {
         out.line(
             Level::Info,
             "the hooks decide in the broker, which is not running now: the first hook starts it",
         );
     }
+}
+
+/// OpenCode's plugin: installed, the executable it runs present. Returns whether one is
+/// installed.
+fn check_opencode(out: &mut Out, env: &Env) -> bool {
+    use toolgate_clients::opencode;
+    let mut found = false;
+    for scope in [HookScope::User, HookScope::Project] {
+        let path = opencode::path(scope, env);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let fix = format!(
+            "help: run `toolgate init --client opencode --hooks --scope {}`",
+            scope.name()
+        );
+        if !opencode::is_ours(&text) {
+            out.line(
+                Level::Warn,
+                format!(
+                    "`{}` is not the plugin toolgate writes: OpenCode's tools are not checked by it. {fix}",
+                    path.display()
+                ),
+            );
+            continue;
+        }
+        found = true;
+        match opencode::program_of(&text) {
+            Some(p) if std::path::Path::new(&p).is_file() => out.line(
+                Level::Pass,
+                format!(
+                    "opencode {} plugin installed in `{}`",
+                    scope.name(),
+                    path.display()
+                ),
+            ),
+            Some(p) => out.line(
+                Level::Fail,
+                format!(
+                    "opencode {} plugin `{}` runs `{p}`, which does not exist: it denies every call. {fix}",
+                    scope.name(),
+                    path.display()
+                ),
+            ),
+            None => out.line(
+                Level::Warn,
+                format!("opencode plugin `{}` names no executable. {fix}", path.display()),
+            ),
+        }
+    }
+    if !found {
+        out.line(
+            Level::Info,
+            "no opencode plugin installed (its built-in tools are not checked). help: run `toolgate init --client opencode --hooks`",
+        );
+    }
+    found
 }
 
 /// Whether Codex trusts toolgate's hooks it loads for `project` (it runs an untrusted or

@@ -432,7 +432,20 @@ fn hooks_need_a_client_that_has_them() {
     let fake = Fake::new();
     let r = fake.run(&["init", "--client", "vscode", "--hooks", "--yes"]);
     assert_ne!(r.code, 0);
-    assert!(r.stderr.contains("`--client claude-code`"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("`toolgate init --client claude-code --hooks`"),
+        "{}",
+        r.stderr
+    );
+    let r = fake.run(&["init", "--client", "windsurf", "--hooks", "--yes"]);
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr
+            .contains("`--hooks` works with `--client` claude-code, cursor"),
+        "{}",
+        r.stderr
+    );
     assert!(r.stderr.contains("help:"), "{}", r.stderr);
     let r = fake.run(&["init", "--hooks", "--yes"]);
     assert_ne!(r.code, 0);
@@ -815,4 +828,63 @@ fn copilot_cli_project_hooks_round_trip_and_doctor_checks_folder_trust() {
     let left: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(left, json!({"version": 1}));
+}
+
+/// OpenCode: `init` writes a plugin of toolgate's own, `doctor` reports it (and fails it
+/// once the executable it runs is gone), `unwrap` removes it; a file of the user's by that
+/// name is refused, never overwritten.
+#[test]
+fn opencode_plugin_round_trip() {
+    let fake = Fake::new();
+    let path = fake.project.join(".opencode/plugin/toolgate.js");
+    let init = [
+        "init", "--client", "opencode", "--hooks", "--scope", "project", "--yes",
+    ];
+    ok(&fake.run(&init));
+    let text = fs::read_to_string(&path).unwrap();
+    assert!(
+        text.starts_with(toolgate_clients::opencode::MARK)
+            && text.contains(&format!("\"{}\",\"opencode\"", Fake::hook_exe())),
+        "{text}"
+    );
+    let doctor = fake.run(&["doctor"]);
+    assert!(
+        doctor.stdout.contains("opencode project plugin installed"),
+        "{}",
+        doctor.stdout
+    );
+    // Again: nothing to change.
+    let again = fake.run(&init);
+    assert!(
+        again.stdout.contains("nothing to change"),
+        "{}",
+        again.stdout
+    );
+    fs::write(
+        &path,
+        text.replace(&Fake::hook_exe(), "/gone/toolgate-hook"),
+    )
+    .unwrap();
+    let doctor = fake.run(&["doctor"]);
+    assert!(
+        doctor
+            .stdout
+            .contains("runs `/gone/toolgate-hook`, which does not exist"),
+        "{}",
+        doctor.stdout
+    );
+    let unwrap = [
+        "unwrap", "--client", "opencode", "--hooks", "--scope", "project", "--yes",
+    ];
+    ok(&fake.run(&unwrap));
+    assert!(!path.exists());
+    fs::write(&path, "// my own plugin\n").unwrap();
+    let refused = fake.run(&init);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("is not the plugin toolgate writes"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(fs::read_to_string(&path).unwrap(), "// my own plugin\n");
 }

@@ -16,6 +16,7 @@ mod client_claude_code;
 mod client_codex;
 mod client_copilot_cli;
 mod client_gemini_cli;
+mod client_opencode;
 mod client_qwen_code;
 mod conformance_suite;
 mod demo_run;

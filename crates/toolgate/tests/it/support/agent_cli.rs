@@ -34,6 +34,7 @@ enum Kind {
     GeminiCli,
     CopilotCli,
     Codex,
+    OpenCode,
 }
 
 /// One agent CLI under test.
@@ -68,6 +69,11 @@ impl Agent {
         Agent::find(Kind::Codex, "@openai/codex", "codex")
     }
 
+    /// OpenCode, or `None` as for [`Agent::claude_code`].
+    pub fn opencode() -> Option<Agent> {
+        Agent::find(Kind::OpenCode, "opencode-ai", "opencode")
+    }
+
     fn find(kind: Kind, package: &str, bin: &str) -> Option<Agent> {
         common::node_and(&format!("{package}/package.json"))?;
         let bin = common::node_modules().join(".bin").join(bin);
@@ -87,6 +93,7 @@ impl Agent {
             Kind::GeminiCli => "gemini-cli",
             Kind::CopilotCli => "copilot-cli",
             Kind::Codex => "codex",
+            Kind::OpenCode => "opencode",
         }
     }
 
@@ -95,7 +102,7 @@ impl Agent {
         match self.kind {
             Kind::ClaudeCode => "Bash",
             Kind::QwenCode | Kind::GeminiCli => "run_shell_command",
-            Kind::CopilotCli => "bash",
+            Kind::CopilotCli | Kind::OpenCode => "bash",
             Kind::Codex => "exec_command",
         }
     }
@@ -119,6 +126,7 @@ impl Agent {
             Kind::GeminiCli => w.project().join(".gemini/settings.json"),
             Kind::CopilotCli => w.project().join(".github/hooks/toolgate.json"),
             Kind::Codex => w.project().join(".codex/hooks.json"),
+            Kind::OpenCode => w.project().join(".opencode/plugin/toolgate.js"),
         }
     }
 
@@ -234,15 +242,36 @@ impl Agent {
         script: Vec<ToolCall>,
         extra: &[&str],
     ) -> (MockModel, String) {
+        let (mock, out) = self.run_to_end(w, prompt, script, extra);
+        assert!(
+            out.status.success(),
+            "{} failed: {out:?}\nstderr: {}",
+            self.client(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        (mock, stdout)
+    }
+
+    /// [`Agent::run`], whatever the client's exit status.
+    pub fn run_to_end(
+        &self,
+        w: &World,
+        prompt: &str,
+        script: Vec<ToolCall>,
+        extra: &[&str],
+    ) -> (MockModel, std::process::Output) {
         let mock = match self.kind {
             Kind::ClaudeCode => MockModel::anthropic(script),
-            Kind::QwenCode | Kind::CopilotCli => MockModel::openai_chat(script),
+            Kind::QwenCode | Kind::CopilotCli | Kind::OpenCode => MockModel::openai_chat(script),
             Kind::GeminiCli => MockModel::gemini(script),
             Kind::Codex => MockModel::openai_responses(script),
         };
         let mut cmd = assert_cmd::Command::new(&self.bin);
         cmd.args(extra)
             .current_dir(w.project())
+            // Some clients take their directory from `PWD`.
+            .env("PWD", w.project())
             .env("HOME", w.base().join("home"))
             .env("TOOLGATE_BROKER_DIR", &w.broker_dir)
             .env_remove("TOOLGATE_LOG");
@@ -297,6 +326,15 @@ impl Agent {
                     prompt,
                 ]);
             }
+            Kind::OpenCode => {
+                // The model provider: the project's `opencode.json`, written for this run.
+                let config = json!({"provider": {"mock": {"npm": "@ai-sdk/openai-compatible",
+                    "name": "Mock", "options": {"baseURL": format!("{}/v1", mock.url),
+                    "apiKey": "not-a-key"}, "models": {"mock": {"name": "Mock"}}}},
+                    "model": "mock/mock"});
+                std::fs::write(w.project().join("opencode.json"), config.to_string()).unwrap();
+                cmd.args(["run", prompt]);
+            }
             Kind::CopilotCli => {
                 cmd.args(["-p", prompt, "--allow-all-tools"])
                     .env("COPILOT_PROVIDER_BASE_URL", format!("{}/v1", mock.url))
@@ -304,14 +342,7 @@ impl Agent {
             }
         }
         let out = cmd.write_stdin("").timeout(RUN_LIMIT).output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "{} failed: {out:?}\nstderr: {}",
-            self.client(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (mock, stdout)
+        (mock, out)
     }
 
     /// A shell command reading `~/.ssh/id_rsa` does not run and the key never reaches the
@@ -356,10 +387,23 @@ impl Agent {
         let settings = self.settings(&w);
         let text = std::fs::read_to_string(&settings).unwrap();
         let hook = dir.join("toolgate-hook");
-        assert!(text.contains(&format!("{} {}", hook.display(), self.client())));
+        let named = match self.kind {
+            // The plugin runs it with its arguments as a list.
+            Kind::OpenCode => format!("{}\",\"{}\"", hook.display(), self.client()),
+            _ => format!("{} {}", hook.display(), self.client()),
+        };
+        assert!(text.contains(&named), "{text}");
         std::fs::remove_file(&hook).unwrap();
         std::fs::remove_file(dir.join("toolgate")).unwrap();
         let script = || vec![self.shell_call("echo ran > canary.txt")];
+        if self.kind == Kind::OpenCode {
+            // The plugin throws on the prompt already, and OpenCode ends the run with an
+            // error: nothing ran. There is no fail-closed end to take away.
+            let (mock, out) = self.run_to_end(&w, "write the canary", script(), &[]);
+            assert!(!w.project().join("canary.txt").exists(), "{out:?}");
+            assert!(mock.tool_results().is_empty(), "{out:?}");
+            return;
+        }
         let (mock, out) = self.run(&w, "write the canary", script(), &[]);
         assert!(!w.project().join("canary.txt").exists(), "{out}");
         // Where a failed prompt hook does not end the turn (Copilot CLI), the hook of the
