@@ -30,9 +30,9 @@ pub fn path(scope: HookScope, env: &Env) -> PathBuf {
 /// arguments.
 fn argv(settings: &HookSettings) -> Vec<String> {
     let mut argv = vec![settings.exe.clone()];
-    if !Path::new(&settings.exe)
+    if Path::new(&settings.exe)
         .file_name()
-        .is_some_and(|n| n == "toolgate-hook")
+        .is_none_or(|n| n != "toolgate-hook")
     {
         argv.push("hook".to_owned());
     }
