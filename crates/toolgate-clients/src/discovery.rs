@@ -48,11 +48,14 @@ pub enum Client {
     /// OpenCode (a plugin; its MCP servers in `opencode.json` are not wrapped yet).
     #[value(name = "opencode")]
     OpenCode,
+    /// Cline (`cline_mcp_settings.json` of the Cline CLI and of its VS Code extension; its
+    /// hooks cannot block, so toolgate installs none).
+    Cline,
 }
 
 impl Client {
     /// Every client, in the order they are searched.
-    pub const ALL: [Client; 10] = [
+    pub const ALL: [Client; 11] = [
         Client::ClaudeCode,
         Client::ClaudeDesktop,
         Client::Cursor,
@@ -63,6 +66,7 @@ impl Client {
         Client::CopilotCli,
         Client::Codex,
         Client::OpenCode,
+        Client::Cline,
     ];
 
     /// The name used on the command line.
@@ -78,6 +82,7 @@ impl Client {
             Client::CopilotCli => "copilot-cli",
             Client::Codex => "codex",
             Client::OpenCode => "opencode",
+            Client::Cline => "cline",
         }
     }
 }
@@ -275,6 +280,21 @@ pub fn locations(client: Client, env: &Env) -> Vec<Location> {
         // Codex keeps its servers in TOML (`[mcp_servers.<name>]`), which `init` does not
         // edit yet.
         Client::Codex | Client::OpenCode => Vec::new(),
+        Client::Cline => vec![
+            loc(
+                "user",
+                env.home
+                    .join(".cline/data/settings/cline_mcp_settings.json"),
+                servers_at("mcpServers"),
+            ),
+            loc(
+                "user",
+                env.app_dir("Code").join(
+                    "User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
+                ),
+                servers_at("mcpServers"),
+            ),
+        ],
     }
 }
 

@@ -21,6 +21,8 @@
 //! - Codex (0.169.0; developers.openai.com/codex/hooks): `~/.codex/hooks.json` or a
 //!   trusted project's `.codex/hooks.json`, Claude Code's layout with a `timeout` in seconds;
 //!   a hook runs only once trusted, which `init` establishes (`codex_trust`).
+//! - Windsurf (docs.windsurf.com/windsurf/cascade/hooks): `~/.codeium/windsurf/hooks.json`
+//!   or `.windsurf/hooks.json`, `{"hooks": {"pre_run_command": [{"command": "..."}]}}`.
 //! - Cursor (cursor.com/docs/agent/hooks): `~/.cursor/hooks.json` (user) or
 //!   `<project>/.cursor/hooks.json`, `{"version": 1, "hooks": {"beforeShellExecution":
 //!   [{"command": "..."}]}}`, one list of commands per event.
@@ -64,6 +66,9 @@ pub enum HookClient {
     /// Codex: Claude Code's layout in `~/.codex/hooks.json` or `.codex/hooks.json`, with a
     /// timeout per entry; Codex runs them once trusted (`codex_trust`).
     Codex,
+    /// Windsurf: Cursor's layout (a list of `{command}` per action) in
+    /// `.windsurf/hooks.json` or `~/.codeium/windsurf/hooks.json`.
+    Windsurf,
 }
 
 /// Claude Code's events: the tool events take a matcher.
@@ -91,6 +96,18 @@ const COPILOT_EVENTS: [&str; 3] = ["PreToolUse", "PostToolUse", "UserPromptSubmi
 /// hook`'s own 10 s).
 const COPILOT_TIMEOUT_SEC: u64 = 30;
 
+/// Windsurf's actions (`toolgate hook windsurf` reads each of them).
+const WINDSURF_EVENTS: [&str; 8] = [
+    "pre_run_command",
+    "post_run_command",
+    "pre_read_code",
+    "post_read_code",
+    "pre_write_code",
+    "pre_mcp_tool_use",
+    "post_mcp_tool_use",
+    "pre_user_prompt",
+];
+
 /// Cursor's events (`toolgate hook cursor` reads each of them).
 const CURSOR_EVENTS: [&str; 7] = [
     "beforeShellExecution",
@@ -104,13 +121,14 @@ const CURSOR_EVENTS: [&str; 7] = [
 
 impl HookClient {
     /// Every client with hooks.
-    pub const ALL: [HookClient; 6] = [
+    pub const ALL: [HookClient; 7] = [
         HookClient::ClaudeCode,
         HookClient::Cursor,
         HookClient::QwenCode,
         HookClient::GeminiCli,
         HookClient::CopilotCli,
         HookClient::Codex,
+        HookClient::Windsurf,
     ];
 
     /// The client of `init --client`, when it has hooks.
@@ -122,6 +140,7 @@ impl HookClient {
             Client::GeminiCli => Some(HookClient::GeminiCli),
             Client::CopilotCli => Some(HookClient::CopilotCli),
             Client::Codex => Some(HookClient::Codex),
+            Client::Windsurf => Some(HookClient::Windsurf),
             _ => None,
         }
     }
@@ -135,6 +154,7 @@ impl HookClient {
             HookClient::GeminiCli => "gemini-cli",
             HookClient::CopilotCli => "copilot-cli",
             HookClient::Codex => "codex",
+            HookClient::Windsurf => "windsurf",
         }
     }
 
@@ -145,6 +165,7 @@ impl HookClient {
             HookClient::Cursor => &CURSOR_EVENTS,
             HookClient::GeminiCli => &GEMINI_EVENTS,
             HookClient::CopilotCli => &COPILOT_EVENTS,
+            HookClient::Windsurf => &WINDSURF_EVENTS,
         }
     }
 
@@ -175,6 +196,10 @@ impl HookClient {
             }
             (HookClient::Codex, HookScope::User) => env.home.join(".codex/hooks.json"),
             (HookClient::Codex, HookScope::Project) => env.project.join(".codex/hooks.json"),
+            (HookClient::Windsurf, HookScope::User) => {
+                env.home.join(".codeium/windsurf/hooks.json")
+            }
+            (HookClient::Windsurf, HookScope::Project) => env.project.join(".windsurf/hooks.json"),
         }
     }
 
@@ -198,7 +223,7 @@ impl HookClient {
                     json!({"hooks": hooks})
                 }
             }
-            HookClient::Cursor => json!({"command": command}),
+            HookClient::Cursor | HookClient::Windsurf => json!({"command": command}),
             HookClient::CopilotCli => json!({"type": "command", "bash": command,
                 "timeoutSec": COPILOT_TIMEOUT_SEC}),
             HookClient::Codex => {
@@ -226,7 +251,7 @@ impl HookClient {
             | HookClient::QwenCode
             | HookClient::GeminiCli
             | HookClient::Codex => value.pointer("/hooks/0/command"),
-            HookClient::Cursor => value.get("command"),
+            HookClient::Cursor | HookClient::Windsurf => value.get("command"),
             HookClient::CopilotCli => value.get("bash"),
         }?
         .as_str()?;

@@ -150,6 +150,7 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
             "**/.codex/hooks.json",
             "**/.codex/config.toml",
             "**/.opencode/plugin/toolgate.js",
+            "**/.windsurf/hooks.json",
         ],
     ));
     list.push(Protected::anywhere(
@@ -168,6 +169,7 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
             "**/.codex",
             "**/.opencode",
             "**/.opencode/plugin",
+            "**/.windsurf",
         ],
     ));
     list.push(Protected::anywhere(
@@ -189,6 +191,8 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
         home.join(".codex"),
         home.join(".config/opencode"),
         home.join(".config/opencode/plugin"),
+        home.join(".codeium"),
+        home.join(".codeium/windsurf"),
     ];
     dirs.push(
         env.claude_config_dir

@@ -1,4 +1,4 @@
-//! `toolgate hook claude-code|cursor|qwen-code|gemini-cli|copilot-cli|codex|opencode`: the command a client's hook configuration runs for
+//! `toolgate hook <client>`: the command a client's hook configuration runs for
 //! each hook event. Reads the event on stdin, asks the per-user broker (starting it if none
 //! runs), writes the client's decision on stdout and exits the way the client honours.
 //! Every failure is the client's deny with exit code 2, which both clients treat as blocking.
@@ -29,7 +29,9 @@ beforeReadFile, afterFileEdit, beforeSubmitPrompt. Gemini CLI: BeforeTool, After
 BeforeAgent, SessionStart (an ask is a deny: its hooks cannot ask). Copilot CLI: PreToolUse,
 PostToolUse, UserPromptSubmit. Codex: PreToolUse, PostToolUse, UserPromptSubmit, SessionStart (an
 ask is a deny: Codex runs a call whose hook asks). OpenCode: the events its plugin (`toolgate init
---client opencode --hooks`) hands over. A deny exits 2 (blocking for every
+--client opencode --hooks`) hands over. Windsurf: pre_run_command, post_run_command, pre_read_code,
+post_read_code, pre_write_code, pre_mcp_tool_use, post_mcp_tool_use, pre_user_prompt (an ask is a
+deny). A deny exits 2 (blocking for every
 client); an allow says nothing unless --authoritative, so the client's own permission
 rules still apply.")]
 pub struct Args {
@@ -90,6 +92,7 @@ pub fn quick_args(args: &[std::ffi::OsString]) -> Option<Args> {
             "copilot-cli" if client.is_none() => client = Some(Client::CopilotCli),
             "codex" if client.is_none() => client = Some(Client::Codex),
             "opencode" if client.is_none() => client = Some(Client::OpenCode),
+            "windsurf" if client.is_none() => client = Some(Client::Windsurf),
             "--authoritative" => parsed.authoritative = true,
             "--policy" => parsed.policy = Some(PathBuf::from(it.next()?)),
             "--audit" => parsed.audit = Some(PathBuf::from(it.next()?)),
@@ -122,7 +125,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         | Client::CopilotCli
         | Client::Codex
         | Client::OpenCode => CLAUDE_TIMEOUT,
-        Client::Cursor => CURSOR_TIMEOUT,
+        Client::Cursor | Client::Windsurf => CURSOR_TIMEOUT,
     });
     let deadline = Instant::now() + timeout;
     // The watchdog: whatever hangs (stdin never closed, a broker that does not answer)

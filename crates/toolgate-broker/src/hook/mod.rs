@@ -1,4 +1,4 @@
-//! Client hooks (`toolgate hook claude-code|cursor|qwen-code|gemini-cli|copilot-cli|codex|opencode`): one process per hook event, which
+//! Client hooks (`toolgate hook <client>`): one process per hook event, which
 //! reads the client's JSON on stdin, asks the per-user broker (started if none runs) and
 //! writes the client's decision on stdout.
 //!
@@ -18,6 +18,7 @@ pub mod link;
 pub mod opencode;
 pub mod qwen;
 pub mod vscode;
+pub mod windsurf;
 
 use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
@@ -58,6 +59,8 @@ pub enum Client {
     /// OpenCode (the plugin `toolgate init --client opencode --hooks` writes).
     #[value(name = "opencode")]
     OpenCode,
+    /// Windsurf (`.windsurf/hooks.json`, `~/.codeium/windsurf/hooks.json`).
+    Windsurf,
 }
 
 /// What a client's hook input says, in toolgate's terms.
@@ -131,6 +134,9 @@ pub fn fail(client: Client, event_name: Option<&str>, reason: &str) -> Output {
         Client::CopilotCli => copilot::render(event_name.unwrap_or("PreToolUse"), &verdict, false),
         Client::Codex => codex::render(event_name.unwrap_or("PreToolUse"), &verdict, false),
         Client::OpenCode => opencode::render(event_name.unwrap_or("PreToolUse"), &verdict, false),
+        Client::Windsurf => {
+            windsurf::render(event_name.unwrap_or("pre_run_command"), &verdict, false)
+        }
     }
 }
 
@@ -166,6 +172,7 @@ pub fn parse(client: Client, bytes: &[u8]) -> Result<Parsed, String> {
         Client::CopilotCli => copilot::parse(&value),
         Client::Codex => codex::parse(&value),
         Client::OpenCode => opencode::parse(&value),
+        Client::Windsurf => windsurf::parse(&value),
     }
 }
 
@@ -179,6 +186,7 @@ pub fn render(client: Client, event_name: &str, verdict: &Ruling, authoritative:
         Client::CopilotCli => copilot::render(event_name, verdict, authoritative),
         Client::Codex => codex::render(event_name, verdict, authoritative),
         Client::OpenCode => opencode::render(event_name, verdict, authoritative),
+        Client::Windsurf => windsurf::render(event_name, verdict, authoritative),
     }
 }
 

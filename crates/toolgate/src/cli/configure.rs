@@ -473,6 +473,11 @@ fn run_hooks(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode>
     if selection.client == Some(Client::OpenCode) {
         return run_opencode(selection, action);
     }
+    if selection.client == Some(Client::Cline) {
+        bail!(
+            "Cline's hooks cannot block a call: Cline runs them, then carries out the call whatever they answer (cline 3.0.65), so toolgate installs none\nhelp: `toolgate init --client cline` wraps its MCP servers; its own tools (`execute_command`, `read_file`, `write_to_file`, `replace_in_file`, `browser_action`, `web_fetch`) stay unguarded"
+        );
+    }
     if selection.client == Some(Client::Vscode) {
         bail!(
             "VS Code's agent runs the hooks of Claude Code's settings files and of `.github/hooks/`: install those\nhelp: run `toolgate init --client claude-code --hooks` (or `--client copilot-cli --hooks`)"
@@ -480,7 +485,7 @@ fn run_hooks(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode>
     }
     let Some(client) = selection.client.and_then(HookClient::of) else {
         bail!(
-            "`--hooks` works with `--client` claude-code, cursor, qwen-code, gemini-cli, copilot-cli, codex or opencode\nhelp: the other clients have no hooks toolgate installs; `toolgate init` wraps their MCP servers"
+            "`--hooks` works with `--client` claude-code, cursor, qwen-code, gemini-cli, copilot-cli, codex, opencode or windsurf\nhelp: the other clients have no hooks toolgate installs; `toolgate init` wraps their MCP servers"
         );
     };
     let env = Env::from_process()?;

@@ -96,6 +96,43 @@ fn vscode_fixtures_through_the_claude_code_hook() {
     }
 }
 
+/// Windsurf's actions through the real hook: a key read and a `.env` read exit 2 with the
+/// reason on stderr (what Windsurf shows), so does an ask, and allowed actions and those
+/// that decide nothing exit 0 silently.
+#[test]
+fn windsurf_fixtures() {
+    let w = World::new();
+    let hook = |name: &str| w.hook("windsurf", &w.fixture("windsurf", name), &[]);
+    for (name, file) in [
+        ("pre_run_command.json", ".ssh/id_rsa"),
+        ("pre_read_code.json", ".env"),
+    ] {
+        let r = hook(name);
+        assert_eq!(r.code, Some(2), "{name}: {r:?}");
+        assert!(
+            r.stderr.contains(file) && r.stderr.contains("deny rule"),
+            "{name}: {r:?}"
+        );
+    }
+    // This policy asks before a write (its default), and Windsurf cannot ask: a deny that
+    // says so.
+    let r = hook("pre_write_code.json");
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(
+        r.stderr.contains("default is ask") && r.stderr.contains("cannot ask"),
+        "{r:?}"
+    );
+    for name in [
+        "pre_run_command_allowed.json",
+        "post_run_command.json",
+        "pre_user_prompt.json",
+        "post_cascade_response.json",
+    ] {
+        let r = hook(name);
+        assert_eq!((r.code, r.stdout.as_str()), (Some(0), ""), "{name}: {r:?}");
+    }
+}
+
 /// `toolgate-hook` (what `init --hooks` installs) answers every fixture exactly as
 /// `toolgate hook` does, starting the broker from the `toolgate` beside it.
 #[test]

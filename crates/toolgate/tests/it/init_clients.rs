@@ -352,6 +352,26 @@ fn copilot_cli_round_trip() {
     );
 }
 
+/// Cline's `cline_mcp_settings.json` (the Cline CLI's, in `~/.cline/data/settings/`): the
+/// server is wrapped, its own keys (`disabled`, `autoApprove`) kept.
+#[test]
+fn cline_round_trip() {
+    let fake = Fake::new();
+    let config = fake
+        .home
+        .join(".cline/data/settings/cline_mcp_settings.json");
+    round_trip(
+        &fake,
+        "cline",
+        &[(
+            "cline/cline_mcp_settings.json",
+            &config,
+            "cline/expected_init.json",
+        )],
+        &[],
+    );
+}
+
 /// Qwen Code's settings file (JSON with comments, other settings beside `mcpServers`): the
 /// stdio server is wrapped, its own keys (`timeout`, `trust`) kept, and the remote one
 /// (`httpUrl`, Gemini CLI's and Qwen Code's key for Streamable HTTP) becomes `wrap --url`;

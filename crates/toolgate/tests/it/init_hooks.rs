@@ -438,7 +438,16 @@ fn hooks_need_a_client_that_has_them() {
         "{}",
         r.stderr
     );
-    let r = fake.run(&["init", "--client", "windsurf", "--hooks", "--yes"]);
+    // Cline runs hooks but cannot be stopped by one: refused, with what stays unguarded.
+    let r = fake.run(&["init", "--client", "cline", "--hooks", "--yes"]);
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("Cline's hooks cannot block a call")
+            && r.stderr.contains("`execute_command`"),
+        "{}",
+        r.stderr
+    );
+    let r = fake.run(&["init", "--client", "claude-desktop", "--hooks", "--yes"]);
     assert_ne!(r.code, 0);
     assert!(
         r.stderr
