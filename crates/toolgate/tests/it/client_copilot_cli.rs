@@ -27,6 +27,14 @@ fn a_key_read_by_a_shell_command_never_runs_and_an_allowed_command_does() {
 }
 
 #[test]
+fn a_command_naming_a_host_only_untrusted_content_named_does_not_run() {
+    let Some(copilot) = Agent::copilot_cli() else {
+        return;
+    };
+    copilot.check_tainted_host_command_does_not_run();
+}
+
+#[test]
 fn a_hook_executable_deleted_after_init_leaves_the_tool_not_run() {
     let Some(copilot) = Agent::copilot_cli() else {
         return;
