@@ -307,7 +307,10 @@ impl BrokerChannel {
         let link = match tokio::time::timeout_at(deadline, self.link()).await {
             Ok(Ok(link)) => link,
             Ok(Err(why)) => {
-                tracing::debug!("not sharing the agent session: {why}");
+                // No broker yet (the client may start its servers before its first hook
+                // starts one): what this proxy sees later is shared once one runs.
+                tracing::debug!("not sharing the agent session yet: {why}");
+                self.kick();
                 return;
             }
             Err(_) => {

@@ -43,7 +43,8 @@ pub enum Client {
     GeminiCli,
     /// GitHub Copilot CLI (`~/.copilot/mcp-config.json`).
     CopilotCli,
-    /// Codex (`~/.codex/config.toml`; hooks only: its MCP servers are not wrapped yet).
+    /// Codex (`[mcp_servers.*]` of `~/.codex/config.toml` and a project's
+    /// `.codex/config.toml`).
     Codex,
     /// OpenCode (a plugin; its MCP servers in `opencode.json` are not wrapped yet).
     #[value(name = "opencode")]
@@ -279,7 +280,19 @@ pub fn locations(client: Client, env: &Env) -> Vec<Location> {
         )],
         // Codex keeps its servers in TOML (`[mcp_servers.<name>]`), which `init` does not
         // edit yet.
-        Client::Codex | Client::OpenCode => Vec::new(),
+        Client::Codex => vec![
+            loc(
+                "project",
+                project.join(".codex/config.toml"),
+                MapSpec::CodexToml,
+            ),
+            loc(
+                "user",
+                env.home.join(".codex/config.toml"),
+                MapSpec::CodexToml,
+            ),
+        ],
+        Client::OpenCode => Vec::new(),
         Client::Cline => vec![
             loc(
                 "user",

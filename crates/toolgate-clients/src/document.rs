@@ -60,11 +60,17 @@ pub fn wrap(
     select: Option<&[String]>,
     settings: &WrapSettings,
 ) -> Result<Edited, DocError> {
+    if *spec == MapSpec::CodexToml {
+        return crate::codex_toml::wrap(text, select, settings);
+    }
     edit(text, spec, select, Mode::Wrap(settings))
 }
 
 /// Restores the selected wrapped servers of `text`.
 pub fn unwrap(text: &str, spec: &MapSpec, select: Option<&[String]>) -> Result<Edited, DocError> {
+    if *spec == MapSpec::CodexToml {
+        return crate::codex_toml::unwrap(text, select);
+    }
     edit(text, spec, select, Mode::Unwrap)
 }
 
@@ -221,6 +227,7 @@ mod tests {
             policy: None,
             workspace: Some("/w".to_owned()),
             dialect: crate::entries::Dialect::Other,
+            broker_dir: None,
         }
     }
 

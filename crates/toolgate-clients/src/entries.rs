@@ -39,6 +39,8 @@ pub enum MapSpec {
     Paths(Vec<Vec<String>>),
     /// Every known place: `mcpServers`, `servers` and `projects.*.mcpServers`.
     Auto,
+    /// Codex's TOML (`[mcp_servers.<name>]` tables): edited by `codex_toml`.
+    CodexToml,
 }
 
 /// What `init` does to the entries it wraps.
@@ -55,6 +57,9 @@ pub struct WrapSettings {
     pub workspace: Option<String>,
     /// How the file's client expands `${…}` in `args` (remote entries' header references).
     pub dialect: Dialect,
+    /// The broker's directory (`wrap --broker-dir`), written for a client that starts its
+    /// servers without the user's environment (Codex), where the proxy could not find it.
+    pub broker_dir: Option<String>,
 }
 
 /// What happened (or would happen) to one server entry.
@@ -77,6 +82,9 @@ pub fn entries(
     text: &str,
     spec: &MapSpec,
 ) -> Result<Vec<(String, String, serde_json::Value)>, DocError> {
+    if *spec == MapSpec::CodexToml {
+        return crate::codex_toml::entries(text);
+    }
     let body = text.strip_prefix('\u{feff}').unwrap_or(text);
     with_maps(body, spec, |_, maps| {
         Ok(maps
@@ -138,6 +146,7 @@ pub(crate) fn with_maps<T>(
 pub(crate) fn find_maps<'b, 'a>(root: &'b Object<'a>, spec: &MapSpec) -> Vec<ServerMap<'b, 'a>> {
     let paths: Vec<Vec<String>> = match spec {
         MapSpec::Paths(paths) => paths.clone(),
+        MapSpec::CodexToml => Vec::new(),
         MapSpec::Auto => {
             let mut paths = vec![vec!["mcpServers".to_owned()], vec!["servers".to_owned()]];
             if let Some(projects) = root.get_object("projects") {
@@ -291,6 +300,7 @@ pub const WRAP_OPTIONS_WITH_VALUES: &[&str] = &[
     "approval-timeout",
     "audit",
     "auth-timeout",
+    "broker-dir",
     "ca-file",
     "callback-port",
     "client-id",

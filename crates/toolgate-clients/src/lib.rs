@@ -3,6 +3,7 @@
 //! `toolgate init` and `toolgate unwrap` show and apply the edits; toolgate's
 //! self-protection reads the locations.
 
+pub mod codex_toml;
 pub mod codex_trust;
 pub mod discovery;
 pub mod document;

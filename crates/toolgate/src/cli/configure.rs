@@ -81,11 +81,6 @@ fn locations(selection: &Selection) -> anyhow::Result<Vec<Location>> {
             "OpenCode's MCP servers (`mcp` in `opencode.json`, a command as one list) are not edited by `init` yet\nhelp: wrap each by hand, `\"command\": [\"toolgate\", \"wrap\", \"--server\", \"<name>\", \"--\", <its command>…]`; `toolgate init --client opencode --hooks` installs the plugin"
         );
     }
-    if selection.client == Some(Client::Codex) {
-        bail!(
-            "Codex keeps its MCP servers in `~/.codex/config.toml` (TOML), which `init` does not edit yet\nhelp: wrap each by hand, `command = \"toolgate\"` and `args = [\"wrap\", \"--server\", \"<name>\", \"--\", <its command>…]` under `[mcp_servers.<name>]`; `toolgate init --client codex --hooks` installs the hooks"
-        );
-    }
     let clients: Vec<Client> = match selection.client {
         Some(client) => vec![client],
         None => Client::ALL.to_vec(),
@@ -111,7 +106,7 @@ fn locations(selection: &Selection) -> anyhow::Result<Vec<Location>> {
 fn project_of(location: &Location) -> Option<PathBuf> {
     match location.scope {
         "project" => location.path.parent().and_then(|dir| {
-            if [".cursor", ".vscode", ".qwen", ".gemini"]
+            if [".cursor", ".vscode", ".qwen", ".gemini", ".codex"]
                 .iter()
                 .any(|d| dir.ends_with(d))
             {
@@ -194,9 +189,15 @@ fn plan(location: Location, selection: &Selection, action: &Action) -> anyhow::R
                 )?),
                 None => settings.workspace.clone(),
             };
+            // Codex starts its servers without the user's environment: the proxy is told
+            // where the broker is, as this process (and the client's hooks) find it.
+            let broker_dir = (location.client == Some(Client::Codex))
+                .then(|| toolgate_broker::Layout::for_user().dir)
+                .and_then(|d| d.into_os_string().into_string().ok());
             let settings = WrapSettings {
                 dialect: dialect_of(&location),
                 workspace,
+                broker_dir,
                 ..settings.clone()
             };
             document::wrap(&file.text, &location.maps, select, &settings)

@@ -323,6 +323,7 @@ fn check_clients(out: &mut Out, uses: &mut Vec<InUse>) -> Vec<RemoteServer> {
         policy: None,
         workspace: Some(String::new()),
         dialect: toolgate_clients::remote::Dialect::Other,
+        broker_dir: None,
     };
     for location in found {
         let client: &'static str = location.client.map_or("file", Client::name);

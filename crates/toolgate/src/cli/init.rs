@@ -91,6 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         policy: policy.map(path_string).transpose()?,
         workspace,
         dialect: toolgate_clients::remote::Dialect::Other,
+        broker_dir: None,
     };
     super::configure::run(&args.selection, &Action::Init(settings))
 }

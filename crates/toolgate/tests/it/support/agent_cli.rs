@@ -209,6 +209,19 @@ impl Agent {
         assert!(out.status.success(), "{out:?}");
     }
 
+    /// `toolgate unwrap --client <this client> --yes` in the world's project.
+    pub fn unwrap(&self, w: &World, exe: &Path) {
+        let out = std::process::Command::new(exe)
+            .args(["unwrap", "--client", self.client(), "--yes"])
+            .current_dir(w.project())
+            .env("HOME", w.base().join("home"))
+            .env("TOOLGATE_BROKER_DIR", &w.broker_dir)
+            .env_remove("TOOLGATE_LOG")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+
     /// `toolgate ARGS` in the world's project, as the user who installed the client runs it:
     /// its stdout.
     pub fn toolgate(&self, w: &World, exe: &Path, args: &[&str]) -> String {

@@ -341,9 +341,18 @@ async fn responses(State(s): State<Shared>, body: axum::Json<Value>) -> Response
         .then(|| s.script.get(turn))
         .flatten();
     let item = match scripted {
-        Some(call) => json!({"type": "function_call", "id": format!("fc_{turn}"),
-            "call_id": format!("call_{turn}"), "name": call.name,
-            "arguments": call.input.to_string()}),
+        // `namespace.name`: a tool of a namespace (Codex puts each MCP server's tools in
+        // one, `mcp__<server>`).
+        Some(call) => {
+            let mut item = json!({"type": "function_call", "id": format!("fc_{turn}"),
+                "call_id": format!("call_{turn}"), "name": call.name,
+                "arguments": call.input.to_string()});
+            if let Some((namespace, name)) = call.name.split_once('.') {
+                item["namespace"] = json!(namespace);
+                item["name"] = json!(name);
+            }
+            item
+        }
         None => {
             let last = results.last().map(|r| r["content"].to_string());
             json!({"type": "message", "id": format!("msg_{turn}"), "role": "assistant",
