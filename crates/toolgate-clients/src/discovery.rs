@@ -46,7 +46,8 @@ pub enum Client {
     /// Codex (`[mcp_servers.*]` of `~/.codex/config.toml` and a project's
     /// `.codex/config.toml`).
     Codex,
-    /// OpenCode (a plugin; its MCP servers in `opencode.json` are not wrapped yet).
+    /// OpenCode (`mcp` of `opencode.json`, `~/.config/opencode/opencode.json`; its hooks
+    /// are a plugin).
     #[value(name = "opencode")]
     OpenCode,
     /// Cline (`cline_mcp_settings.json` of the Cline CLI and of its VS Code extension; its
@@ -292,7 +293,15 @@ pub fn locations(client: Client, env: &Env) -> Vec<Location> {
                 MapSpec::CodexToml,
             ),
         ],
-        Client::OpenCode => Vec::new(),
+        Client::OpenCode => vec![
+            loc("project", project.join("opencode.json"), servers_at("mcp")),
+            loc("project", project.join("opencode.jsonc"), servers_at("mcp")),
+            loc(
+                "user",
+                env.config_home().join("opencode/opencode.json"),
+                servers_at("mcp"),
+            ),
+        ],
         Client::Cline => vec![
             loc(
                 "user",

@@ -21,6 +21,7 @@ mod unwrap;
 mod wrap;
 
 use unwrap::{restored_value, unwrap_entry};
+pub(crate) use wrap::wrap_prefix;
 use wrap::{wrap_entry, wrapped_value};
 
 pub use crate::entries::{
@@ -105,6 +106,8 @@ fn not_stdio_reason(entry: &Object<'_>) -> Option<String> {
             Some(Value::Array(array)) if string_array(array).is_some() => None,
             Some(_) => Some("`args` is not an array of strings".to_owned()),
         },
+        // OpenCode's command and arguments as one list.
+        Some(Value::Array(list)) if string_array(list).is_some_and(|l| !l.is_empty()) => None,
         Some(_) => Some("`command` is not a string".to_owned()),
     }
 }

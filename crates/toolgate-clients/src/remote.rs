@@ -131,6 +131,14 @@ pub fn analyze(entry: &Map<String, Value>) -> Result<Option<RemoteSpec>, String>
             return Err(format!("`type: {kind}` with a URL: fix the entry first"));
         }
         None => Transport::Auto,
+        // OpenCode's: its local servers need `type: local` and a `command` list, which
+        // the wrapped form of a remote entry is not.
+        Some("remote") => {
+            return Err(
+                "OpenCode remote server (`type: remote`): wrap it by hand, as `type: local` running `toolgate wrap --url`"
+                    .to_owned(),
+            );
+        }
         Some("http" | "streamable-http" | "streamableHttp" | "streamable_http") => {
             Transport::StreamableHttp
         }

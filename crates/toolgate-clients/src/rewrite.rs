@@ -1,4 +1,4 @@
-//! The splices that wrap a remote entry and restore it.
+//! The splices that wrap a remote entry (or one whose `command` is a list) and restore it.
 //!
 //! A remote entry changes shape when it is wrapped (its `type`, `url` and `headers` go, a
 //! `command`, `args` and `env` come), so the whole entry is replaced: the new entry holds the
@@ -42,7 +42,6 @@ pub(crate) fn wrap_remote(
     splices: &mut Vec<Splice>,
     whole: &mut Option<serde_json::Value>,
 ) -> Result<Outcome, DocError> {
-    let raw = slice(text, entry.range.start, entry.range.end)?;
     let wrapped = remote::wrapped_args(
         name,
         spec,
@@ -50,13 +49,74 @@ pub(crate) fn wrap_remote(
         settings.workspace.as_deref(),
         settings.dialect,
     );
-    let layout = layout(text, entry);
+    let strings = |items: &[String]| {
+        serde_json::Value::Array(
+            items
+                .iter()
+                .cloned()
+                .map(serde_json::Value::String)
+                .collect(),
+        )
+    };
+    let mut added = vec![
+        ("command", serde_json::Value::String(settings.exe.clone())),
+        ("args", strings(&wrapped.args)),
+    ];
+    let env: Vec<&(String, String)> = spec.env.iter().chain(&wrapped.env_added).collect();
+    if !env.is_empty() || spec.consumed.contains(&"env") {
+        let map: serde_json::Map<String, serde_json::Value> = env
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect();
+        added.push(("env", serde_json::Value::Object(map)));
+    }
+    replace_entry(text, entry, &spec.consumed, &added, splices, whole)
+}
 
+/// Replaces `entry` (a stdio entry named `name` whose `command` is a list: OpenCode's
+/// `"command": ["npx", "-y", "server"]`) with its wrapped form, `command` the same kind of
+/// list: toolgate, `wrap` and its options, `--`, then the original list.
+pub(crate) fn wrap_command_list(
+    text: &str,
+    name: &str,
+    entry: &Object<'_>,
+    list: &[String],
+    settings: &WrapSettings,
+    splices: &mut Vec<Splice>,
+    whole: &mut Option<serde_json::Value>,
+) -> Result<Outcome, DocError> {
+    let (first, rest) = list.split_first().ok_or(DocError::Verification)?;
+    let mut command = vec![settings.exe.clone()];
+    command.extend(crate::document::wrap_prefix(name, first, settings));
+    command.extend(rest.iter().cloned());
+    let value =
+        serde_json::Value::Array(command.into_iter().map(serde_json::Value::String).collect());
+    replace_entry(
+        text,
+        entry,
+        &["command"],
+        &[("command", value)],
+        splices,
+        whole,
+    )
+}
+
+/// Replaces the whole of `entry`: the original entry's text as the value of
+/// [`UPSTREAM_KEY`], then its properties but `consumed` as they were written, then `added`.
+fn replace_entry(
+    text: &str,
+    entry: &Object<'_>,
+    consumed: &[&str],
+    added: &[(&str, serde_json::Value)],
+    splices: &mut Vec<Splice>,
+    whole: &mut Option<serde_json::Value>,
+) -> Result<Outcome, DocError> {
+    let raw = slice(text, entry.range.start, entry.range.end)?;
+    let layout = layout(text, entry);
     let original: serde_json::Value = jsonc_parser::ast::Value::Object(entry.clone()).into();
     let original_map = original.as_object().ok_or(DocError::Verification)?;
     let mut expected = serde_json::Map::new();
     expected.insert(UPSTREAM_KEY.to_owned(), original.clone());
-
     let upstream_text = match &layout {
         Some((_, _, unit)) => raw.replace('\n', &format!("\n{unit}")),
         None => raw.to_owned(),
@@ -64,45 +124,17 @@ pub(crate) fn wrap_remote(
     let mut props = vec![format!("{}: {upstream_text}", json_string(UPSTREAM_KEY))];
     for prop in &entry.properties {
         let key = prop_name(prop);
-        if spec.consumed.contains(&key.as_str()) {
+        if consumed.contains(&key.as_str()) {
             continue;
         }
         props.push(slice(text, prop.range.start, prop.range.end)?.to_owned());
         let value = original_map.get(&key).ok_or(DocError::Verification)?;
         expected.insert(key, value.clone());
     }
-    props.push(format!("\"command\": {}", json_string(&settings.exe)));
-    let args: Vec<String> = wrapped.args.iter().map(|a| json_string(a)).collect();
-    props.push(format!("\"args\": [{}]", args.join(", ")));
-    expected.insert(
-        "command".to_owned(),
-        serde_json::Value::String(settings.exe.clone()),
-    );
-    expected.insert(
-        "args".to_owned(),
-        serde_json::Value::Array(
-            wrapped
-                .args
-                .iter()
-                .cloned()
-                .map(serde_json::Value::String)
-                .collect(),
-        ),
-    );
-    let env: Vec<&(String, String)> = spec.env.iter().chain(&wrapped.env_added).collect();
-    if !env.is_empty() || spec.consumed.contains(&"env") {
-        let members: Vec<String> = env
-            .iter()
-            .map(|(k, v)| format!("{}: {}", json_string(k), json_string(v)))
-            .collect();
-        props.push(format!("\"env\": {{{}}}", members.join(", ")));
-        let map: serde_json::Map<String, serde_json::Value> = env
-            .iter()
-            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-            .collect();
-        expected.insert("env".to_owned(), serde_json::Value::Object(map));
+    for (key, value) in added {
+        props.push(format!("{}: {}", json_string(key), render(value)));
+        expected.insert((*key).to_owned(), value.clone());
     }
-
     let with = match &layout {
         Some((ind, close, _)) => {
             let nl = newline(text);
@@ -118,6 +150,25 @@ pub(crate) fn wrap_remote(
     });
     *whole = Some(serde_json::Value::Object(expected));
     Ok(Outcome::Wrapped)
+}
+
+/// A value on one line, as `wrap_remote` has always written them: `["a", "b"]`,
+/// `{"K": "v"}`.
+fn render(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(render).collect();
+            format!("[{}]", items.join(", "))
+        }
+        serde_json::Value::Object(map) => {
+            let members: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{}: {}", json_string(k), render(v)))
+                .collect();
+            format!("{{{}}}", members.join(", "))
+        }
+        other => other.to_string(),
+    }
 }
 
 /// Puts back the original text of an entry `wrap_remote` replaced.

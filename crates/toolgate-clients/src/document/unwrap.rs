@@ -31,6 +31,19 @@ pub(super) fn unwrap_entry(
     splices: &mut Vec<Splice>,
     whole: &mut Option<serde_json::Value>,
 ) -> Result<Outcome, DocError> {
+    // A `command` list (OpenCode) was wrapped as a whole: its record is put back.
+    if let Some(Value::Array(list)) = entry.get("command").map(|p| &p.value) {
+        let strings: Vec<Option<&str>> = list.elements.iter().map(string_value).collect();
+        if strings.get(1).copied().flatten() == Some("wrap") {
+            if upstream_of(entry).is_none() {
+                return Ok(Outcome::Skipped(format!(
+                    "runs `toolgate wrap` and has no `{UPSTREAM_KEY}` object: restore this entry by hand"
+                )));
+            }
+            return crate::rewrite::unwrap_remote(text, entry, splices, whole);
+        }
+        return Ok(Outcome::NotWrapped);
+    }
     if let Some(args) = entry.get_array("args") {
         let strings: Vec<Option<&str>> = args.elements.iter().map(string_value).collect();
         let ours = looks_wrapped(entry) || upstream_of(entry).is_some();

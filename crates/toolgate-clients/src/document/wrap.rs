@@ -8,7 +8,7 @@ use crate::entries::{
 use jsonc_parser::ast::{Object, Value};
 use jsonc_parser::common::Ranged;
 
-fn wrap_prefix(name: &str, command: &str, settings: &WrapSettings) -> Vec<String> {
+pub(crate) fn wrap_prefix(name: &str, command: &str, settings: &WrapSettings) -> Vec<String> {
     let mut prefix = vec!["wrap".to_owned(), "--server".to_owned(), name.to_owned()];
     if let Some(policy) = &settings.policy {
         prefix.push("--policy".to_owned());
@@ -50,6 +50,16 @@ pub(super) fn wrap_entry(
     else {
         return Ok(Outcome::Skipped("no `command`".to_owned()));
     };
+    if let Value::Array(list) = &command_prop.value {
+        return match string_array(list) {
+            Some(list) if !list.is_empty() => crate::rewrite::wrap_command_list(
+                text, name, entry, &list, settings, splices, whole,
+            ),
+            _ => Ok(Outcome::Skipped(
+                "`command` is not a list of strings".to_owned(),
+            )),
+        };
+    }
     let Some(command) = string_value(&command_prop.value) else {
         return Ok(Outcome::Skipped("`command` is not a string".to_owned()));
     };

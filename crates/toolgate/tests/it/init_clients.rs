@@ -372,6 +372,25 @@ fn cline_round_trip() {
     );
 }
 
+/// OpenCode's `opencode.json` (JSON with comments): a local server's `command` is a list, so
+/// the wrapped one is a list too (toolgate, `wrap` and its options, `--`, the original), its
+/// other keys kept; a `type: remote` server is left alone.
+#[test]
+fn opencode_round_trip() {
+    let fake = Fake::new();
+    let config = fake.project.join("opencode.json");
+    round_trip(
+        &fake,
+        "opencode",
+        &[(
+            "opencode/opencode.json",
+            &config,
+            "opencode/expected_init.json",
+        )],
+        &[],
+    );
+}
+
 /// Qwen Code's settings file (JSON with comments, other settings beside `mcpServers`): the
 /// stdio server is wrapped, its own keys (`timeout`, `trust`) kept, and the remote one
 /// (`httpUrl`, Gemini CLI's and Qwen Code's key for Streamable HTTP) becomes `wrap --url`;

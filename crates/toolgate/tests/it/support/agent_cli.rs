@@ -340,12 +340,16 @@ impl Agent {
                 ]);
             }
             Kind::OpenCode => {
-                // The model provider: the project's `opencode.json`, written for this run.
-                let config = json!({"provider": {"mock": {"npm": "@ai-sdk/openai-compatible",
+                // The model provider: set in the project's `opencode.json` for this run
+                // (whatever else it holds, its `mcp` servers, is kept).
+                let path = w.project().join("opencode.json");
+                let mut config: serde_json::Value = std::fs::read_to_string(&path)
+                    .map_or(json!({}), |t| serde_json::from_str(&t).unwrap());
+                config["provider"] = json!({"mock": {"npm": "@ai-sdk/openai-compatible",
                     "name": "Mock", "options": {"baseURL": format!("{}/v1", mock.url),
-                    "apiKey": "not-a-key"}, "models": {"mock": {"name": "Mock"}}}},
-                    "model": "mock/mock"});
-                std::fs::write(w.project().join("opencode.json"), config.to_string()).unwrap();
+                    "apiKey": "not-a-key"}, "models": {"mock": {"name": "Mock"}}}});
+                config["model"] = json!("mock/mock");
+                std::fs::write(&path, config.to_string()).unwrap();
                 cmd.args(["run", prompt]);
             }
             Kind::CopilotCli => {
