@@ -223,8 +223,8 @@ pub struct EnforceArgs {
     /// [default: the parent process, i.e. the MCP client].
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
-    /// The approval broker's directory [default: `$TOOLGATE_BROKER_DIR`, else
-    /// `$XDG_RUNTIME_DIR/toolgate`, else `/tmp/toolgate-<uid>`]. `toolgate init` writes it
+    /// The approval broker's directory (by default `$TOOLGATE_BROKER_DIR`, else
+    /// `$XDG_RUNTIME_DIR/toolgate`, else `/tmp/toolgate-<uid>`). `toolgate init` writes it
     /// for clients that start their servers without the user's environment (Codex), so that
     /// the proxy finds the broker the client's hooks use.
     #[arg(long, value_name = "DIR")]
