@@ -12,6 +12,13 @@
 //! result after a tool as `tool_result{result_type, text_result_for_llm}`, and an MCP tool
 //! as `<server>-<tool>`, split here with the servers of `~/.copilot/mcp-config.json`.
 //!
+//! Under its own event names (`preToolUse`, `postToolUse`, `userPromptSubmitted`, which a
+//! user may have configured) it sends another shape: `{sessionId, timestamp, cwd, prompt}`,
+//! `{…, toolName, toolArgs}` and `{…, toolName, toolArgs, toolResult{resultType,
+//! textResultForLlm}}`, with its own tool names (`bash`, `view`, `create`, `edit`, `grep`,
+//! `glob`, `web_fetch`), and takes a top-level `{"permissionDecision": "deny",
+//! "permissionDecisionReason": …}`. Both shapes are read; each gets its answer.
+//!
 //! Output: Claude Code's JSON. A deny answers `permissionDecision: deny` with exit code 0:
 //! with exit 2 Copilot CLI blocks too, but tells the model only "hook exited with code 2".
 //! A hook that errors (a missing executable) denies. Prompts vouch for nothing: there is no
@@ -24,22 +31,108 @@ use serde_json::{Map, Value};
 use super::{Output, Parsed, Ruling, claude};
 use crate::proto::HookEffect;
 
+/// The name toolgate gives an event of Copilot CLI's own shape (it carries none): its
+/// answer is that shape's.
+const CAMEL: &str = "copilotCli";
+
 pub fn parse(v: &Value) -> Result<Parsed, String> {
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let servers = home
         .map(|h| mcp_servers(&h.join(".copilot/mcp-config.json")))
         .unwrap_or_default();
+    if v.get("sessionId").is_some() && v.get("hook_event_name").is_none() {
+        let mut parsed = claude::parse(&as_claude(&from_camel(v)?, &servers))?;
+        parsed.name = format!("{CAMEL}:{}", parsed.name);
+        return Ok(parsed);
+    }
     claude::parse(&as_claude(v, &servers))
 }
 
+/// Copilot CLI's own shape as its Claude Code one: the event from what it carries, its tool
+/// names as Claude Code's.
+fn from_camel(v: &Value) -> Result<Value, String> {
+    let text = |k: &str| v.get(k).cloned().unwrap_or(Value::Null);
+    let mut out = serde_json::json!({"session_id": text("sessionId"), "cwd": text("cwd")});
+    let Some(obj) = out.as_object_mut() else {
+        return Err("internal error".to_owned());
+    };
+    if let Some(tool) = v.get("toolName").and_then(Value::as_str) {
+        let name = CAMEL_TOOLS
+            .iter()
+            .find(|(c, _)| *c == tool)
+            .map_or(tool, |(_, claude)| claude);
+        obj.insert("tool_name".to_owned(), Value::String(name.to_owned()));
+        let args = match v.get("toolArgs") {
+            Some(Value::String(s)) => serde_json::from_str(s).unwrap_or(Value::Null),
+            Some(a) => a.clone(),
+            None => Value::Null,
+        };
+        obj.insert("tool_input".to_owned(), args);
+        match v.get("toolResult") {
+            Some(result) => {
+                obj.insert("hook_event_name".to_owned(), "PostToolUse".into());
+                obj.insert("tool_response".to_owned(), result.clone());
+            }
+            None => {
+                obj.insert("hook_event_name".to_owned(), "PreToolUse".into());
+            }
+        }
+    } else if let Some(prompt) = v.get("prompt") {
+        obj.insert("hook_event_name".to_owned(), "UserPromptSubmit".into());
+        obj.insert("prompt".to_owned(), prompt.clone());
+    } else {
+        obj.insert("hook_event_name".to_owned(), "SessionStart".into());
+    }
+    Ok(out)
+}
+
+/// Copilot CLI's own tool names and Claude Code's.
+const CAMEL_TOOLS: &[(&str, &str)] = &[
+    ("bash", "Bash"),
+    ("view", "Read"),
+    ("create", "Write"),
+    ("edit", "Edit"),
+    ("grep", "Grep"),
+    ("glob", "Glob"),
+    ("web_fetch", "WebFetch"),
+];
+
 /// The output for a verdict: Claude Code's, a deny with exit code 0 so that Copilot CLI
-/// shows its reason.
+/// shows its reason; for Copilot CLI's own shape, its top-level answer.
 pub fn render(name: &str, verdict: &Ruling, authoritative: bool) -> Output {
+    if let Some(event) = name.strip_prefix(CAMEL).and_then(|n| n.strip_prefix(':')) {
+        return render_camel(event, verdict);
+    }
     let mut out = claude::render(name, verdict, authoritative);
     if verdict.decision == HookEffect::Deny && out.stdout.contains("permissionDecision") {
         out.code = 0;
     }
     out
+}
+
+/// The answer in Copilot CLI's own shape: `permissionDecision` at the top for a tool call
+/// (exit 0, so that the reason is shown), exit 2 for a failure elsewhere.
+fn render_camel(event: &str, verdict: &Ruling) -> Output {
+    let deny = matches!(verdict.decision, HookEffect::Deny | HookEffect::Ask);
+    match (event, deny) {
+        ("PreToolUse", true) => Output {
+            stdout: serde_json::json!({"permissionDecision": "deny",
+                "permissionDecisionReason": verdict.reason})
+            .to_string(),
+            stderr: verdict.reason.clone(),
+            code: 0,
+        },
+        (_, true) => Output {
+            stdout: String::new(),
+            stderr: verdict.reason.clone(),
+            code: super::BLOCKING_EXIT,
+        },
+        (_, false) => Output {
+            stdout: String::new(),
+            stderr: String::new(),
+            code: 0,
+        },
+    }
 }
 
 /// The names of the MCP servers in Copilot CLI's configuration at `path` (none when it
@@ -204,5 +297,46 @@ mod tests {
         assert!(out.stdout.contains(r#""permissionDecision":"deny""#));
         // A failure on a prompt still blocks with exit 2.
         assert_eq!(render("UserPromptSubmit", &deny, false).code, 2);
+    }
+
+    #[test]
+    fn copilots_own_shape_is_read_and_answered_in_it() {
+        let pre = json!({"sessionId": "s", "timestamp": 1, "cwd": "/w", "toolName": "view",
+            "toolArgs": {"path": "/h/.ssh/id_rsa"}});
+        let p = parse(&pre).unwrap();
+        assert_eq!(p.name, "copilotCli:PreToolUse");
+        let Some(HookEvent::Before {
+            tool, arguments, ..
+        }) = p.event
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (tool.as_str(), &arguments["file_path"]),
+            ("Read", &json!("/h/.ssh/id_rsa"))
+        );
+        let post = json!({"sessionId": "s", "cwd": "/w", "toolName": "bash",
+            "toolArgs": "{\"command\": \"ls\"}",
+            "toolResult": {"resultType": "success", "textResultForLlm": "a"}});
+        assert!(matches!(
+            parse(&post).unwrap().event,
+            Some(HookEvent::After { .. })
+        ));
+        let prompt = json!({"sessionId": "s", "cwd": "/w", "prompt": "hi"});
+        assert!(matches!(
+            parse(&prompt).unwrap().event,
+            Some(HookEvent::Prompt { .. })
+        ));
+        let deny = Ruling {
+            decision: HookEffect::Deny,
+            reason: "toolgate: no".to_owned(),
+        };
+        let out = render("copilotCli:PreToolUse", &deny, false);
+        assert_eq!(out.code, 0);
+        assert_eq!(
+            serde_json::from_str::<Value>(&out.stdout).unwrap()["permissionDecision"],
+            "deny"
+        );
+        assert_eq!(render("copilotCli:UserPromptSubmit", &deny, false).code, 2);
     }
 }

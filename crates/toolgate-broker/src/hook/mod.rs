@@ -131,7 +131,12 @@ pub fn fail(client: Client, event_name: Option<&str>, reason: &str) -> Output {
             false,
         ),
         Client::GeminiCli => gemini::render(event_name.unwrap_or("BeforeTool"), &verdict, false),
-        Client::CopilotCli => copilot::render(event_name.unwrap_or("PreToolUse"), &verdict, false),
+        // Which of its two shapes the input had may be unknown here: exit 2, which both
+        // read as a deny.
+        Client::CopilotCli => Output {
+            code: BLOCKING_EXIT,
+            ..copilot::render(event_name.unwrap_or("PreToolUse"), &verdict, false)
+        },
         Client::Codex => codex::render(event_name.unwrap_or("PreToolUse"), &verdict, false),
         Client::OpenCode => opencode::render(event_name.unwrap_or("PreToolUse"), &verdict, false),
         Client::Windsurf => {

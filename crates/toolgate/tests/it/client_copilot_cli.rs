@@ -126,3 +126,33 @@ fn an_ask_in_a_headless_run_neither_hangs_nor_runs_the_tool() {
     assert!(!w.project().join("canary.txt").exists(), "{out}");
     assert_eq!(mock.tool_results().len(), 1, "{out}");
 }
+
+/// Copilot CLI's own event names (`preToolUse`, …), which a user may have configured
+/// instead of the ones `init` writes, send another input shape and take another answer:
+/// the same hook reads it and answers in it, so the key read is denied with the reason.
+#[test]
+fn copilots_own_event_names_are_guarded_too() {
+    let Some(copilot) = Agent::copilot_cli() else {
+        return;
+    };
+    let w = copilot.world(Path::new(env!("CARGO_BIN_EXE_toolgate")));
+    let settings = copilot.settings(&w);
+    let text = std::fs::read_to_string(&settings).unwrap();
+    let camel = text
+        .replace("\"PreToolUse\"", "\"preToolUse\"")
+        .replace("\"PostToolUse\"", "\"postToolUse\"")
+        .replace("\"UserPromptSubmit\"", "\"userPromptSubmitted\"");
+    assert_ne!(camel, text);
+    std::fs::write(&settings, camel).unwrap();
+    let key = w.base().join("home/.ssh/id_rsa");
+    let script = vec![
+        call("view", json!({"path": key})),
+        copilot.shell_call("echo ran > canary.txt"),
+    ];
+    let (mock, out) = copilot.run(&w, "show me my key", script, &[]);
+    assert!(!mock.saw(crate::support::agent_cli::KEY), "{out}");
+    let results = mock.tool_results();
+    assert_eq!(results.len(), 2, "{results:?}\n{out}");
+    assert!(results[0].contains("protect-keys"), "{results:?}");
+    assert!(w.project().join("canary.txt").exists(), "{results:?}");
+}
