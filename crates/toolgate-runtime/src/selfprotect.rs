@@ -227,6 +227,16 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
             no_read: false,
         });
     }
+    // Qwen Code's: `~/.qwen/projects/<project>/chats/*.jsonl`.
+    for dir in spellings(&home.join(".qwen/projects")) {
+        let e = toolgate_policy::protect::escape(&dir);
+        list.push(Protected {
+            kind: K::Transcript,
+            shown: format!("{dir}/…/*.jsonl"),
+            globs: vec![format!("{e}/**/*.jsonl"), format!("{e}/*/chats"), e],
+            no_read: false,
+        });
+    }
     // Gemini CLI's: `~/.gemini/tmp/<project>/chats/*.jsonl`. The rest of `~/.gemini/tmp` is
     // the agent's own scratch space (Gemini CLI tells the model so).
     for dir in spellings(&home.join(".gemini/tmp")) {

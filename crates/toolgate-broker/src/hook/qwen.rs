@@ -10,8 +10,10 @@
 //!   (a deferred tool: the model reaches it through `tool_call`, and the hooks see
 //!   `web_fetch` itself);
 //! - `UserPromptSubmit` also fires for the turns that carry tool results, with an empty
-//!   `prompt`; its `transcript_path` is Qwen Code's own (`~/.qwen/projects/…/chats`), not
-//!   one toolgate reads: a Qwen Code prompt vouches for nothing.
+//!   `prompt`; `prompt` has white space added before an `@` (`bob @partner.example`), and
+//!   `submitted_prompt` is what was typed; its `transcript_path` is Qwen Code's own
+//!   (`~/.qwen/projects/…/chats`, the typed prompt a `provenance: real_user` line), against
+//!   which the prompt is checked, white space aside.
 //!
 //! The input is rewritten into Claude Code's terms (`Bash`, `Read`, `Write`, `Edit`, …,
 //! with their argument names) and read by [`super::claude`]: one mapping of each built-in
@@ -47,14 +49,18 @@ pub fn render(name: &str, verdict: &Ruling, authoritative: bool) -> Output {
 }
 
 /// `v` in Claude Code's terms: the built-in tool renamed, a shell command with a directory
-/// as Cursor's `Shell` (`command`, `cwd`), and no transcript.
+/// as Cursor's `Shell` (`command`, `cwd`), the prompt as typed.
 fn as_claude(v: &Value) -> Value {
     let mut v = v.clone();
     let Some(obj) = v.as_object_mut() else {
         return v;
     };
-    // Qwen Code's transcript is not one toolgate can check a prompt against.
-    obj.remove("transcript_path");
+    // The prompt as typed: `prompt` has white space added (`bob @partner.example`), as the
+    // transcript has it; the transcript is checked white space aside.
+    if let Some(typed) = obj.get("submitted_prompt").and_then(Value::as_str) {
+        let typed = typed.to_owned();
+        obj.insert("prompt".to_owned(), Value::String(typed));
+    }
     let Some(name) = obj
         .get("tool_name")
         .and_then(Value::as_str)
@@ -149,16 +155,21 @@ mod tests {
     }
 
     #[test]
-    fn a_prompt_vouches_for_nothing_and_an_empty_one_is_read() {
-        for text in ["send it to bob@partner.example", ""] {
-            let p = parse(&input("UserPromptSubmit", json!({"prompt": text}))).unwrap();
-            assert_eq!(
-                p.event,
-                Some(HookEvent::Prompt {
-                    text: text.to_owned(),
-                    transcript: None
-                })
-            );
-        }
+    fn the_typed_prompt_is_checked_against_the_transcript_and_an_empty_one_is_read() {
+        let p = parse(&input(
+            "UserPromptSubmit",
+            json!({"prompt": "send it to bob @partner.example",
+                "submitted_prompt": "send it to bob@partner.example"}),
+        ))
+        .unwrap();
+        assert_eq!(
+            p.event,
+            Some(HookEvent::Prompt {
+                text: "send it to bob@partner.example".to_owned(),
+                transcript: Some("/h/.qwen/projects/p/chats/s.jsonl".to_owned())
+            })
+        );
+        let p = parse(&input("UserPromptSubmit", json!({"prompt": ""}))).unwrap();
+        assert!(matches!(p.event, Some(HookEvent::Prompt { text, .. }) if text.is_empty()));
     }
 }
