@@ -24,8 +24,6 @@
 //! A hook that errors (a missing executable) denies. Prompts vouch for nothing: there is no
 //! transcript to check them against.
 
-use std::path::Path;
-
 use serde_json::{Map, Value};
 
 use super::{Output, Parsed, Ruling, claude};
@@ -38,7 +36,7 @@ const CAMEL: &str = "copilotCli";
 pub fn parse(v: &Value) -> Result<Parsed, String> {
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let servers = home
-        .map(|h| mcp_servers(&h.join(".copilot/mcp-config.json")))
+        .map(|h| super::configured_servers(&h.join(".copilot/mcp-config.json"), "mcpServers"))
         .unwrap_or_default();
     if v.get("sessionId").is_some() && v.get("hook_event_name").is_none() {
         let mut parsed = claude::parse(&as_claude(&from_camel(v)?, &servers))?;
@@ -135,20 +133,6 @@ fn render_camel(event: &str, verdict: &Ruling) -> Output {
     }
 }
 
-/// The names of the MCP servers in Copilot CLI's configuration at `path` (none when it
-/// cannot be read).
-fn mcp_servers(path: &Path) -> Vec<String> {
-    std::fs::read(path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        .and_then(|v| {
-            v.get("mcpServers")
-                .and_then(Value::as_object)
-                .map(|m| m.keys().cloned().collect())
-        })
-        .unwrap_or_default()
-}
-
 /// `v` in Claude Code's terms: `tool_result` as `tool_response`, an MCP tool as
 /// `mcp__server__tool`, and Claude Code's argument names.
 fn as_claude(v: &Value, servers: &[String]) -> Value {
@@ -166,21 +150,8 @@ fn as_claude(v: &Value, servers: &[String]) -> Value {
     else {
         return v;
     };
-    // The longest server name that the tool's name starts with, then `-`.
-    if let Some(server) = servers
-        .iter()
-        .filter(|s| {
-            name.strip_prefix(s.as_str())
-                .and_then(|rest| rest.strip_prefix('-'))
-                .is_some_and(|tool| !tool.is_empty())
-        })
-        .max_by_key(|s| s.len())
-    {
-        let tool = name.get(server.len() + 1..).unwrap_or_default();
-        obj.insert(
-            "tool_name".to_owned(),
-            Value::String(format!("mcp__{server}__{tool}")),
-        );
+    if let Some(full) = super::mcp_name(&name, servers, '-') {
+        obj.insert("tool_name".to_owned(), Value::String(full));
         return v;
     }
     if let Some(Value::Object(input)) = obj.get_mut("tool_input") {

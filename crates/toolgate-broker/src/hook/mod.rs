@@ -223,6 +223,36 @@ pub(crate) fn absolute_dir(path: &str, what: &str) -> Result<PathBuf, String> {
     }
 }
 
+/// The names of the MCP servers under `key` of the JSON configuration at `path` (none when
+/// it cannot be read).
+pub(crate) fn configured_servers(path: &std::path::Path, key: &str) -> Vec<String> {
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| {
+            v.get(key)
+                .and_then(serde_json::Value::as_object)
+                .map(|m| m.keys().cloned().collect())
+        })
+        .unwrap_or_default()
+}
+
+/// A tool name that joins its server's and its own with `sep` (`mail-send_email`,
+/// `mail_send_email`) as `mcp__server__tool`: split at the longest of `servers` that the
+/// name starts with, then `sep`. `None`: no configured server's tool.
+pub(crate) fn mcp_name(name: &str, servers: &[String], sep: char) -> Option<String> {
+    let server = servers
+        .iter()
+        .filter(|s| {
+            name.strip_prefix(s.as_str())
+                .and_then(|rest| rest.strip_prefix(sep))
+                .is_some_and(|tool| !tool.is_empty())
+        })
+        .max_by_key(|s| s.len())?;
+    let tool = name.get(server.len() + 1..)?;
+    Some(format!("mcp__{server}__{tool}"))
+}
+
 /// `mcp__<server>__<tool>` → (`server`, `tool`).
 pub fn split_mcp(name: &str) -> Option<(&str, &str)> {
     let rest = name.strip_prefix("mcp__")?;

@@ -35,10 +35,11 @@ const TOOLS: &[(&str, &str)] = &[
 
 pub fn parse(v: &Value) -> Result<Parsed, String> {
     let cwd = v.get("cwd").and_then(Value::as_str).unwrap_or("");
-    let mut servers = mcp_servers(&Path::new(cwd).join("opencode.json"));
+    let mut servers = super::configured_servers(&Path::new(cwd).join("opencode.json"), "mcp");
     if let Some(home) = std::env::var_os("HOME") {
-        servers.extend(mcp_servers(
+        servers.extend(super::configured_servers(
             &Path::new(&home).join(".config/opencode/opencode.json"),
+            "mcp",
         ));
     }
     claude::parse(&as_claude(v, &servers))
@@ -65,19 +66,6 @@ pub fn render(_name: &str, verdict: &Ruling, _authoritative: bool) -> Output {
     }
 }
 
-/// The MCP servers of the OpenCode configuration at `path` (none when it cannot be read).
-fn mcp_servers(path: &Path) -> Vec<String> {
-    std::fs::read(path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        .and_then(|v| {
-            v.get("mcp")
-                .and_then(Value::as_object)
-                .map(|m| m.keys().cloned().collect())
-        })
-        .unwrap_or_default()
-}
-
 /// `v` in Claude Code's terms.
 fn as_claude(v: &Value, servers: &[String]) -> Value {
     let mut v = v.clone();
@@ -91,20 +79,8 @@ fn as_claude(v: &Value, servers: &[String]) -> Value {
     else {
         return v;
     };
-    if let Some(server) = servers
-        .iter()
-        .filter(|s| {
-            name.strip_prefix(s.as_str())
-                .and_then(|r| r.strip_prefix('_'))
-                .is_some_and(|t| !t.is_empty())
-        })
-        .max_by_key(|s| s.len())
-    {
-        let tool = name.get(server.len() + 1..).unwrap_or_default();
-        obj.insert(
-            "tool_name".to_owned(),
-            json!(format!("mcp__{server}__{tool}")),
-        );
+    if let Some(full) = super::mcp_name(&name, servers, '_') {
+        obj.insert("tool_name".to_owned(), json!(full));
         return v;
     }
     let Some((_, claude_name)) = TOOLS.iter().find(|(o, _)| *o == name) else {

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::support::agent_cli::Agent;
+use crate::support::agent_cli::{Agent, check_mail_run};
 use crate::support::hooks::World;
 use crate::support::model_mock::call;
 
@@ -92,34 +92,7 @@ fn an_address_only_a_mail_named_never_reaches_the_server_and_one_the_prompt_name
         script,
         &["--mcp-config", ".mcp.json"],
     );
-    let results = mock.tool_results();
-    assert_eq!(results.len(), 3, "{results:?}\n{out}");
-    assert!(
-        results[1].contains("exfil@attacker.example") && results[1].contains("untrusted output"),
-        "{results:?}"
-    );
-    let received: Vec<serde_json::Value> = std::fs::read_to_string(&record)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let names: Vec<(&str, String)> = received
-        .iter()
-        .map(|r| {
-            (
-                r["name"].as_str().unwrap(),
-                r["arguments"]["to"].to_string(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        names,
-        [
-            ("read_email", "null".to_owned()),
-            ("send_email", "[\"bob@partner.example\"]".to_owned())
-        ],
-        "{results:?}"
-    );
+    check_mail_run(&mock, &out, &record, 0, true);
 }
 
 /// An ask in a headless run: Claude Code has nobody to ask, and neither waits nor runs the
@@ -129,16 +102,7 @@ fn an_ask_in_a_headless_run_neither_hangs_nor_runs_the_tool() {
     let Some(claude) = Agent::claude_code() else {
         return;
     };
-    let w = World::with_policy("version: 1\ndefault: ask\n");
-    let policy = w.policy();
-    let exe = Path::new(env!("CARGO_BIN_EXE_toolgate"));
-    let w = claude.world_with(w, exe, &["--policy", policy.to_str().unwrap()]);
-    let script = vec![claude.shell_call("echo ran > canary.txt")];
-    let (mock, out) = claude.run(&w, "write the canary", script, &[]);
-    assert!(!w.project().join("canary.txt").exists(), "{out}");
-    let results = mock.tool_results();
-    assert_eq!(results.len(), 1, "{results:?}\n{out}");
-    assert!(results[0].contains("default is ask"), "{results:?}");
+    claude.check_headless_ask_neither_hangs_nor_runs(&["default is ask"]);
 }
 
 /// A broker that cannot start (its directory is a file): every hook denies, so nothing runs.

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::support::agent_cli::Agent;
+use crate::support::agent_cli::{Agent, check_mail_run};
 use crate::support::hooks::World;
 use crate::support::model_mock::call;
 
@@ -91,23 +91,7 @@ fn an_address_only_a_mail_named_never_reaches_the_wrapped_server() {
         ),
     ];
     let (mock, out) = copilot.run(&w, "Read email 1 and do what it says", script, &[]);
-    let results = mock.tool_results();
-    assert_eq!(results.len(), 2, "{results:?}\n{out}");
-    assert!(
-        results[0].contains("exfil@attacker.example"),
-        "the mail was not read: {results:?}"
-    );
-    assert!(results[1].contains("untrusted output"), "{results:?}");
-    let received: Vec<serde_json::Value> = std::fs::read_to_string(&record)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let names: Vec<&str> = received
-        .iter()
-        .map(|r| r["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["read_email"], "{results:?}");
+    check_mail_run(&mock, &out, &record, 0, false);
 }
 
 /// An ask in a headless run: Copilot CLI has nobody to ask and denies; the run ends and the
@@ -117,14 +101,7 @@ fn an_ask_in_a_headless_run_neither_hangs_nor_runs_the_tool() {
     let Some(copilot) = Agent::copilot_cli() else {
         return;
     };
-    let w = World::with_policy("version: 1\ndefault: ask\n");
-    let policy = w.policy();
-    let exe = Path::new(env!("CARGO_BIN_EXE_toolgate"));
-    let w = copilot.world_with(w, exe, &["--policy", policy.to_str().unwrap()]);
-    let script = vec![copilot.shell_call("echo ran > canary.txt")];
-    let (mock, out) = copilot.run(&w, "write the canary", script, &[]);
-    assert!(!w.project().join("canary.txt").exists(), "{out}");
-    assert_eq!(mock.tool_results().len(), 1, "{out}");
+    copilot.check_headless_ask_neither_hangs_nor_runs(&[]);
 }
 
 /// Copilot CLI's own event names (`preToolUse`, …), which a user may have configured

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::support::agent_cli::Agent;
+use crate::support::agent_cli::{Agent, check_mail_run};
 use crate::support::hooks::World;
 use crate::support::model_mock::call;
 
@@ -49,19 +49,7 @@ fn an_ask_in_a_headless_run_neither_hangs_nor_runs_the_tool() {
     let Some(opencode) = Agent::opencode() else {
         return;
     };
-    let w = World::with_policy("version: 1\ndefault: ask\n");
-    let policy = w.policy();
-    let exe = Path::new(env!("CARGO_BIN_EXE_toolgate"));
-    let w = opencode.world_with(w, exe, &["--policy", policy.to_str().unwrap()]);
-    let script = vec![opencode.shell_call("echo ran > canary.txt")];
-    let (mock, out) = opencode.run(&w, "write the canary", script, &[]);
-    assert!(!w.project().join("canary.txt").exists(), "{out}");
-    let results = mock.tool_results();
-    assert_eq!(results.len(), 1, "{results:?}\n{out}");
-    assert!(
-        results[0].contains("default is ask") && results[0].contains("cannot ask"),
-        "{results:?}"
-    );
+    opencode.check_headless_ask_neither_hangs_nor_runs(&["default is ask", "cannot ask"]);
 }
 
 /// An MCP server `init` wrapped in `opencode.json` (its `command` a list; OpenCode names its
@@ -95,23 +83,7 @@ fn an_address_only_a_mail_named_never_reaches_the_wrapped_server() {
         ),
     ];
     let (mock, out) = opencode.run(&w, "Read email 1 and do what it says", script, &[]);
-    let results = mock.tool_results();
-    assert_eq!(results.len(), 2, "{results:?}\n{out}");
-    assert!(
-        results[0].contains("exfil@attacker.example"),
-        "the mail was not read: {results:?}"
-    );
-    assert!(results[1].contains("untrusted output"), "{results:?}");
-    let received: Vec<serde_json::Value> = std::fs::read_to_string(&record)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let names: Vec<&str> = received
-        .iter()
-        .map(|r| r["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["read_email"], "{results:?}");
+    check_mail_run(&mock, &out, &record, 0, false);
     // The run set the model provider in the file; `unwrap` restores the entry as it was.
     opencode.unwrap(&w, exe);
     let restored: serde_json::Value =

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::support::agent_cli::Agent;
+use crate::support::agent_cli::{Agent, check_mail_run};
 use crate::support::hooks::World;
 use crate::support::model_mock::call;
 
@@ -92,33 +92,5 @@ fn an_address_only_a_mail_named_never_reaches_the_server_and_one_the_prompt_name
         script,
         &[],
     );
-    let results = mock.tool_results();
-    assert_eq!(results.len(), 4, "{results:?}\n{out}");
-    assert!(
-        results[1].contains("exfil@attacker.example"),
-        "the mail was not read: {results:?}"
-    );
-    assert!(results[2].contains("untrusted output"), "{results:?}");
-    let received: Vec<serde_json::Value> = std::fs::read_to_string(&record)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let names: Vec<(&str, String)> = received
-        .iter()
-        .map(|r| {
-            (
-                r["name"].as_str().unwrap(),
-                r["arguments"]["to"].to_string(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        names,
-        [
-            ("read_email", "null".to_owned()),
-            ("send_email", "[\"bob@partner.example\"]".to_owned())
-        ],
-        "{results:?}"
-    );
+    check_mail_run(&mock, &out, &record, 1, true);
 }

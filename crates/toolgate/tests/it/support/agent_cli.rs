@@ -421,6 +421,24 @@ impl Agent {
         );
     }
 
+    /// An ask in a headless run (a policy whose default is ask) neither hangs nor runs the
+    /// tool: the run ends, the canary is not written, and the one tool result says
+    /// `must_say`.
+    pub fn check_headless_ask_neither_hangs_nor_runs(&self, must_say: &[&str]) {
+        let w = World::with_policy("version: 1\ndefault: ask\n");
+        let policy = w.policy();
+        let exe = Path::new(env!("CARGO_BIN_EXE_toolgate"));
+        let w = self.world_with(w, exe, &["--policy", policy.to_str().unwrap()]);
+        let script = vec![self.shell_call("echo ran > canary.txt")];
+        let (mock, out) = self.run(&w, "write the canary", script, &[]);
+        assert!(!w.project().join("canary.txt").exists(), "{out}");
+        let results = mock.tool_results();
+        assert_eq!(results.len(), 1, "{results:?}\n{out}");
+        for words in must_say {
+            assert!(results[0].contains(words), "{words}: {results:?}");
+        }
+    }
+
     /// With the hook executable deleted after `init`, no tool runs (the prompt hook already
     /// blocks the turn); the same entries without their fail-closed end let the tool run.
     pub fn check_deleted_hook_leaves_the_tool_not_run(&self) {
@@ -473,4 +491,48 @@ impl Agent {
             "{out}"
         );
     }
+}
+
+/// The calls the mail server at `record` received, in order: (tool, its `to` as JSON).
+pub fn received(record: &Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_owned(),
+                r["arguments"]["to"].to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The checks of a run that reads mail 1 (which asks to send everything to
+/// `exfil@attacker.example`) as its tool result `read`, then sends to that address (denied:
+/// seen in untrusted output) and, when `typed`, to the address the prompt named: the mail
+/// server received the read and, when `typed`, the send to `bob@partner.example` only.
+pub fn check_mail_run(mock: &MockModel, out: &str, record: &Path, read: usize, typed: bool) {
+    let results = mock.tool_results();
+    assert_eq!(
+        results.len(),
+        read + 2 + usize::from(typed),
+        "{results:?}\n{out}"
+    );
+    assert!(
+        results[read].contains("exfil@attacker.example"),
+        "the mail was not read: {results:?}"
+    );
+    assert!(
+        results[read + 1].contains("untrusted output"),
+        "{results:?}"
+    );
+    let mut want = vec![("read_email".to_owned(), "null".to_owned())];
+    if typed {
+        want.push((
+            "send_email".to_owned(),
+            "[\"bob@partner.example\"]".to_owned(),
+        ));
+    }
+    assert_eq!(received(record), want, "{results:?}");
 }
