@@ -976,16 +976,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn gemini_trusts_folders_as_gemini_cli_does() {
-        let home = tempfile::tempdir().unwrap();
-        let env = Env {
-            home: home.path().to_path_buf(),
+    /// An environment whose home is `home`, in the project `/work/app`.
+    fn env_at(home: &Path) -> Env {
+        Env {
+            home: home.to_path_buf(),
             xdg_config_home: None,
             claude_config_dir: None,
             project: PathBuf::from("/work/app"),
             platform: crate::discovery::Platform::Linux,
-        };
+        }
+    }
+
+    #[test]
+    fn gemini_trusts_folders_as_gemini_cli_does() {
+        let home = tempfile::tempdir().unwrap();
+        let env = env_at(home.path());
         let project = Path::new("/work/app");
         assert_eq!(gemini_trusts(&env, project), Ok(false));
         std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
@@ -1016,13 +1021,7 @@ mod tests {
     #[test]
     fn copilot_trusts_its_folders_and_below() {
         let home = tempfile::tempdir().unwrap();
-        let env = Env {
-            home: home.path().to_path_buf(),
-            xdg_config_home: None,
-            claude_config_dir: None,
-            project: PathBuf::from("/work/app"),
-            platform: crate::discovery::Platform::Linux,
-        };
+        let env = env_at(home.path());
         let project = Path::new("/work/app");
         assert_eq!(copilot_trusts(&env, project), Ok(false));
         std::fs::create_dir_all(home.path().join(".copilot")).unwrap();
