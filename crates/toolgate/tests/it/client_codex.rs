@@ -181,3 +181,19 @@ fn an_address_only_a_mail_named_never_reaches_the_server_and_one_the_prompt_name
         "{restored}"
     );
 }
+
+#[test]
+fn a_broker_that_cannot_start_leaves_the_tool_not_run() {
+    let Some(codex) = Agent::codex() else {
+        return;
+    };
+    codex.check_broker_that_cannot_start_leaves_the_tool_not_run();
+}
+
+#[test]
+fn a_broker_that_hangs_leaves_the_tool_not_run() {
+    let Some(codex) = Agent::codex() else {
+        return;
+    };
+    codex.check_hanging_broker_leaves_the_tool_not_run();
+}

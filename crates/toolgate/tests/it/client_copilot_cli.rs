@@ -133,3 +133,19 @@ fn copilots_own_event_names_are_guarded_too() {
     assert!(results[0].contains("protect-keys"), "{results:?}");
     assert!(w.project().join("canary.txt").exists(), "{results:?}");
 }
+
+#[test]
+fn a_broker_that_cannot_start_leaves_the_tool_not_run() {
+    let Some(copilot) = Agent::copilot_cli() else {
+        return;
+    };
+    copilot.check_broker_that_cannot_start_leaves_the_tool_not_run();
+}
+
+#[test]
+fn a_broker_that_hangs_leaves_the_tool_not_run() {
+    let Some(copilot) = Agent::copilot_cli() else {
+        return;
+    };
+    copilot.check_hanging_broker_leaves_the_tool_not_run();
+}

@@ -91,3 +91,19 @@ fn an_address_only_a_mail_named_never_reaches_the_wrapped_server() {
     let original: serde_json::Value = serde_json::from_str(&original).unwrap();
     assert_eq!(restored["mcp"], original["mcp"]);
 }
+
+#[test]
+fn a_broker_that_cannot_start_leaves_the_tool_not_run() {
+    let Some(opencode) = Agent::opencode() else {
+        return;
+    };
+    opencode.check_broker_that_cannot_start_leaves_the_tool_not_run();
+}
+
+#[test]
+fn a_broker_that_hangs_leaves_the_tool_not_run() {
+    let Some(opencode) = Agent::opencode() else {
+        return;
+    };
+    opencode.check_hanging_broker_leaves_the_tool_not_run();
+}

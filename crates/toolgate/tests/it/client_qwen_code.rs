@@ -94,3 +94,19 @@ fn an_address_only_a_mail_named_never_reaches_the_server_and_one_the_prompt_name
     );
     check_mail_run(&mock, &out, &record, 1, true);
 }
+
+#[test]
+fn a_broker_that_cannot_start_leaves_the_tool_not_run() {
+    let Some(qwen) = Agent::qwen_code() else {
+        return;
+    };
+    qwen.check_broker_that_cannot_start_leaves_the_tool_not_run();
+}
+
+#[test]
+fn a_broker_that_hangs_leaves_the_tool_not_run() {
+    let Some(qwen) = Agent::qwen_code() else {
+        return;
+    };
+    qwen.check_hanging_broker_leaves_the_tool_not_run();
+}

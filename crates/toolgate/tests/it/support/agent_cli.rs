@@ -421,6 +421,49 @@ impl Agent {
         );
     }
 
+    /// A broker that cannot start (its directory is a file): every hook denies, so the tool
+    /// does not run; whatever result the model got says why (toolgate), and OpenCode, whose
+    /// plugin throws on the prompt, ends the run with an error.
+    pub fn check_broker_that_cannot_start_leaves_the_tool_not_run(&self) {
+        let w = self.world(Path::new(env!("CARGO_BIN_EXE_toolgate")));
+        std::fs::write(&w.broker_dir, "not a directory").unwrap();
+        let script = vec![self.shell_call("echo ran > canary.txt")];
+        let (mock, out) = self.run_to_end(&w, "write the canary", script, &[]);
+        assert!(!w.project().join("canary.txt").exists(), "{out:?}");
+        assert!(
+            mock.tool_results()
+                .iter()
+                .all(|r| r.contains("toolgate") || r.contains("hook")),
+            "{:?}",
+            mock.requests()
+        );
+    }
+
+    /// A broker that hangs (something listens on its socket, with a valid-looking token, and
+    /// never answers): every hook ends in its own deny at its timeout, before the client's,
+    /// so the tool does not run.
+    pub fn check_hanging_broker_leaves_the_tool_not_run(&self) {
+        use std::os::unix::fs::PermissionsExt as _;
+        let w = self.world(Path::new(env!("CARGO_BIN_EXE_toolgate")));
+        std::fs::create_dir_all(&w.broker_dir).unwrap();
+        std::fs::set_permissions(&w.broker_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let token = w.broker_dir.join("token");
+        std::fs::write(&token, "ab".repeat(32)).unwrap();
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let _listener =
+            std::os::unix::net::UnixListener::bind(w.broker_dir.join("broker.sock")).unwrap();
+        let script = vec![self.shell_call("echo ran > canary.txt")];
+        let (mock, out) = self.run_to_end(&w, "write the canary", script, &[]);
+        assert!(!w.project().join("canary.txt").exists(), "{out:?}");
+        assert!(
+            mock.tool_results()
+                .iter()
+                .all(|r| r.contains("toolgate") || r.contains("hook")),
+            "{:?}",
+            mock.requests()
+        );
+    }
+
     /// An ask in a headless run (a policy whose default is ask) neither hangs nor runs the
     /// tool: the run ends, the canary is not written, and the one tool result says
     /// `must_say`.
