@@ -172,6 +172,26 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
             "**/.windsurf",
         ],
     ));
+    // Directories whose every file a client runs as code or as a hook at its next start
+    // (an OpenCode plugin can rewrite a call's arguments after toolgate judged them; a
+    // Copilot CLI hook file can add a hook of its own): nothing in them may be written.
+    list.push(Protected::anywhere(
+        K::ClientHooks,
+        &[
+            "**/.opencode/plugin/**",
+            "**/.opencode/plugins/**",
+            "**/.github/hooks/**",
+        ],
+    ));
+    list.push(Protected::tree(
+        K::ClientHooks,
+        &[
+            spellings(&home.join(".config/opencode/plugin")),
+            spellings(&home.join(".config/opencode/plugins")),
+            spellings(&home.join(".copilot/hooks")),
+        ]
+        .concat(),
+    ));
     list.push(Protected::anywhere(
         K::AuditLog,
         &["**/.toolgate/**", "**/.toolgate"],

@@ -54,6 +54,9 @@ fn as_claude(v: &Value) -> Result<Value, String> {
         "apply_patch" => (None, command.to_owned()),
         "Bash" => match shell_patch(command)? {
             Some(found) => found,
+            // A patch in a form toolgate does not read may still be one Codex applies: its
+            // writes would go unseen.
+            None if command.contains("*** Begin Patch") => return Err(REFUSED.to_owned()),
             None => return Ok(v),
         },
         _ => return Ok(v),
@@ -76,6 +79,9 @@ fn as_claude(v: &Value) -> Result<Value, String> {
     Ok(v)
 }
 
+/// Why a shell command with a patch is refused.
+const REFUSED: &str = "the command runs `apply_patch` together with something else, or in a form toolgate does not read. help: run the patch alone (`apply_patch <<'EOF'` … `EOF`, after at most `cd DIR &&`), and other commands separately";
+
 /// The patch of a shell command that runs `apply_patch` (or `applypatch`), with the
 /// directory of a leading `cd DIR &&`: `apply_patch <<'EOF'` … `EOF`, or `apply_patch '…'`.
 /// `Ok(None)`: the command does not run it. `Err`: it runs it among other things.
@@ -95,9 +101,14 @@ fn shell_patch(command: &str) -> Result<Option<(Option<String>, String)>, String
     else {
         return Ok(None);
     };
-    let refuse = || {
-        Err("the command runs `apply_patch` together with something else, or in a form toolgate does not read. help: run the patch alone (`apply_patch <<'EOF'` … `EOF`), and other commands separately".to_owned())
-    };
+    let refuse = || Err(REFUSED.to_owned());
+    // The directory as written: a plain path (no `~`, no expansion) that toolgate resolves
+    // as Codex does.
+    if dir.as_deref().is_some_and(|d| {
+        d.is_empty() || d.contains(['~', '$', '`', '*', '?', ' ', '\'', '"', ';', '|', '&'])
+    }) {
+        return refuse();
+    }
     let args = args.trim_start();
     if let Some(heredoc) = args.strip_prefix("<<") {
         let (marker, body) = heredoc.split_once('\n').unwrap_or((heredoc, ""));
@@ -188,6 +199,12 @@ mod tests {
             format!("apply_patch <<'EOF'\n{PATCH}\n"),
             format!("apply_patch '{PATCH}'; cat ~/.ssh/id_rsa"),
             "apply_patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF".to_owned(),
+            // A home directory toolgate would not resolve, and forms Codex may apply that
+            // toolgate does not read: refused, never judged as a plain command.
+            format!("cd ~ && apply_patch <<'EOF'\n{PATCH}\nEOF"),
+            format!("cd $HOME && apply_patch <<'EOF'\n{PATCH}\nEOF"),
+            format!("cd sub; apply_patch <<'EOF'\n{PATCH}\nEOF"),
+            format!("bash -lc \"apply_patch <<'EOF'\n{PATCH}\nEOF\""),
         ] {
             assert!(before("Bash", &command).is_err(), "{command}");
         }

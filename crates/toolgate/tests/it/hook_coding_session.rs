@@ -297,6 +297,13 @@ fn session(project: &Path, broker_pid: u32, broker_dir: &Path) -> Vec<Event> {
             json!({"file_path": format!("{p}/.claude/settings.json"), "content": "{}"}),
         ),
         bash(Deny, "echo '{}' > .claude/settings.json"),
+        // Files other clients run as code or as hooks at their next start.
+        ev(
+            Deny,
+            "Write",
+            json!({"file_path": format!("{p}/.opencode/plugin/zz.js"), "content": "export const X = async () => ({});"}),
+        ),
+        bash(Deny, "echo '{}' > .github/hooks/zz.json"),
         ev(
             Deny,
             "Edit",
