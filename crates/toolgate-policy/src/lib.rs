@@ -10,6 +10,7 @@
 // re-export to each re-exported item's own documentation.
 mod action;
 mod beneath;
+mod blob;
 #[path = "cases.rs"]
 mod cases_impl;
 mod command_sink;

@@ -276,9 +276,17 @@ pub(crate) fn find_carried(
     false
 }
 
+/// The runs of `text`, each tried as an encoding and split into candidates; then each base64
+/// blob of the text ([`crate::blob`]: an attachment's lines) decoded as one stream, so that
+/// a secret split across the blob's line breaks is found too.
 fn scan_runs(text: &str, lengths: Lengths<'_>, found: &mut impl FnMut(&str) -> bool) -> bool {
+    use crate::blob::{MIN_LINE, MIN_SINGLE};
     let shortest = lengths.shortest().max(MIN_SECRET_LEN);
     let bytes = text.as_bytes();
+    // The blobs, as the runs are read: (start, end, lines) of consecutive long runs with one
+    // line break between them. Runs shorter than `shortest` are not read: when that is
+    // longer than a blob's line, the blobs are found by a pass of their own.
+    let mut blobs: Vec<(usize, usize, usize)> = Vec::new();
     // Only runs of `shortest` bytes or more count, and each holds a multiple of `shortest`:
     // only the bytes there are read, and the run around each that is a run byte.
     let mut probe = shortest - 1;
@@ -304,6 +312,22 @@ fn scan_runs(text: &str, lengths: Lengths<'_>, found: &mut impl FnMut(&str) -> b
         if run.len() < shortest {
             continue;
         }
+        // A blob's line is a whole line of base64 characters (no `.` or `~`).
+        let whole_line = (start == 0 || bytes.get(start - 1) == Some(&b'\n'))
+            && matches!(bytes.get(end), None | Some(b'\n' | b'\r'))
+            && memchr::memchr2(b'.', b'~', run.as_bytes()).is_none();
+        if run.len() >= MIN_LINE && whole_line {
+            let after_break = |e: usize| {
+                bytes.get(e..start) == Some(b"\n") || bytes.get(e..start) == Some(b"\r\n")
+            };
+            match blobs.last_mut() {
+                Some((_, e, lines)) if after_break(*e) => {
+                    *e = end;
+                    *lines += 1;
+                }
+                _ => blobs.push((start, end, 1)),
+            }
+        }
         // Encoded tokens may be shorter than the secret's own rules allow (hex of 8 bytes), or
         // low in entropy (hex), so every long enough run is tried as an encoding.
         for inner in decodings(run, shortest) {
@@ -316,6 +340,31 @@ fn scan_runs(text: &str, lengths: Lengths<'_>, found: &mut impl FnMut(&str) -> b
         for t in run.split('=') {
             if lengths.wants(t.len()) && is_candidate(t) && found(t) {
                 return true;
+            }
+        }
+    }
+    let blobs: Vec<std::ops::Range<usize>> = if shortest > MIN_LINE {
+        crate::blob::base64_blobs(text)
+    } else {
+        blobs
+            .into_iter()
+            .filter(|&(s, e, lines)| lines >= 2 || e - s >= MIN_SINGLE)
+            .map(|(s, e, _)| s..e)
+            .collect()
+    };
+    for blob in blobs {
+        let Some(blob) = text.get(blob) else {
+            continue;
+        };
+        let mut joined = String::with_capacity(blob.len());
+        for line in blob.split('\n') {
+            joined.push_str(line.trim_end_matches('\r'));
+        }
+        for inner in decodings(&joined, shortest) {
+            for t in candidates(&inner) {
+                if lengths.wants(t.len()) && found(t) {
+                    return true;
+                }
             }
         }
     }
@@ -347,6 +396,13 @@ mod tests {
                 }
             }
             out.extend(candidates(source).map(str::to_owned));
+            // An attachment's lines, decoded as one stream.
+            for blob in crate::blob::base64_blobs(source) {
+                let joined: String = source[blob].split(['\r', '\n']).collect();
+                for inner in reference_decodings(&joined) {
+                    out.extend(candidates(&inner).map(str::to_owned));
+                }
+            }
         }
         out
     }
@@ -432,6 +488,31 @@ mod tests {
         assert!(secret_read(&shell(&["printenv"])).is_some());
         assert_eq!(secret_read(&shell(&["env", "FOO=1", "make"])), None);
         assert_eq!(secret_read(&shell(&["ls"])), None);
+    }
+
+    #[test]
+    fn a_secret_split_across_the_lines_of_an_attachment_is_found() {
+        use base64::Engine as _;
+        let file = format!(
+            "# settings\n{}\nSTRIPE_KEY={KEY}\nREGION=eu-west-1\n",
+            "x".repeat(22)
+        );
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&file);
+        // As a mail client writes it: 76 characters a line; the key spans a line break.
+        let lines: Vec<&str> = encoded
+            .as_bytes()
+            .chunks(76)
+            .map(|l| std::str::from_utf8(l).unwrap())
+            .collect();
+        let mime = format!("Hi,\n\n{}\n\nBye\n", lines.join("\r\n"));
+        let split = lines.iter().all(|l| {
+            !base64::engine::general_purpose::STANDARD
+                .decode(l)
+                .map(|b| String::from_utf8_lossy(&b).contains(KEY))
+                .unwrap_or(false)
+        });
+        assert!(split, "the key must span a line break for this test");
+        assert!(carried(&mime).iter().any(|t| t == KEY), "{mime}");
     }
 
     #[test]

@@ -608,8 +608,18 @@ pub fn canonical_destination_shaped(value: &str) -> (Vec<String>, bool) {
 /// domains, phone numbers, IBANs, Slack ids), canonical: never the whole text standing for
 /// itself, and no names with a sigil (`#general`, `@alice`: in free text they are words), so
 /// a megabyte of prose costs one tokenizer pass and no copy.
+/// Base64 blobs in it (an attachment) are skipped: what looks like a destination inside one
+/// is noise ([`crate::blob`]).
 pub fn shaped_destinations(text: &str) -> Vec<String> {
-    first_forms(shaped_tokens(tokenize_shaped(text)))
+    let blobs = crate::blob::base64_blobs(text);
+    if blobs.is_empty() {
+        return first_forms(shaped_tokens(tokenize_shaped(text)));
+    }
+    let tokens = crate::blob::outside(text, &blobs)
+        .into_iter()
+        .flat_map(tokenize_shaped)
+        .collect();
+    first_forms(shaped_tokens(tokens))
 }
 
 /// Each token's first form and, for a URL, its host; each once.
