@@ -303,6 +303,18 @@ pub fn yaml_error(source: &str, err: &YamlError) -> Diagnostic {
         } => {
             let d = Diagnostic::error(format!("unknown value `{variant}`"))
                 .with_label("not allowed here");
+            // `effect: deny` and then `operations: …` indented deeper: YAML reads the second
+            // line as more of the first's value (`deny operations`).
+            if let Some((first, rest)) = variant.split_once(char::is_whitespace)
+                && expected.contains(&first)
+            {
+                let key = rest.split_whitespace().next().unwrap_or(rest);
+                return d
+                    .with_help(format!(
+                        "`{first}` is followed by `{rest}` in one value: a line indented deeper than the key above it continues that key's value. Indent `{key}` exactly as the key above it"
+                    ))
+                    .at(pos);
+            }
             match did_you_mean(variant, expected.iter().copied()) {
                 Some(s) => d.with_help(format!("did you mean `{s}`?")),
                 None => d.with_help(format!(
@@ -406,6 +418,11 @@ pub fn yaml_error(source: &str, err: &YamlError) -> Diagnostic {
                 None => "invalid yaml".to_owned(),
             };
             match lowered.as_str() {
+                "expected sequence start" if in_commands(source, pos) => {
+                    Diagnostic::error("wrong type: expected a list")
+                        .with_label("expected a list of words")
+                        .with_help("`commands` is a list of commands, each a list of its words: `commands: [[npm, test], [cargo, build]]`, or one `- [npm, test]` per line")
+                }
                 "expected sequence start" => Diagnostic::error("wrong type: expected a list")
                     .with_label("expected a list")
                     .with_help("write a list, e.g. `[a, b]` or one `- item` per line"),
@@ -420,6 +437,25 @@ pub fn yaml_error(source: &str, err: &YamlError) -> Diagnostic {
 }
 
 /// When `pos` is at a `key:` (a plain key on one line), the position of its value.
+/// Whether `pos` is in the value of a `commands:` key (on its line, or in its `- ` items
+/// below it).
+fn in_commands(source: &str, pos: Option<Pos>) -> bool {
+    let Some(pos) = pos else {
+        return false;
+    };
+    let lines: Vec<&str> = source.lines().take(pos.line).collect();
+    for line in lines.iter().rev() {
+        let t = line.trim_start();
+        if t.starts_with("commands:") || t.starts_with("- commands:") {
+            return true;
+        }
+        if !t.starts_with('-') {
+            return false;
+        }
+    }
+    false
+}
+
 fn value_after_key(source: &str, pos: Pos) -> Option<Pos> {
     let rest = source.get(pos.offset..)?;
     let line = rest.split(['\n', '\r']).next()?;
@@ -541,6 +577,29 @@ mod tests {
         assert_eq!(d.items[0].message, "unknown value `permit`");
         let d = errs("version: 1\nrules:\n  - {id: a, effect: allow, operations: [fs.reed]}\n");
         assert_eq!(d.items[0].help.as_deref(), Some("did you mean `fs.read`?"));
+    }
+
+    #[test]
+    fn a_key_indented_into_the_value_above_and_a_command_as_a_string_say_what_is_wrong() {
+        let misindented =
+            "version: 1\nrules:\n  - id: r\n    effect: deny\n      operations: [fs.read]\n";
+        let d = load(misindented, "p.yaml").unwrap_err();
+        let help = d.items[0].help.clone().unwrap_or_default();
+        assert!(
+            help.contains("Indent `operations` exactly as the key above it"),
+            "{help}"
+        );
+        for commands in [
+            "    commands: [npm test]\n",
+            "    commands:\n      - npm test\n",
+        ] {
+            let policy = format!(
+                "version: 1\nrules:\n  - id: r\n    effect: allow\n    operations: [shell.exec]\n{commands}"
+            );
+            let d = load(&policy, "p.yaml").unwrap_err();
+            let help = d.items[0].help.clone().unwrap_or_default();
+            assert!(help.contains("[[npm, test]"), "{commands}: {help}");
+        }
     }
 
     /// A quoted number is a string: `max_calls: "3"` gets exactly the located diagnostic of

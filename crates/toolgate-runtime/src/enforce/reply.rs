@@ -22,7 +22,16 @@ pub struct Blocked<'a> {
 
 impl Blocked<'_> {
     /// The one-line text, e.g. `toolgate blocked read_file: … matches deny rule protect-secrets`.
+    /// A call denied because toolgate could not read its shared state (`store`: an outage)
+    /// was judged on nothing: it may be retried later, and the policy is not what to change.
     pub fn text(&self) -> String {
+        if self.contract == "store" {
+            return format!(
+                "toolgate blocked {}: {}. This call was not run and nothing about it was judged: toolgate could not read its shared state, so it may be retried later, unchanged. A person can check the gateway (`/readyz`) and its state store.",
+                self.tool,
+                self.reason.trim_end_matches('.')
+            );
+        }
         format!(
             "toolgate blocked {}: {}. This call was not run; do not retry it unchanged. \
              A person can change this in the toolgate policy (`toolgate policy explain` shows why).",
@@ -105,6 +114,22 @@ struct Decision<'a> {
 mod tests {
     use super::*;
     use crate::approval::META_DECISION;
+
+    #[test]
+    fn a_store_outage_says_the_call_may_be_retried_later() {
+        let b = Blocked {
+            tool: "send_email",
+            reason: "the state store did not answer within 200 ms",
+            contract: "store",
+            rule: None,
+        };
+        let text = b.text();
+        assert!(text.contains("may be retried later"), "{text}");
+        assert!(
+            !text.contains("do not retry") && !text.contains("policy"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn denial_is_an_error_result_with_an_actionable_text() {

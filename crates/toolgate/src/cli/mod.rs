@@ -115,8 +115,24 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("toolgate: {err:#}");
+            eprintln!("toolgate: {}", error_text(&err));
             ExitCode::from(2)
         }
     }
+}
+
+/// An error and its causes, `a: b: c`, each cause once: one whose text the message already
+/// holds (an error that prints its source itself) is not repeated.
+fn error_text(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let cause = cause.to_string();
+        if text.is_empty() {
+            text = cause;
+        } else if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
 }

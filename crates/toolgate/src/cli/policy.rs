@@ -25,10 +25,10 @@ const DEFAULT_POLICY: &str = "toolgate.yaml";
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   toolgate policy init
-  toolgate policy check --policy toolgate.yaml
-  toolgate policy explain --policy toolgate.yaml \\
+  toolgate policy check                      # ./toolgate.yaml, or --policy PATH
+  toolgate policy explain \\
     --tool read_file --args '{\"path\":\"~/.ssh/id_rsa\"}'
-  toolgate policy test --policy toolgate.yaml --cases cases.yaml")]
+  toolgate policy test --cases cases.yaml")]
 pub struct Args {
     #[command(subcommand)]
     command: Cmd,
@@ -52,9 +52,10 @@ enum Cmd {
 
 Errors and warnings are located (file:line:column) with a `help:` line.")]
     Check {
-        /// The policy file.
+        /// The policy file [default: `toolgate.yaml` in the current directory, when it
+        /// exists].
         #[arg(long, value_name = "PATH")]
-        policy: PathBuf,
+        policy: Option<PathBuf>,
     },
     /// Show how one call would be decided: the normalised action, matching rules,
     /// contract results and the decision.
@@ -66,9 +67,10 @@ Errors and warnings are located (file:line:column) with a `help:` line.")]
   toolgate policy explain --policy toolgate.yaml --json \\
     --server mail --tool send_email --args '{\"to\":\"a@example.com\"}'")]
     Explain {
-        /// The policy file.
+        /// The policy file [default: `toolgate.yaml` in the current directory, when it
+        /// exists].
         #[arg(long, value_name = "PATH")]
-        policy: PathBuf,
+        policy: Option<PathBuf>,
         /// The workspace (`${workspace}`); default: the current directory.
         #[arg(long)]
         workspace: Option<PathBuf>,
@@ -101,9 +103,10 @@ A cases file lists calls and what each must get:
       arguments: {path: ~/.ssh/id_rsa}
       expect: {effect: deny}")]
     Test {
-        /// The policy file.
+        /// The policy file [default: `toolgate.yaml` in the current directory, when it
+        /// exists].
         #[arg(long, value_name = "PATH")]
-        policy: PathBuf,
+        policy: Option<PathBuf>,
         /// The cases file (YAML: `cases:` with `name`, `tool`, `arguments`, `expect`).
         #[arg(long, value_name = "PATH")]
         cases: PathBuf,
@@ -118,7 +121,7 @@ A cases file lists calls and what each must get:
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Cmd::Init { policy } => init(&policy),
-        Cmd::Check { policy } => check(&policy),
+        Cmd::Check { policy } => check(&policy_or_default(policy)?),
         Cmd::Explain {
             policy,
             workspace,
@@ -127,8 +130,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             tool,
             args,
             json,
-        } => explain_cmd(&policy, workspace, home, server, &tool, &args, json),
-        Cmd::Test { policy, cases } => test(&policy, &cases),
+        } => explain_cmd(
+            &policy_or_default(policy)?,
+            workspace,
+            home,
+            server,
+            &tool,
+            &args,
+            json,
+        ),
+        Cmd::Test { policy, cases } => test(&policy_or_default(policy)?, &cases),
         Cmd::Schema => {
             outln!("{}", policy_schema_text());
             Ok(ExitCode::SUCCESS)
@@ -156,10 +167,14 @@ fn init(path: &Path) -> anyhow::Result<ExitCode> {
     file.write_all(STARTER_POLICY.as_bytes())
         .with_context(|| format!("cannot write `{}`", path.display()))?;
     outln!("wrote a starter policy to {}", path.display());
-    outln!(
-        "review it, then check it with: toolgate policy check --policy {}",
-        path.display()
-    );
+    if path == Path::new(DEFAULT_POLICY) {
+        outln!("review it, then check it with: toolgate policy check");
+    } else {
+        outln!(
+            "review it, then check it with: toolgate policy check --policy {}",
+            path.display()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -199,6 +214,22 @@ pub(crate) fn load_policy(path: &Path) -> anyhow::Result<Option<LoadedPolicy>> {
             Ok(None)
         }
     }
+}
+
+/// `--policy`, or `toolgate.yaml` of the current directory (what `policy init` writes),
+/// named on stderr so that the reader knows which file was read.
+fn policy_or_default(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    if let Some(path) = given {
+        return Ok(path);
+    }
+    let path = PathBuf::from(DEFAULT_POLICY);
+    if !path.is_file() {
+        anyhow::bail!(
+            "no `--policy` given, and there is no `{DEFAULT_POLICY}` in this directory\nhelp: write one with `toolgate policy init`, or name one with `--policy PATH`"
+        );
+    }
+    eprintln!("toolgate: using the policy `{DEFAULT_POLICY}` of this directory");
+    Ok(path)
 }
 
 fn check(path: &Path) -> anyhow::Result<ExitCode> {

@@ -51,9 +51,10 @@ pub struct Args {
     /// Start the server given after `--`, list its tools, and stop it.
     #[arg(long, requires = "command")]
     probe: bool,
-    /// How long the probe may take, in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
-    probe_timeout: u64,
+    /// How long the probe may take (`30s`, `2m`; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "30s",
+          value_parser = toolgate_runtime::duration::parse_duration)]
+    probe_timeout: Duration,
     /// The audit log; default: `.toolgate/audit.jsonl` in the workspace.
     #[arg(long, value_name = "PATH")]
     audit: Option<PathBuf>,
@@ -179,7 +180,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let tools = report::probe::probe(
             &args.command,
             Path::new(&workspace),
-            Duration::from_secs(args.probe_timeout.max(1)),
+            args.probe_timeout.max(Duration::from_secs(1)),
         )
         .map_err(|e| anyhow::anyhow!("the probe failed: {e}"))?;
         let name = args.server.clone().unwrap_or_else(|| {

@@ -146,6 +146,12 @@ fn verify_of_a_missing_log_is_an_error_naming_it() {
         stderr.starts_with("toolgate: cannot open audit log `.toolgate/audit.jsonl`"),
         "{stderr}"
     );
+    // The OS error once, not once per layer that carries it.
+    assert_eq!(
+        stderr.matches("No such file or directory").count(),
+        1,
+        "{stderr}"
+    );
 }
 
 #[test]

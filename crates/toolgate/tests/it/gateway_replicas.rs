@@ -414,6 +414,11 @@ fn when_redis_stops_every_call_is_denied_with_the_reason_and_service_comes_back(
         let answer = call(gw, &s, 10 + i as u64, "list_contacts", json!({}));
         let why = blocked(&answer).unwrap_or_else(|| panic!("allowed without the store: {answer}"));
         assert!(why.contains("state store"), "{why}");
+        // An outage passes: the model is told it may try again later, not to change course.
+        assert!(
+            why.contains("may be retried later") && !why.contains("do not retry"),
+            "{why}"
+        );
         assert!(
             why.contains(&d.redis.url().replace("redis://", "")) || why.contains("127.0.0.1"),
             "{why}"

@@ -470,3 +470,44 @@ fn schema_is_json_and_matches_the_published_file() {
         "docs/policy.schema.json is stale: regenerate it with `toolgate policy schema > docs/policy.schema.json`"
     );
 }
+
+/// What `policy init` writes is what `policy check`, `explain` and `test` read without
+/// `--policy`, and they say so; with no such file they say how to get one.
+#[test]
+fn the_policy_of_the_current_directory_is_the_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = toolgate();
+        cmd.current_dir(dir.path()).args(args);
+        cmd.output().unwrap()
+    };
+    let none = run(&["policy", "check"]);
+    assert_eq!(none.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&none.stderr);
+    assert!(stderr.contains("toolgate policy init"), "{stderr}");
+    let init = run(&["policy", "init"]);
+    let stdout = String::from_utf8_lossy(&init.stdout);
+    assert!(
+        stdout.contains("check it with: toolgate policy check\n"),
+        "{stdout}"
+    );
+    for args in [
+        &["policy", "check"][..],
+        &[
+            "policy",
+            "explain",
+            "--tool",
+            "read_file",
+            "--args",
+            "{\"path\":\"~/.ssh/id_rsa\"}",
+        ],
+    ] {
+        let out = run(args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("using the policy `toolgate.yaml` of this directory"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
