@@ -88,7 +88,7 @@ export const Toolgate = async ({{ directory }}) => ({{
       tool_name: input.tool, tool_input: input.args ?? {{}}, tool_response: output.output ?? "" }});
   }},
   "chat.message": async (input, output) => {{
-    const prompt = (output.parts ?? []).filter((p) => p.type === "text").map((p) => p.text).join("\n");
+    const prompt = (output.parts ?? []).filter((p) => p.type === "text" && !p.synthetic && !p.ignored).map((p) => p.text).join("\n");
     judge({{ hook_event_name: "UserPromptSubmit", session_id: input.sessionID, cwd: directory, prompt }});
   }},
 }});

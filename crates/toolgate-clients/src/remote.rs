@@ -98,6 +98,9 @@ pub struct RemoteSpec {
     pub consumed: Vec<&'static str>,
     /// The entry's `env`, when it has one.
     pub env: Vec<(String, String)>,
+    /// OpenCode's remote entry (`type: remote`): its wrapped form is a local one, `type:
+    /// local` with `command` a list and the variables in `environment`.
+    pub opencode: bool,
 }
 
 /// Keys that only mean something for a remote entry of one client and that `toolgate wrap`
@@ -131,14 +134,8 @@ pub fn analyze(entry: &Map<String, Value>) -> Result<Option<RemoteSpec>, String>
             return Err(format!("`type: {kind}` with a URL: fix the entry first"));
         }
         None => Transport::Auto,
-        // OpenCode's: its local servers need `type: local` and a `command` list, which
-        // the wrapped form of a remote entry is not.
-        Some("remote") => {
-            return Err(
-                "OpenCode remote server (`type: remote`): wrap it by hand, as `type: local` running `toolgate wrap --url`"
-                    .to_owned(),
-            );
-        }
+        // OpenCode's (Streamable HTTP, then SSE): wrapped as a local server.
+        Some("remote") => Transport::Auto,
         Some("http" | "streamable-http" | "streamableHttp" | "streamable_http") => {
             Transport::StreamableHttp
         }
@@ -203,6 +200,7 @@ pub fn analyze(entry: &Map<String, Value>) -> Result<Option<RemoteSpec>, String>
         allow_http: false,
         consumed,
         env: env_of(entry)?,
+        opencode: kind == Some("remote"),
     }))
 }
 
@@ -378,6 +376,7 @@ fn mcp_remote(entry: &Map<String, Value>) -> Result<Option<RemoteSpec>, String> 
         allow_http,
         consumed,
         env: env_of(entry)?,
+        opencode: false,
     }))
 }
 

@@ -58,17 +58,31 @@ pub(crate) fn wrap_remote(
                 .collect(),
         )
     };
-    let mut added = vec![
-        ("command", serde_json::Value::String(settings.exe.clone())),
-        ("args", strings(&wrapped.args)),
-    ];
     let env: Vec<&(String, String)> = spec.env.iter().chain(&wrapped.env_added).collect();
-    if !env.is_empty() || spec.consumed.contains(&"env") {
-        let map: serde_json::Map<String, serde_json::Value> = env
-            .iter()
-            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-            .collect();
-        added.push(("env", serde_json::Value::Object(map)));
+    let env_map = || -> serde_json::Value {
+        serde_json::Value::Object(
+            env.iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect(),
+        )
+    };
+    let mut added = Vec::new();
+    if spec.opencode {
+        // OpenCode runs a local server from a `command` list, its variables in
+        // `environment`.
+        let mut command = vec![settings.exe.clone()];
+        command.extend(wrapped.args.iter().cloned());
+        added.push(("type", serde_json::Value::String("local".to_owned())));
+        added.push(("command", strings(&command)));
+        if !env.is_empty() {
+            added.push(("environment", env_map()));
+        }
+    } else {
+        added.push(("command", serde_json::Value::String(settings.exe.clone())));
+        added.push(("args", strings(&wrapped.args)));
+        if !env.is_empty() || spec.consumed.contains(&"env") {
+            added.push(("env", env_map()));
+        }
     }
     replace_entry(text, entry, &spec.consumed, &added, splices, whole)
 }

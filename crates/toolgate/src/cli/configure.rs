@@ -32,8 +32,8 @@ pub struct Selection {
     /// Apply the changes without asking
     #[arg(long, short = 'y')]
     pub yes: bool,
-    /// Install (or remove) toolgate's hooks in the client's settings instead of wrapping its
-    /// MCP servers: `toolgate hook <client>` for every hook event (claude-code, cursor, qwen-code, gemini-cli)
+    /// Toolgate's hooks in the client's settings (`toolgate hook <client>` for every hook
+    /// event), not its MCP servers: `init` installs them, `unwrap` removes them
     #[arg(long, requires = "client", conflicts_with_all = ["config", "servers"])]
     pub hooks: bool,
     /// With `--hooks`: the user's settings or the project's (the current directory)
@@ -524,6 +524,20 @@ fn run_hooks(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode>
                 .collect(),
         ),
     };
+    // Copilot CLI's `toolgate.json` is a file of toolgate's own: what `unwrap` leaves of it
+    // (`{"version": 1}`, or nothing at all) goes with it.
+    let own_file_left_empty = client == HookClient::CopilotCli
+        && matches!(action, Action::Unwrap)
+        && existing.is_some()
+        && serde_json::from_str::<serde_json::Value>(&new_text)
+            .ok()
+            .and_then(|v| v.as_object().map(|o| o.keys().all(|k| k == "version")))
+            .unwrap_or(false);
+    let new_text = if own_file_left_empty {
+        String::new()
+    } else {
+        new_text
+    };
     let old_text = existing.as_ref().map_or("", |f| f.text.as_str());
     outln!(
         "{} ({} {} hooks){}:",
@@ -574,6 +588,14 @@ fn run_hooks(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode>
         return Ok(code);
     }
     match &existing {
+        Some(_) if own_file_left_empty => {
+            std::fs::remove_file(&path)
+                .with_context(|| format!("cannot remove `{}`", path.display()))?;
+            outln!(
+                "removed {} (toolgate's own file, nothing else in it)",
+                path.display()
+            );
+        }
         Some(f) => {
             write::replace(f, &new_text)?;
             outln!(

@@ -374,7 +374,8 @@ fn cline_round_trip() {
 
 /// OpenCode's `opencode.json` (JSON with comments): a local server's `command` is a list, so
 /// the wrapped one is a list too (toolgate, `wrap` and its options, `--`, the original), its
-/// other keys kept; a `type: remote` server is left alone.
+/// other keys kept; a `type: remote` server becomes a local one running `wrap --url`, its
+/// credential header moved to `environment`.
 #[test]
 fn opencode_round_trip() {
     let fake = Fake::new();

@@ -834,9 +834,32 @@ fn copilot_cli_project_hooks_round_trip_and_doctor_checks_folder_trust() {
         "project",
         "--yes",
     ]));
+    // The file was toolgate's own: nothing of it is left.
+    assert!(!path.exists(), "{:?}", fs::read_to_string(&path));
+    // One the user added a hook of their own to keeps it, and only it.
+    let init = [
+        "init",
+        "--client",
+        "copilot-cli",
+        "--hooks",
+        "--scope",
+        "project",
+        "--yes",
+    ];
+    ok(&fake.run(&init));
+    let mut v: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    v["hooks"]["sessionEnd"] = json!([{"type": "command", "bash": "echo bye"}]);
+    fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let mut unwrap = init;
+    unwrap[0] = "unwrap";
+    ok(&fake.run(&unwrap));
     let left: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(left, json!({"version": 1}));
+    assert_eq!(
+        left,
+        json!({"version": 1, "hooks": {"sessionEnd": [{"type": "command", "bash": "echo bye"}]}})
+    );
 }
 
 /// OpenCode: `init` writes a plugin of toolgate's own, `doctor` reports it (and fails it
