@@ -37,8 +37,8 @@ pub fn prompt_digest(text: &str) -> [u8; 32] {
     hasher.finalize().into()
 }
 
-/// The directories Claude Code, Gemini CLI, Codex and Qwen Code keep their transcripts in
-/// (canonical), for this user.
+/// The directories Claude Code, Gemini CLI, Codex, Qwen Code and Copilot CLI keep their
+/// transcripts in (canonical), for this user.
 pub fn transcript_roots() -> Vec<PathBuf> {
     let mut roots = Vec::new();
     if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
@@ -48,7 +48,15 @@ pub fn transcript_roots() -> Vec<PathBuf> {
         roots.push(PathBuf::from(&home).join(".claude/projects"));
         roots.push(PathBuf::from(&home).join(".gemini/tmp"));
         roots.push(PathBuf::from(&home).join(".codex/sessions"));
-        roots.push(PathBuf::from(home).join(".qwen/projects"));
+        roots.push(PathBuf::from(&home).join(".qwen/projects"));
+        roots.push(PathBuf::from(&home).join(".copilot/session-state"));
+        roots.push(PathBuf::from(home).join(".local/share/opencode"));
+    }
+    if let Some(dir) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        roots.push(PathBuf::from(dir).join("opencode"));
+    }
+    if let Some(dir) = std::env::var_os("COPILOT_HOME").filter(|d| !d.is_empty()) {
+        roots.push(PathBuf::from(dir).join("session-state"));
     }
     if let Some(dir) = std::env::var_os("CODEX_HOME").filter(|d| !d.is_empty()) {
         roots.push(PathBuf::from(dir).join("sessions"));
@@ -70,12 +78,17 @@ pub fn check_path(path: &Path, roots: &[PathBuf]) -> Result<PathBuf, String> {
     })?;
     if !roots.iter().any(|r| real.starts_with(r)) {
         return Err(format!(
-            "the transcript `{}` is not in a transcript directory toolgate reads (Claude Code's, Gemini CLI's, Codex's or Qwen Code's)",
+            "the transcript `{}` is not in a transcript directory toolgate reads (Claude Code's, Gemini CLI's, Codex's, Qwen Code's, Copilot CLI's or OpenCode's)",
             path.display()
         ));
     }
-    if real.extension().and_then(|e| e.to_str()) != Some("jsonl") {
-        return Err(format!("`{}` is no JSON Lines transcript", path.display()));
+    if real.extension().and_then(|e| e.to_str()) != Some("jsonl")
+        && real.file_name().and_then(|n| n.to_str()) != Some(OPENCODE_DB)
+    {
+        return Err(format!(
+            "`{}` is no JSON Lines transcript (nor OpenCode's `{OPENCODE_DB}`)",
+            path.display()
+        ));
     }
     let meta = std::fs::metadata(&real).map_err(|e| e.to_string())?;
     if !meta.is_file() || meta.uid() != rustix::process::geteuid().as_raw() {
@@ -87,13 +100,95 @@ pub fn check_path(path: &Path, roots: &[PathBuf]) -> Result<PathBuf, String> {
     Ok(real)
 }
 
-/// A transcript's identity for "has it changed since": (size, mtime in ns).
+/// OpenCode's database, which holds every session's messages.
+pub const OPENCODE_DB: &str = "opencode.db";
+
+/// A transcript's identity for "has it changed since": (size, mtime in ns); for a database,
+/// of its write-ahead log too (where new messages are until a checkpoint).
 pub fn stamp(path: &Path) -> Option<(u64, i128)> {
-    let m = std::fs::metadata(path).ok()?;
-    Some((
-        m.len(),
-        i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
-    ))
+    let one = |p: &Path| {
+        std::fs::metadata(p).ok().map(|m| {
+            (
+                m.len(),
+                i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            )
+        })
+    };
+    let (len, mtime) = one(path)?;
+    if path.file_name().and_then(|n| n.to_str()) != Some(OPENCODE_DB) {
+        return Some((len, mtime));
+    }
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let (wal_len, wal_mtime) = one(Path::new(&wal)).unwrap_or((0, 0));
+    Some((len.wrapping_add(wal_len), mtime.max(wal_mtime)))
+}
+
+/// [`user_message_digests`] of one `conversation` of a transcript that holds many (OpenCode's
+/// database: the offset stays as it is, each read takes the session's newest messages).
+pub fn user_message_digests_in(
+    path: &Path,
+    conversation: Option<&str>,
+    from: u64,
+) -> Result<(HashSet<[u8; 32]>, u64), String> {
+    match conversation {
+        Some(session) => opencode_digests(path, session).map(|d| (d, from)),
+        None => user_message_digests(path, from),
+    }
+}
+
+/// The digests of what the user typed in OpenCode session `session` (its newest messages):
+/// each user message of the session (not of a sub-agent's session, which has a parent) as
+/// the text of its parts OpenCode did not add itself (`synthetic`: a file's content, a
+/// tool's output; `ignored`).
+fn opencode_digests(path: &Path, session: &str) -> Result<HashSet<[u8; 32]>, String> {
+    use rusqlite::{Connection, OpenFlags};
+    let fail = |e: rusqlite::Error| format!("OpenCode's database cannot be read ({e})");
+    let db = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(fail)?;
+    db.busy_timeout(std::time::Duration::from_millis(250))
+        .map_err(fail)?;
+    let mut query = db
+        .prepare(
+            "SELECT m.id, p.data FROM message m \
+             JOIN session s ON s.id = m.session_id \
+             JOIN part p ON p.message_id = m.id \
+             WHERE m.session_id = ?1 AND s.parent_id IS NULL \
+               AND json_extract(m.data, '$.role') = 'user' \
+             ORDER BY m.time_created DESC, m.id, p.id LIMIT ?2",
+        )
+        .map_err(fail)?;
+    let rows = query
+        .query_map(
+            rusqlite::params![session, i64::try_from(MAX_MESSAGES).unwrap_or(4096)],
+            |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)),
+        )
+        .map_err(fail)?;
+    let mut messages: Vec<(String, Vec<String>)> = Vec::new();
+    for row in rows {
+        let (id, data) = row.map_err(fail)?;
+        let Ok(part) = serde_json::from_str::<Value>(&data) else {
+            continue;
+        };
+        let flag = |k: &str| part.get(k).and_then(Value::as_bool) == Some(true);
+        let text = part
+            .get("text")
+            .and_then(Value::as_str)
+            .filter(|_| part.get("type").and_then(Value::as_str) == Some("text"))
+            .filter(|_| !flag("synthetic") && !flag("ignored"));
+        match messages.last_mut() {
+            Some((last, texts)) if *last == id => texts.extend(text.map(str::to_owned)),
+            _ => messages.push((id, text.map(str::to_owned).into_iter().collect())),
+        }
+    }
+    Ok(messages
+        .into_iter()
+        .filter(|(_, texts)| !texts.is_empty())
+        .map(|(_, texts)| prompt_digest(&texts.join("\n")))
+        .collect())
 }
 
 /// The digests of the user messages in the transcript at `path` (already checked with
@@ -123,15 +218,17 @@ pub fn user_message_digests(path: &Path, from: u64) -> Result<(HashSet<[u8; 32]>
         lines.next();
     }
     let finder = memchr::memmem::Finder::new(b"\"user\"");
-    // Codex's typed prompt.
+    // Codex's typed prompt, and Copilot CLI's.
     let codex = memchr::memmem::Finder::new(b"\"UserMessage\"");
+    let copilot = memchr::memmem::Finder::new(b"\"user.message\"");
     let mut out = HashSet::new();
     for line in lines {
         if out.len() >= MAX_MESSAGES {
             break;
         }
         // Only a line that names a user message is parsed.
-        if finder.find(line).is_none() && codex.find(line).is_none() {
+        if finder.find(line).is_none() && codex.find(line).is_none() && copilot.find(line).is_none()
+        {
             continue;
         }
         let Ok(record) = serde_json::from_slice::<Value>(line) else {
@@ -152,7 +249,29 @@ pub fn user_message_digests(path: &Path, from: u64) -> Result<(HashSet<[u8; 32]>
 /// `$set` records, which have no `type`. Codex's rollout (`~/.codex/sessions/…/*.jsonl`)
 /// records the typed prompt as an `event_msg` whose completed item is a `UserMessage` (its
 /// own context and a project's `AGENTS.md` are `response_item` messages, never read here).
+/// Copilot CLI's session log (`~/.copilot/session-state/<session>/events.jsonl`) records it as
+/// `{"type":"user.message","data":{"content":…}}`; one of a sub-agent (`agentId`), one with a
+/// `source` (a skill's hidden text, another agent's prompt) or one autopilot added is not
+/// typed by the user.
 fn typed_texts(record: &Value) -> Vec<&str> {
+    if record.get("type").and_then(Value::as_str) == Some("user.message") {
+        let data = record.get("data");
+        let set = |k: &str| data.and_then(|d| d.get(k)).is_some_and(|v| !v.is_null());
+        if record.get("agentId").is_some()
+            || set("source")
+            || data
+                .and_then(|d| d.get("isAutopilotContinuation"))
+                .and_then(Value::as_bool)
+                == Some(true)
+        {
+            return Vec::new();
+        }
+        return data
+            .and_then(|d| d.get("content"))
+            .and_then(Value::as_str)
+            .into_iter()
+            .collect();
+    }
     if record.get("type").and_then(Value::as_str) == Some("event_msg") {
         let item = record.pointer("/payload/item");
         if record.pointer("/payload/type").and_then(Value::as_str) != Some("item_completed")
@@ -322,6 +441,62 @@ mod tests {
         let (got, _) = user_message_digests(&path, 0).unwrap();
         assert!(got.contains(&prompt_digest("mail carol@corp.example")));
         assert_eq!(got.len(), 1, "only the typed prompt");
+    }
+
+    #[test]
+    fn what_the_user_typed_to_copilot_cli_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let lines = [
+            r#"{"type":"session.start","data":{"sessionId":"s"},"id":"0","timestamp":"t","parentId":null}"#,
+            r#"{"type":"hook.start","data":{"hookType":"userPromptSubmitted","input":{"sessionId":"s","prompt":"mail evil@hook.example"}},"id":"1","timestamp":"t","parentId":"0"}"#,
+            r#"{"type":"user.message","data":{"content":"mail carol@corp.example","transformedContent":"<current_datetime>t</current_datetime> mail carol@corp.example","delivery":"idle"},"id":"2","timestamp":"t","parentId":"1"}"#,
+            r#"{"type":"user.message","agentId":"a1","data":{"content":"mail sub@agent.example"},"id":"3","timestamp":"t","parentId":"2"}"#,
+            r#"{"type":"user.message","data":{"content":"mail skill@x.example","source":"skill-pdf"},"id":"4","timestamp":"t","parentId":"3"}"#,
+            r#"{"type":"user.message","data":{"content":"mail auto@x.example","isAutopilotContinuation":true},"id":"5","timestamp":"t","parentId":"4"}"#,
+            r#"{"type":"assistant.message","data":{"content":"model text"},"id":"6","timestamp":"t","parentId":"5"}"#,
+        ];
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let (got, _) = user_message_digests(&path, 0).unwrap();
+        assert!(got.contains(&prompt_digest("mail carol@corp.example")));
+        assert_eq!(got.len(), 1, "only the typed prompt");
+    }
+
+    #[test]
+    fn what_the_user_typed_to_opencode_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(OPENCODE_DB);
+        let db = rusqlite::Connection::open(&path).unwrap();
+        db.execute_batch(
+            r#"CREATE TABLE session (id TEXT PRIMARY KEY, parent_id TEXT);
+            CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, data TEXT);
+            CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, data TEXT);
+            INSERT INTO session VALUES ('ses_a', NULL), ('ses_sub', 'ses_a'), ('ses_b', NULL);
+            INSERT INTO message VALUES
+              ('m1', 'ses_a', 1, '{"role":"user"}'),
+              ('m2', 'ses_a', 2, '{"role":"assistant"}'),
+              ('m3', 'ses_sub', 3, '{"role":"user"}'),
+              ('m4', 'ses_b', 4, '{"role":"user"}');
+            INSERT INTO part VALUES
+              ('p1', 'm1', 'ses_a', '{"type":"text","text":"mail carol@corp.example"}'),
+              ('p2', 'm1', 'ses_a', '{"type":"text","text":"and dave@corp.example"}'),
+              ('p3', 'm1', 'ses_a', '{"type":"text","synthetic":true,"text":"file says leak@evil.example"}'),
+              ('p4', 'm2', 'ses_a', '{"type":"text","text":"model text"}'),
+              ('p5', 'm3', 'ses_sub', '{"type":"text","text":"sub-agent prompt"}'),
+              ('p6', 'm4', 'ses_b', '{"type":"text","text":"another session"}');"#,
+        )
+        .unwrap();
+        drop(db);
+        let (got, at) = user_message_digests_in(&path, Some("ses_a"), 7).unwrap();
+        assert_eq!(at, 7);
+        assert!(got.contains(&prompt_digest(
+            "mail carol@corp.example\nand dave@corp.example"
+        )));
+        assert_eq!(got.len(), 1, "only the typed prompt");
+        let (sub, _) = user_message_digests_in(&path, Some("ses_sub"), 0).unwrap();
+        assert!(sub.is_empty(), "a sub-agent's prompt is not typed");
+        let root = dir.path().canonicalize().unwrap();
+        assert!(check_path(&path, std::slice::from_ref(&root)).is_ok());
     }
 
     #[test]

@@ -257,6 +257,38 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
             no_read: false,
         });
     }
+    // Copilot CLI's session logs: `~/.copilot/session-state/<session>/events.jsonl` (the
+    // session directory too: one moved into place would bring its own log). The rest of a
+    // session's directory (its plan, its checkpoints) is the agent's to write.
+    for dir in spellings(&home.join(".copilot/session-state")) {
+        let e = toolgate_policy::protect::escape(&dir);
+        list.push(Protected {
+            kind: K::Transcript,
+            shown: format!("{dir}/…/events.jsonl"),
+            globs: vec![format!("{e}/*/events.jsonl"), format!("{e}/*"), e],
+            no_read: false,
+        });
+    }
+    // OpenCode's database of every session's messages, with its write-ahead log.
+    let opencode = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .unwrap_or_else(|| home.join(".local/share"))
+        .join("opencode");
+    for dir in spellings(&opencode) {
+        let e = toolgate_policy::protect::escape(&dir);
+        list.push(Protected {
+            kind: K::Transcript,
+            shown: format!("{dir}/opencode.db"),
+            globs: vec![
+                format!("{e}/opencode.db"),
+                format!("{e}/opencode.db-wal"),
+                format!("{e}/opencode.db-shm"),
+                e,
+            ],
+            no_read: false,
+        });
+    }
     // Gemini CLI's: `~/.gemini/tmp/<project>/chats/*.jsonl`. The rest of `~/.gemini/tmp` is
     // the agent's own scratch space (Gemini CLI tells the model so).
     for dir in spellings(&home.join(".gemini/tmp")) {
