@@ -19,7 +19,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
 use toolgate_store::{Cursor, EmbeddedStore};
 
-use super::hooks::{Audits, HookSession, Policies};
+use super::hooks::{Audits, Held, HookSession, Policies};
 use super::proto::{
     self, Choice, ErrorCode, FromBroker, HookEffect, HookEvent, MAX_PENDING_PER_PROXY,
     MAX_TIMEOUT_MS, Pending, Question, Role, SharedApproval, SharedAttempt, TaintToken, ToBroker,
@@ -53,9 +53,33 @@ struct Conn {
 
 struct Entry {
     view: Pending,
-    conn: u64,
-    /// The proxy's own id for the question.
-    local: u64,
+    asker: Asker,
+}
+
+/// Who waits for a request's answer.
+enum Asker {
+    /// A proxy's question, by its own id for it.
+    Proxy { conn: u64, local: u64 },
+    /// A hook's ask its client cannot show.
+    Hook(Box<HeldAsk>),
+}
+
+impl Asker {
+    fn proxy(&self) -> Option<(u64, u64)> {
+        match self {
+            Asker::Proxy { conn, local } => Some((*conn, *local)),
+            Asker::Hook(_) => None,
+        }
+    }
+}
+
+/// A hook's ask held in the queue: its agent session, what an answer grants, and the hook
+/// still waiting for it, if any.
+struct HeldAsk {
+    session: String,
+    held: Box<Held>,
+    audit: std::path::PathBuf,
+    waiter: Option<tokio::sync::oneshot::Sender<Choice>>,
 }
 
 /// Tokens kept per agent session (oldest dropped first).
@@ -114,17 +138,46 @@ impl BrokerState {
         self.conns.values().filter(|c| c.role == role).count()
     }
 
+    /// Puts a request in the queue, shown to the approvers now and to those who connect
+    /// later; it expires `timeout_ms` from now. Returns its id.
+    fn enqueue(
+        &mut self,
+        question: Question,
+        session: Option<String>,
+        pid: u32,
+        timeout_ms: u64,
+        asker: Asker,
+    ) -> u64 {
+        self.next_request = self.next_request.wrapping_add(1);
+        let id = self.next_request;
+        let created_ms = now_ms();
+        let view = Pending {
+            id,
+            question,
+            session,
+            proxy_pid: pid,
+            created_ms,
+            expires_ms: created_ms.saturating_add(timeout_ms),
+        };
+        self.broadcast(&FromBroker::Added {
+            request: view.clone(),
+        });
+        self.pending.insert(id, Entry { view, asker });
+        id
+    }
+
     /// Removes a request without a decision: the proxy gets a deny (unless it is gone),
     /// approvers see it withdrawn.
     fn withdraw(&mut self, id: u64, why: Withdrawal, reason: &str) {
         if let Some(entry) = self.pending.remove(&id) {
-            if let Some(proxy) = self
-                .conns
-                .get(&entry.conn)
+            if let Some((proxy, local)) = entry
+                .asker
+                .proxy()
+                .and_then(|(conn, local)| self.conns.get(&conn).map(|c| (c, local)))
                 .filter(|_| why == Withdrawal::Expired)
             {
                 let _ = proxy.tx.send(FromBroker::Answer {
-                    id: entry.local,
+                    id: local,
                     decision: Choice::Deny,
                     reason: reason.to_owned(),
                 });

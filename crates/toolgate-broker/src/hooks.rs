@@ -17,13 +17,14 @@ use std::sync::Arc;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 use toolgate_policy::{
-    Effect, Engine, Session, SessionLimits, VouchKey, collect_strings, prompt_digests,
+    Action, Effect, Engine, Session, SessionLimits, SinkFinding, VouchKey, collect_strings,
+    prompt_digests,
 };
 
 use toolgate_audit::{AuditWriter, Event};
 
-use super::proto::{HookEffect, MAX_TOKENS_PER_MESSAGE, TaintToken};
-use toolgate_runtime::enforce::backend::decide_on_disk;
+use super::proto::{Choice, HookEffect, MAX_TOKENS_PER_MESSAGE, Question, TaintToken};
+use toolgate_runtime::enforce::backend::{decide_on_disk, prompt_for};
 use toolgate_runtime::enforce::event::decision_event;
 use toolgate_runtime::enforce::setup;
 
@@ -153,6 +154,53 @@ pub(crate) struct HookRuling {
     pub decision: HookEffect,
     pub reason: String,
     pub event: Event,
+    /// For an ask: what answering it in `toolgate approvals` grants.
+    pub held: Option<Box<Held>>,
+}
+
+/// An ask, kept for `toolgate approvals` when the client cannot show it: the question, and
+/// what an answer grants. "Allow for this session" approves the call's normalised action
+/// and its sink destinations, as a proxy's session approval does; "allow once" lets the
+/// same call (server, tool and arguments, canonically) through once.
+pub(crate) struct Held {
+    pub question: Question,
+    /// SHA-256 of the call's server, tool and canonical arguments.
+    pub call: [u8; 32],
+    tool: String,
+    action: Action,
+    sinks: Vec<SinkFinding>,
+    /// Kept only in memory, for actions with an opaque part, whose approval binds the
+    /// exact arguments.
+    arguments: Value,
+    /// The ask's audit record: an answer is recorded as its approval.
+    pub event: Event,
+}
+
+impl Held {
+    /// The size of the call's arguments as JSON.
+    pub fn argument_bytes(&self) -> usize {
+        serde_json::to_vec(&self.arguments).map_or(usize::MAX, |v| v.len())
+    }
+}
+
+/// "Allow once" grants kept per session, not yet used (the oldest dropped past it).
+const MAX_ONCE: usize = 64;
+
+/// The digest an "allow once" is bound to: server, tool and the arguments' canonical form.
+fn call_digest(server: Option<&str>, tool: &str, arguments: &Value) -> [u8; 32] {
+    let canonical =
+        toolgate_jcs::canonical_sha256(arguments).unwrap_or_else(|_| arguments.to_string());
+    let mut h = Sha256::new();
+    for part in [
+        server.unwrap_or(""),
+        "\u{0}",
+        tool,
+        "\u{0}",
+        canonical.as_str(),
+    ] {
+        h.update(part.as_bytes());
+    }
+    h.finalize().into()
 }
 
 /// Prompts kept waiting for their transcript at once (the oldest dropped past it), and how
@@ -175,12 +223,16 @@ struct Pending {
     read_at: Option<(u64, i128)>,
     /// Where the next read of the transcript starts (what was read before is not read again).
     offset: u64,
+    /// The client's session in a transcript that holds many (OpenCode's database).
+    conversation: Option<String>,
 }
 
 /// The policy session of one agent session's hooks.
 pub(crate) struct HookSession {
     session: Session,
     pending: Vec<Pending>,
+    /// Calls a person allowed once in `toolgate approvals` after their ask was denied.
+    once: Vec<[u8; 32]>,
 }
 
 impl HookSession {
@@ -196,6 +248,7 @@ impl HookSession {
         HookSession {
             session,
             pending: Vec::new(),
+            once: Vec::new(),
         }
     }
 
@@ -236,13 +289,26 @@ impl HookSession {
         now_ms: u64,
     ) -> HookRuling {
         // A hook event without a server is the client's own built-in tool.
-        let decision = decide_on_disk(
+        let mut decision = decide_on_disk(
             engine,
             &mut self.session,
             (server, tool, arguments),
             now_ms,
             server.is_none(),
         );
+        // Only an ask needs the call's digest (an "allow once", a held ask): an allowed or
+        // denied call is not hashed a second time.
+        let call = (decision.effect == Effect::Ask).then(|| call_digest(server, tool, arguments));
+        if let Some(call) = call
+            && let Some(i) = self.once.iter().position(|c| *c == call)
+        {
+            self.once.remove(i);
+            decision.effect = Effect::Allow;
+            decision.reason = format!(
+                "allowed once in `toolgate approvals`; without that: {}",
+                decision.reason
+            );
+        }
         let named = match server {
             Some(server) => format!("`{tool}` of `{server}`"),
             None => format!("`{tool}`"),
@@ -263,10 +329,44 @@ impl HookSession {
             Effect::Ask => HookEffect::Ask,
             Effect::Deny => HookEffect::Deny,
         };
+        let held = call.filter(|_| effect == HookEffect::Ask).map(|call| {
+            Box::new(Held {
+                question: prompt_for(&self.session, &decision, tool, arguments),
+                call,
+                tool: tool.to_owned(),
+                action: decision.action.clone(),
+                sinks: decision.sinks.clone(),
+                arguments: arguments.clone(),
+                event: event.clone(),
+            })
+        });
         HookRuling {
             decision: effect,
             reason: format!("{named}: {}", decision.reason),
             event,
+            held,
+        }
+    }
+
+    /// Applies a person's answer to a held ask ([`Held`]) that its hook no longer waits
+    /// for (or, for "allow for this session", any): the next such call is allowed.
+    pub fn grant(&mut self, held: &Held, choice: Choice) {
+        match choice {
+            Choice::AllowOnce => {
+                if !self.once.contains(&held.call) {
+                    if self.once.len() >= MAX_ONCE {
+                        self.once.remove(0);
+                    }
+                    self.once.push(held.call);
+                }
+            }
+            Choice::AllowSession => {
+                if !held.sinks.is_empty() {
+                    self.session.approve_sinks(&held.tool, &held.sinks, true);
+                }
+                self.session.approve(&held.action, Some(&held.arguments));
+            }
+            Choice::Deny => {}
         }
     }
 
@@ -318,6 +418,7 @@ impl HookSession {
         &mut self,
         text: &str,
         transcript: Option<&str>,
+        conversation: Option<&str>,
         now_ms: u64,
     ) -> (Vec<[u8; 32]>, Result<bool, String>) {
         let Some(transcript) = transcript else {
@@ -349,6 +450,7 @@ impl HookSession {
             since_ms: now_ms,
             read_at: None,
             offset: 0,
+            conversation: conversation.map(str::to_owned),
         });
         let fresh = self.confirm(now_ms);
         let waiting = !self.pending.is_empty();
@@ -380,7 +482,11 @@ impl HookSession {
             if now.is_some() && now == p.read_at {
                 continue;
             }
-            match super::transcript::user_message_digests(&p.transcript, p.offset) {
+            match super::transcript::user_message_digests_in(
+                &p.transcript,
+                p.conversation.as_deref(),
+                p.offset,
+            ) {
                 Ok((found, _)) if found.contains(&p.prompt) => confirmed.push(i),
                 Ok((_, next)) => {
                     p.offset = next;

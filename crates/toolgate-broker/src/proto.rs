@@ -87,6 +87,9 @@ pub enum HookEvent {
         text: String,
         #[serde(default)]
         transcript: Option<String>,
+        /// The client's own session in a transcript that holds many (OpenCode's database).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conversation: Option<String>,
     },
     /// The agent session started or resumed.
     SessionStart {},
@@ -111,6 +114,19 @@ impl HookEvent {
             } if t.len() > MAX_PATH || !t.starts_with('/') => Err(format!(
                 "a hook event's transcript must be an absolute path of at most {MAX_PATH} bytes"
             )),
+            HookEvent::Prompt {
+                conversation: Some(c),
+                ..
+            } if c.is_empty()
+                || c.len() > MAX_NAME
+                || !c
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') =>
+            {
+                Err(format!(
+                    "a hook event's conversation must be a name of at most {MAX_NAME} letters, digits, `_` and `-`"
+                ))
+            }
             HookEvent::Prompt { .. } | HookEvent::SessionStart {} => Ok(()),
         }
     }
@@ -173,6 +189,10 @@ pub enum ToBroker {
         #[serde(default)]
         audit: Option<String>,
         event: HookEvent,
+        /// The client cannot ask: an ask waits in `toolgate approvals`, the hook for up to
+        /// this many milliseconds (none: the client asks itself).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hold_ms: Option<u64>,
     },
 }
 

@@ -191,7 +191,7 @@ pub(super) async fn serve_conn(shared: Arc<Daemon>, mut stream: UnixStream) {
         return;
     }
     if role == Role::Hook {
-        let verdict = hook_conn(&shared, &mut reader, session.unwrap_or_default()).await;
+        let verdict = hook_conn(&shared, &mut reader, session.unwrap_or_default(), pid).await;
         let _ = tx.send(verdict);
         drop(tx);
         let _ = writer.await;
@@ -225,7 +225,7 @@ pub(super) async fn serve_conn(shared: Arc<Daemon>, mut stream: UnixStream) {
         let mine: Vec<u64> = st
             .pending
             .iter()
-            .filter(|(_, e)| e.conn == conn_id)
+            .filter(|(_, e)| e.asker.proxy().is_some_and(|(conn, _)| conn == conn_id))
             .map(|(id, _)| *id)
             .collect();
         for id in mine {
@@ -257,7 +257,7 @@ pub(super) fn handle(
             let found = st
                 .pending
                 .iter()
-                .find(|(_, e)| e.conn == conn_id && e.local == id)
+                .find(|(_, e)| e.asker.proxy() == Some((conn_id, id)))
                 .map(|(k, _)| *k);
             if let Some(key) = found {
                 let why = if why == Withdrawal::Expired {
@@ -293,16 +293,23 @@ pub(super) fn handle(
                 .unwrap_or_else(|| "an approver".to_owned());
             let result = match st.pending.remove(&id) {
                 Some(entry) => {
-                    if let Some(proxy) = st.conns.get(&entry.conn) {
-                        let reason = match decision {
-                            Choice::Deny => format!("denied in `toolgate approvals` ({by})"),
-                            _ => format!("allowed in `toolgate approvals` ({by})"),
-                        };
-                        let _ = proxy.tx.send(FromBroker::Answer {
-                            id: entry.local,
-                            decision,
-                            reason,
-                        });
+                    match entry.asker {
+                        Asker::Proxy { conn, local } => {
+                            if let Some(proxy) = st.conns.get(&conn) {
+                                let reason = match decision {
+                                    Choice::Deny => {
+                                        format!("denied in `toolgate approvals` ({by})")
+                                    }
+                                    _ => format!("allowed in `toolgate approvals` ({by})"),
+                                };
+                                let _ = proxy.tx.send(FromBroker::Answer {
+                                    id: local,
+                                    decision,
+                                    reason,
+                                });
+                            }
+                        }
+                        Asker::Hook(held) => st.answer_held(*held, decision),
                     }
                     st.broadcast(&FromBroker::Resolved {
                         id,
@@ -349,7 +356,11 @@ pub(super) fn ask(
     let timeout_ms = timeout_ms.clamp(1, MAX_TIMEOUT_MS);
     let id = {
         let mut st = shared.lock();
-        let mine = st.pending.values().filter(|e| e.conn == conn_id).count();
+        let mine = st
+            .pending
+            .values()
+            .filter(|e| e.asker.proxy().is_some_and(|(conn, _)| conn == conn_id))
+            .count();
         if mine >= MAX_PENDING_PER_PROXY {
             return Err(format!(
                 "more than {MAX_PENDING_PER_PROXY} questions pending from one proxy"
@@ -358,7 +369,7 @@ pub(super) fn ask(
         if st
             .pending
             .values()
-            .any(|e| e.conn == conn_id && e.local == local)
+            .any(|e| e.asker.proxy() == Some((conn_id, local)))
         {
             return Err(format!("question {local} is already pending"));
         }
@@ -367,29 +378,11 @@ pub(super) fn ask(
             .get(&conn_id)
             .map(|c| (c.session.clone(), c.pid))
             .unwrap_or_default();
-        st.next_request = st.next_request.wrapping_add(1);
-        let id = st.next_request;
-        let created_ms = now_ms();
-        let view = Pending {
-            id,
-            question,
-            session,
-            proxy_pid: pid,
-            created_ms,
-            expires_ms: created_ms.saturating_add(timeout_ms),
+        let asker = Asker::Proxy {
+            conn: conn_id,
+            local,
         };
-        st.broadcast(&FromBroker::Added {
-            request: view.clone(),
-        });
-        st.pending.insert(
-            id,
-            Entry {
-                view,
-                conn: conn_id,
-                local,
-            },
-        );
-        id
+        st.enqueue(question, session, pid, timeout_ms, asker)
     };
     let shared = shared.clone();
     tokio::spawn(async move {

@@ -116,6 +116,7 @@ pub fn parse(v: &Value) -> Result<Parsed, String> {
                 transcript: str_field(v, "transcript_path")
                     .filter(|t| !t.is_empty())
                     .map(str::to_owned),
+                conversation: None,
             })
         }
         "SessionStart" => Some(HookEvent::SessionStart {}),

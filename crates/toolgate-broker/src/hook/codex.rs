@@ -23,14 +23,14 @@ pub fn parse(v: &Value) -> Result<Parsed, String> {
 }
 
 /// Why an ask is a deny here.
-const CANNOT_ASK: &str = "toolgate would ask a person before this call, and Codex's hooks cannot ask (Codex runs the call when a hook answers `ask`), so it is denied. help: if it is what you want, allow it in your policy (`toolgate policy explain` shows the rule that asked) and run the prompt again";
+const CANNOT_ASK: &str = "Codex's hooks cannot ask (Codex runs the call when a hook answers `ask`)";
 
 /// The output for a verdict: Claude Code's, an ask made a deny.
 pub fn render(name: &str, verdict: &Ruling, authoritative: bool) -> Output {
     if verdict.decision == HookEffect::Ask {
         let deny = Ruling {
             decision: HookEffect::Deny,
-            reason: format!("{} ({CANNOT_ASK})", verdict.reason),
+            reason: super::cannot_ask(&verdict.reason, CANNOT_ASK),
         };
         return claude::render(name, &deny, authoritative);
     }

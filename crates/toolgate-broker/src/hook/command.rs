@@ -205,6 +205,7 @@ fn decide(args: &Args, deadline: Instant) -> Output {
         &parsed.workspace,
         audit.as_deref(),
         event,
+        !client.can_ask(),
         deadline,
     ) {
         Ok(mut verdict) => {

@@ -21,13 +21,13 @@
 //!
 //! Output: Claude Code's JSON. A deny answers `permissionDecision: deny` with exit code 0:
 //! with exit 2 Copilot CLI blocks too, but tells the model only "hook exited with code 2".
-//! A hook that errors (a missing executable) denies. Prompts vouch for nothing: there is no
-//! transcript to check them against.
+//! A hook that errors (a missing executable) denies. A prompt vouches once the broker finds
+//! it in the session's log, `~/.copilot/session-state/<session id>/events.jsonl`.
 
 use serde_json::{Map, Value};
 
 use super::{Output, Parsed, Ruling, claude};
-use crate::proto::HookEffect;
+use crate::proto::{HookEffect, HookEvent};
 
 /// The name toolgate gives an event of Copilot CLI's own shape (it carries none): its
 /// answer is that shape's.
@@ -39,11 +39,50 @@ pub fn parse(v: &Value) -> Result<Parsed, String> {
         .map(|h| super::configured_servers(&h.join(".copilot/mcp-config.json"), "mcpServers"))
         .unwrap_or_default();
     if v.get("sessionId").is_some() && v.get("hook_event_name").is_none() {
-        let mut parsed = claude::parse(&as_claude(&from_camel(v)?, &servers))?;
+        let claude_shape = from_camel(v)?;
+        let mut parsed = claude::parse(&as_claude(&claude_shape, &servers))?;
         parsed.name = format!("{CAMEL}:{}", parsed.name);
+        with_transcript(&mut parsed, &claude_shape);
         return Ok(parsed);
     }
-    claude::parse(&as_claude(v, &servers))
+    let mut parsed = claude::parse(&as_claude(v, &servers))?;
+    with_transcript(&mut parsed, v);
+    Ok(parsed)
+}
+
+/// A prompt's transcript: Copilot CLI passes none, but logs each session in
+/// `~/.copilot/session-state/<session id>/events.jsonl` (`$COPILOT_HOME/session-state` when
+/// set), the typed prompt as a `user.message` written right after the prompt's hook.
+fn with_transcript(parsed: &mut Parsed, v: &Value) {
+    let Some(HookEvent::Prompt {
+        transcript: transcript @ None,
+        ..
+    }) = &mut parsed.event
+    else {
+        return;
+    };
+    let Some(id) = v.get("session_id").and_then(Value::as_str).filter(|id| {
+        !id.is_empty()
+            && id.len() <= 128
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    }) else {
+        return;
+    };
+    let home = std::env::var_os("COPILOT_HOME")
+        .filter(|d| !d.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".copilot")));
+    if let Some(home) = home.filter(|h| h.is_absolute()) {
+        *transcript = Some(
+            home.join("session-state")
+                .join(id)
+                .join("events.jsonl")
+                .display()
+                .to_string(),
+        );
+    }
 }
 
 /// Copilot CLI's own shape as its Claude Code one: the event from what it carries, its tool
@@ -293,11 +332,25 @@ mod tests {
             parse(&post).unwrap().event,
             Some(HookEvent::After { .. })
         ));
-        let prompt = json!({"sessionId": "s", "cwd": "/w", "prompt": "hi"});
-        assert!(matches!(
-            parse(&prompt).unwrap().event,
-            Some(HookEvent::Prompt { .. })
-        ));
+        // A prompt's transcript is the session's log (Copilot CLI names none); a session id
+        // that is no plain name names none.
+        let transcript = |id: &str| {
+            let prompt = json!({"sessionId": id, "cwd": "/w", "prompt": "hi"});
+            match parse(&prompt).unwrap().event {
+                Some(HookEvent::Prompt { transcript, .. }) => transcript,
+                other => panic!("{other:?}"),
+            }
+        };
+        if std::env::var_os("COPILOT_HOME").is_none() {
+            let home = std::env::var("HOME").unwrap();
+            assert_eq!(
+                transcript("0b1d-42").as_deref(),
+                Some(format!("{home}/.copilot/session-state/0b1d-42/events.jsonl").as_str())
+            );
+        }
+        for bad in ["../x", "", "a/b", "a b"] {
+            assert_eq!(transcript(bad), None, "{bad}");
+        }
         let deny = Ruling {
             decision: HookEffect::Deny,
             reason: "toolgate: no".to_owned(),

@@ -156,6 +156,7 @@ pub fn parse(v: &Value) -> Result<Parsed, String> {
         "beforeSubmitPrompt" => Some(HookEvent::Prompt {
             text: field("prompt")?.to_owned(),
             transcript: None,
+            conversation: None,
         }),
         other if IGNORED.contains(&other) => None,
         other => {

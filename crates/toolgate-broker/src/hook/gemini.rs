@@ -180,7 +180,7 @@ fn urls_in(prompt: &str) -> Vec<String> {
 }
 
 /// Why an ask is a deny here.
-const CANNOT_ASK: &str = "toolgate would ask a person before this call, and a Gemini CLI hook cannot ask (its `ask` hangs a headless run), so it is denied. help: if it is what you want, allow it in your policy (`toolgate policy explain` shows the rule that asked) and run the prompt again";
+const CANNOT_ASK: &str = "a Gemini CLI hook cannot ask (its `ask` hangs a headless run)";
 
 /// The output for a verdict on event `name`.
 pub fn render(name: &str, verdict: &Ruling, authoritative: bool) -> Output {
@@ -196,7 +196,7 @@ pub fn render(name: &str, verdict: &Ruling, authoritative: bool) -> Output {
     };
     match verdict.decision {
         HookEffect::Deny => deny(&verdict.reason),
-        HookEffect::Ask => deny(&format!("{} ({CANNOT_ASK})", verdict.reason)),
+        HookEffect::Ask => deny(&super::cannot_ask(&verdict.reason, CANNOT_ASK)),
         HookEffect::Allow if authoritative && name == "BeforeTool" => Output {
             stdout: json!({"decision": "allow"}).to_string(),
             stderr: String::new(),
@@ -344,7 +344,10 @@ mod tests {
         assert_eq!(output["llmContent"], json!("mail bob@evil.example"));
         let p = parse(&input("BeforeAgent", json!({"prompt": "mail bob"}))).unwrap();
         assert_eq!(p.name, "BeforeAgent");
-        let Some(HookEvent::Prompt { text, transcript }) = p.event else {
+        let Some(HookEvent::Prompt {
+            text, transcript, ..
+        }) = p.event
+        else {
             panic!("{:?}", p.event)
         };
         assert_eq!(text, "mail bob");

@@ -61,6 +61,10 @@ enum ConnectError {
     Other(String),
 }
 
+/// What a hook keeps of its deadline after waiting for an answer in `toolgate approvals`:
+/// the time to get the verdict out.
+const HOLD_MARGIN: Duration = Duration::from_millis(1500);
+
 fn remaining(deadline: Instant) -> Duration {
     deadline
         .saturating_duration_since(Instant::now())
@@ -244,14 +248,22 @@ pub fn ask(
     workspace: &Path,
     audit: Option<&Path>,
     event: HookEvent,
+    cannot_ask: bool,
     deadline: Instant,
 ) -> Result<Ruling, String> {
     let mut reader = connect_or_start(layout, session, deadline)?;
+    // A client that cannot ask: the broker holds an ask for `toolgate approvals`, and may
+    // wait for a person's answer as long as the deadline leaves room to send the verdict.
+    let hold_ms = cannot_ask.then(|| {
+        let left = deadline.saturating_duration_since(Instant::now());
+        u64::try_from(left.saturating_sub(HOLD_MARGIN).as_millis()).unwrap_or(u64::MAX)
+    });
     let message = ToBroker::Hook {
         policy: policy.map(|p| p.display().to_string()),
         workspace: workspace.display().to_string(),
         audit: audit.map(|p| p.display().to_string()),
         event,
+        hold_ms,
     };
     let line = proto::line(&message);
     if line.len() > proto::MAX_HOOK_LINE {

@@ -63,6 +63,26 @@ pub enum Client {
     Windsurf,
 }
 
+impl Client {
+    /// Whether the client can put toolgate's ask to the user. One that cannot gets a deny
+    /// whose ask waits in `toolgate approvals` (the broker holds it).
+    pub fn can_ask(self) -> bool {
+        !matches!(
+            self,
+            Client::GeminiCli | Client::Codex | Client::OpenCode | Client::Windsurf
+        )
+    }
+}
+
+/// The deny of an ask in a client that cannot ask (`why`: what its hooks do instead), with
+/// the two ways to allow the call: `toolgate approvals`, where the broker holds the ask, or
+/// the policy.
+pub(crate) fn cannot_ask(reason: &str, why: &str) -> String {
+    format!(
+        "{reason} (toolgate would ask a person before this call, and {why}, so it is denied. help: if it is what you want, allow it in `toolgate approvals` (once, or for this session) and let the agent make the call again, or allow it in your policy (`toolgate policy explain` shows the rule that asked))"
+    )
+}
+
 /// What a client's hook input says, in toolgate's terms.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parsed {

@@ -9,15 +9,17 @@
 //!
 //! Output: `{"decision": "deny", "reason": …}` and exit 2 for a deny; the plugin throws
 //! then, and OpenCode shows the reason to the model. A headless `opencode run` has nobody to
-//! ask: an ask is a deny, with the reason and what to change. Prompts vouch for nothing
-//! (no transcript toolgate reads).
+//! ask: an ask is a deny, with the reason and what to change. A prompt (the text parts the
+//! user wrote, as the plugin hands them over) vouches once the broker finds it as a user
+//! message of the session in OpenCode's database (`~/.local/share/opencode/opencode.db`,
+//! `$XDG_DATA_HOME/opencode` when set).
 
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
 use super::{Output, Parsed, Ruling, claude, vscode::patch_files};
-use crate::proto::HookEffect;
+use crate::proto::{HookEffect, HookEvent};
 
 /// OpenCode's built-in tools and Claude Code's for each.
 const TOOLS: &[(&str, &str)] = &[
@@ -42,11 +44,32 @@ pub fn parse(v: &Value) -> Result<Parsed, String> {
             "mcp",
         ));
     }
-    claude::parse(&as_claude(v, &servers))
+    let mut parsed = claude::parse(&as_claude(v, &servers))?;
+    if let Some(HookEvent::Prompt {
+        transcript,
+        conversation,
+        ..
+    }) = &mut parsed.event
+    {
+        let session = v
+            .get("session_id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+        let data = std::env::var_os("XDG_DATA_HOME")
+            .filter(|d| !d.is_empty())
+            .map(std::path::PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".local/share")))
+            .filter(|d| d.is_absolute());
+        if let (Some(session), Some(data)) = (session, data) {
+            *transcript = Some(data.join("opencode/opencode.db").display().to_string());
+            *conversation = Some(session.to_owned());
+        }
+    }
+    Ok(parsed)
 }
 
 /// Why an ask is a deny here.
-const CANNOT_ASK: &str = "toolgate would ask a person before this call, and OpenCode's plugins cannot ask, so it is denied. help: if it is what you want, allow it in your policy (`toolgate policy explain` shows the rule that asked) and run the prompt again";
+const CANNOT_ASK: &str = "OpenCode's plugins cannot ask";
 
 /// The output for a verdict.
 pub fn render(_name: &str, verdict: &Ruling, _authoritative: bool) -> Output {
@@ -57,7 +80,7 @@ pub fn render(_name: &str, verdict: &Ruling, _authoritative: bool) -> Output {
     };
     match verdict.decision {
         HookEffect::Deny => deny(verdict.reason.clone()),
-        HookEffect::Ask => deny(format!("{} ({CANNOT_ASK})", verdict.reason)),
+        HookEffect::Ask => deny(super::cannot_ask(&verdict.reason, CANNOT_ASK)),
         HookEffect::Allow | HookEffect::Abstain => Output {
             stdout: String::new(),
             stderr: String::new(),

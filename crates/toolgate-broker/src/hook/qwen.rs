@@ -166,7 +166,8 @@ mod tests {
             p.event,
             Some(HookEvent::Prompt {
                 text: "send it to bob@partner.example".to_owned(),
-                transcript: Some("/h/.qwen/projects/p/chats/s.jsonl".to_owned())
+                transcript: Some("/h/.qwen/projects/p/chats/s.jsonl".to_owned()),
+                conversation: None,
             })
         );
         let p = parse(&input("UserPromptSubmit", json!({"prompt": ""}))).unwrap();

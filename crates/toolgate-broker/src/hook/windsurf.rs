@@ -151,9 +151,9 @@ pub fn render(_name: &str, verdict: &Ruling, _authoritative: bool) -> Output {
     };
     match verdict.decision {
         HookEffect::Deny => deny(verdict.reason.clone()),
-        HookEffect::Ask => deny(format!(
-            "{} (toolgate would ask a person before this, and Windsurf's hooks cannot ask, so it is denied. help: if it is what you want, allow it in your policy: `toolgate policy explain` shows the rule that asked)",
-            verdict.reason
+        HookEffect::Ask => deny(super::cannot_ask(
+            &verdict.reason,
+            "Windsurf's hooks cannot ask",
         )),
         HookEffect::Allow | HookEffect::Abstain => Output {
             stdout: String::new(),

@@ -512,7 +512,12 @@ pub fn resource_part(uri: &str, fs: &dyn FsFacts) -> Part {
 }
 
 /// The approval prompt for an ask: what, where, why, and where a sink value came from.
-fn prompt_for(session: &Session, decision: &Decision, tool: &str, arguments: &Value) -> Question {
+pub fn prompt_for(
+    session: &Session,
+    decision: &Decision,
+    tool: &str,
+    arguments: &Value,
+) -> Question {
     let all_unknown = decision
         .action
         .parts

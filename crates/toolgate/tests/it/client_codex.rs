@@ -15,7 +15,9 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::support::agent_cli::{Agent, check_mail_run};
+use crate::support::agent_cli::{
+    Agent, RemoteEverything, check_echo_through_toolgate, check_mail_run,
+};
 use crate::support::hooks::World;
 use crate::support::model_mock::call;
 
@@ -87,7 +89,21 @@ fn an_ask_in_a_headless_run_neither_hangs_nor_runs_the_tool() {
     let Some(codex) = Agent::codex() else {
         return;
     };
-    codex.check_headless_ask_neither_hangs_nor_runs(&["default is ask", "cannot ask"]);
+    codex.check_headless_ask_neither_hangs_nor_runs(&[
+        "default is ask",
+        "cannot ask",
+        "waits in `toolgate approvals` as request",
+    ]);
+}
+
+/// The same ask with a person at `toolgate approvals`: allowed once there while the hook
+/// waits, the call runs (Codex itself cannot ask).
+#[test]
+fn an_ask_answered_in_toolgate_approvals_runs_the_tool() {
+    let Some(codex) = Agent::codex() else {
+        return;
+    };
+    codex.check_ask_answered_in_toolgate_approvals_runs();
 }
 
 /// `init` recorded Codex's trust in each hook, and `doctor` asks Codex about it: trusted
@@ -196,4 +212,42 @@ fn a_broker_that_hangs_leaves_the_tool_not_run() {
         return;
     };
     codex.check_hanging_broker_leaves_the_tool_not_run();
+}
+
+/// A remote server (`url`: server-everything over Streamable HTTP, on loopback, with a
+/// `bearer_token_env_var`) becomes a stdio one running `toolgate wrap --url`, the variable
+/// forwarded through `env_vars`: Codex starts it, the call reaches the server through
+/// toolgate (its audit has the decision), and `unwrap` gives the entry back.
+#[test]
+fn a_remote_server_is_wrapped_and_its_calls_go_through_toolgate() {
+    let Some(codex) = Agent::codex() else {
+        return;
+    };
+    let Some(server) = RemoteEverything::start() else {
+        return;
+    };
+    let port = server.port;
+    let w = World::with_policy("version: 1\ndefault: allow\npacks: []\n");
+    let exe = Path::new(env!("CARGO_BIN_EXE_toolgate"));
+    let policy = w.policy();
+    let policy = policy.to_str().unwrap();
+    let w = codex.world_with(w, exe, &["--policy", policy]);
+    let config = w.base().join("home/.codex/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    let remote = format!(
+        "\n[mcp_servers.everything]\nurl = \"http://127.0.0.1:{port}/mcp\"\n# any variable Codex has: it reaches `wrap` only through `env_vars`\nbearer_token_env_var = \"HOME\"\n"
+    );
+    text.push_str(&remote);
+    std::fs::write(&config, &text).unwrap();
+    let project = w.project().to_str().unwrap().to_owned();
+    codex.init(&w, exe, &["--policy", policy, "--workspace", &project]);
+    let wrapped = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        wrapped.contains("\"--url\"") && wrapped.contains("env_vars = [\"HOME\"]"),
+        "{wrapped}"
+    );
+    check_echo_through_toolgate(&codex, &w, "mcp__everything.echo", server);
+    codex.unwrap(&w, exe);
+    let restored = std::fs::read_to_string(&config).unwrap();
+    assert!(restored.ends_with(&remote), "{restored}");
 }

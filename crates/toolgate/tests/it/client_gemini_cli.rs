@@ -96,7 +96,21 @@ fn an_ask_in_a_headless_run_neither_hangs_nor_runs_the_tool() {
     let Some(gemini) = Agent::gemini_cli() else {
         return;
     };
-    gemini.check_headless_ask_neither_hangs_nor_runs(&["default is ask", "cannot ask"]);
+    gemini.check_headless_ask_neither_hangs_nor_runs(&[
+        "default is ask",
+        "cannot ask",
+        "waits in `toolgate approvals` as request",
+    ]);
+}
+
+/// The same ask with a person at `toolgate approvals`: allowed once there while the hook
+/// waits, the call runs (Gemini CLI itself cannot ask).
+#[test]
+fn an_ask_answered_in_toolgate_approvals_runs_the_tool() {
+    let Some(gemini) = Agent::gemini_cli() else {
+        return;
+    };
+    gemini.check_ask_answered_in_toolgate_approvals_runs();
 }
 
 #[test]

@@ -46,6 +46,7 @@ mod gateway_replicas;
 mod hook_coding_session;
 mod hook_fail_closed;
 mod hook_fixtures;
+mod hook_held_asks;
 mod hook_self_protection;
 mod hook_sessions;
 mod init_clients;

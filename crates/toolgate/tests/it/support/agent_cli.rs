@@ -13,11 +13,13 @@
 )]
 
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
+use toolgate_testkit::wait_until;
 
-use super::hooks::World;
+use super::hooks::{LIMIT, World};
 use super::model_mock::{MockModel, ToolCall, call};
 use crate::common;
 
@@ -482,6 +484,84 @@ impl Agent {
         }
     }
 
+    /// In a client that cannot ask, a person watching `toolgate approvals` answers the ask
+    /// while the hook waits: allowed once there, the call runs.
+    pub fn check_ask_answered_in_toolgate_approvals_runs(&self) {
+        let w = World::with_policy("version: 1\ndefault: ask\n");
+        let policy = w.policy();
+        let exe = Path::new(env!("CARGO_BIN_EXE_toolgate"));
+        let w = self.world_with(w, exe, &["--policy", policy.to_str().unwrap()]);
+        // The broker and a terminal on its queue, before the client starts.
+        let mut broker = w.cmd(&["broker"]);
+        let mut broker = broker
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let status = |needle: &str| {
+            let out = w.cmd(&["status"]).output().unwrap();
+            String::from_utf8_lossy(&out.stdout).contains(needle)
+        };
+        assert!(wait_until(LIMIT, || status("approvers:")), "no broker");
+        let mut terminal = w.cmd(&["approvals", "--plain"]);
+        let mut terminal = terminal
+            .env("TERM", "dumb")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        assert!(
+            wait_until(LIMIT, || status("approvers:  1 connected")),
+            "the terminal did not connect"
+        );
+        // The person: allows the first request once, as soon as it is there.
+        let mut list = w.cmd(&["approvals", "--json"]);
+        let mut decide = w.cmd(&["approvals", "--decision", "allow-once", "--id"]);
+        let person = std::thread::spawn(move || {
+            let mut asked = None;
+            // As long as a run may take: a client that starts slowly asks late.
+            let seen = wait_until(RUN_LIMIT, || {
+                let out = list.output().unwrap();
+                asked = serde_json::from_slice::<Vec<Value>>(&out.stdout)
+                    .ok()
+                    .and_then(|q| q.into_iter().next());
+                if asked.is_none() {
+                    // A person glancing at the queue, not a process spinning beside the
+                    // client on a busy machine.
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                asked.is_some()
+            });
+            let asked = asked.filter(|_| seen)?;
+            let id = asked["id"].as_u64()?.to_string();
+            decide
+                .arg(id)
+                .output()
+                .unwrap()
+                .status
+                .success()
+                .then_some(asked)
+        });
+        let script = vec![self.shell_call("echo ran > canary.txt")];
+        let (_mock, out) = self.run(&w, "write the canary", script, &[]);
+        let asked = person.join().unwrap();
+        let _ = terminal.kill();
+        let _ = terminal.wait();
+        let _ = broker.kill();
+        let _ = broker.wait();
+        let asked =
+            asked.unwrap_or_else(|| panic!("nothing was asked in `toolgate approvals`: {out}"));
+        assert!(
+            asked["question"]["why"]
+                .as_str()
+                .unwrap()
+                .contains("default is ask"),
+            "{asked}"
+        );
+        assert!(w.project().join("canary.txt").exists(), "{asked}\n{out}");
+    }
+
     /// With the hook executable deleted after `init`, no tool runs (the prompt hook already
     /// blocks the turn); the same entries without their fail-closed end let the tool run.
     pub fn check_deleted_hook_leaves_the_tool_not_run(&self) {
@@ -578,4 +658,61 @@ pub fn check_mail_run(mock: &MockModel, out: &str, record: &Path, read: usize, t
         ));
     }
     assert_eq!(received(record), want, "{results:?}");
+}
+
+/// Runs the client with one call of server-everything's `echo` (`tool`, the client's name
+/// for it) and checks that the echo came back and that toolgate decided the call (its audit
+/// names server `everything` and tool `echo`). `server` is stopped once the run ends.
+pub fn check_echo_through_toolgate(agent: &Agent, w: &World, tool: &str, server: RemoteEverything) {
+    let script = vec![call(tool, json!({"message": "hello-remote"}))];
+    let (mock, out) = agent.run(w, "echo hello-remote", script, &[]);
+    drop(server);
+    let results = mock.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}\n{out}");
+    assert!(results[0].contains("hello-remote"), "{results:?}");
+    let audit = std::fs::read_to_string(w.project().join(".toolgate/audit.jsonl")).unwrap();
+    assert!(
+        audit
+            .lines()
+            .any(|l| l.contains("\"server\":\"everything\"") && l.contains("\"tool\":\"echo\"")),
+        "{audit}"
+    );
+}
+
+/// server-everything over Streamable HTTP on a loopback port the kernel gives it (`/mcp`),
+/// killed when dropped; `None` (the test skips) without node and the npm packages.
+pub struct RemoteEverything {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl RemoteEverything {
+    pub fn start() -> Option<RemoteEverything> {
+        let (node, entry) =
+            common::node_and("@modelcontextprotocol/server-everything/dist/index.js")?;
+        let child = std::process::Command::new(node)
+            .arg(entry)
+            .arg("streamableHttp")
+            .env("PORT", "0")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Killed on drop, also when it never listens.
+        let mut server = RemoteEverything { child, port: 0 };
+        server.port = toolgate_testkit::wait_for_listening_port(
+            server.child.id(),
+            LIMIT,
+            "server-everything (streamableHttp)",
+        );
+        Some(server)
+    }
+}
+
+impl Drop for RemoteEverything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
