@@ -4,12 +4,15 @@
 //! domain needs `@`, `:` or `.`, which base64 has not), and the secret check decodes a blob
 //! as one stream, so a secret split across its line breaks is found as well.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::ops::Range;
 
 /// The shortest line that counts as a line of a blob.
-pub(crate) const MIN_LINE: usize = 40;
+const MIN_LINE: usize = 40;
 /// The shortest blob of a single line.
-pub(crate) const MIN_SINGLE: usize = 256;
+const MIN_SINGLE: usize = 256;
 
 /// Base64 characters, both alphabets, and `=` padding.
 const B64: [bool; 256] = {
@@ -76,6 +79,36 @@ pub(crate) fn base64_blobs(text: &str) -> Vec<Range<usize>> {
     }
     close(&mut open);
     out
+}
+
+/// The blobs of the strings of one call's arguments, each found once for every check that
+/// reads them (the destinations in payload text, the secret-value check). A string is known
+/// by where it is: the memo borrows the strings (`'v`) for as long as it lives, so two
+/// strings at one place are one string.
+#[derive(Debug, Default)]
+pub(crate) struct Memo<'v> {
+    found: RefCell<HashMap<Place, Vec<Range<usize>>>>,
+    strings: PhantomData<&'v str>,
+}
+
+/// Where a string is: its address and length.
+type Place = (usize, usize);
+
+impl<'v> Memo<'v> {
+    /// [`base64_blobs`] of `text`, found at its first call.
+    pub(crate) fn blobs(&self, text: &'v str) -> Vec<Range<usize>> {
+        // Too short for a blob: not worth a place in the memo.
+        if text.len() < MIN_LINE * 2 {
+            return Vec::new();
+        }
+        let key = (text.as_ptr().addr(), text.len());
+        if let Some(found) = self.found.borrow().get(&key) {
+            return found.clone();
+        }
+        let found = base64_blobs(text);
+        self.found.borrow_mut().insert(key, found.clone());
+        found
+    }
 }
 
 /// The pieces of `text` outside its blobs (`blobs` from [`base64_blobs`]), in order.

@@ -25,6 +25,9 @@
 use std::sync::OnceLock;
 
 use regex::Regex;
+use regex_automata::meta::Regex as Pattern;
+use regex_automata::util::captures::Captures;
+use regex_automata::{Anchored, Input};
 use serde_json::Value;
 
 /// One kind of secret a shape rule recognises.
@@ -56,6 +59,12 @@ struct Rule {
     /// holds one of them. In the pattern's case; a pattern that ignores case (`(?i)`) is
     /// searched for in every ASCII case of them.
     keywords: &'static [&'static str],
+    /// Where a match starts: `Some(n)`, `n` bytes before the keyword it holds (the pattern
+    /// is then run anchored there, once for each keyword found, over a bounded span, so a
+    /// keyword met by chance, as in an attachment's base64, costs one short match, not a
+    /// pass over the text); `None`, anywhere before it (the whole text is searched when
+    /// one of the rule's keywords occurs).
+    lead: Option<usize>,
     pattern: &'static str,
     /// A match that is a placeholder, not a secret, for rules that need it.
     reject: Option<fn(&str) -> bool>,
@@ -85,102 +94,119 @@ const fn shape(
 const RULES: &[Rule] = &[
     Rule {
         shape: shape("private-key", "a", "private key block", 5),
+        lead: None,
         keywords: &["-----"],
         pattern: r"(?i)-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]{64}[\s\S]*?KEY(?: BLOCK)?-----",
         reject: None,
     },
     Rule {
         shape: shape("aws-access-token", "an", "AWS access key ID", 4),
+        lead: Some(0),
         keywords: &["A3T", "AKIA", "ASIA", "ABIA", "ACCA"],
         pattern: r"(?-u:\b)((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16})(?-u:\b)",
         reject: None,
     },
     Rule {
         shape: shape("gcp-api-key", "a", "Google API key", 4),
+        lead: Some(0),
         keywords: &["AIza"],
         pattern: concat!(r"(?-u:\b)(AIza[0-9A-Za-z_-]{35})", end!()),
         reject: None,
     },
     Rule {
         shape: shape("github-pat", "a", "GitHub token", 4),
+        lead: Some(0),
         keywords: &["ghp_"],
         pattern: r"ghp_[0-9a-zA-Z]{36}",
         reject: None,
     },
     Rule {
         shape: shape("github-oauth", "a", "GitHub token", 4),
+        lead: Some(0),
         keywords: &["gho_"],
         pattern: r"gho_[0-9a-zA-Z]{36}",
         reject: None,
     },
     Rule {
         shape: shape("github-app-token", "a", "GitHub token", 4),
+        lead: Some(0),
         keywords: &["ghu_", "ghs_"],
         pattern: r"(?:ghu|ghs)_[0-9a-zA-Z]{36}",
         reject: None,
     },
     Rule {
         shape: shape("github-refresh-token", "a", "GitHub token", 4),
+        lead: Some(0),
         keywords: &["ghr_"],
         pattern: r"ghr_[0-9a-zA-Z]{36}",
         reject: None,
     },
     Rule {
         shape: shape("github-fine-grained-pat", "a", "GitHub token", 6),
+        lead: Some(0),
         keywords: &["github_pat_"],
         pattern: r"github_pat_[0-9A-Za-z_]{82}",
         reject: None,
     },
     Rule {
         shape: shape("gitlab-pat", "a", "GitLab token", 6),
+        lead: Some(0),
         keywords: &["glpat-"],
         pattern: r"glpat-[0-9A-Za-z_-]{20}",
         reject: None,
     },
     Rule {
         shape: shape("slack-bot-token", "a", "Slack token", 5),
+        lead: Some(0),
         keywords: &["xoxb-"],
         pattern: r"xoxb-[0-9]{10,13}-[0-9]{10,13}[a-zA-Z0-9-]*",
         reject: None,
     },
     Rule {
         shape: shape("slack-user-token", "a", "Slack token", 5),
+        lead: Some(0),
         keywords: &["xoxp-", "xoxe-"],
         pattern: r"xox[pe](?:-[0-9]{10,13}){3}-[a-zA-Z0-9-]{28,34}",
         reject: None,
     },
     Rule {
         shape: shape("slack-app-token", "a", "Slack token", 5),
+        lead: Some(0),
         keywords: &["xapp-"],
         pattern: r"(?i)xapp-[0-9]-[A-Z0-9]+-[0-9]+-[a-z0-9]+",
         reject: None,
     },
     Rule {
         shape: shape("slack-legacy-token", "a", "Slack token", 5),
+        lead: Some(0),
         keywords: &["xoxo-", "xoxs-"],
         pattern: r"xox[os]-[0-9]+-[0-9]+-[0-9]+-[a-fA-F0-9]+",
         reject: None,
     },
     Rule {
         shape: shape("slack-legacy-workspace-token", "a", "Slack token", 5),
+        lead: Some(0),
         keywords: &["xoxa-", "xoxr-"],
         pattern: r"xox[ar]-(?:[0-9]-)?[0-9a-zA-Z]{8,48}",
         reject: None,
     },
     Rule {
         shape: shape("slack-legacy-bot-token", "a", "Slack token", 5),
+        lead: Some(0),
         keywords: &["xoxb-"],
         pattern: r"xoxb-[0-9]{8,14}-[a-zA-Z0-9]{18,26}",
         reject: None,
     },
     Rule {
         shape: shape("slack-webhook-url", "a", "Slack webhook URL", 6),
+        lead: None,
         keywords: &["hooks.slack.com/"],
         pattern: r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,56}",
         reject: None,
     },
     Rule {
         shape: shape("stripe-access-token", "a", "Stripe key", 6),
+        lead: Some(1),
         keywords: &["k_test_", "k_live_", "k_prod_"],
         pattern: concat!(
             r"(?-u:\b)((?:sk|rk)_(?:test|live|prod)_[a-zA-Z0-9]{10,99})",
@@ -190,6 +216,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         shape: shape("openai-api-key", "an", "OpenAI API key", 3),
+        lead: Some(23),
         keywords: &["T3BlbkFJ"],
         pattern: concat!(
             r"(?-u:\b)(sk-[a-zA-Z0-9]{20}T3BlbkFJ[a-zA-Z0-9]{20})",
@@ -199,24 +226,28 @@ const RULES: &[Rule] = &[
     },
     Rule {
         shape: shape("openai-project-key", "an", "OpenAI API key", 6),
+        lead: Some(0),
         keywords: &["sk-proj-", "sk-svcacct-", "sk-admin-"],
         pattern: r"(?-u:\b)(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,})",
         reject: None,
     },
     Rule {
         shape: shape("anthropic-api-key", "an", "Anthropic API key", 6),
+        lead: Some(0),
         keywords: &["sk-ant-api03-"],
         pattern: concat!(r"(?-u:\b)(sk-ant-api03-[a-zA-Z0-9_-]{93}AA)", end!()),
         reject: None,
     },
     Rule {
         shape: shape("anthropic-admin-api-key", "an", "Anthropic API key", 6),
+        lead: Some(0),
         keywords: &["sk-ant-admin01-"],
         pattern: concat!(r"(?-u:\b)(sk-ant-admin01-[a-zA-Z0-9_-]{93}AA)", end!()),
         reject: None,
     },
     Rule {
         shape: shape("jwt", "a", "JWT", 3),
+        lead: None,
         keywords: &[".ey"],
         pattern: concat!(
             r"(?-u:\b)(ey[a-zA-Z0-9]{17,}\.ey[a-zA-Z0-9/\\_-]{17,}\.(?:[a-zA-Z0-9/\\_-]{10,}={0,2})?)",
@@ -226,18 +257,21 @@ const RULES: &[Rule] = &[
     },
     Rule {
         shape: shape("npm-access-token", "an", "npm token", 4),
+        lead: Some(0),
         keywords: &["npm_"],
         pattern: concat!(r"(?i)(?-u:\b)(npm_[a-z0-9]{36})", end!()),
         reject: None,
     },
     Rule {
         shape: shape("huggingface-access-token", "a", "Hugging Face token", 3),
+        lead: Some(0),
         keywords: &["hf_"],
         pattern: concat!(r"(?-u:\b)(hf_[a-zA-Z]{34})", end!()),
         reject: None,
     },
     Rule {
         shape: shape("url-password", "a", "password in a URL", 6),
+        lead: None,
         keywords: &["://"],
         pattern: r#"(?-u:\b)([a-zA-Z][a-zA-Z0-9+.-]{1,31}://[^\s:/?#@'"<>\\]+:([^\s/?#@'"<>\\]+)@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*)"#,
         reject: Some(placeholder_url),
@@ -270,7 +304,7 @@ fn placeholder_url(m: &str) -> bool {
 /// keywords: a text is read once, and only the rules whose keywords it holds run their
 /// pattern.
 struct Compiled {
-    each: Vec<Regex>,
+    each: Vec<Pattern>,
     /// Every keyword form, as one alternation of literals (searched with a vectorised
     /// prefilter; an `AhoCorasick` of them gives up its prefilter past a dozen keywords and
     /// reads a MiB in 3 ms instead of 0.1).
@@ -287,7 +321,7 @@ fn compiled() -> Option<&'static Compiled> {
         .get_or_init(|| {
             let each = RULES
                 .iter()
-                .map(|r| Regex::new(r.pattern).ok())
+                .map(|r| Pattern::new(r.pattern).ok())
                 .collect::<Option<Vec<_>>>()?;
             let mut admits: std::collections::HashMap<String, u32> =
                 std::collections::HashMap::new();
@@ -355,47 +389,68 @@ pub fn find(text: &str) -> Vec<ShapeMatch<'_>> {
     let Some(c) = compiled() else {
         return Vec::new();
     };
+    let mut found: Vec<ShapeMatch<'_>> = Vec::new();
+    // The rules to run over the whole text (`lead: None`) whose keywords occur.
+    let mut whole: u32 = 0;
+    // For each rule run at its keywords: where its last match ended (a keyword before that
+    // is inside it: the matches of one rule do not overlap, as in a search of the text).
+    let mut free = [0usize; RULES.len()];
     // Every keyword that occurs is found: the search is leftmost and each one starts one
     // byte past the start of the last match, so a match never hides one that starts later
     // (and no keyword holds another, a unit test, so none hides one at the same place).
-    let mut admitted: u32 = 0;
     let mut at = 0;
-    while admitted != ALL_RULES
-        && let Some(m) = c.keywords.find_at(text, at)
-    {
-        admitted |= c.admits.get(m.as_str()).copied().unwrap_or(ALL_RULES);
+    while let Some(m) = c.keywords.find_at(text, at) {
+        let admitted = c.admits.get(m.as_str()).copied().unwrap_or(ALL_RULES);
+        for (i, (rule, re)) in RULES.iter().zip(&c.each).enumerate() {
+            if admitted & (1 << i) == 0 {
+                continue;
+            }
+            let Some(lead) = rule.lead else {
+                whole |= 1 << i;
+                continue;
+            };
+            let Some(start) = m.start().checked_sub(lead) else {
+                continue;
+            };
+            if free.get(i).is_some_and(|&f| start < f) {
+                continue;
+            }
+            let end = text.len().min(start + MAX_KEYED_MATCH);
+            let input = Input::new(text).span(start..end).anchored(Anchored::Yes);
+            let mut caps = re.create_captures();
+            re.search_captures(&input, &mut caps);
+            if let Some(m) = shape_match(rule, text, &caps)
+                && let Some(f) = free.get_mut(i)
+            {
+                *f = m.end;
+                found.push(m);
+            }
+        }
         // A keyword starts with an ASCII character: one byte on is a boundary.
         at = m.start() + 1;
     }
-    find_admitted(c, text, admitted)
+    found.extend(searched(c, text, whole));
+    first_of_overlapping(found)
 }
 
-/// Every rule, as a set of bits ([`RULES`] has fewer than 32).
-const ALL_RULES: u32 = (1 << RULES.len()) - 1;
-const _: () = assert!(RULES.len() < 32);
-
-/// [`find`] with the rules of `admitted` (bits by index in [`RULES`]).
-fn find_admitted<'a>(c: &Compiled, text: &'a str, admitted: u32) -> Vec<ShapeMatch<'a>> {
-    let mut found: Vec<ShapeMatch<'_>> = Vec::new();
+/// The matches of the rules of `rules` (bits by index in [`RULES`]), each searched for in
+/// the whole text.
+fn searched<'a>(c: &Compiled, text: &'a str, rules: u32) -> Vec<ShapeMatch<'a>> {
+    let mut found = Vec::new();
     for (i, (rule, re)) in RULES.iter().zip(&c.each).enumerate() {
-        if admitted & (1 << i) == 0 || !re.is_match(text) {
+        if rules & (1 << i) == 0 || !re.is_match(text) {
             continue;
         }
         for caps in re.captures_iter(text) {
-            let Some(m) = caps.get(1).or_else(|| caps.get(0)) else {
-                continue;
-            };
-            if m.as_str().is_empty() || rule.reject.is_some_and(|reject| reject(m.as_str())) {
-                continue;
-            }
-            found.push(ShapeMatch {
-                shape: &rule.shape,
-                start: m.start(),
-                end: m.end(),
-                secret: m.as_str(),
-            });
+            found.extend(shape_match(rule, text, &caps));
         }
     }
+    found
+}
+
+/// `found` in order, none overlapping (of two that overlap, the one that starts first, or
+/// the longer, is kept).
+fn first_of_overlapping(mut found: Vec<ShapeMatch<'_>>) -> Vec<ShapeMatch<'_>> {
     found.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
     let mut kept: Vec<ShapeMatch<'_>> = Vec::with_capacity(found.len());
     for m in found {
@@ -405,6 +460,30 @@ fn find_admitted<'a>(c: &Compiled, text: &'a str, admitted: u32) -> Vec<ShapeMat
     }
     kept
 }
+
+/// The longest match of a rule run at its keywords that is read whole: a longer one (an
+/// OpenAI project key of more than 4 KiB) is found as its first 4 KiB.
+const MAX_KEYED_MATCH: usize = 4096;
+
+/// The secret of a match of `rule` (group 1, when the pattern has one; never an empty one,
+/// or one the rule rejects as a placeholder).
+fn shape_match<'a>(rule: &'static Rule, text: &'a str, caps: &Captures) -> Option<ShapeMatch<'a>> {
+    let span = caps.get_group(1).or_else(|| caps.get_group(0))?;
+    let secret = text.get(span.range())?;
+    if secret.is_empty() || rule.reject.is_some_and(|reject| reject(secret)) {
+        return None;
+    }
+    Some(ShapeMatch {
+        shape: &rule.shape,
+        start: span.start,
+        end: span.end,
+        secret,
+    })
+}
+
+/// Every rule, as a set of bits ([`RULES`] has fewer than 32).
+const ALL_RULES: u32 = (1 << RULES.len()) - 1;
+const _: () = assert!(RULES.len() < 32);
 
 /// The most bytes of one call's arguments scanned for shapes ([`in_arguments`]); a call with
 /// more is not proven clean (the sink gate asks). A payload of 1 MiB is scanned in full.
@@ -803,9 +882,10 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// The keyword search only skips rules that could not match: on text made of
-        /// secrets, their near misses and noise, in any case, it finds what every rule's
-        /// pattern run alone finds.
+        /// The keyword search only skips rules that could not match, and a rule run at its
+        /// keywords finds what a search of the whole text does: on text made of secrets,
+        /// their near misses and noise, in any case, `find` finds what every rule's pattern
+        /// run alone over the whole text finds.
         #[test]
         fn keywords_skip_only_rules_that_cannot_match(
             parts in proptest::collection::vec((0usize..64, proptest::bool::ANY, "[ a-zA-Z0-9_:/.@-]{0,8}"), 0..8)
@@ -822,7 +902,7 @@ mod tests {
                 text.push_str(&noise);
             }
             let c = compiled().unwrap();
-            proptest::prop_assert_eq!(find(&text), find_admitted(c, &text, ALL_RULES));
+            proptest::prop_assert_eq!(find(&text), first_of_overlapping(searched(c, &text, ALL_RULES)));
         }
     }
 

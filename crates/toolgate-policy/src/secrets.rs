@@ -177,16 +177,20 @@ impl Lengths<'_> {
 fn decodings(token: &str, shortest: usize) -> Vec<String> {
     let mut out = Vec::new();
     let trimmed = token.trim_end_matches('=');
-    if trimmed.len() * 3 / 4 >= shortest {
-        // Each alphabet has two characters the other lacks.
-        let standard = memchr::memchr2(b'-', b'_', trimmed.as_bytes()).is_none();
-        let url_safe = memchr::memchr2(b'+', b'/', trimmed.as_bytes()).is_none();
+    if trimmed.len() * 3 / 4 >= shortest
+        && let Some(head) = text_head(trimmed)
+    {
         for (engine, possible) in [
-            (base64::engine::general_purpose::STANDARD_NO_PAD, standard),
-            (base64::engine::general_purpose::URL_SAFE_NO_PAD, url_safe),
+            (
+                base64::engine::general_purpose::STANDARD_NO_PAD,
+                head.standard,
+            ),
+            (
+                base64::engine::general_purpose::URL_SAFE_NO_PAD,
+                head.url_safe,
+            ),
         ] {
             if possible
-                && text_head(&engine, trimmed)
                 && let Ok(bytes) = engine.decode(trimmed)
                 && let Ok(text) = String::from_utf8(bytes)
             {
@@ -205,23 +209,86 @@ fn decodings(token: &str, shortest: usize) -> Vec<String> {
     out
 }
 
-/// Whether the first 16 characters of `b64` decode under `engine` to bytes that can start a
-/// UTF-8 text: binary data (an image, an archive) is turned away without decoding all of it.
-/// When they do not, the whole does not either (same alphabet, same bytes).
-fn text_head(engine: &base64::engine::GeneralPurpose, b64: &str) -> bool {
-    let Some(head) = b64.get(..16) else {
-        return true;
+/// The base64 alphabets a text may be in, by its first characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Alphabets {
+    standard: bool,
+    url_safe: bool,
+}
+
+/// Whether the first characters of `b64` ([`HEAD`], all of it when shorter) decode to bytes that
+/// can start a UTF-8 text, and in which alphabets: binary data (an image, an archive) is
+/// turned away without decoding all of it (when the head does not decode to text, the whole
+/// does not either: same alphabet, same bytes). Decoded here by one table for both
+/// alphabets: the base64 engine's set-up would cost more than the few characters, once per
+/// line of an attachment. A character the head does not hold may still rule an alphabet
+/// out: decoding the whole tells.
+fn text_head(b64: &str) -> Option<Alphabets> {
+    let bytes = b64.as_bytes();
+    let n = bytes.len().min(HEAD);
+    let mut seen = 0u8;
+    let mut bits: u64 = 0;
+    for &c in bytes.get(..n)? {
+        let v = BOTH.get(usize::from(c)).copied().unwrap_or(INVALID);
+        seen |= v;
+        bits = bits << 6 | u64::from(v & VALUE);
+    }
+    let alphabets = Alphabets {
+        standard: seen & URL_ONLY == 0,
+        url_safe: seen & STANDARD_ONLY == 0,
     };
-    let mut buf = [0u8; 12];
-    match engine.decode_slice(head, &mut buf) {
-        Ok(n) => match std::str::from_utf8(buf.get(..n).unwrap_or_default()) {
-            Ok(_) => true,
-            // Cut inside a character: the rest may complete it.
-            Err(e) => e.error_len().is_none(),
-        },
-        Err(_) => false,
+    if !alphabets.standard && !alphabets.url_safe {
+        return None;
+    }
+    // The whole bytes the head holds, left-aligned in the 8 bytes of `bits`.
+    let whole = n * 6 / 8;
+    let decoded = bits
+        .checked_shl(u32::try_from(64 - n * 6).unwrap_or(64))
+        .unwrap_or(0)
+        .to_be_bytes();
+    match std::str::from_utf8(decoded.get(..whole)?) {
+        Ok(_) => Some(alphabets),
+        // Cut inside a character: the rest may complete it.
+        Err(e) if e.error_len().is_none() => Some(alphabets),
+        Err(_) => None,
     }
 }
+
+/// The characters [`text_head`] reads: 10, seven whole bytes of the text (what a `u64`
+/// holds; random bytes pass as text about one time in thirty).
+const HEAD: usize = 10;
+
+/// A [`BOTH`] entry's value bits.
+const VALUE: u8 = 0x3f;
+/// A [`BOTH`] entry's mark of a character only the standard alphabet has (`+`, `/`).
+const STANDARD_ONLY: u8 = 0x40;
+/// A [`BOTH`] entry's mark of a character only the URL-safe alphabet has (`-`, `_`).
+const URL_ONLY: u8 = 0x80;
+/// No base64 character: in neither alphabet.
+const INVALID: u8 = STANDARD_ONLY | URL_ONLY;
+
+/// The value of each base64 character of the standard and the URL-safe alphabet, with a
+/// mark on the four that only one of them has.
+const BOTH: [u8; 256] = {
+    let mut table = [INVALID; 256];
+    let mut rest: &mut [u8] = &mut table;
+    let mut c: u8 = 0;
+    while let Some((v, tail)) = rest.split_first_mut() {
+        *v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62 | STANDARD_ONLY,
+            b'/' => 63 | STANDARD_ONLY,
+            b'-' => 62 | URL_ONLY,
+            b'_' => 63 | URL_ONLY,
+            _ => INVALID,
+        };
+        c = c.wrapping_add(1);
+        rest = tail;
+    }
+    table
+};
 
 #[cfg(test)]
 fn carried(text: &str) -> Vec<String> {
@@ -260,33 +327,91 @@ fn run_byte(b: u8) -> bool {
 /// over the bytes of the text (and of its URL-decoded form when it has a `%`): the runs of
 /// token characters, each tried as an encoding when it is long enough, and split at `=`
 /// into candidates.
+#[cfg(test)]
 pub(crate) fn find_carried(
     text: &str,
     lengths: Lengths<'_>,
+    found: impl FnMut(&str) -> bool,
+) -> bool {
+    find_carried_in(text, &crate::blob::base64_blobs(text), lengths, found)
+}
+
+/// [`find_carried`], with the base64 blobs of `text` found already.
+pub(crate) fn find_carried_in(
+    text: &str,
+    blobs: &[std::ops::Range<usize>],
+    lengths: Lengths<'_>,
     mut found: impl FnMut(&str) -> bool,
 ) -> bool {
-    if scan_runs(text, lengths, &mut found) {
+    if scan_runs(text, blobs, lengths, &mut found) {
         return true;
     }
     if memchr::memchr(b'%', text.as_bytes()).is_some()
         && let Cow::Owned(decoded) = percent_encoding::percent_decode_str(text).decode_utf8_lossy()
     {
-        return scan_runs(&decoded, lengths, &mut found);
+        let blobs = crate::blob::base64_blobs(&decoded);
+        return scan_runs(&decoded, &blobs, lengths, &mut found);
     }
     false
 }
 
 /// The runs of `text`, each tried as an encoding and split into candidates; then each base64
 /// blob of the text ([`crate::blob`]: an attachment's lines) decoded as one stream, so that
-/// a secret split across the blob's line breaks is found too.
-fn scan_runs(text: &str, lengths: Lengths<'_>, found: &mut impl FnMut(&str) -> bool) -> bool {
-    use crate::blob::{MIN_LINE, MIN_SINGLE};
+/// a secret split across the blob's line breaks is found too. A blob's lines are runs
+/// already: they are read as lines, not byte by byte.
+fn scan_runs(
+    text: &str,
+    blobs: &[std::ops::Range<usize>],
+    lengths: Lengths<'_>,
+    found: &mut impl FnMut(&str) -> bool,
+) -> bool {
     let shortest = lengths.shortest().max(MIN_SECRET_LEN);
+    for piece in crate::blob::outside(text, blobs) {
+        if scan_text_runs(piece, shortest, lengths, found) {
+            return true;
+        }
+    }
+    for blob in blobs {
+        let Some(blob) = text.get(blob.clone()) else {
+            continue;
+        };
+        // Decoded as one stream, and line by line, unless it is binary data (an image, an
+        // archive: its head decodes to no text, [`text_head`], and it is no hex). A secret
+        // in a binary file is not one of the encodings looked for (nor is one a person
+        // hides on purpose: reversed, compressed); the lines are still read as they are.
+        let stream = text_head(blob).is_some();
+        let decode_lines = stream
+            || blob
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || b == b'\n' || b == b'\r');
+        let mut joined = String::with_capacity(if stream { blob.len() } else { 0 });
+        for line in blob.split('\n') {
+            let line = line.trim_end_matches('\r');
+            if line.len() >= shortest
+                && ((decode_lines && try_decoded(line, shortest, lengths, found))
+                    || try_raw(line, lengths, found))
+            {
+                return true;
+            }
+            if stream {
+                joined.push_str(line);
+            }
+        }
+        if stream && try_decoded(&joined, shortest, lengths, found) {
+            return true;
+        }
+    }
+    false
+}
+
+/// The runs of `text` of `shortest` bytes or more, each tried ([`try_run`]).
+fn scan_text_runs(
+    text: &str,
+    shortest: usize,
+    lengths: Lengths<'_>,
+    found: &mut impl FnMut(&str) -> bool,
+) -> bool {
     let bytes = text.as_bytes();
-    // The blobs, as the runs are read: (start, end, lines) of consecutive long runs with one
-    // line break between them. Runs shorter than `shortest` are not read: when that is
-    // longer than a blob's line, the blobs are found by a pass of their own.
-    let mut blobs: Vec<(usize, usize, usize)> = Vec::new();
     // Only runs of `shortest` bytes or more count, and each holds a multiple of `shortest`:
     // only the bytes there are read, and the run around each that is a run byte.
     let mut probe = shortest - 1;
@@ -306,69 +431,47 @@ fn scan_runs(text: &str, lengths: Lengths<'_>, found: &mut impl FnMut(&str) -> b
         // The next probe past this run (`end` is not a run byte).
         probe = (end + 1) / shortest * shortest + shortest - 1;
         // A run is ASCII, so its ends are character boundaries.
-        let Some(run) = text.get(start..end) else {
-            continue;
-        };
-        if run.len() < shortest {
-            continue;
-        }
-        // A blob's line is a whole line of base64 characters (no `.` or `~`).
-        let whole_line = (start == 0 || bytes.get(start - 1) == Some(&b'\n'))
-            && matches!(bytes.get(end), None | Some(b'\n' | b'\r'))
-            && memchr::memchr2(b'.', b'~', run.as_bytes()).is_none();
-        if run.len() >= MIN_LINE && whole_line {
-            let after_break = |e: usize| {
-                bytes.get(e..start) == Some(b"\n") || bytes.get(e..start) == Some(b"\r\n")
-            };
-            match blobs.last_mut() {
-                Some((_, e, lines)) if after_break(*e) => {
-                    *e = end;
-                    *lines += 1;
-                }
-                _ => blobs.push((start, end, 1)),
-            }
-        }
-        // Encoded tokens may be shorter than the secret's own rules allow (hex of 8 bytes), or
-        // low in entropy (hex), so every long enough run is tried as an encoding.
-        for inner in decodings(run, shortest) {
-            for t in candidates(&inner) {
-                if lengths.wants(t.len()) && found(t) {
-                    return true;
-                }
-            }
-        }
-        for t in run.split('=') {
-            if lengths.wants(t.len()) && is_candidate(t) && found(t) {
-                return true;
-            }
-        }
-    }
-    let blobs: Vec<std::ops::Range<usize>> = if shortest > MIN_LINE {
-        crate::blob::base64_blobs(text)
-    } else {
-        blobs
-            .into_iter()
-            .filter(|&(s, e, lines)| lines >= 2 || e - s >= MIN_SINGLE)
-            .map(|(s, e, _)| s..e)
-            .collect()
-    };
-    for blob in blobs {
-        let Some(blob) = text.get(blob) else {
-            continue;
-        };
-        let mut joined = String::with_capacity(blob.len());
-        for line in blob.split('\n') {
-            joined.push_str(line.trim_end_matches('\r'));
-        }
-        for inner in decodings(&joined, shortest) {
-            for t in candidates(&inner) {
-                if lengths.wants(t.len()) && found(t) {
-                    return true;
-                }
-            }
+        if let Some(run) = text.get(start..end)
+            && run.len() >= shortest
+            && try_run(run, shortest, lengths, found)
+        {
+            return true;
         }
     }
     false
+}
+
+/// One run: tried as an encoding, and split at `=` into candidates.
+fn try_run(
+    run: &str,
+    shortest: usize,
+    lengths: Lengths<'_>,
+    found: &mut impl FnMut(&str) -> bool,
+) -> bool {
+    // Encoded tokens may be shorter than the secret's own rules allow (hex of 8 bytes), or
+    // low in entropy (hex), so every long enough run is tried as an encoding.
+    try_decoded(run, shortest, lengths, found) || try_raw(run, lengths, found)
+}
+
+/// The candidates of a run as it is: its parts between `=`s.
+fn try_raw(run: &str, lengths: Lengths<'_>, found: &mut impl FnMut(&str) -> bool) -> bool {
+    if memchr::memchr(b'=', run.as_bytes()).is_none() {
+        return lengths.wants(run.len()) && is_candidate(run) && found(run);
+    }
+    run.split('=')
+        .any(|t| lengths.wants(t.len()) && is_candidate(t) && found(t))
+}
+
+/// The candidates of the texts `token` may encode ([`decodings`]).
+fn try_decoded(
+    token: &str,
+    shortest: usize,
+    lengths: Lengths<'_>,
+    found: &mut impl FnMut(&str) -> bool,
+) -> bool {
+    decodings(token, shortest)
+        .iter()
+        .any(|inner| candidates(inner).any(|t| lengths.wants(t.len()) && found(t)))
 }
 
 #[cfg(test)]
@@ -387,8 +490,27 @@ mod tests {
         let decoded = percent_encoding::percent_decode_str(text).decode_utf8_lossy();
         let mut out = std::collections::BTreeSet::new();
         for source in [text, decoded.as_ref()] {
+            // A blob of binary data is not decoded, as a stream or line by line.
+            let blobs = crate::blob::base64_blobs(source);
+            let binary = |at: usize| {
+                blobs.iter().any(|b| {
+                    let blob = &source[b.clone()];
+                    b.contains(&at)
+                        && !reference_text_head(blob)
+                        && !blob
+                            .bytes()
+                            .all(|c| c.is_ascii_hexdigit() || c == b'\n' || c == b'\r')
+                })
+            };
+            let mut at = 0;
             for run in source.split(|c: char| !(token_char(c) || c == '=')) {
-                if run.len() < MIN_SECRET_LEN {
+                let start = at;
+                at += run.len()
+                    + source[start + run.len()..]
+                        .chars()
+                        .next()
+                        .map_or(0, char::len_utf8);
+                if run.len() < MIN_SECRET_LEN || binary(start) {
                     continue;
                 }
                 for inner in reference_decodings(run) {
@@ -397,7 +519,7 @@ mod tests {
             }
             out.extend(candidates(source).map(str::to_owned));
             // An attachment's lines, decoded as one stream.
-            for blob in crate::blob::base64_blobs(source) {
+            for blob in blobs {
                 let joined: String = source[blob].split(['\r', '\n']).collect();
                 for inner in reference_decodings(&joined) {
                     out.extend(candidates(&inner).map(str::to_owned));
@@ -405,6 +527,26 @@ mod tests {
             }
         }
         out
+    }
+
+    /// Whether the first 10 characters of a blob decode, in an alphabet they may be in, to
+    /// bytes that can start a UTF-8 text (the 12 characters decoded, 2 of them zero bits).
+    fn reference_text_head(blob: &str) -> bool {
+        let head: String = blob.chars().take(10).chain("AA".chars()).collect();
+        [
+            (base64::engine::general_purpose::STANDARD_NO_PAD, ['-', '_']),
+            (base64::engine::general_purpose::URL_SAFE_NO_PAD, ['+', '/']),
+        ]
+        .iter()
+        .any(|(engine, other)| {
+            !head.contains(other)
+                && engine
+                    .decode(&head)
+                    .is_ok_and(|bytes| match std::str::from_utf8(&bytes[..7]) {
+                        Ok(_) => true,
+                        Err(e) => e.error_len().is_none(),
+                    })
+        })
     }
 
     /// Every UTF-8 decoding of a token, decoded in full.
@@ -513,6 +655,28 @@ mod tests {
         });
         assert!(split, "the key must span a line break for this test");
         assert!(carried(&mime).iter().any(|t| t == KEY), "{mime}");
+    }
+
+    #[test]
+    fn an_attachment_of_text_is_decoded_line_by_line_one_of_binary_data_is_not() {
+        use base64::Engine as _;
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        let key_line = b64(format!("KEY={KEY}").as_bytes());
+        assert_eq!(key_line.len(), 48);
+        // Three lines of one length; the second is no UTF-8, so the stream is no text.
+        let latin1 = b64(&[b'a'; 35]
+            .iter()
+            .copied()
+            .chain([0xe9])
+            .collect::<Vec<u8>>());
+        let text = format!("{}\n{latin1}\n{key_line}\n", b64(&[b'x'; 36]));
+        assert!(carried(&text).iter().any(|t| t == KEY), "{text}");
+        // Binary data from its first line on: not decoded.
+        let binary = format!("{}\n{latin1}\n{key_line}\n", b64(&[0xff; 36]));
+        assert!(!carried(&binary).iter().any(|t| t == KEY), "{binary}");
+        // Its lines are still read as they are.
+        let raw = format!("{}\n{KEY}=AAAAAAAAAA\n", b64(&[0xff; 36]));
+        assert!(carried(&raw).iter().any(|t| t == KEY), "{raw}");
     }
 
     #[test]

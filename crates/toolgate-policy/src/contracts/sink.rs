@@ -41,7 +41,7 @@ use crate::normalize::ToolCall;
 use crate::session::{SecretCheck, Session};
 use crate::taint::{
     MAX_VERBATIM_SEARCHES_PER_CALL, Provenance, TaintIndex, TaintSource,
-    canonical_destination_shaped, shaped_destinations,
+    canonical_destination_shaped, shaped_destinations_in,
 };
 
 /// Schema formats that make an argument a destination.
@@ -78,8 +78,10 @@ fn schema_says_destination(definition: Option<&Value>, arg: &str) -> bool {
 /// Which allow rule, if any, trusts a destination token (see the module docs).
 pub(crate) type RuleTrust<'r> = &'r dyn Fn(&str) -> Option<String>;
 
-struct Walk<'a> {
+struct Walk<'a, 'v> {
     resolved: &'a ResolvedTool<'a>,
+    /// The base64 blobs of the arguments' strings, shared with the secret-value check.
+    blobs: &'a crate::blob::Memo<'v>,
     session: &'a Session,
     rule_trust: Option<RuleTrust<'a>>,
     findings: Vec<SinkFinding>,
@@ -95,8 +97,8 @@ struct Walk<'a> {
     slug_vouched: bool,
 }
 
-impl Walk<'_> {
-    fn value(&mut self, path: &str, v: &Value) {
+impl<'v> Walk<'_, 'v> {
+    fn value(&mut self, path: &str, v: &'v Value) {
         if self.overflow {
             return;
         }
@@ -126,7 +128,7 @@ impl Walk<'_> {
 
     /// Looks inside a payload argument for destination-named keys at any depth (checked as
     /// destination arguments) and, in its text, for values of a recognised destination shape.
-    fn payload(&mut self, path: &str, v: &Value, depth: usize) {
+    fn payload(&mut self, path: &str, v: &'v Value, depth: usize) {
         if self.overflow || depth > 32 {
             return;
         }
@@ -156,8 +158,19 @@ impl Walk<'_> {
     /// The destinations of a recognised shape in payload text: addresses, URLs, hosts, phone
     /// numbers, IBANs, Slack ids. Channel and user names (`#general`, `@alice`) in prose are
     /// words, not destinations; text without any shape is payload only.
-    fn shaped(&mut self, path: &str, raw: &str) {
-        self.tokens(path, raw, shaped_destinations(raw.trim()), true);
+    fn shaped(&mut self, path: &str, raw: &'v str) {
+        // The blobs of the whole string, moved to the text without its outer white space
+        // (one that only the trimmed text holds is read as text: never fewer destinations).
+        let text = raw.trim();
+        let offset = raw.len() - raw.trim_start().len();
+        let blobs: Vec<std::ops::Range<usize>> = self
+            .blobs
+            .blobs(raw)
+            .into_iter()
+            .filter(|b| b.start >= offset && b.end <= offset + text.len())
+            .map(|b| b.start - offset..b.end - offset)
+            .collect();
+        self.tokens(path, raw, shaped_destinations_in(text, &blobs), true);
     }
 
     /// A value in a destination argument that names no destination.
@@ -420,8 +433,9 @@ pub(super) fn gate(
     session: &Session,
     rule_trust: Option<RuleTrust<'_>>,
 ) -> ContractResult {
+    let blobs = crate::blob::Memo::default();
     // What leaves: a secret value read earlier never does, whatever the destination.
-    let unchecked = match session.secret_check(call.arguments) {
+    let unchecked = match session.secret_check_in(call.arguments, &blobs) {
         SecretCheck::Carried(found) => {
             return ContractResult::new(Contract::SinkGate, Effect::Deny, secret_reason(&found));
         }
@@ -434,6 +448,7 @@ pub(super) fn gate(
     let declared: &[String] = resolved.contract().sink_params.as_deref().unwrap_or(&[]);
     let mut walk = Walk {
         resolved,
+        blobs: &blobs,
         session,
         rule_trust,
         findings: Vec::new(),

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::Session;
 use crate::command_sink::collect_strings;
 use crate::secret_shapes::{MAX_SCANNED_STRINGS, strings_of};
-use crate::secrets::{Lengths, MAX_SCANNED_BYTES, candidates, find_carried};
+use crate::secrets::{Lengths, MAX_SCANNED_BYTES, candidates, find_carried_in};
 
 /// The most fingerprints a session keeps (oldest forgotten first).
 pub const MAX_SECRETS: usize = 10_000;
@@ -144,6 +144,16 @@ impl Session {
     /// text, 65,536 strings, 32 levels) are [`SecretCheck::Unchecked`] while the
     /// session holds a secret: padding a secret past the budget must not carry it out.
     pub fn secret_check(&self, arguments: &Value) -> SecretCheck {
+        self.secret_check_in(arguments, &crate::blob::Memo::default())
+    }
+
+    /// [`Session::secret_check`], with the base64 blobs of the arguments' strings found
+    /// once for every check of the call (`blobs`).
+    pub(crate) fn secret_check_in<'v>(
+        &self,
+        arguments: &'v Value,
+        blobs: &crate::blob::Memo<'v>,
+    ) -> SecretCheck {
         if self.secrets.is_empty() {
             return SecretCheck::Clean;
         }
@@ -164,7 +174,7 @@ impl Session {
             }
             budget -= s.len();
             let mut hit = None;
-            find_carried(s, lengths, |token| {
+            find_carried_in(s, &blobs.blobs(s), lengths, |token| {
                 hit = self.secrets.get(&secret_digest(token));
                 hit.is_some()
             });

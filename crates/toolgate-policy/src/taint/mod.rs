@@ -608,18 +608,23 @@ pub fn canonical_destination_shaped(value: &str) -> (Vec<String>, bool) {
 /// domains, phone numbers, IBANs, Slack ids), canonical: never the whole text standing for
 /// itself, and no names with a sigil (`#general`, `@alice`: in free text they are words), so
 /// a megabyte of prose costs one tokenizer pass and no copy.
-/// Base64 blobs in it (an attachment) are skipped: what looks like a destination inside one
-/// is noise ([`crate::blob`]).
-pub fn shaped_destinations(text: &str) -> Vec<String> {
-    let blobs = crate::blob::base64_blobs(text);
+/// Its base64 blobs (`blobs`, an attachment: [`crate::blob::base64_blobs`]) are skipped:
+/// what looks like a destination inside one is noise.
+pub(crate) fn shaped_destinations_in(text: &str, blobs: &[std::ops::Range<usize>]) -> Vec<String> {
     if blobs.is_empty() {
         return first_forms(shaped_tokens(tokenize_shaped(text)));
     }
-    let tokens = crate::blob::outside(text, &blobs)
+    let tokens = crate::blob::outside(text, blobs)
         .into_iter()
         .flat_map(tokenize_shaped)
         .collect();
     first_forms(shaped_tokens(tokens))
+}
+
+/// [`shaped_destinations_in`], finding the blobs itself.
+#[cfg(test)]
+pub(crate) fn shaped_destinations(text: &str) -> Vec<String> {
+    shaped_destinations_in(text, &crate::blob::base64_blobs(text))
 }
 
 /// Each token's first form and, for a URL, its host; each once.
