@@ -3,8 +3,10 @@
 //! Each line is read into a borrowed view of the few members the report needs (no value
 //! tree, no copies of fields it does not count); memory is bounded by the number of
 //! distinct tools, days, hosts and suggestion keys, never by the number of records. The
-//! figures never hold an argument value: resources, raw arguments and reasons are skipped
-//! (only a reason's kind, "timed out" or "tainted", is looked at).
+//! figures never hold an argument value: raw arguments and reasons are skipped (only a
+//! reason's kind, "timed out" or "tainted", is looked at), and the resources of asks only
+//! as far as a suggestion needs them: the paths a person approved, at most
+//! [`MAX_APPROVED_PATHS`] per suggestion, shown only in the rule suggested for them.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -20,6 +22,11 @@ use serde::{Deserialize, Serialize};
 const MAX_OPEN_ASKS: usize = 20_000;
 /// At most this many distinct suggestion keys are counted.
 const MAX_SUGGESTION_KEYS: usize = 20_000;
+/// At most this many paths of approved asks are kept per suggestion key; past it, no rule is
+/// suggested for the key.
+pub const MAX_APPROVED_PATHS: usize = 64;
+/// At most this many paths of one ask are kept (one with more counts as too many).
+const MAX_ASK_PATHS: usize = 8;
 /// At most this many distinct tools, hosts and days are counted; the rest go to `(other)`.
 const MAX_KEYS: usize = 20_000;
 
@@ -102,6 +109,10 @@ pub struct AskTally {
     pub refused: u64,
     /// Asks of this key whose destination came from untrusted output (never suggested).
     pub tainted: u64,
+    /// The paths of the approved asks (at most [`MAX_APPROVED_PATHS`]).
+    pub resources: std::collections::BTreeSet<String>,
+    /// More paths were approved than are kept.
+    pub resources_overflow: bool,
 }
 
 /// Everything the report says about the audit log.
@@ -168,6 +179,8 @@ struct Lite<'a> {
     #[serde(default, borrow)]
     operations: Vec<Cow<'a, str>>,
     #[serde(default, borrow)]
+    resources: Vec<Cow<'a, str>>,
+    #[serde(default, borrow)]
     executable: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     net: Option<LiteNet<'a>>,
@@ -186,6 +199,8 @@ struct Lite<'a> {
 struct OpenAsk {
     key: Option<AskKey>,
     tainted: bool,
+    /// The ask's paths; `None` when it had more than [`MAX_ASK_PATHS`].
+    resources: Option<Vec<String>>,
 }
 
 fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
@@ -372,7 +387,16 @@ fn count(path: &Path, since: Option<&str>, until: Option<&str>) -> anyhow::Resul
                     } else {
                         None
                     };
-                    open.insert(id, OpenAsk { key, tainted });
+                    let resources = (r.resources.len() <= MAX_ASK_PATHS)
+                        .then(|| r.resources.iter().map(|p| p.to_string()).collect());
+                    open.insert(
+                        id,
+                        OpenAsk {
+                            key,
+                            tainted,
+                            resources,
+                        },
+                    );
                 }
             }
             "approval" => {
@@ -391,6 +415,18 @@ fn count(path: &Path, since: Option<&str>, until: Option<&str>) -> anyhow::Resul
                     && !ask.tainted
                 {
                     t.approved += 1;
+                    match ask.resources {
+                        Some(paths) => {
+                            for p in paths {
+                                if t.resources.len() >= MAX_APPROVED_PATHS {
+                                    t.resources_overflow = true;
+                                    break;
+                                }
+                                t.resources.insert(p);
+                            }
+                        }
+                        None => t.resources_overflow = true,
+                    }
                 }
             }
             "cancelled" => {

@@ -224,11 +224,7 @@ pub fn render(r: &Report) -> String {
     }
     o.push_str("<h2 id=\"suggestions\">Suggestions</h2>\n");
     if r.suggestions.is_empty() {
-        let _ = writeln!(
-            o,
-            "<p>None: nothing was approved {} times or more without also being refused or tainted.</p>",
-            super::SUGGEST_AFTER
-        );
+        let _ = writeln!(o, "<p>None: {}.</p>", rich(&super::none_reason(r)));
     } else {
         o.push_str("<p>Approved again and again; a policy line stops the clicking:</p>\n");
         for s in &r.suggestions {
@@ -239,6 +235,9 @@ pub fn render(r: &Report) -> String {
                 esc_block(&s.policy_lines)
             );
         }
+    }
+    for why in &r.not_suggested {
+        let _ = writeln!(o, "<p>Not suggested: {}.</p>", rich(why));
     }
     o.push_str("<h2 id=\"limits\">What toolgate does not enforce</h2>\n<ul>\n");
     for n in &r.not_enforced {

@@ -223,15 +223,17 @@ pub fn render(r: &Report) -> String {
     }
     let _ = writeln!(o, "## Suggestions\n");
     if r.suggestions.is_empty() {
-        let _ = writeln!(
-            o,
-            "None: nothing was approved {} times or more without also being refused or tainted.\n",
-            super::SUGGEST_AFTER
-        );
+        let _ = writeln!(o, "None: {}.\n", text(&super::none_reason(r)));
     }
     for s in &r.suggestions {
         let _ = writeln!(o, "- {}:\n", text(&s.why));
         block(&mut o, "yaml", &s.policy_lines);
+        let _ = writeln!(o);
+    }
+    for why in &r.not_suggested {
+        let _ = writeln!(o, "- Not suggested: {}.", text(why));
+    }
+    if !r.not_suggested.is_empty() {
         let _ = writeln!(o);
     }
     let _ = writeln!(o, "## What toolgate does not enforce\n");

@@ -71,6 +71,9 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub audit_note: Option<String>,
     pub suggestions: Vec<Suggestion>,
+    /// Why what was approved often enough was not suggested (a rule for it would reach
+    /// further than what was approved).
+    pub not_suggested: Vec<String>,
     pub not_enforced: Vec<String>,
 }
 

@@ -273,7 +273,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("toolgate: wrote the report to {}", path.display());
     }
     if args.suggest {
-        out!("{}", report::suggestion_yaml(&r.suggestions));
+        out!("{}", report::suggestion_yaml(&r));
     } else if args.json {
         outln!(
             "{}",

@@ -567,3 +567,127 @@ fn pinned_servers_are_a_source_and_a_changed_definition_is_a_finding() {
             .contains("description")
     );
 }
+
+/// Four approved writes of notes in the workspace: the suggestion keeps to their folder and
+/// extension (never a bare `allow fs.write`), pasted in it draws no high finding, and it
+/// allows neither `~/.bashrc` nor the workspace's `.env`. Writes spread over the home folder
+/// get no rule at all, and say why; with nothing to suggest, `--suggest` says so.
+#[test]
+fn suggest_keeps_to_the_approved_paths_and_never_rates_high() {
+    let s = Setup::new();
+    let tools = s.ws.join("fs-tools.json");
+    std::fs::write(
+        &tools,
+        json!({"tools": [{"name": "write_file", "description": "Write a file",
+            "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let policy = s.ws.join("toolgate.yaml");
+    std::fs::write(&policy, "version: 1\ndefault: ask\n").unwrap();
+    let approved_writes = |paths: &[PathBuf]| {
+        let mut events = Vec::new();
+        for (i, p) in paths.iter().enumerate() {
+            let id = format!("w{i}");
+            let secs = u32::try_from(i).unwrap() * 2;
+            events.push((t(1, secs), json!({"kind":"decision","session":"a","request_id":id,"server":"fs","tool":"write_file",
+                "operations":["fs.write"],"resources":[p],"effect":"ask","contract":"default","reason":"no rule matched"})));
+            events.push((t(1, secs + 1), json!({"kind":"approval","session":"a","request_id":id,"server":"fs","tool":"write_file",
+                "operations":["fs.write"],"effect":"allow","contract":"default","approval":{"how":"broker","scope":"once"}})));
+        }
+        write_log(&s.ws.join("audit.jsonl"), events);
+    };
+    let suggest = || {
+        let out = s.report(&[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--tools",
+            tools.to_str().unwrap(),
+            "--server",
+            "fs",
+            "--suggest",
+        ]);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let notes = s.ws.join("notes");
+    approved_writes(&[
+        notes.join("a.md"),
+        notes.join("b.md"),
+        notes.join("2026/c.md"),
+        notes.join("d.md"),
+    ]);
+    let out = suggest();
+    assert!(
+        out.contains(r#"resources: ["${workspace}/notes/**/*.md"]"#),
+        "{out}"
+    );
+    // Pasted in: no high finding, and neither `~/.bashrc` nor `.env` is allowed.
+    let pasted = s.ws.join("pasted.yaml");
+    std::fs::write(&pasted, format!("version: 1\ndefault: ask\n{out}")).unwrap();
+    let json = s.report(&[
+        "--policy",
+        pasted.to_str().unwrap(),
+        "--tools",
+        tools.to_str().unwrap(),
+        "--server",
+        "fs",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let high: Vec<&Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "high")
+        .collect();
+    assert!(high.is_empty(), "{high:?}");
+    let explain = |path: &Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(["policy", "explain", "--json", "--policy"])
+            .arg(&pasted)
+            .arg("--workspace")
+            .arg(&s.ws)
+            .arg("--home")
+            .arg(&s.home)
+            .args(["--server", "fs", "--tool", "write_file", "--args"])
+            .arg(json!({"path": path, "content": "x"}).to_string())
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["decision"]["effect"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(explain(&notes.join("e.md")), "allow");
+    for outside in [
+        s.home.join(".bashrc"),
+        s.ws.join(".env"),
+        notes.join("run.sh"),
+    ] {
+        assert_ne!(explain(&outside), "allow", "{}", outside.display());
+    }
+    // Writes across the home folder: no rule reaches only them.
+    approved_writes(&[
+        s.home.join("a.txt"),
+        s.home.join("x/b.cfg"),
+        s.home.join("y/c.ini"),
+        s.ws.join("d.json"),
+        s.home.join("e.txt"),
+        s.home.join("f.txt"),
+        s.home.join("g.txt"),
+        s.home.join("h.txt"),
+        s.home.join("i.txt"),
+    ]);
+    let out = suggest();
+    assert!(out.starts_with("# no suggestions: "), "{out}");
+    assert!(
+        out.contains("# not suggested: `write_file` (fs.write) was approved 9 times, but"),
+        "{out}"
+    );
+    assert!(!out.contains("effect: allow"), "{out}");
+    // Nothing approved often enough.
+    approved_writes(&[notes.join("a.md")]);
+    let out = suggest();
+    assert_eq!(
+        out.trim(),
+        "# no suggestions: nothing was approved 3 times or more without also being refused or tainted"
+    );
+}
