@@ -12,8 +12,8 @@ use serde_saphyr::Error as YamlError;
 use crate::contracts_impl::packs::pack_names;
 use crate::contracts_impl::{Contracts, Issue as ContractIssue};
 use crate::diag_impl::{Diagnostic, Diagnostics, Pos, Severity, SourceMap, did_you_mean, pos_at};
-use crate::model::{POLICY_VERSION, Policy};
-use crate::rules::{PathIssue, Vars, compile_rule_with, covers_rule, op_bit};
+use crate::model::{POLICY_VERSION, Policy, Rule};
+use crate::rules::{CallFacts, PathIssue, Vars, compile_rule_with, covers_rule, op_bit};
 use crate::strict::yaml_options;
 
 /// The conservative, commented starter policy written by `toolgate policy init`.
@@ -148,6 +148,8 @@ fn check(policy: &Policy, map: &SourceMap, diags: &mut Diagnostics) {
             );
         }
     }
+
+    allow_before_ask(policy, &vars, &ok, map, diags);
 
     if let Some(t) = &policy.taint
         && t.max_tokens == 0
@@ -503,6 +505,168 @@ fn strip_location_suffix(msg: &str) -> String {
     }
 }
 
+/// An allow rule before an ask rule takes from it every call both match (the first match
+/// wins among them; a deny wins wherever it is): warned when it takes some, not all (all is
+/// the shadowing warning). Found by a sample call the ask rule matches, made from its own
+/// patterns (`${workspace}/.env`, `**/*.rs` → `x/x.rs`), that the allow rule matches too.
+/// Rules that also name executables, commands, hosts, methods or annotations are left
+/// out: no sample is made for them, so no warning is a guess.
+fn allow_before_ask(
+    policy: &Policy,
+    vars: &Vars,
+    ok: &[bool],
+    map: &SourceMap,
+    diags: &mut Diagnostics,
+) {
+    use crate::decision::Effect;
+    let plain = |r: &Rule| {
+        r.executables.is_none()
+            && r.commands.is_none()
+            && r.hosts.is_none()
+            && r.methods.is_none()
+            && r.annotations.is_none()
+    };
+    let usable = |i: usize, r: &Rule| ok.get(i).copied().unwrap_or(false) && plain(r);
+    for (j, ask) in policy.rules.iter().enumerate() {
+        if ask.effect != Effect::Ask || !usable(j, ask) {
+            continue;
+        }
+        let Some(ask_compiled) = compile_rule_with(ask, j, vars, true).0 else {
+            continue;
+        };
+        for (i, allow) in policy.rules.iter().enumerate().take(j) {
+            if allow.effect != Effect::Allow || !usable(i, allow) || covers_rule(allow, ask) {
+                continue;
+            }
+            let Some(op) = ask.operations.iter().find(|o| allow.operations.contains(o)) else {
+                continue;
+            };
+            let Some(allow_compiled) = compile_rule_with(allow, i, vars, true).0 else {
+                continue;
+            };
+            let first = |a: &Option<Vec<String>>, b: &Option<Vec<String>>| {
+                a.as_ref()
+                    .or(b.as_ref())
+                    .and_then(|l| l.first())
+                    .map(|g| sample_of(g))
+            };
+            let tool = first(&ask.tools, &allow.tools).unwrap_or_else(|| "tool".to_owned());
+            let server = first(&ask.servers, &allow.servers);
+            let builtin = ask.builtin.or(allow.builtin).unwrap_or(false);
+            let facts = CallFacts {
+                server: server.as_deref(),
+                tool: &tool,
+                annotations: None,
+                builtin,
+            };
+            let expanded = |r: &Rule| -> Vec<String> {
+                r.resources
+                    .iter()
+                    .flatten()
+                    .filter_map(|g| crate::rules::expand_vars(g, vars).ok())
+                    .collect()
+            };
+            let (ask_globs, allow_globs) = (expanded(ask), expanded(allow));
+            let mut paths: Vec<String> = ask_globs.iter().map(|g| sample_of(g)).collect();
+            // A pattern for any folder (`**/*.rs`) is also tried in the allow rule's folders.
+            for g in &ask_globs {
+                if let Some(rest) = g.strip_prefix("**/") {
+                    for a in &allow_globs {
+                        let base = a.trim_end_matches("/**").trim_end_matches("/*");
+                        paths.push(format!("{}/{}", sample_of(base), sample_of(rest)));
+                    }
+                }
+            }
+            if ask_globs.is_empty() {
+                paths.extend(allow_globs.iter().map(|g| sample_of(g)));
+            }
+            if paths.is_empty() {
+                paths.push("/x".to_owned());
+            }
+            let taken = paths.into_iter().find(|path| {
+                let mut part = crate::action::Part::new(*op);
+                part.resources = vec![path.clone()];
+                ask_compiled.matches_in(&facts, &part, None, None)
+                    && allow_compiled.matches_in(&facts, &part, None, None)
+            });
+            if let Some(path) = taken {
+                let shown = path
+                    .replace(&vars.workspace, "${workspace}")
+                    .replace(&vars.home, "${home}");
+                diags.push(
+                    Diagnostic::warning(format!(
+                        "rule `{}` does not decide every call it matches: rule `{}` comes first and allows some of them (`{}` of `{shown}`, for one)",
+                        ask.id,
+                        allow.id,
+                        op.as_str()
+                    ))
+                    .at(map.value(&["rules", &j.to_string(), "id"]))
+                    .with_label("ask rule")
+                    .with_related(map.value(&["rules", &i.to_string(), "id"]), "allow rule before it")
+                    .with_help(format!(
+                        "the first of an allow and an ask rule that match decides: move `{}` above `{}`, or narrow `{}`",
+                        ask.id, allow.id, allow.id
+                    )),
+                );
+                break;
+            }
+        }
+    }
+}
+
+/// A name or path a glob matches, made from it: `**` and `*` and `?` become `x`, a class
+/// its first character (a negated one a letter it leaves out), an alternation its first
+/// choice (`**/*.rs` → `x/x.rs`).
+fn sample_of(glob: &str) -> String {
+    let mut out = String::new();
+    let mut chars = glob.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' => {
+                while chars.peek() == Some(&'*') {
+                    chars.next();
+                }
+                out.push('x');
+            }
+            '?' => out.push('x'),
+            '\\' => out.extend(chars.next()),
+            '[' => {
+                let negated = chars.next_if(|&c| c == '!' || c == '^').is_some();
+                let class: String = chars.by_ref().take_while(|&c| c != ']').collect();
+                out.push(match class.chars().next() {
+                    // A character the class leaves out.
+                    _ if negated => ['x', 'y', 'z']
+                        .into_iter()
+                        .find(|c| !class.contains(*c))
+                        .unwrap_or('_'),
+                    Some(first) => first,
+                    None => 'x',
+                });
+            }
+            '{' => {
+                let mut depth = 1;
+                let mut taking = true;
+                for c in chars.by_ref() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        ',' if depth == 1 => taking = false,
+                        _ if taking => out.push(c),
+                        _ => {}
+                    }
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -665,5 +829,59 @@ mod tests {
         let l = load("version: 1\nrules:\n  - {id: all, effect: ask, operations: [fs.read]}\n  - {id: ws, effect: allow, operations: [fs.read], resources: ['${workspace}/**']}\n", "p.yaml").unwrap();
         assert_eq!(l.warnings.warnings(), 1);
         assert_eq!(l.warnings.items[0].pos.unwrap().line, 4);
+    }
+
+    #[test]
+    fn an_allow_rule_before_an_ask_rule_that_takes_some_of_its_calls_is_a_warning() {
+        let warned = |rules: &str| {
+            let l = load(&format!("version: 1\nrules:\n{rules}"), "p.yaml").unwrap();
+            l.warnings
+                .items
+                .iter()
+                .map(|d| d.message.clone())
+                .collect::<Vec<_>>()
+        };
+        let ws = "  - {id: ws, effect: allow, operations: [fs.read, fs.write], resources: ['${workspace}/**']}\n";
+        // The issue's case: `.env` in the workspace is allowed, not asked about.
+        let w = warned(&format!(
+            "{ws}  - {{id: env, effect: ask, operations: [fs.read], resources: ['${{workspace}}/.env']}}\n"
+        ));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains(
+                "rule `env` does not decide every call it matches: rule `ws` comes first"
+            ) && w[0].contains("`fs.read` of `${workspace}/.env`"),
+            "{w:?}"
+        );
+        // A pattern for any folder meets the allow rule's folder.
+        let w = warned(&format!(
+            "{ws}  - {{id: rs, effect: ask, operations: [fs.write], resources: ['**/*.rs']}}\n"
+        ));
+        assert!(
+            w.len() == 1 && w[0].contains("`${workspace}/x.rs`"),
+            "{w:?}"
+        );
+        // No warning: the ask rule first, other paths, other operations, other tools.
+        for rules in [
+            format!("  - {{id: env, effect: ask, operations: [fs.read], resources: ['${{workspace}}/.env']}}\n{ws}"),
+            format!("{ws}  - {{id: home, effect: ask, operations: [fs.write], resources: ['${{home}}/**']}}\n"),
+            format!("{ws}  - {{id: del, effect: ask, operations: [fs.delete], resources: ['${{workspace}}/**']}}\n"),
+            "  - {id: w, effect: allow, operations: [fs.write], tools: [write_file]}\n  - {id: e, effect: ask, operations: [fs.write], tools: [edit_file]}\n".to_owned(),
+        ] {
+            let w = warned(&rules);
+            assert!(w.is_empty(), "{rules}: {w:?}");
+        }
+    }
+
+    #[test]
+    fn samples_are_made_from_globs() {
+        for (glob, sample) in [
+            ("**/*.rs", "x/x.rs"),
+            ("/w/.env", "/w/.env"),
+            ("/w/[!a]b?/{src,lib}/**", "/w/xbx/src/x"),
+            ("/w/\\*", "/w/*"),
+        ] {
+            assert_eq!(sample_of(glob), sample, "{glob}");
+        }
     }
 }
