@@ -20,7 +20,7 @@ use toolgate_policy::{
 use toolgate_runtime::fsfacts::{SoftFs, canonical_dir};
 
 /// The default policy path of `policy init`.
-const DEFAULT_POLICY: &str = "toolgate.yaml";
+pub(crate) const DEFAULT_POLICY: &str = "toolgate.yaml";
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:

@@ -28,9 +28,11 @@ use toolgate_runtime::pins::PinStore;
 Tool definitions come from the pin store (every pinned server, or --server NAME), from
 --tools FILE (a tools/list result or a list of tools), or from --probe -- CMD ARGS...,
 which starts the server, lists every page of its tools and stops it.
-The report never prints an argument value from the audit log.")]
+The report prints no argument value from the audit log but the paths of asks a person
+approved, in the rules it suggests for them.")]
 pub struct Args {
-    /// The policy file; default: the built-in starter policy.
+    /// The policy file [default: `toolgate.yaml` in the current directory, when it exists;
+    /// else the built-in starter policy]
     #[arg(long, value_name = "PATH")]
     policy: Option<PathBuf>,
     /// The workspace (`${workspace}`, and where the audit log is by default); default: the
@@ -117,7 +119,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => canonical_dir(&std::env::current_dir()?)?,
     };
     let home = crate::cli::policy::home_dir(args.home.clone())?;
-    let (label, loaded) = match &args.policy {
+    // What `policy init` wrote here, when no other is named (said on stderr).
+    let policy = args.policy.clone().or_else(|| {
+        let here = PathBuf::from(crate::cli::policy::DEFAULT_POLICY);
+        here.is_file().then(|| {
+            eprintln!(
+                "toolgate: using the policy `{}` of this directory",
+                here.display()
+            );
+            here
+        })
+    });
+    let (label, loaded) = match &policy {
         Some(p) => match crate::cli::policy::load_policy(p)? {
             Some(l) => (p.display().to_string(), l),
             None => return Ok(ExitCode::from(1)),

@@ -691,3 +691,24 @@ fn suggest_keeps_to_the_approved_paths_and_never_rates_high() {
         "# no suggestions: nothing was approved 3 times or more without also being refused or tainted"
     );
 }
+
+/// Without `--policy`, the report reads the `toolgate.yaml` that `policy init` wrote in the
+/// current directory, and says so; without one, the starter policy.
+#[test]
+fn the_policy_of_the_directory_is_the_default_and_is_named() {
+    let s = Setup::new();
+    let starter = s.report(&["--json"]);
+    let v: Value = serde_json::from_slice(&starter.stdout).unwrap();
+    assert_eq!(v["policy"]["source"], "the starter policy");
+    std::fs::write(s.ws.join("toolgate.yaml"), "version: 1\ndefault: deny\n").unwrap();
+    let here = s.report(&["--json"]);
+    let v: Value = serde_json::from_slice(&here.stdout).unwrap();
+    assert_eq!(v["policy"]["source"], "toolgate.yaml");
+    assert_eq!(v["policy"]["default"], "deny");
+    assert!(
+        String::from_utf8_lossy(&here.stderr)
+            .contains("using the policy `toolgate.yaml` of this directory"),
+        "{}",
+        String::from_utf8_lossy(&here.stderr)
+    );
+}
