@@ -97,12 +97,26 @@ pub struct GatewayConfig {
     /// Sessions: how long an idle session lives, how many a replica holds.
     #[serde(default)]
     pub sessions: SessionsConfig,
+    /// `GET /metrics`: open to whoever reaches the listen address unless `token_sha256`
+    /// names the bearer token it requires.
+    #[serde(default, deserialize_with = "toolgate_policy::yaml::present")]
+    pub metrics: Option<MetricsConfig>,
     /// The upstream servers, by name: each is served at `/servers/<name>/mcp`.
     #[schemars(extend(
         "minProperties" = 1,
         "propertyNames" = {"pattern": SERVER_NAME_PATTERN}
     ))]
     pub servers: BTreeMap<String, ServerConfig>,
+}
+
+/// Who may read `GET /metrics`.
+#[derive(Debug, Clone, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Hex SHA-256 of the bearer token `GET /metrics` requires (`toolgate gateway
+    /// hash-token` prints it); a scraper sends `Authorization: Bearer <token>`.
+    #[schemars(pattern(SHA256_PATTERN))]
+    pub token_sha256: String,
 }
 
 /// PEM files: the certificate chain and its private key.

@@ -372,6 +372,15 @@ impl Checker<'_> {
             );
         }
         self.check_auth(config);
+        if let Some(m) = &config.metrics
+            && !is_hex64(&m.token_sha256)
+        {
+            self.error(
+                &["metrics", "token_sha256"],
+                "`token_sha256` is not 64 hexadecimal digits",
+                "write the SHA-256 of the token in hex: `toolgate gateway hash-token` prints it",
+            );
+        }
         self.check_servers(config);
         self.check_names(config);
     }

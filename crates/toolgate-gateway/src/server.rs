@@ -14,9 +14,11 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
+use sha2::Digest as _;
+use subtle::ConstantTimeEq as _;
 use toolgate_audit::AuditWriter;
 use toolgate_mcp::{RawValue, build};
 use toolgate_policy::{Engine, TaintLimits};
@@ -358,7 +360,24 @@ async fn readyz(State(gw): State<Shared>) -> Response {
     }
 }
 
-async fn metrics(State(gw): State<Shared>) -> Response {
+async fn metrics(State(gw): State<Shared>, headers: HeaderMap) -> Response {
+    if let Some(m) = &gw.loaded().config.metrics {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(|t| sha2::Sha256::digest(t.trim().as_bytes()));
+        let want = hex::decode(m.token_sha256.trim()).unwrap_or_default();
+        let equal = given.is_some_and(|d| bool::from(d.as_slice().ct_eq(&want)));
+        if !equal {
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer realm=\"metrics\"")],
+                "the metrics need the token of `metrics.token_sha256`: send `Authorization: Bearer <token>`\n",
+            )
+                .into_response();
+        }
+    }
     gw.metrics.sessions(gw.session_count());
     (
         [(

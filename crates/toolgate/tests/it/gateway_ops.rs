@@ -480,6 +480,63 @@ fn sighup_reloads_the_policy_and_a_bad_file_keeps_the_old_one() {
     assert_eq!(gw.get("/healthz").status, 200);
 }
 
+/// `metrics.token_sha256`: `/metrics` answers only the scraper with that bearer token
+/// (401 with a challenge otherwise); without it, anyone who reaches the address reads it.
+#[test]
+fn metrics_can_require_a_token() {
+    let s = Setup::new();
+    let alice = token_of("alice");
+    let scraper = "scraper-token-0123456789abcdef";
+    let auth = format!(
+        "  tokens:\n    - {{ user: alice, sha256: {}, groups: [dev] }}\n",
+        hash(&alice)
+    );
+    let extra = format!("metrics:\n  token_sha256: {}\n", hash(scraper));
+    let gw = GatewayProcess::start(
+        &crate::common::toolgate_bin(),
+        &s.config("a", &auth, &extra),
+        &[],
+    );
+    let get = |authorization: Option<String>| {
+        let mut headers = Vec::new();
+        if let Some(a) = &authorization {
+            headers.push(("Authorization", a.as_str()));
+        }
+        request(&gw.addr, "GET", "/metrics", &headers, b"")
+    };
+    for refused in [
+        None,
+        Some(format!("Bearer {alice}")),
+        Some(scraper.to_owned()),
+    ] {
+        let reply = get(refused.clone());
+        assert_eq!(reply.status, 401, "{refused:?}");
+        assert_eq!(
+            reply.header("www-authenticate"),
+            Some("Bearer realm=\"metrics\""),
+            "{refused:?}"
+        );
+        assert!(!String::from_utf8_lossy(&reply.body().0).contains("toolgate_gateway"));
+    }
+    let reply = get(Some(format!("Bearer {scraper}")));
+    assert_eq!(reply.status, 200);
+    assert!(String::from_utf8_lossy(&reply.body().0).contains("toolgate_gateway_sessions"));
+    // A hash that is no hash does not load, with the place and the help.
+    let bad = s.config("b", &auth, "metrics:\n  token_sha256: scraper\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["gateway", "check", "--config"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("`token_sha256` is not 64 hexadecimal digits")
+            && stderr.contains("hash-token"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn sigterm_drains_and_exits_and_metrics_count_decisions() {
     let s = Setup::new();
