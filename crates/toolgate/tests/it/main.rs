@@ -41,6 +41,7 @@ mod filesystem_parity;
 mod gateway_clients;
 mod gateway_config;
 mod gateway_embedded;
+mod gateway_five_minutes;
 mod gateway_ops;
 mod gateway_replicas;
 mod hook_coding_session;
