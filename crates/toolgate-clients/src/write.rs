@@ -4,7 +4,8 @@
 //! permissions), is flushed to disk, and is renamed over the original only if the
 //! original still has the content hash it had when it was read: a client (or the
 //! user) that wrote the file in the meantime wins, and toolgate refuses. The
-//! previous content is kept next to it as `<file>.toolgate.bak`.
+//! previous content is kept next to it as `<file>.toolgate.bak` (mode 0600), which a
+//! restore removes once the file reads back as written.
 
 use std::fs;
 use std::io::Write as _;
@@ -81,7 +82,9 @@ pub fn replace(file: &ReadFile, new_text: &str) -> anyhow::Result<()> {
         .mode()
         & 0o7777;
     let backup = backup_path(&file.real);
-    let backup_temp = temp_with(&backup, file.text.as_bytes(), mode)?;
+    // The backup is the user's alone, whatever the file's mode: it may hold a credential
+    // that the new content no longer does.
+    let backup_temp = temp_with(&backup, file.text.as_bytes(), 0o600)?;
     let temp = temp_with(&file.real, new_text.as_bytes(), mode)?;
 
     // Last moment check: somebody else may have written the file meanwhile.
@@ -105,6 +108,22 @@ pub fn replace(file: &ReadFile, new_text: &str) -> anyhow::Result<()> {
         let _ = dir.sync_all();
     }
     Ok(())
+}
+
+/// Removes the backup of `file` once the file reads back as `written` (what [`replace`]
+/// wrote); returns whether it did. A file that reads otherwise keeps its backup.
+pub fn remove_backup_if_written(file: &ReadFile, written: &str) -> anyhow::Result<bool> {
+    let now = fs::read(&file.real)
+        .with_context(|| format!("cannot read `{}` again", file.shown.display()))?;
+    if hash(&now) != hash(written.as_bytes()) {
+        return Ok(false);
+    }
+    let backup = backup_path(&file.real);
+    match fs::remove_file(&backup) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+        Err(e) => Err(e).with_context(|| format!("cannot remove `{}`", backup.display())),
+    }
 }
 
 /// Creates `path` (and its missing parent directories) holding `text`, atomically: the file

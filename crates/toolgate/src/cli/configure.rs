@@ -46,8 +46,9 @@ pub struct Selection {
 pub enum Action {
     /// Wrap them with toolgate.
     Init(WrapSettings),
-    /// Restore them.
-    Unwrap,
+    /// Restore them; `keep_backup`: keep the `.toolgate.bak` a restore leaves (by default
+    /// removed once the restored file reads back as written).
+    Unwrap { keep_backup: bool },
 }
 
 struct Plan {
@@ -197,7 +198,7 @@ fn plan(location: Location, selection: &Selection, action: &Action) -> anyhow::R
             };
             document::wrap(&file.text, &location.maps, select, &settings)
         }
-        Action::Unwrap => document::unwrap(&file.text, &location.maps, select),
+        Action::Unwrap { .. } => document::unwrap(&file.text, &location.maps, select),
     }
     .with_context(|| format!("in `{shown}`"))?;
     // A project's own map (`projects.<dir>.mcpServers`) names its workspace: never `$HOME`
@@ -331,11 +332,7 @@ pub fn run(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode> {
     }
     for plan in &changed {
         write::replace(&plan.file, &plan.new_text)?;
-        outln!(
-            "wrote {} (backup: {})",
-            plan.location.path.display(),
-            write::backup_path(&plan.file.real).display()
-        );
+        wrote(action, &plan.location.path, &plan.file, &plan.new_text)?;
     }
     if matches!(action, Action::Init(_)) {
         outln!("restart the client (or reload its MCP servers) to use toolgate");
@@ -413,7 +410,7 @@ fn run_opencode(selection: &Selection, action: &Action) -> anyhow::Result<ExitCo
     }
     let new_text = match action {
         Action::Init(w) => Some(opencode::plugin(&hook_settings(selection, &env, w, &path)?)),
-        Action::Unwrap => None,
+        Action::Unwrap { .. } => None,
     };
     let old_text = existing.as_ref().map_or("", |f| f.text.as_str());
     outln!(
@@ -423,7 +420,7 @@ fn run_opencode(selection: &Selection, action: &Action) -> anyhow::Result<ExitCo
         match (&existing, action) {
             (Some(_), _) => "",
             (None, Action::Init(_)) => ", new file",
-            (None, Action::Unwrap) => ", no such file",
+            (None, Action::Unwrap { .. }) => ", no such file",
         }
     );
     if new_text.as_deref() == existing.as_ref().map(|f| f.text.as_str()) {
@@ -510,12 +507,12 @@ fn run_hooks(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode>
                 ),
             }
         }
-        (Action::Unwrap, Some(f)) => {
+        (Action::Unwrap { .. }, Some(f)) => {
             let edit = hooks::remove(&f.text, client)
                 .with_context(|| format!("in `{}`", path.display()))?;
             (edit.text, edit.events)
         }
-        (Action::Unwrap, None) => (
+        (Action::Unwrap { .. }, None) => (
             String::new(),
             client
                 .events()
@@ -527,7 +524,7 @@ fn run_hooks(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode>
     // Copilot CLI's `toolgate.json` is a file of toolgate's own: what `unwrap` leaves of it
     // (`{"version": 1}`, or nothing at all) goes with it.
     let own_file_left_empty = client == HookClient::CopilotCli
-        && matches!(action, Action::Unwrap)
+        && matches!(action, Action::Unwrap { .. })
         && existing.is_some()
         && serde_json::from_str::<serde_json::Value>(&new_text)
             .ok()
@@ -547,7 +544,7 @@ fn run_hooks(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode>
         match (&existing, action) {
             (Some(_), _) => "",
             (None, Action::Init(_)) => ", new file",
-            (None, Action::Unwrap) => ", no such file",
+            (None, Action::Unwrap { .. }) => ", no such file",
         }
     );
     for (event, outcome) in &events {
@@ -598,11 +595,7 @@ fn run_hooks(selection: &Selection, action: &Action) -> anyhow::Result<ExitCode>
         }
         Some(f) => {
             write::replace(f, &new_text)?;
-            outln!(
-                "wrote {} (backup: {})",
-                path.display(),
-                write::backup_path(&f.real).display()
-            );
+            wrote(action, &path, f, &new_text)?;
         }
         None => {
             write::create(&path, &new_text)?;
@@ -645,4 +638,31 @@ fn trust_codex_hooks(project: &std::path::Path) {
             "warning: cannot record Codex's trust in toolgate's hooks: {e}\n  help: start Codex and trust them in its `/hooks` review"
         ),
     }
+}
+
+/// Says what was written to `path` (`file` as it was read, now `new_text`), and after a
+/// restore removes the backup once the file reads back as written, unless it is to be kept:
+/// a restore leaves nothing of toolgate behind (a backup may hold a credential `init` moved).
+fn wrote(
+    action: &Action,
+    path: &std::path::Path,
+    file: &ReadFile,
+    new_text: &str,
+) -> anyhow::Result<()> {
+    let backup = write::backup_path(&file.real);
+    match action {
+        Action::Unwrap { keep_backup: false } => {
+            if write::remove_backup_if_written(file, new_text)? {
+                outln!("wrote {} (its backup removed)", path.display());
+            } else {
+                outln!(
+                    "wrote {} (backup kept: the file does not read back as written: {})",
+                    path.display(),
+                    backup.display()
+                );
+            }
+        }
+        _ => outln!("wrote {} (backup: {})", path.display(), backup.display()),
+    }
+    Ok(())
 }

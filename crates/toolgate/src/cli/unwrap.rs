@@ -8,15 +8,24 @@ use super::configure::{Action, Selection};
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   toolgate unwrap --dry-run
-  toolgate unwrap --client claude-code
+  toolgate unwrap --client claude-code --keep-backup
   toolgate unwrap --config ./.mcp.json --server github --yes
   toolgate unwrap --client claude-code --hooks")]
 pub struct Args {
     #[command(flatten)]
     selection: Selection,
+    /// Keep the `.toolgate.bak` backup of each file restored (by default it is removed once
+    /// the file reads back as written)
+    #[arg(long)]
+    keep_backup: bool,
 }
 
 /// Runs `toolgate unwrap`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    super::configure::run(&args.selection, &Action::Unwrap)
+    super::configure::run(
+        &args.selection,
+        &Action::Unwrap {
+            keep_backup: args.keep_backup,
+        },
+    )
 }

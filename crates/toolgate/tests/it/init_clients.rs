@@ -14,6 +14,7 @@
 )]
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -176,11 +177,16 @@ fn round_trip_to(
     for ((_, dest, expected), original) in files.iter().zip(&originals) {
         fake.assert_golden(dest, expected);
         assert_eq!(&fs::read_to_string(backup(dest)).unwrap(), original);
+        // The user's alone: it may hold a credential `init` moved out of the file.
+        let mode = fs::metadata(backup(dest)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", dest.display());
     }
     fake.toolgate(&["unwrap", "--client", client, "--yes"])
         .assert()
         .success();
     for ((_, dest, _), original) in files.iter().zip(&originals) {
+        // The restore read back as written: nothing of toolgate is left beside the file.
+        assert!(!backup(dest).exists(), "{}", dest.display());
         match after_unwrap {
             Some(expected) => fake.assert_golden(dest, expected),
             None => assert_eq!(
@@ -547,10 +553,30 @@ fn explicit_config_wraps_every_project() {
         "{}",
         out.stdout
     );
-    fake.toolgate(&["unwrap", "--config", config.to_str().unwrap(), "--yes"])
+    let out = run(fake.toolgate(&["unwrap", "--config", config.to_str().unwrap(), "--yes"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("(its backup removed)"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(fs::read_to_string(&config).unwrap(), original);
+    assert!(!backup(&config).exists());
+    // `--keep-backup` keeps it: what the file held before the restore.
+    fake.toolgate(&["init", "--config", config.to_str().unwrap(), "--yes"])
         .assert()
         .success();
+    let wrapped = fs::read_to_string(&config).unwrap();
+    let out = run(fake.toolgate(&[
+        "unwrap",
+        "--config",
+        config.to_str().unwrap(),
+        "--yes",
+        "--keep-backup",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(fs::read_to_string(&config).unwrap(), original);
+    assert_eq!(fs::read_to_string(backup(&config)).unwrap(), wrapped);
 }
 
 #[test]
