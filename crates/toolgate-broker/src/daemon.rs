@@ -10,7 +10,7 @@ use sessions::*;
 use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
@@ -125,6 +125,8 @@ struct BrokerState {
     /// This broker created the store although a broker ran in the directory before: what
     /// that one stored is gone.
     store_replaced: bool,
+    /// When a connection last came or went (`None`: none has yet).
+    last_active: Option<Instant>,
 }
 
 impl BrokerState {
@@ -284,8 +286,16 @@ pub fn bind(layout: &Layout) -> anyhow::Result<Bound> {
     Ok(bound)
 }
 
-/// Serves until `shutdown` resolves; the socket and token are removed on return.
-pub async fn serve(bound: Bound, shutdown: impl std::future::Future<Output = ()>) {
+/// Serves until `shutdown` resolves, or, with `idle_exit`, until that long has passed with
+/// no connection and no request waiting (the agent sessions' state is in the durable store,
+/// and the next hook or proxy starts a broker again); the socket and token are removed on
+/// return.
+pub async fn serve(
+    bound: Bound,
+    shutdown: impl std::future::Future<Output = ()>,
+    idle_exit: Option<Duration>,
+) {
+    let started = Instant::now();
     let shared = Arc::new(Daemon {
         state: Mutex::new(BrokerState {
             store: Some(bound.store.clone()),
@@ -297,11 +307,27 @@ pub async fn serve(bound: Bound, shutdown: impl std::future::Future<Output = ()>
         me: paths::my_uid(),
     });
     tokio::pin!(shutdown);
+    // Looked at often enough to exit within a tenth of the idle time (at most a minute).
+    let mut idle_check = tokio::time::interval(idle_exit.map_or(Duration::from_secs(60), |d| {
+        (d / 10).clamp(Duration::from_millis(10), Duration::from_secs(60))
+    }));
     loop {
         tokio::select! {
             () = &mut shutdown => break,
+            _ = idle_check.tick(), if idle_exit.is_some() => {
+                let st = shared.lock();
+                let quiet = st.last_active.unwrap_or(started).elapsed();
+                if st.conns.is_empty() && st.pending.is_empty() && idle_exit.is_some_and(|d| quiet >= d) {
+                    tracing::info!(
+                        "no connection and no request for {} s: exiting (the next hook or proxy starts a broker again)",
+                        quiet.as_secs()
+                    );
+                    break;
+                }
+            }
             accepted = bound.listener.accept() => match accepted {
                 Ok((stream, _)) => {
+                    shared.lock().last_active = Some(Instant::now());
                     let shared = shared.clone();
                     tokio::spawn(async move { serve_conn(shared, stream).await });
                 }

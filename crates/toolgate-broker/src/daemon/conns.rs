@@ -222,6 +222,7 @@ pub(super) async fn serve_conn(shared: Arc<Daemon>, mut stream: UnixStream) {
     {
         let mut st = shared.lock();
         st.conns.remove(&conn_id);
+        st.last_active = Some(std::time::Instant::now());
         let mine: Vec<u64> = st
             .pending
             .iter()

@@ -542,3 +542,46 @@ fn another_uid_is_refused_even_with_the_token() {
     // The same bytes from our own uid are served.
     assert!(raw_hello(&w.socket(), &hello).contains("welcome"));
 }
+
+/// `broker stop` ends the running broker, wherever it was started: it exits and its socket
+/// is gone; with none running, it says so. A broker with nothing to do exits by itself after
+/// `--idle-exit` (its socket gone too), and the next one serves the same directory.
+#[test]
+fn broker_stop_ends_it_and_an_idle_broker_exits() {
+    let w = World::new();
+    let mut broker = w.broker();
+    let out = w.cmd(&["broker", "stop"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout.trim(),
+        format!("stopped the broker (pid {})", broker.pid())
+    );
+    assert!(broker.wait_within(LIMIT).success());
+    assert!(!w.socket().exists());
+    let out = w.cmd(&["broker", "stop"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("no broker is running"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Idle: no connection and no request for 300 ms.
+    let mut idle = Peer::spawn(w.cmd(&["broker", "--idle-exit", "300ms"]), true);
+    assert!(idle.wait_within(LIMIT).success());
+    assert!(!w.socket().exists());
+    assert!(
+        idle.stderr().contains("no connection and no request for"),
+        "{}",
+        idle.stderr()
+    );
+    // The next one starts in its place.
+    let mut next = w.broker();
+    let out = w.cmd(&["broker", "stop"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(next.wait_within(LIMIT).success());
+}

@@ -17,7 +17,7 @@ const COMMANDS: &[(&str, &[&str])] = &[
     ("approvals", &[]),
     ("audit", &["verify", "summary", "tail"]),
     ("auth", &["login", "status", "logout"]),
-    ("broker", &[]),
+    ("broker", &["stop"]),
     ("completions", &[]),
     ("demo", &[]),
     ("doctor", &[]),
