@@ -41,7 +41,7 @@ enum PinsCommand {
         /// The server whose pins to forget.
         #[arg(long, value_name = "NAME")]
         server: String,
-        /// Only this tool (default: every tool of the server).
+        /// Only this tool [default: every tool of the server]
         #[arg(long, value_name = "NAME")]
         tool: Option<String>,
     },

@@ -42,7 +42,7 @@ enum Cmd {
   toolgate policy init --policy team-policy.yaml")]
     Init {
         /// Where to write it.
-        #[arg(long, default_value = DEFAULT_POLICY)]
+        #[arg(long, value_name = "PATH", default_value = DEFAULT_POLICY)]
         policy: PathBuf,
     },
     /// Validate a policy: exit 0 valid, 1 invalid, 2 usage.
@@ -71,20 +71,20 @@ Errors and warnings are located (file:line:column) with a `help:` line.")]
         /// exists].
         #[arg(long, value_name = "PATH")]
         policy: Option<PathBuf>,
-        /// The workspace (`${workspace}`); default: the current directory.
-        #[arg(long)]
+        /// The workspace (`${workspace}`) [default: the current directory]
+        #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
-        /// The home directory (`${home}`); default: $HOME.
-        #[arg(long)]
+        /// The home directory (`${home}`) [default: $HOME]
+        #[arg(long, value_name = "DIR")]
         home: Option<PathBuf>,
         /// The server name (as given to `toolgate wrap --server`).
-        #[arg(long)]
+        #[arg(long, value_name = "NAME")]
         server: Option<String>,
         /// The tool name.
-        #[arg(long)]
+        #[arg(long, value_name = "NAME")]
         tool: String,
         /// The call's arguments as a JSON object.
-        #[arg(long, default_value = "{}")]
+        #[arg(long, value_name = "JSON", default_value = "{}")]
         args: String,
         /// Print the JSON shape instead of text.
         #[arg(long)]

@@ -35,11 +35,11 @@ pub struct Args {
     /// else the built-in starter policy]
     #[arg(long, value_name = "PATH")]
     policy: Option<PathBuf>,
-    /// The workspace (`${workspace}`, and where the audit log is by default); default: the
-    /// current directory.
+    /// The workspace (`${workspace}`, and where the audit log is by default) [default: the
+    /// current directory]
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// The home directory (`${home}`); default: $HOME.
+    /// The home directory (`${home}`) [default: $HOME]
     #[arg(long, value_name = "DIR")]
     home: Option<PathBuf>,
     /// The server: its pins, or the name for --tools/--probe (whose definitions are then
@@ -48,7 +48,7 @@ pub struct Args {
     server: Option<String>,
     /// Tool definitions from a file: a `tools/list` result, a response holding one, or a
     /// JSON list of tools.
-    #[arg(long, value_name = "FILE", conflicts_with = "probe")]
+    #[arg(long, value_name = "PATH", conflicts_with = "probe")]
     tools: Option<PathBuf>,
     /// Start the server given after `--`, list its tools, and stop it.
     #[arg(long, requires = "command")]
@@ -57,7 +57,7 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "30s",
           value_parser = toolgate_runtime::duration::parse_duration)]
     probe_timeout: Duration,
-    /// The audit log; default: `.toolgate/audit.jsonl` in the workspace.
+    /// The audit log [default: `.toolgate/audit.jsonl` in the workspace]
     #[arg(long, value_name = "PATH")]
     audit: Option<PathBuf>,
     /// Only records at or after this date or RFC 3339 time.
@@ -70,7 +70,7 @@ pub struct Args {
     #[arg(long, conflicts_with = "suggest")]
     json: bool,
     /// Write the report as one self-contained HTML page.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "PATH")]
     html: Option<PathBuf>,
     /// Print only the suggested policy lines, ready to paste.
     #[arg(long)]

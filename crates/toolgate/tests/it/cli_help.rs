@@ -171,6 +171,54 @@ fn every_help_exits_zero_and_has_examples() {
     }
 }
 
+/// One flag grammar: an option that names a file takes `<PATH>`, a directory `<DIR>`, a
+/// server or tool `<NAME>`, a time `<DURATION>` (parsed the same way everywhere), and a
+/// default is written `[default: …]`, in every subcommand's help.
+#[test]
+fn every_help_writes_options_one_way() {
+    let placeholder = |option: &str| -> Option<&str> {
+        match option {
+            "policy" | "audit" | "config" | "cases" | "tools" | "html" | "outbox" => Some("PATH"),
+            "workspace" | "home" | "broker-dir" => Some("DIR"),
+            "server" | "tool" => Some("NAME"),
+            o if o.ends_with("-timeout") || o == "idle-exit" => Some("DURATION"),
+            _ => None,
+        }
+    };
+    let mut wrong = Vec::new();
+    for path in paths() {
+        let text = help(&path, "--help");
+        let shown = format!("toolgate {} --help", path.join(" "));
+        for line in text.lines() {
+            let Some(at) = line.find("--") else { continue };
+            let mut words = line[at + 2..].split_whitespace();
+            let (Some(option), Some(value)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let Some(value) = value
+                .strip_prefix('<')
+                .map(|v| v.trim_end_matches("...").trim_end_matches('>'))
+            else {
+                continue;
+            };
+            if let Some(want) = placeholder(option)
+                && value != want
+            {
+                wrong.push(format!("`{shown}`: `--{option} <{value}>`, not `<{want}>`"));
+            }
+        }
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        for other in ["; default:", "(default:", ", default:"] {
+            if flat.contains(other) {
+                wrong.push(format!(
+                    "`{shown}` writes a default as `{other} …`, not `[default: …]`"
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 #[test]
 fn help_subcommand_shows_the_same_examples() {
     for path in paths().into_iter().filter(|p| !p.is_empty()) {

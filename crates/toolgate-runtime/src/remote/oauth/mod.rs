@@ -73,7 +73,7 @@ pub struct OAuthArgs {
     /// Do not send the RFC 8707 `resource` parameter (for authorization servers that reject it).
     #[arg(long)]
     pub no_resource_parameter: bool,
-    /// The port of the loopback callback on 127.0.0.1 (default: any free port).
+    /// The port of the loopback callback on 127.0.0.1 [default: any free port]
     #[arg(long, value_name = "PORT")]
     pub callback_port: Option<u16>,
     /// How long to wait for the browser authorization (e.g. `90s`, `5m`).
