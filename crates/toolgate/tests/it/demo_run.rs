@@ -72,3 +72,28 @@ fn demo_prints_one_verdict_per_call_in_order() {
     // Not a terminal: no colour codes.
     assert!(!stdout.contains('\x1b'), "{stdout:?}");
 }
+
+/// The README shows what the demo prints, word for word (its temporary directories as
+/// `<workspace>` and `<home>`).
+#[test]
+fn the_readme_shows_the_demo_as_it_runs() {
+    let (out, stdout) = run_demo();
+    assert!(out.status.success(), "{stdout}");
+    let dir = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("workspace "))
+        .and_then(|rest| rest.split("/workspace").next())
+        .expect("the demo names its workspace");
+    let shown = stdout
+        .replace(&format!("{dir}/workspace"), "<workspace>")
+        .replace(&format!("{dir}/home"), "<home>");
+    let readme = std::fs::read_to_string(crate::common::repo_root().join("README.md")).unwrap();
+    let marker = "<!-- what `toolgate demo` prints";
+    let block = readme
+        .split_once(marker)
+        .and_then(|(_, rest)| rest.split_once("```text\n"))
+        .and_then(|(_, rest)| rest.split_once("\n```\n"))
+        .expect("README.md shows the demo's output after its marker")
+        .0;
+    assert_eq!(shown.trim_end(), block);
+}
