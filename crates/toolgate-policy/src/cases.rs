@@ -110,8 +110,18 @@ impl Expect {
             Some(r) => format!(" by rule `{r}`"),
             None => String::new(),
         };
+        // The expected rule matched, but another decided: say which, and why it won.
+        let lost = match (&self.rule, &d.rule) {
+            (Some(want), Some(got)) if want != got && d.matched_rules.contains(want) => format!(
+                "; rule `{want}` matched too, but `{got}` decided (a deny wins wherever it is; among allow and ask rules the first that matches decides)"
+            ),
+            (Some(want), _) if !d.matched_rules.contains(want) && !rule_ok => {
+                format!("; rule `{want}` did not match this call")
+            }
+            _ => String::new(),
+        };
         Err(format!(
-            "expected {want}, got {}{by} (contract {}): {}",
+            "expected {want}, got {}{by} (contract {}): {}{lost}",
             d.effect, d.contract, d.reason
         ))
     }

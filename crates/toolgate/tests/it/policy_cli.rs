@@ -113,7 +113,7 @@ fn failing_case_is_reported_and_exits_1() {
     let cases = dir.path().join("c.yaml");
     std::fs::write(
         &cases,
-        "workspace: .\nhome: home\ncases:\n  - {name: wrong on purpose, tool: read_file, arguments: {path: .env}, expect: {effect: allow}}\n  - {name: right, tool: read_file, arguments: {path: a.txt}, expect: {effect: allow, rule: allow-workspace-read}}\n",
+        "workspace: .\nhome: home\ncases:\n  - {name: wrong on purpose, tool: read_file, arguments: {path: .env}, expect: {effect: allow}}\n  - {name: right, tool: read_file, arguments: {path: a.txt}, expect: {effect: allow, rule: allow-workspace-read}}\n  - {name: lost, tool: read_file, arguments: {path: .env}, expect: {effect: allow, rule: allow-workspace-read}}\n  - {name: missed, tool: read_file, arguments: {path: a.txt}, expect: {effect: allow, rule: allow-tests}}\n",
     )
     .unwrap();
     let out = toolgate()
@@ -128,8 +128,17 @@ fn failing_case_is_reported_and_exits_1() {
         "{stdout}"
     );
     assert!(stdout.contains("PASS right"), "{stdout}");
+    // The expected rule matched too, but another decided: which one, and why.
     assert!(
-        stdout.trim_end().ends_with("1 passed, 1 failed"),
+        stdout.contains("rule `allow-workspace-read` matched too, but `protect-dotenv` decided"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("rule `allow-tests` did not match this call"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.trim_end().ends_with("1 passed, 3 failed"),
         "{stdout}"
     );
 }
