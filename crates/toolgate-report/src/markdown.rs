@@ -187,7 +187,17 @@ pub fn render(r: &Report) -> String {
                         .join(", ")
                 );
             }
+            // A control nothing sets and that does nothing is one word on one line.
+            let mut unset = Vec::new();
             for c in &t.controls {
+                if c.origin.iter().all(|x| matches!(x, super::Origin::None)) {
+                    if c.detail.starts_with("no ") {
+                        unset.push(c.control.to_string());
+                    } else {
+                        let _ = writeln!(o, "- {}: {} (default)", c.control, text(&c.detail));
+                    }
+                    continue;
+                }
                 let _ = writeln!(
                     o,
                     "- {}: {} — from {}",
@@ -199,6 +209,9 @@ pub fn render(r: &Report) -> String {
                         .collect::<Vec<_>>()
                         .join(", ")
                 );
+            }
+            if !unset.is_empty() {
+                let _ = writeln!(o, "- not set: {}", unset.join(", "));
             }
             let _ = writeln!(o);
         }
