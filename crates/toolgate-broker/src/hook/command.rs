@@ -55,8 +55,8 @@ pub struct Args {
     /// prompt) instead of no decision.
     #[arg(long)]
     pub authoritative: bool,
-    /// The agent session at the broker [default: `ppid-<client pid>`, the session of the
-    /// `toolgate wrap` proxies the same client started]
+    /// The agent session at the broker [default: ppid- and the client's pid, the session of
+    /// the toolgate wrap proxies the same client started]
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
     /// How long the whole hook may take before it denies; keep it below the client's own
