@@ -43,9 +43,14 @@ fn tool_row(
     engine: &Engine,
     loaded: &LoadedPolicy,
     session: &mut Session,
-    ctx: &NormalizeContext<'_>,
 ) -> Option<(ToolReport, Vec<Finding>)> {
     let name = def.get("name").and_then(Value::as_str)?;
+    let vars = engine.vars();
+    let ctx = NormalizeContext {
+        workspace: &vars.workspace,
+        home: &vars.home,
+        fs: &SoftFs,
+    };
     let resolved = engine.contracts().lookup_with(name, Some(def));
     let contract = resolved.contract().clone();
     let sources = resolved.sources().to_vec();
@@ -58,7 +63,7 @@ fn tool_row(
         arguments: &arguments,
         definition: Some(def),
     };
-    let decision = engine.decide(&call, session, ctx, 0);
+    let decision = engine.decide(&call, session, &ctx, 0);
     let mut operations: Vec<String> = Vec::new();
     for part in &decision.action.parts {
         let op = part.operation.as_str().to_owned();
@@ -123,13 +128,6 @@ fn high_findings(
     server: Option<&str>,
     tool: &str,
 ) -> Vec<&'static str> {
-    let vars = engine.vars().clone();
-    let fs = SoftFs;
-    let ctx = NormalizeContext {
-        workspace: &vars.workspace,
-        home: &vars.home,
-        fs: &fs,
-    };
     let mut kinds = Vec::new();
     for s in inputs_servers
         .iter()
@@ -140,7 +138,7 @@ fn high_findings(
             if def.get("name").and_then(Value::as_str) != Some(tool) {
                 continue;
             }
-            if let Some((_, found)) = tool_row(&s.name, def, engine, loaded, &mut session, &ctx) {
+            if let Some((_, found)) = tool_row(&s.name, def, engine, loaded, &mut session) {
                 kinds.extend(
                     found
                         .iter()
@@ -184,21 +182,12 @@ pub fn build(inputs: Inputs<'_>) -> Report {
             });
         }
     }
-    let vars = engine.vars().clone();
-    let fs = SoftFs;
-    let ctx = NormalizeContext {
-        workspace: &vars.workspace,
-        home: &vars.home,
-        fs: &fs,
-    };
     let mut servers = Vec::new();
     for server in &inputs.servers {
         let mut session = server_session(loaded, server);
         let mut tools = Vec::new();
         for def in &server.tools {
-            if let Some((t, found)) =
-                tool_row(&server.name, def, engine, loaded, &mut session, &ctx)
-            {
+            if let Some((t, found)) = tool_row(&server.name, def, engine, loaded, &mut session) {
                 findings.extend(found);
                 tools.push(t);
             }
