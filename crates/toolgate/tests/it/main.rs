@@ -38,6 +38,7 @@ mod everything_parity;
 mod everything_ts_client;
 mod faults_matrix;
 mod filesystem_parity;
+mod first_hour;
 mod gateway_clients;
 mod gateway_config;
 mod gateway_embedded;
