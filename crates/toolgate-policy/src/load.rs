@@ -47,6 +47,7 @@ pub fn load(source: &str, name: &str) -> Result<LoadedPolicy, Diagnostics> {
         Ok(p) => p,
         Err(err) => {
             diags.push(yaml_error(source, &err));
+            more_errors(source, &err, &mut diags);
             return Err(diags);
         }
     };
@@ -505,6 +506,116 @@ fn strip_location_suffix(msg: &str) -> String {
     }
 }
 
+/// The most entries [`more_errors`] sets aside to read past their errors.
+const MAX_SET_ASIDE: usize = 32;
+
+/// Every problem in one run: after a parse or type error inside one of the `rules` or one of
+/// the `tools` entries, that entry is set aside (its lines replaced by a valid placeholder of
+/// as many lines, so positions stay) and the file read again, for the next error, and once
+/// it reads, checked as a whole (its other rules' and entries' problems). Stops at an error
+/// outside such an entry, or one met before.
+fn more_errors(source: &str, first: &YamlError, diags: &mut Diagnostics) {
+    let mut lines: Vec<String> = source.lines().map(str::to_owned).collect();
+    let mut error = first.location().map(|l| l.line() as usize);
+    let mut set_aside: Vec<usize> = Vec::new();
+    for n in 0..MAX_SET_ASIDE {
+        let Some(line) = error else { return };
+        let Some((start, end, placeholder)) = entry_around(&lines, line) else {
+            return;
+        };
+        if set_aside.contains(&start) {
+            return;
+        }
+        set_aside.push(start);
+        for (i, l) in lines.iter_mut().enumerate().take(end).skip(start) {
+            *l = if i == start {
+                placeholder.replace("{n}", &n.to_string())
+            } else {
+                String::new()
+            };
+        }
+        let text = lines.join("\n");
+        match serde_saphyr::from_str_with_options::<Policy>(&text, yaml_options()) {
+            Ok(policy) => {
+                // The rest, checked as a whole; the placeholders say nothing.
+                let map = SourceMap::lazy(&text);
+                let mut rest = Diagnostics::new("", &text);
+                check(&policy, &map, &mut rest);
+                for d in rest.items {
+                    let at_placeholder = d
+                        .pos
+                        .as_ref()
+                        .is_some_and(|p| set_aside.iter().any(|&s| p.line == s + 1));
+                    if !at_placeholder && !d.message.contains("__set_aside_") {
+                        diags.push(d);
+                    }
+                }
+                return;
+            }
+            Err(next) => {
+                let d = yaml_error(source, &next);
+                if diags
+                    .items
+                    .iter()
+                    .any(|o| o.message == d.message && o.pos == d.pos)
+                {
+                    return;
+                }
+                diags.push(d);
+                error = next.location().map(|l| l.line() as usize);
+            }
+        }
+    }
+}
+
+/// The lines `start..end` (0-based) of the `rules` item or `tools` entry that holds line
+/// `line` (1-based), in block style, and a valid one-line stand-in for it (`{n}`: a number
+/// to make it unique).
+fn entry_around(lines: &[String], line: usize) -> Option<(usize, usize, String)> {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let blank = |l: &str| l.trim().is_empty() || l.trim_start().starts_with('#');
+    let at = line.checked_sub(1)?;
+    // The top-level key the line is under.
+    let top = (0..=at.min(lines.len().checked_sub(1)?))
+        .rev()
+        .find(|&i| lines.get(i).is_some_and(|l| !blank(l) && indent(l) == 0))?;
+    let key = lines.get(top)?.split(':').next()?.trim();
+    let placeholder = match key {
+        "rules" => {
+            "- {id: __set_aside_{n}, effect: deny, operations: [unknown], tools: [__set_aside_{n}]}"
+        }
+        "tools" => "__set_aside_{n}: {}",
+        _ => return None,
+    };
+    // The entry's first line: the nearest line at the entries' indentation, at or above.
+    let child = lines
+        .get(top + 1..)?
+        .iter()
+        .find(|l| !blank(l))
+        .map(|l| indent(l))?;
+    if child == 0 {
+        return None;
+    }
+    let start = (top + 1..=at).rev().find(|&i| {
+        lines
+            .get(i)
+            .is_some_and(|l| !blank(l) && indent(l) == child)
+    })?;
+    // A rules item begins with `- `; a tools entry is a `key:` line.
+    let first = lines.get(start)?.trim_start();
+    if (key == "rules") != first.starts_with("- ") {
+        return None;
+    }
+    let end = (start + 1..lines.len())
+        .find(|&i| {
+            lines
+                .get(i)
+                .is_some_and(|l| !blank(l) && indent(l) <= child)
+        })
+        .unwrap_or(lines.len());
+    Some((start, end, format!("{}{placeholder}", " ".repeat(child))))
+}
+
 /// An allow rule before an ask rule takes from it every call both match (the first match
 /// wins among them; a deny wins wherever it is): warned when it takes some, not all (all is
 /// the shadowing warning). Found by a sample call the ask rule matches, made from its own
@@ -871,6 +982,33 @@ mod tests {
             let w = warned(&rules);
             assert!(w.is_empty(), "{rules}: {w:?}");
         }
+    }
+
+    #[test]
+    fn every_problem_of_the_rules_and_tools_comes_in_one_run() {
+        let source = "version: 1\nrules:\n  - id: one\n    effect: allow\n    operations: [fs.read]\n    resources: \"/w/**\"\n  - id: two\n    effect: deny\n    operations: [fs.reed]\n  - id: three\n    effect: ask\n    operations: [fs.write]\n    resource: [\"/x\"]\n  - id: four\n    effect: allow\n    operations: [fs.read]\n    hosts: [example.com]\n  - id: four\n    effect: deny\n    operations: [fs.write]\ntools:\n  send_email:\n    max_calls: \"3\"\n";
+        let d = load(source, "p.yaml").unwrap_err();
+        let found: Vec<(usize, &str)> = d
+            .items
+            .iter()
+            .map(|d| (d.pos.unwrap().line, d.message.as_str()))
+            .collect();
+        let lines: Vec<usize> = found.iter().map(|(l, _)| *l).collect();
+        // Three type errors, a constraint that cannot apply, a duplicate id, a quoted number.
+        for line in [6, 9, 13, 17, 18, 23] {
+            assert!(lines.contains(&line), "line {line}: {found:#?}");
+        }
+        assert!(
+            found.iter().all(|(_, m)| !m.contains("__set_aside_")),
+            "{found:#?}"
+        );
+        // An error outside the rules and tools stops there: one error.
+        let d = load(
+            "version: \"1\"\nrules:\n  - id: a\n    effect: allow\n    operations: [fs.reed]\n",
+            "p.yaml",
+        )
+        .unwrap_err();
+        assert_eq!(d.items.len(), 1, "{:#?}", d.items);
     }
 
     #[test]
