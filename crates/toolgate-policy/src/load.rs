@@ -638,11 +638,35 @@ fn allow_before_ask(
             && r.annotations.is_none()
     };
     let usable = |i: usize, r: &Rule| ok.get(i).copied().unwrap_or(false) && plain(r);
+    // Each rule's resource globs with the variables expanded, once.
+    let globs: Vec<Vec<String>> = policy
+        .rules
+        .iter()
+        .map(|r| {
+            r.resources
+                .iter()
+                .flatten()
+                .filter_map(|g| crate::rules::expand_vars(g, vars).ok())
+                .collect()
+        })
+        .collect();
+    // Each rule compiled once, when a pair first needs it.
+    let compiled: Vec<std::cell::OnceCell<Option<crate::rules::CompiledRule>>> = policy
+        .rules
+        .iter()
+        .map(|_| std::cell::OnceCell::new())
+        .collect();
+    let compiled_at = |i: usize, rule: &Rule| {
+        compiled.get(i).and_then(|c| {
+            c.get_or_init(|| compile_rule_with(rule, i, vars, true).0)
+                .as_ref()
+        })
+    };
     for (j, ask) in policy.rules.iter().enumerate() {
         if ask.effect != Effect::Ask || !usable(j, ask) {
             continue;
         }
-        let Some(ask_compiled) = compile_rule_with(ask, j, vars, true).0 else {
+        let Some(ask_compiled) = compiled_at(j, ask) else {
             continue;
         };
         for (i, allow) in policy.rules.iter().enumerate().take(j) {
@@ -652,7 +676,7 @@ fn allow_before_ask(
             let Some(op) = ask.operations.iter().find(|o| allow.operations.contains(o)) else {
                 continue;
             };
-            let Some(allow_compiled) = compile_rule_with(allow, i, vars, true).0 else {
+            let Some(allow_compiled) = compiled_at(i, allow) else {
                 continue;
             };
             let first = |a: &Option<Vec<String>>, b: &Option<Vec<String>>| {
@@ -670,19 +694,14 @@ fn allow_before_ask(
                 annotations: None,
                 builtin,
             };
-            let expanded = |r: &Rule| -> Vec<String> {
-                r.resources
-                    .iter()
-                    .flatten()
-                    .filter_map(|g| crate::rules::expand_vars(g, vars).ok())
-                    .collect()
+            let (Some(ask_globs), Some(allow_globs)) = (globs.get(j), globs.get(i)) else {
+                continue;
             };
-            let (ask_globs, allow_globs) = (expanded(ask), expanded(allow));
             let mut paths: Vec<String> = ask_globs.iter().map(|g| sample_of(g)).collect();
             // A pattern for any folder (`**/*.rs`) is also tried in the allow rule's folders.
-            for g in &ask_globs {
+            for g in ask_globs {
                 if let Some(rest) = g.strip_prefix("**/") {
-                    for a in &allow_globs {
+                    for a in allow_globs {
                         let base = a.trim_end_matches("/**").trim_end_matches("/*");
                         paths.push(format!("{}/{}", sample_of(base), sample_of(rest)));
                     }

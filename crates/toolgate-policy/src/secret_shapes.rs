@@ -395,6 +395,7 @@ pub fn find(text: &str) -> Vec<ShapeMatch<'_>> {
     // For each rule run at its keywords: where its last match ended (a keyword before that
     // is inside it: the matches of one rule do not overlap, as in a search of the text).
     let mut free = [0usize; RULES.len()];
+    let mut caps: [Option<Captures>; RULES.len()] = std::array::from_fn(|_| None);
     // Every keyword that occurs is found: the search is leftmost and each one starts one
     // byte past the start of the last match, so a match never hides one that starts later
     // (and no keyword holds another, a unit test, so none hides one at the same place).
@@ -417,9 +418,13 @@ pub fn find(text: &str) -> Vec<ShapeMatch<'_>> {
             }
             let end = text.len().min(start + MAX_KEYED_MATCH);
             let input = Input::new(text).span(start..end).anchored(Anchored::Yes);
-            let mut caps = re.create_captures();
-            re.search_captures(&input, &mut caps);
-            if let Some(m) = shape_match(rule, text, &caps)
+            // One set of captures per rule, made at its first keyword.
+            let Some(caps) = caps.get_mut(i) else {
+                continue;
+            };
+            let caps = caps.get_or_insert_with(|| re.create_captures());
+            re.search_captures(&input, caps);
+            if let Some(m) = shape_match(rule, text, caps)
                 && let Some(f) = free.get_mut(i)
             {
                 *f = m.end;
