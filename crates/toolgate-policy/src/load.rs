@@ -512,8 +512,9 @@ const MAX_SET_ASIDE: usize = 32;
 /// Every problem in one run: after a parse or type error inside one of the `rules` or one of
 /// the `tools` entries, that entry is set aside (its lines replaced by a valid placeholder of
 /// as many lines, so positions stay) and the file read again, for the next error, and once
-/// it reads, checked as a whole (its other rules' and entries' problems). Stops at an error
-/// outside such an entry, or one met before.
+/// it reads, checked as a whole (its other rules' and entries' problems). An error in
+/// another top-level key sets that key aside. Stops at an error not under a top-level key
+/// (a syntax error the parser cannot read past), or one met before.
 fn more_errors(source: &str, first: &YamlError, diags: &mut Diagnostics) {
     let mut lines: Vec<String> = source.lines().map(str::to_owned).collect();
     let mut error = first.location().map(|l| l.line() as usize);
@@ -569,8 +570,8 @@ fn more_errors(source: &str, first: &YamlError, diags: &mut Diagnostics) {
 }
 
 /// The lines `start..end` (0-based) of the `rules` item or `tools` entry that holds line
-/// `line` (1-based), in block style, and a valid one-line stand-in for it (`{n}`: a number
-/// to make it unique).
+/// `line` (1-based), in block style, or of the top-level key that holds it, and a valid
+/// one-line stand-in for it (`{n}`: a number to make it unique).
 fn entry_around(lines: &[String], line: usize) -> Option<(usize, usize, String)> {
     let indent = |l: &str| l.len() - l.trim_start().len();
     let blank = |l: &str| l.trim().is_empty() || l.trim_start().starts_with('#');
@@ -580,6 +581,24 @@ fn entry_around(lines: &[String], line: usize) -> Option<(usize, usize, String)>
         .rev()
         .find(|&i| lines.get(i).is_some_and(|l| !blank(l) && indent(l) == 0))?;
     let key = lines.get(top)?.split(':').next()?.trim();
+    // An error on a top-level key's own line or in a key other than `rules` and `tools`:
+    // the whole key is set aside (`version` stands in as `1`, `rules`/`tools` as empty,
+    // every other key is optional and left out).
+    if !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return None;
+    }
+    if at == top || !matches!(key, "rules" | "tools") {
+        let end = (top + 1..lines.len())
+            .find(|&i| lines.get(i).is_some_and(|l| !blank(l) && indent(l) == 0))
+            .unwrap_or(lines.len());
+        let stand_in = match key {
+            "version" => "version: 1",
+            "rules" => "rules: []",
+            "tools" => "tools: {}",
+            _ => "",
+        };
+        return Some((top, end, stand_in.to_owned()));
+    }
     let placeholder = match key {
         "rules" => {
             "- {id: __set_aside_{n}, effect: deny, operations: [unknown], tools: [__set_aside_{n}]}"
@@ -1021,13 +1040,39 @@ mod tests {
             found.iter().all(|(_, m)| !m.contains("__set_aside_")),
             "{found:#?}"
         );
-        // An error outside the rules and tools stops there: one error.
-        let d = load(
-            "version: \"1\"\nrules:\n  - id: a\n    effect: allow\n    operations: [fs.reed]\n",
-            "p.yaml",
-        )
-        .unwrap_err();
-        assert_eq!(d.items.len(), 1, "{:#?}", d.items);
+    }
+
+    #[test]
+    fn every_problem_outside_the_rules_and_tools_comes_in_one_run_too() {
+        let lines_of = |source: &str| -> Vec<(usize, String)> {
+            load(source, "p.yaml")
+                .unwrap_err()
+                .items
+                .iter()
+                .map(|d| (d.pos.map_or(0, |p| p.line), d.message.clone()))
+                .collect()
+        };
+        // A quoted version, a wrong `taint`, an unknown top-level key, a wrong `packs`, a
+        // bad operation in a rule and a `default` that is no effect: six errors in one run.
+        let found = lines_of(
+            "version: \"1\"\ntaint: maybe\nrulez: []\npacks: email\nrules:\n  - id: a\n    effect: allow\n    operations: [fs.reed]\ndefault: maybe\n",
+        );
+        let lines: Vec<usize> = found.iter().map(|(l, _)| *l).collect();
+        for line in [1, 2, 3, 4, 8, 9] {
+            assert!(lines.contains(&line), "line {line}: {found:#?}");
+        }
+        assert!(
+            found.iter().any(|(_, m)| m == "unknown field `rulez`"),
+            "{found:#?}"
+        );
+        // `rules` that is no list: the rules are set aside, the rest is still read.
+        let found = lines_of("version: 1\nrules: 3\ntools:\n  send_email:\n    max_calls: \"3\"\n");
+        let lines: Vec<usize> = found.iter().map(|(l, _)| *l).collect();
+        assert!(lines.contains(&2) && lines.contains(&5), "{found:#?}");
+        // A stand-in never shows: a valid rest gives no error of its own.
+        let found =
+            lines_of("version: \"1\"\nrules:\n  - {id: a, effect: allow, operations: [fs.read]}\n");
+        assert_eq!(found.len(), 1, "{found:#?}");
     }
 
     #[test]
