@@ -40,6 +40,15 @@ struct Cached {
     engine: Result<Arc<Engine>, String>,
 }
 
+/// The policy a hook names: its absolute path, and the digest its content must have (a
+/// `./toolgate.yaml` the hook took without `--policy` because exactly that content is
+/// trusted; it is read again here, and a different content is not used).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PolicyAt<'a> {
+    pub path: &'a Path,
+    pub sha256: Option<&'a str>,
+}
+
 /// The policies hooks asked for, compiled.
 #[derive(Default)]
 pub(crate) struct Policies {
@@ -52,10 +61,12 @@ impl Policies {
     /// again. `Err` is a reason with the fix (the hook denies with it).
     pub fn get(
         &mut self,
-        policy: Option<&Path>,
+        policy: Option<PolicyAt<'_>>,
         workspace: &Path,
         audit: &Path,
     ) -> Result<Arc<Engine>, String> {
+        let expected = policy.and_then(|p| p.sha256);
+        let policy = policy.map(|p| p.path);
         if let Some(path) = policy {
             // Read under the broker's lock: only a regular file of a sane size (never a
             // FIFO or a device that would never end).
@@ -78,6 +89,14 @@ impl Policies {
         }
         let source = setup::read_policy(policy)?;
         let digest: [u8; 32] = Sha256::digest(source.as_bytes()).into();
+        if let (Some(expected), Some(path)) = (expected, policy)
+            && hex::encode(digest) != expected
+        {
+            return Err(format!(
+                "the policy `{}` changed after the hook found it trusted; toolgate denies every call rather than use a policy nobody trusted. help: review it and run `toolgate policy trust`, or pass --policy PATH",
+                path.display()
+            ));
+        }
         let key = (
             policy.map(Path::to_path_buf),
             workspace.to_path_buf(),
@@ -569,6 +588,41 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_policy_named_with_a_digest_is_used_only_with_that_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolgate.yaml");
+        let source = "version: 1\ndefault: deny\n";
+        std::fs::write(&path, source).unwrap();
+        let audit = dir.path().join("audit.jsonl");
+        let mut policies = Policies::default();
+        fn at<'a>(path: &'a Path, sha256: Option<&'a str>) -> PolicyAt<'a> {
+            PolicyAt { path, sha256 }
+        }
+        let right = hex::encode(Sha256::digest(source.as_bytes()));
+        assert!(
+            policies
+                .get(Some(at(&path, Some(&right))), dir.path(), &audit)
+                .is_ok()
+        );
+        // Changed between the hook's check and the broker's read: not used, cached or not.
+        std::fs::write(&path, "version: 1\ndefault: allow\n").unwrap();
+        let err = policies
+            .get(Some(at(&path, Some(&right))), dir.path(), &audit)
+            .err()
+            .unwrap();
+        assert!(
+            err.contains("changed after the hook found it trusted"),
+            "{err}"
+        );
+        // Named by --policy (no digest): whatever it holds.
+        assert!(
+            policies
+                .get(Some(at(&path, None)), dir.path(), &audit)
+                .is_ok()
+        );
+    }
+
     /// A session of the starter policy in which `evil.example` and `good.example` came from
     /// untrusted output, and the user typed `good.example`.
     fn tainted_session() -> HookSession {
@@ -638,11 +692,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut policies = Policies::default();
         let err = policies
-            .get(Some(Path::new("/dev/zero")), dir.path(), dir.path())
+            .get(
+                Some(PolicyAt {
+                    path: Path::new("/dev/zero"),
+                    sha256: None,
+                }),
+                dir.path(),
+                dir.path(),
+            )
             .unwrap_err();
         assert!(err.contains("not a regular file"), "{err}");
         let err = policies
-            .get(Some(dir.path()), dir.path(), dir.path())
+            .get(
+                Some(PolicyAt {
+                    path: dir.path(),
+                    sha256: None,
+                }),
+                dir.path(),
+                dir.path(),
+            )
             .unwrap_err();
         assert!(err.contains("not a regular file"), "{err}");
     }

@@ -184,6 +184,10 @@ pub enum ToBroker {
     /// `workspace` the absolute directory the agent works in.
     Hook {
         policy: Option<String>,
+        /// The hex SHA-256 the policy's content must have: a `./toolgate.yaml` the hook took
+        /// without `--policy` because that content is trusted (`toolgate policy trust`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        policy_sha256: Option<String>,
         workspace: String,
         /// The audit log (absolute; none: `<workspace>/.toolgate/audit.jsonl`, as `wrap`).
         #[serde(default)]

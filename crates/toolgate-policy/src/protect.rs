@@ -20,6 +20,7 @@ pub enum ProtectedKind {
     PolicyFile,
     AuditLog,
     PinStore,
+    TrustedPolicies,
     CredentialStore,
     BrokerDirectory,
     ClientHooks,
@@ -35,6 +36,9 @@ impl ProtectedKind {
             ProtectedKind::PolicyFile => "policy file",
             ProtectedKind::AuditLog => "audit log",
             ProtectedKind::PinStore => "pin store",
+            ProtectedKind::TrustedPolicies => {
+                "list of trusted policies (what `wrap` and `hook` use without --policy)"
+            }
             ProtectedKind::CredentialStore => "OAuth token store",
             ProtectedKind::BrokerDirectory => "broker directory (its token answers approvals)",
             ProtectedKind::ClientHooks => "client settings that run its hooks",

@@ -27,3 +27,4 @@ pub mod rt;
 pub mod selfprotect;
 pub mod serve;
 pub mod stdio_probe;
+pub mod trust;

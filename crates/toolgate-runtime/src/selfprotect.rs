@@ -75,6 +75,17 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
     if let Ok(dir) = crate::pins::default_dir() {
         list.push(Protected::tree(K::PinStore, &spellings(&dir)));
     }
+    if let Some(file) = crate::trust::trust_file() {
+        // The list and its lock and temporary files.
+        let paths = spellings(&file);
+        let mut p = Protected::file(K::TrustedPolicies, &paths);
+        p.globs.extend(
+            paths
+                .iter()
+                .map(|s| format!("{}.*", toolgate_policy::protect::escape(s))),
+        );
+        list.push(p);
+    }
     if let Ok(store) = crate::remote::oauth::store::Store::open_default()
         && let Some(dir) = store.file().parent()
     {

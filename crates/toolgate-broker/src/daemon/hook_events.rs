@@ -3,6 +3,7 @@
 
 #[allow(unused_imports, reason = "the daemon's imports, shared by its parts")]
 use super::*;
+use crate::hooks::PolicyAt;
 
 /// Reads a hook's one event and decides it: a verdict, or an error that the hook turns into
 /// a deny.
@@ -28,18 +29,19 @@ pub(super) async fn hook_conn(
             );
         }
     };
-    let (policy, workspace, audit, event, hold_ms) = match serde_json::from_slice::<ToBroker>(&line)
-    {
-        Ok(ToBroker::Hook {
-            policy,
-            workspace,
-            audit,
-            event,
-            hold_ms,
-        }) => (policy, workspace, audit, event, hold_ms),
-        Ok(_) => return error(ErrorCode::Invalid, "a hook may only send `hook`"),
-        Err(e) => return error(ErrorCode::Invalid, format!("invalid hook event: {e}")),
-    };
+    let (policy, policy_sha256, workspace, audit, event, hold_ms) =
+        match serde_json::from_slice::<ToBroker>(&line) {
+            Ok(ToBroker::Hook {
+                policy,
+                policy_sha256,
+                workspace,
+                audit,
+                event,
+                hold_ms,
+            }) => (policy, policy_sha256, workspace, audit, event, hold_ms),
+            Ok(_) => return error(ErrorCode::Invalid, "a hook may only send `hook`"),
+            Err(e) => return error(ErrorCode::Invalid, format!("invalid hook event: {e}")),
+        };
     if let Err(why) = event.validate() {
         return error(ErrorCode::Invalid, why);
     }
@@ -62,7 +64,10 @@ pub(super) async fn hook_conn(
     };
     let verdict = shared.lock().hook(
         &session,
-        policy.as_deref().map(std::path::Path::new),
+        policy.as_deref().map(|path| PolicyAt {
+            path: std::path::Path::new(path),
+            sha256: policy_sha256.as_deref(),
+        }),
         std::path::Path::new(&workspace),
         &audit,
         event,
@@ -285,7 +290,7 @@ impl BrokerState {
     pub(super) fn hook(
         &mut self,
         key: &str,
-        policy: Option<&std::path::Path>,
+        policy: Option<PolicyAt<'_>>,
         workspace: &std::path::Path,
         audit: &std::path::Path,
         event: HookEvent,
@@ -328,7 +333,7 @@ impl BrokerState {
     pub(super) fn hook_decide(
         &mut self,
         key: &str,
-        policy: Option<&std::path::Path>,
+        policy: Option<PolicyAt<'_>>,
         workspace: &std::path::Path,
         audit: &std::path::Path,
         event: HookEvent,

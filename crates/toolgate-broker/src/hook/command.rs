@@ -38,7 +38,9 @@ pub struct Args {
     /// The client whose hook format stdin and stdout use.
     #[arg(value_enum)]
     pub client: Client,
-    /// The policy file [default: the built-in starter policy, as for `wrap`].
+    /// The policy file [default: `toolgate.yaml` in the current directory when it exists and
+    /// you trusted it (`toolgate policy trust`; untrusted, every call is denied), else the
+    /// built-in starter policy, as for `wrap`].
     #[arg(long, value_name = "PATH")]
     pub policy: Option<PathBuf>,
     /// The audit log of the decisions [default: the workspace's `.toolgate/audit.jsonl`,
@@ -197,11 +199,30 @@ fn decide(args: &Args, deadline: Instant) -> Output {
             return hook::fail(client, Some(&parsed.name), &reason);
         }
     };
+    // Without --policy: `./toolgate.yaml` of the directory the client runs the hook in, only
+    // as trusted (its digest goes along: the broker uses exactly that content), else the
+    // starter; one that is there but not trusted denies.
+    let (policy, sha256) = match policy {
+        Some(p) => (Some(p), None),
+        None => {
+            let here = std::env::current_dir()
+                .map_err(|e| {
+                    format!("cannot read the working directory ({e}). help: pass --policy PATH")
+                })
+                .and_then(|cwd| toolgate_runtime::trust::enforcing_default(&cwd));
+            match here {
+                Ok(Some(here)) => (Some(here.path), Some(here.sha256)),
+                Ok(None) => (None, None),
+                Err(reason) => return hook::fail(client, Some(&parsed.name), &reason),
+            }
+        }
+    };
     let session = hook::link::session_key(args.session.as_deref());
     match hook::link::ask(
         &Layout::for_user(),
         &session,
         policy.as_deref(),
+        sha256.as_deref(),
         &parsed.workspace,
         audit.as_deref(),
         event,

@@ -245,6 +245,7 @@ pub fn ask(
     layout: &Layout,
     session: &str,
     policy: Option<&Path>,
+    policy_sha256: Option<&str>,
     workspace: &Path,
     audit: Option<&Path>,
     event: HookEvent,
@@ -260,6 +261,7 @@ pub fn ask(
     });
     let message = ToBroker::Hook {
         policy: policy.map(|p| p.display().to_string()),
+        policy_sha256: policy_sha256.map(str::to_owned),
         workspace: workspace.display().to_string(),
         audit: audit.map(|p| p.display().to_string()),
         event,

@@ -61,6 +61,50 @@ pub fn engine(
     engine_from_source(&source, policy, workspace, audit)
 }
 
+/// The engine of an enforcing command started in `cwd`: of `flag` (`--policy`) when given,
+/// else of `./toolgate.yaml` when it exists and is trusted as it is (`crate::trust`; there
+/// but not trusted: `Err`, every call denied), else of the built-in starter. Also a line
+/// that says which policy it is.
+pub fn enforcing_engine(
+    flag: Option<&Path>,
+    cwd: &Path,
+    workspace: &Path,
+    audit: Option<&Path>,
+) -> (Result<Engine, String>, String) {
+    if let Some(path) = flag {
+        return (
+            engine(Some(path), workspace, audit),
+            format!("policy `{}`", path.display()),
+        );
+    }
+    match crate::trust::enforcing_default(cwd) {
+        Ok(Some(here)) => (
+            engine_from_source(&here.source, Some(&here.path), workspace, audit),
+            format!(
+                "policy `{}` (`./{}` of the working directory, trusted)",
+                here.path.display(),
+                crate::trust::DEFAULT_POLICY
+            ),
+        ),
+        Ok(None) => (
+            engine(None, workspace, audit),
+            format!(
+                "the built-in starter policy (no --policy, and no `./{}` in `{}`)",
+                crate::trust::DEFAULT_POLICY,
+                cwd.display()
+            ),
+        ),
+        Err(reason) => (
+            Err(reason),
+            format!(
+                "no policy: `./{}` of `{}` is not trusted",
+                crate::trust::DEFAULT_POLICY,
+                cwd.display()
+            ),
+        ),
+    }
+}
+
 /// The text of the policy at `policy` (none: the built-in starter policy); `Err` is a reason
 /// with the fix.
 pub fn read_policy(policy: Option<&Path>) -> Result<String, String> {

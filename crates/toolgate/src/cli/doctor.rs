@@ -31,7 +31,8 @@ reached, does it speak Streamable HTTP or the legacy HTTP+SSE transport, which p
 revision, and does it want authorization. Header values are resolved as the client would
 (`${VAR}`, `${env:VAR}`) and never printed; a session the probe opens is closed again.")]
 pub struct Args {
-    /// The policy to check [default: the built-in starter policy].
+    /// The policy to check [default: `toolgate.yaml` in the current directory when it exists
+    /// (and whether it is trusted), and the built-in starter policy when something uses it].
     #[arg(long, value_name = "PATH")]
     pub policy: Option<PathBuf>,
     /// How long the start-up probe waits for the `initialize` reply.
@@ -239,6 +240,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         runtime.block_on(check_remote(&mut out, &remote, args.remote_timeout));
     }
     check_hooks(&mut out, report.broker.is_ok(), &mut uses);
+    if args.policy.is_none() {
+        check_policy_here(&mut out, &uses);
+    }
     // The starter policy, when something uses it (or nothing is set up yet).
     if args.policy.is_none() && (uses.is_empty() || uses.iter().any(|u| u.policy.is_none())) {
         check_policy(&mut out, None);
@@ -260,6 +264,50 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `./toolgate.yaml`, when there is one: valid (unless an entry or hook in `uses` names it:
+/// that check says it), and trusted for the enforcing commands.
+fn check_policy_here(out: &mut Out, uses: &[InUse]) {
+    use toolgate_runtime::trust;
+    let here = match trust::here(std::path::Path::new(".")) {
+        Ok(Some(here)) => here,
+        Ok(None) => return,
+        Err(why) => {
+            out.line(Level::Fail, why);
+            return;
+        }
+    };
+    out.line(
+        Level::Info,
+        format!("policy `./{}` of this directory", trust::DEFAULT_POLICY),
+    );
+    let named = uses.iter().any(|u| {
+        u.policy
+            .as_deref()
+            .and_then(|p| std::fs::canonicalize(p).ok())
+            .is_some_and(|p| p == here.path)
+    });
+    if !named {
+        check_policy(out, Some(&PathBuf::from(trust::DEFAULT_POLICY)));
+    }
+    match trust::is_trusted(&here.path, &here.sha256) {
+        Ok(true) => out.line(
+            Level::Pass,
+            format!(
+                "`./{}` is trusted as it is: `toolgate wrap` and `toolgate hook` started here without --policy enforce it",
+                trust::DEFAULT_POLICY
+            ),
+        ),
+        Ok(false) => out.line(
+            Level::Warn,
+            format!(
+                "`./{}` is not trusted as it is: `toolgate wrap` and `toolgate hook` started here without --policy deny every call. help: review it and run `toolgate policy trust`",
+                trust::DEFAULT_POLICY
+            ),
+        ),
+        Err(why) => out.line(Level::Fail, why),
+    }
 }
 
 fn check_policy(out: &mut Out, path: Option<&PathBuf>) {

@@ -1,5 +1,5 @@
-//! `toolgate policy init|check|explain|test|schema`: write, validate, explain and
-//! regression-test policies.
+//! `toolgate policy init|check|explain|test|trust|schema`: write, validate, explain,
+//! regression-test and trust policies.
 #![allow(clippy::print_stdout, reason = "this command's output is its stdout")]
 
 use std::io::{IsTerminal, Write as _};
@@ -20,7 +20,7 @@ use toolgate_policy::{
 use toolgate_runtime::fsfacts::{SoftFs, canonical_dir};
 
 /// The default policy path of `policy init`.
-pub(crate) const DEFAULT_POLICY: &str = "toolgate.yaml";
+pub(crate) const DEFAULT_POLICY: &str = toolgate_runtime::trust::DEFAULT_POLICY;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
@@ -111,6 +111,22 @@ A cases file lists calls and what each must get:
         #[arg(long, value_name = "PATH")]
         cases: PathBuf,
     },
+    /// Trust a policy as it is now: `toolgate wrap` and `toolgate hook` started in its
+    /// directory without --policy enforce it (an untrusted or changed one denies every call).
+    #[command(after_help = "Examples:
+  toolgate policy trust                      # ./toolgate.yaml, or --policy PATH
+  toolgate policy check && toolgate policy trust
+
+A `toolgate.yaml` in the working directory could come from a cloned repository or from the
+agent: the commands that enforce use one only as trusted, by its exact content. Change it, and
+trust it again. The list is kept in your data directory (`~/.local/share/toolgate/`), where the
+agent cannot write.")]
+    Trust {
+        /// The policy file [default: `toolgate.yaml` in the current directory, when it
+        /// exists].
+        #[arg(long, value_name = "PATH")]
+        policy: Option<PathBuf>,
+    },
     /// Print the JSON Schema of the policy format (for editors' completion and checks).
     #[command(after_help = "Examples:
   toolgate policy schema > policy.schema.json
@@ -140,6 +156,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             json,
         ),
         Cmd::Test { policy, cases } => test(&policy_or_default(policy)?, &cases),
+        Cmd::Trust { policy } => trust(&policy_or_default(policy)?),
         Cmd::Schema => {
             outln!("{}", policy_schema_text());
             Ok(ExitCode::SUCCESS)
@@ -166,9 +183,19 @@ fn init(path: &Path) -> anyhow::Result<ExitCode> {
     };
     file.write_all(STARTER_POLICY.as_bytes())
         .with_context(|| format!("cannot write `{}`", path.display()))?;
+    drop(file);
     outln!("wrote a starter policy to {}", path.display());
     if path == Path::new(DEFAULT_POLICY) {
+        // The built-in starter as it is: trusting it lets nothing through that running
+        // without a policy file would not.
+        let canonical = std::fs::canonicalize(path)
+            .with_context(|| format!("cannot resolve `{}`", path.display()))?;
+        toolgate_runtime::trust::trust(&canonical, STARTER_POLICY)
+            .map_err(|e| anyhow::anyhow!("cannot trust `{}`: {e}", path.display()))?;
         outln!("review it, then check it with: toolgate policy check");
+        outln!(
+            "`toolgate wrap` and `toolgate hook` run here without --policy enforce it; after you change it, run `toolgate policy trust`"
+        );
     } else {
         outln!(
             "review it, then check it with: toolgate policy check --policy {}",
@@ -266,6 +293,64 @@ fn check(path: &Path) -> anyhow::Result<ExitCode> {
             String::new()
         }
     );
+    if let Some(note) = untrusted_note(path) {
+        eprintln!("{note}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The note `policy check` adds for a `./toolgate.yaml` whose content is not trusted.
+fn untrusted_note(path: &Path) -> Option<String> {
+    if path != Path::new(DEFAULT_POLICY) {
+        return None;
+    }
+    let here = toolgate_runtime::trust::here(Path::new(".")).ok()??;
+    match toolgate_runtime::trust::is_trusted(&here.path, &here.sha256) {
+        Ok(true) => None,
+        _ => Some(format!(
+            "note: `{DEFAULT_POLICY}` is not trusted as it is: `toolgate wrap` and `toolgate hook` started here without --policy deny every call until you run `toolgate policy trust`"
+        )),
+    }
+}
+
+/// `policy trust`: the policy must load; then its canonical path and digest are recorded.
+fn trust(path: &Path) -> anyhow::Result<ExitCode> {
+    let canonical = std::fs::canonicalize(path)
+        .with_context(|| format!("cannot resolve `{}`", path.display()))?;
+    let source = toolgate_runtime::trust::read_file(&canonical).map_err(anyhow::Error::msg)?;
+    match load(&source, &path.display().to_string()) {
+        Ok(loaded) => print_diagnostics(&loaded.warnings),
+        Err(diags) => {
+            print_diagnostics(&diags);
+            eprintln!(
+                "error: `{}` is not trusted: it does not load
+  help: fix it (`toolgate policy check --policy {}`), then trust it",
+                path.display(),
+                path.display()
+            );
+            return Ok(ExitCode::from(1));
+        }
+    }
+    let list = toolgate_runtime::trust::trust(&canonical, &source).map_err(anyhow::Error::msg)?;
+    let digest = toolgate_runtime::trust::digest(&source);
+    outln!(
+        "trusted `{}` as it is now (sha256 {})",
+        canonical.display(),
+        digest.get(..16).unwrap_or(&digest)
+    );
+    let dir = canonical.parent().unwrap_or(Path::new("/"));
+    if canonical.file_name() == Some(std::ffi::OsStr::new(DEFAULT_POLICY)) {
+        outln!(
+            "`toolgate wrap` and `toolgate hook` started in `{}` without --policy enforce it; after you change it, trust it again",
+            dir.display()
+        );
+    } else {
+        outln!(
+            "only a file named `{DEFAULT_POLICY}` is taken without --policy; pass `--policy {}` to use this one",
+            canonical.display()
+        );
+    }
+    outln!("(the list of trusted policies: {})", list.display());
     Ok(ExitCode::SUCCESS)
 }
 

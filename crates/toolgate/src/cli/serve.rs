@@ -14,7 +14,8 @@ use std::process::ExitCode;
 
 It reads JSON-RPC on stdin and never writes the policy or the audit log.")]
 pub struct Args {
-    /// The policy `check_verdict` decides with [default: the built-in starter policy].
+    /// The policy `check_verdict` decides with [default: `toolgate.yaml` in the current
+    /// directory when it exists, else the built-in starter policy].
     #[arg(long, value_name = "PATH")]
     pub policy: Option<PathBuf>,
     /// The audit log `audit_summary` reads (never written) [default: the workspace's `.toolgate/audit.jsonl`].
@@ -31,8 +32,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let audit = args
         .audit
         .unwrap_or_else(|| toolgate_runtime::paths::default_audit(&workspace));
+    // It decides nothing that runs: `./toolgate.yaml` is taken as it is, and named.
+    let policy = args.policy.or_else(|| {
+        let here = PathBuf::from(toolgate_runtime::trust::DEFAULT_POLICY);
+        here.is_file().then_some(here)
+    });
+    match &policy {
+        Some(p) => eprintln!("toolgate serve: policy `{}`", p.display()),
+        None => eprintln!("toolgate serve: the built-in starter policy"),
+    }
     let server = server::Server::new(server::Config {
-        policy: args.policy,
+        policy,
         audit,
         workspace,
     });

@@ -17,7 +17,7 @@ use toolgate_runtime::approval::Mode;
 use toolgate_runtime::approval::tty::TtyChannel;
 use toolgate_runtime::child;
 use toolgate_runtime::duration::parse_duration;
-use toolgate_runtime::enforce::setup::{BrokenPolicy, engine, workspace_problem};
+use toolgate_runtime::enforce::setup::{BrokenPolicy, enforcing_engine, workspace_problem};
 use toolgate_runtime::enforce::{Backend, Enforcer, EngineBackend, PinSink, Settings};
 use toolgate_runtime::pins::PinStore;
 use toolgate_runtime::proxy::Interceptor;
@@ -198,7 +198,9 @@ fn default_poll_us() -> u64 {
 /// The enforcement options of `toolgate wrap`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct EnforceArgs {
-    /// The policy file [default: the built-in starter policy, see `toolgate policy init`].
+    /// The policy file [default: `toolgate.yaml` in the current directory when it exists and
+    /// you trusted it (`toolgate policy trust`; untrusted, every call is denied), else the
+    /// built-in starter policy].
     #[arg(long, value_name = "PATH")]
     pub policy: Option<PathBuf>,
     /// The audit log [default: the workspace's `.toolgate/audit.jsonl`].
@@ -294,8 +296,15 @@ pub fn interceptor(
         .audit
         .clone()
         .unwrap_or_else(|| toolgate_runtime::paths::default_audit(workspace));
+    let cwd = std::env::current_dir().unwrap_or_else(|_| workspace.to_path_buf());
+    let (chosen, which) =
+        enforcing_engine(args.policy.as_deref(), &cwd, workspace, Some(&audit_path));
+    if args.policy.is_none() {
+        // Chosen without --policy: say which (stderr is the MCP client's log).
+        eprintln!("toolgate: {which}");
+    }
     let backend: Box<dyn Backend> =
-        match engine(args.policy.as_deref(), workspace, Some(&audit_path)) {
+        match chosen {
             Ok(engine) => {
                 let taint: TaintLimits = engine.policy().taint.clone().unwrap_or_default();
                 Box::new(EngineBackend::new(engine, taint, persisted).with_shared(

@@ -25,7 +25,10 @@ const COMMANDS: &[(&str, &[&str])] = &[
     ("hook", &[]),
     ("init", &[]),
     ("pins", &["list", "forget"]),
-    ("policy", &["init", "check", "explain", "test", "schema"]),
+    (
+        "policy",
+        &["init", "check", "explain", "test", "trust", "schema"],
+    ),
     ("report", &[]),
     ("serve", &[]),
     ("status", &[]),

@@ -58,6 +58,7 @@ mod init_tty;
 mod load_inflight;
 mod pins_cli;
 mod policy_cli;
+mod policy_trust;
 mod relay_bytes;
 mod relay_faults;
 mod remote_faults;
