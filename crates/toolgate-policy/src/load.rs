@@ -340,6 +340,22 @@ pub fn yaml_error(source: &str, err: &YamlError) -> Diagnostic {
                 .with_label("the policy starts here")
                 .with_help("add `version: 1` at the top of the file");
         }
+        YamlError::SerdeMissingField { field, .. }
+            if let Some(p) = pos
+                && let Some((line, indent, sibling)) =
+                    misplaced_key(source, p.line, p.column, field) =>
+        {
+            let want = p.column.saturating_sub(1);
+            return Diagnostic::error(format!(
+                "`{field}` is not indented as the other keys of its mapping"
+            ))
+            .at(pos_at(source, line, indent + 1))
+            .with_label(format!("indented {indent} spaces"))
+            .with_related(pos, format!("its mapping's keys are indented {want} spaces"))
+            .with_help(format!(
+                "indent `{field}` by {want} spaces, exactly as `{sibling}` above it: indented less, it is not part of the mapping"
+            ));
+        }
         YamlError::SerdeMissingField { field, .. } => {
             Diagnostic::error(format!("missing field `{field}`"))
                 .with_label("in this mapping")
@@ -481,6 +497,43 @@ fn value_after_key(source: &str, pos: Pos) -> Option<Pos> {
     pos_at(source, pos.line, pos.column + chars)
 }
 
+/// A required key `field` missing from the block mapping whose first key is at `line`,
+/// `column` (1-based), written below it at another indentation (`operations:` indented less
+/// than `effect:`): its line (1-based), its indentation, and the mapping's key just above it.
+fn misplaced_key(
+    source: &str,
+    line: usize,
+    column: usize,
+    field: &str,
+) -> Option<(usize, usize, String)> {
+    let want = column.checked_sub(1)?;
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let key_of = |l: &str| -> Option<String> {
+        let t = l.trim_start().trim_start_matches("- ");
+        let (k, _) = t.split_once(':')?;
+        (!k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            .then(|| k.to_owned())
+    };
+    let mut sibling = None;
+    for (i, l) in source.lines().enumerate().skip(line.checked_sub(1)?) {
+        if l.trim().is_empty() || l.trim_start().starts_with('#') {
+            continue;
+        }
+        let at = indent(l);
+        let key = key_of(l);
+        if i + 1 > line && key.as_deref() == Some(field) && at != want {
+            return Some((i + 1, at, sibling?));
+        }
+        // The mapping's own keys (its first one may follow `- `).
+        if at == want || (i + 1 == line && l.trim_start().starts_with("- ")) {
+            sibling = key.or(sibling);
+        } else if at < want {
+            return None;
+        }
+    }
+    None
+}
+
 /// Multi-line messages (e.g. from the regex parser) as one line: the first line and the
 /// final cause.
 fn one_line(message: &str) -> String {
@@ -562,7 +615,12 @@ fn more_errors(source: &str, first: &YamlError, diags: &mut Diagnostics) {
                 {
                     return;
                 }
-                diags.push(d);
+                // One error per line: a syntax error where an earlier one already points
+                // (`operations:` indented less than its rule) says nothing new.
+                let line_of = |d: &Diagnostic| d.pos.as_ref().map(|p| p.line);
+                if line_of(&d).is_none() || !diags.items.iter().any(|o| line_of(o) == line_of(&d)) {
+                    diags.push(d);
+                }
                 error = next.location().map(|l| l.line() as usize);
             }
         }
@@ -1073,6 +1131,22 @@ mod tests {
         let found =
             lines_of("version: \"1\"\nrules:\n  - {id: a, effect: allow, operations: [fs.read]}\n");
         assert_eq!(found.len(), 1, "{found:#?}");
+    }
+
+    #[test]
+    fn a_key_indented_less_than_its_mapping_is_named() {
+        let message = |source: &str| load(source, "p.yaml").unwrap_err().items[0].message.clone();
+        assert_eq!(
+            message("version: 1\nrules:\n  - id: r\n    effect: deny\n  operations: [fs.read]\n"),
+            "`operations` is not indented as the other keys of its mapping"
+        );
+        // Missing indeed, or only in the next rule: the plain message.
+        for source in [
+            "version: 1\nrules:\n  - id: r\n    effect: deny\n",
+            "version: 1\nrules:\n  - id: r\n    effect: deny\n  - id: s\n    effect: deny\n    operations: [fs.read]\n",
+        ] {
+            assert_eq!(message(source), "missing field `operations`", "{source}");
+        }
     }
 
     #[test]
