@@ -59,6 +59,7 @@ mod load_inflight;
 mod pins_cli;
 mod policy_cli;
 mod policy_trust;
+mod readme_commands;
 mod relay_bytes;
 mod relay_faults;
 mod remote_faults;
