@@ -212,7 +212,7 @@ fn touched(log: &str, root: &str, work: &str) -> BTreeMap<String, bool> {
     let mut out: BTreeMap<String, bool> = BTreeMap::new();
     // Renamed from → to, so a temporary counts as the file it became.
     let mut renamed: BTreeMap<String, String> = BTreeMap::new();
-    for line in log.lines() {
+    for line in &stitched(log) {
         let Some((call, args_result)) = line
             .split_once(char::is_whitespace)
             .map(|(_, rest)| rest.trim_start())
@@ -314,6 +314,35 @@ fn touched(log: &str, root: &str, work: &str) -> BTreeMap<String, bool> {
         }
     }
     result
+}
+
+/// strace's lines with each call that another process interrupted put back together: under
+/// `-f`, `PID clone(…<unfinished ...>` is followed, after other processes' lines, by `PID
+/// <... clone resumed>…) = CHILD`.
+fn stitched(log: &str) -> Vec<String> {
+    let mut unfinished: BTreeMap<String, String> = BTreeMap::new();
+    let mut out = Vec::new();
+    for line in log.lines() {
+        let pid = line
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        if let Some(head) = line.strip_suffix("<unfinished ...>") {
+            unfinished.insert(pid, head.to_owned());
+            continue;
+        }
+        if let Some((_, tail)) = line.split_once(" resumed>")
+            && line.contains("<... ")
+        {
+            if let Some(head) = unfinished.remove(&pid) {
+                out.push(format!("{}{tail}", head.trim_end()));
+            }
+            continue;
+        }
+        out.push(line.to_owned());
+    }
+    out
 }
 
 /// The paths a syscall names: `DIRFD</dir>, "name"` and `AT_FDCWD</dir>, "name"` joined, and
@@ -499,4 +528,17 @@ fn strace_lines_are_read_with_their_directories_and_renames() {
     let t = touched(log, "/r", "/r/w");
     let want: BTreeMap<String, bool> = [("/r/w/dst/x".to_owned(), true)].into_iter().collect();
     assert_eq!(t, want);
+}
+
+#[test]
+fn interrupted_calls_are_read_whole() {
+    let log = "10 clone(child_stack=NULL, flags=CLONE_CHILD <unfinished ...>\n11 chdir(\"/w/dst\") = 0\n10 <... clone resumed>, child_tidptr=0x1) = 11\n10 openat(AT_FDCWD</w>, \"a\", O_RDONLY) = 3</w/a>\n";
+    assert_eq!(
+        stitched(log),
+        [
+            "11 chdir(\"/w/dst\") = 0",
+            "10 clone(child_stack=NULL, flags=CLONE_CHILD, child_tidptr=0x1) = 11",
+            "10 openat(AT_FDCWD</w>, \"a\", O_RDONLY) = 3</w/a>",
+        ]
+    );
 }
