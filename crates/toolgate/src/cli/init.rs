@@ -40,7 +40,9 @@ those entries.")]
 pub struct Args {
     #[command(flatten)]
     selection: Selection,
-    /// The policy file the wrapped servers use (stored as an absolute path)
+    /// The policy file the wrapped servers and hooks use, stored as an absolute path
+    /// [default: `toolgate.yaml` in the current directory when it exists and you trusted it
+    /// (`toolgate policy trust`), else none: the built-in starter policy]
     #[arg(long, value_name = "PATH")]
     policy: Option<PathBuf>,
     /// The workspace of the servers and hooks of user configurations, which belong to no
@@ -61,13 +63,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             exe.display()
         );
     }
-    let policy = args
-        .policy
-        .map(|p| {
+    let policy = match args.policy {
+        Some(p) => Some(
             p.canonicalize()
-                .with_context(|| format!("cannot find the policy file `{}`", p.display()))
-        })
-        .transpose()?;
+                .with_context(|| format!("cannot find the policy file `{}`", p.display()))?,
+        ),
+        None => policy_here()?,
+    };
     // A policy that does not load would deny every call of every entry written: refuse it
     // before anything is written, with its own first error.
     if let Some(path) = &policy
@@ -94,6 +96,35 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         broker_dir: None,
     };
     super::configure::run(&args.selection, &Action::Init(settings))
+}
+
+/// Without `--policy`: `./toolgate.yaml` when there is one and it is trusted as it is (what
+/// `wrap` and `hook` would take from this directory), named on stderr; one that is not
+/// trusted is refused, as they refuse it. None: the entries carry no `--policy`.
+fn policy_here() -> anyhow::Result<Option<PathBuf>> {
+    use toolgate_runtime::trust;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    match trust::enforcing_default(&cwd) {
+        Ok(Some(here)) => {
+            eprintln!(
+                "toolgate: the entries use the policy `{}` of this directory (trusted; --policy chooses another)",
+                here.path.display()
+            );
+            Ok(Some(here.path))
+        }
+        Ok(None) => {
+            eprintln!(
+                "toolgate: no --policy and no `{}` here: the entries carry no --policy (the built-in starter policy, or a trusted `{}` of the directory the client starts them in)",
+                trust::DEFAULT_POLICY,
+                trust::DEFAULT_POLICY
+            );
+            Ok(None)
+        }
+        Err(_) => anyhow::bail!(
+            "`./{}` is here but not trusted as it is, so `init` does not wire it into your clients\nhelp: review it and run `toolgate policy trust`, or pass `--policy PATH`; nothing was written",
+            trust::DEFAULT_POLICY
+        ),
+    }
 }
 
 fn path_string(path: PathBuf) -> anyhow::Result<String> {

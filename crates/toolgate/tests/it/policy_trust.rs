@@ -229,3 +229,44 @@ fn wrap_takes_the_policy_of_its_directory_only_as_trusted() {
         "{stderr}"
     );
 }
+
+#[test]
+fn init_wires_the_policy_of_its_directory_only_as_trusted() {
+    let w = World::new();
+    let project = w.project();
+    let mcp = project.join(".mcp.json");
+    let config = r#"{"mcpServers": {"files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}}}"#;
+    std::fs::write(&mcp, config).unwrap();
+    std::fs::write(project.join("toolgate.yaml"), PROJECT_POLICY).unwrap();
+    let init = |w: &World| {
+        w.run(
+            in_project(w, &["init", "--client", "claude-code", "--yes"]),
+            b"",
+        )
+    };
+    let r = init(&w);
+    assert_ne!(r.code, Some(0), "{r:?}");
+    assert!(
+        r.stderr.contains("is here but not trusted as it is"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(&mcp).unwrap(),
+        config,
+        "nothing written"
+    );
+    assert_eq!(trust(&w).code, Some(0));
+    let r = init(&w);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&mcp).unwrap()).unwrap();
+    let args: Vec<&str> = written["mcpServers"]["files"]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let policy = project.join("toolgate.yaml");
+    let at = args.iter().position(|a| *a == "--policy").unwrap();
+    assert_eq!(args[at + 1], policy.to_str().unwrap(), "{args:?}");
+}
