@@ -75,6 +75,11 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
     if let Ok(dir) = crate::pins::default_dir() {
         list.push(Protected::tree(K::PinStore, &spellings(&dir)));
     }
+    // Every trusted policy: what a `wrap` or `hook` would take from its directory without
+    // --policy, whichever policy governs now.
+    for trusted in crate::trust::trusted_paths() {
+        list.push(Protected::file(K::PolicyFile, &spellings(&trusted)));
+    }
     if let Some(file) = crate::trust::trust_file() {
         // The list and its lock and temporary files.
         let paths = spellings(&file);

@@ -189,7 +189,11 @@ fn trust_in(file: &Path, path: &Path, source: &str) -> Result<(), String> {
     });
     let excess = list.policies.len().saturating_sub(MAX_TRUSTED);
     list.policies.drain(..excess);
-    let mut bytes = serde_json::to_vec_pretty(&list).map_err(|e| e.to_string())?;
+    write_list(file, &list)
+}
+
+fn write_list(file: &Path, list: &TrustList) -> Result<(), String> {
+    let mut bytes = serde_json::to_vec_pretty(list).map_err(|e| e.to_string())?;
     bytes.push(b'\n');
     let tmp = file.with_extension(format!("json.{}.tmp", std::process::id()));
     crate::fsutil::write_private(&tmp, file, &bytes).map_err(|e| {
@@ -202,14 +206,89 @@ fn trust_in(file: &Path, path: &Path, source: &str) -> Result<(), String> {
 }
 
 /// The policy an enforcing command started in `cwd` without `--policy` uses: `Ok(None)` is
-/// the built-in starter (there is no `./toolgate.yaml`), `Ok(Some)` a trusted
-/// `./toolgate.yaml`, and `Err` the reason every call is denied (it is there, but not
-/// trusted as it is, or cannot be read).
+/// the built-in starter (there is no `./toolgate.yaml`, and none was trusted there),
+/// `Ok(Some)` a trusted `./toolgate.yaml`, and `Err` the reason every call is denied (it is
+/// there but not trusted as it is, it cannot be read, or one trusted there is gone: falling
+/// back to the starter would let a deleted policy stop governing).
 pub fn enforcing_default(cwd: &Path) -> Result<Option<HerePolicy>, String> {
+    match list_file() {
+        Ok(list) => default_with(&list, cwd),
+        Err(e) => match here(cwd) {
+            Ok(None) => Ok(None),
+            Ok(Some(_)) => Err(format!("{e}. help: pass --policy PATH")),
+            Err(e) => Err(format!("{e}. help: fix it, or pass --policy PATH")),
+        },
+    }
+}
+
+fn default_with(list: &Path, cwd: &Path) -> Result<Option<HerePolicy>, String> {
     let here = here(cwd).map_err(|e| format!("{e}. help: fix it, or pass --policy PATH"))?;
-    let Some(here) = here else { return Ok(None) };
-    let trusted = list_file().and_then(|file| is_trusted_in(&file, &here.path, &here.sha256));
+    let Some(here) = here else {
+        let expected = canonical_even_if_gone(&cwd.join(DEFAULT_POLICY));
+        let shown = expected.to_string_lossy();
+        let listed = read_list(list)
+            .map_err(|e| format!("{e}. help: pass --policy PATH"))?
+            .policies
+            .iter()
+            .any(|t| t.path == shown);
+        if listed {
+            return Err(format!(
+                "the policy `{shown}` you trusted is gone, so toolgate denies every call rather than fall back to the built-in starter. help: restore it, or run `toolgate policy trust --forget` in `{}` to use the starter there again, or pass --policy PATH",
+                cwd.display()
+            ));
+        }
+        return Ok(None);
+    };
+    let trusted = is_trusted_in(list, &here.path, &here.sha256);
     judge(here, trusted, cwd)
+}
+
+/// Forgets what was trusted for the policy at `path` (it may be gone). Returns whether
+/// there was anything to forget.
+pub fn forget(path: &Path) -> Result<bool, String> {
+    let file = list_file()?;
+    let _lock = crate::fsutil::lock(&file.with_extension("json.lock")).map_err(|e| {
+        let (crate::fsutil::LockError::Open(e) | crate::fsutil::LockError::Lock(e)) = e;
+        format!("cannot lock the list of trusted policies ({e})")
+    })?;
+    let mut list = read_list(&file)?;
+    let shown = canonical_even_if_gone(path).to_string_lossy().into_owned();
+    let before = list.policies.len();
+    list.policies.retain(|t| t.path != shown);
+    if list.policies.len() == before {
+        return Ok(false);
+    }
+    write_list(&file, &list)?;
+    Ok(true)
+}
+
+/// `path` with its directory resolved (the file itself may be gone).
+pub fn canonical_even_if_gone(path: &Path) -> PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    match (std::fs::canonicalize(dir), path.file_name()) {
+        (Ok(dir), Some(name)) => dir.join(name),
+        _ => std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+    }
+}
+
+/// The policy files trusted (each is one of toolgate's own files: the agent may not change
+/// what a `wrap` or `hook` would take without --policy). Empty when there is no list.
+pub fn trusted_paths() -> Vec<PathBuf> {
+    list_file()
+        .and_then(|file| read_list(&file))
+        .map(|list| {
+            list.policies
+                .into_iter()
+                .map(|t| PathBuf::from(t.path))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn judge(
@@ -236,13 +315,7 @@ mod tests {
     fn a_policy_here_is_used_only_as_trusted() {
         let data = tempfile::tempdir().unwrap();
         let list = data.path().join("toolgate/trusted-policies.json");
-        let default_in = |cwd: &Path| -> Result<Option<HerePolicy>, String> {
-            let Some(here) = here(cwd)? else {
-                return Ok(None);
-            };
-            let trusted = is_trusted_in(&list, &here.path, &here.sha256);
-            judge(here, trusted, cwd)
-        };
+        let default_in = |cwd: &Path| default_with(&list, cwd);
         let cwd = tempfile::tempdir().unwrap();
         // None here: the starter.
         assert_eq!(default_in(cwd.path()), Ok(None));
@@ -286,6 +359,11 @@ mod tests {
         std::os::unix::fs::symlink(&file, linked.path().join(DEFAULT_POLICY)).unwrap();
         trust_in(&list, &canonical, "version: 1\n").unwrap();
         assert!(default_in(linked.path()).unwrap().is_some());
+        // Gone after it was trusted: denied, not the starter.
+        std::fs::remove_file(&file).unwrap();
+        let err = default_in(cwd.path()).unwrap_err();
+        assert!(err.contains("you trusted is gone"), "{err}");
+        std::fs::write(&file, "version: 1\n").unwrap();
         // A FIFO is refused, not waited on.
         std::fs::remove_file(&file).unwrap();
         let made = std::process::Command::new("mkfifo")

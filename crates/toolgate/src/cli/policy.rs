@@ -116,16 +116,21 @@ A cases file lists calls and what each must get:
     #[command(after_help = "Examples:
   toolgate policy trust                      # ./toolgate.yaml, or --policy PATH
   toolgate policy check && toolgate policy trust
+  toolgate policy trust --forget             # no longer trust ./toolgate.yaml (or a deleted one)
 
 A `toolgate.yaml` in the working directory could come from a cloned repository or from the
 agent: the commands that enforce use one only as trusted, by its exact content. Change it, and
 trust it again. The list is kept in your data directory (`~/.local/share/toolgate/`), where the
 agent cannot write.")]
     Trust {
-        /// The policy file [default: `toolgate.yaml` in the current directory, when it
-        /// exists].
+        /// The policy file [default: `toolgate.yaml` in the current directory].
         #[arg(long, value_name = "PATH")]
         policy: Option<PathBuf>,
+        /// Forget it instead (it may be gone): `wrap` and `hook` started in its directory
+        /// without --policy then use the built-in starter policy when it is gone, and deny
+        /// every call while it is there.
+        #[arg(long)]
+        forget: bool,
     },
     /// Print the JSON Schema of the policy format (for editors' completion and checks).
     #[command(after_help = "Examples:
@@ -156,7 +161,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             json,
         ),
         Cmd::Test { policy, cases } => test(&policy_or_default(policy)?, &cases),
-        Cmd::Trust { policy } => trust(&policy_or_default(policy)?),
+        Cmd::Trust {
+            policy,
+            forget: true,
+        } => forget(&policy.unwrap_or_else(|| PathBuf::from(DEFAULT_POLICY))),
+        Cmd::Trust { policy, .. } => trust(&policy_or_default(policy)?),
         Cmd::Schema => {
             outln!("{}", policy_schema_text());
             Ok(ExitCode::SUCCESS)
@@ -311,6 +320,17 @@ fn untrusted_note(path: &Path) -> Option<String> {
             "note: `{DEFAULT_POLICY}` is not trusted as it is: `toolgate wrap` and `toolgate hook` started here without --policy deny every call until you run `toolgate policy trust`"
         )),
     }
+}
+
+/// `policy trust --forget`.
+fn forget(path: &Path) -> anyhow::Result<ExitCode> {
+    let shown = toolgate_runtime::trust::canonical_even_if_gone(path);
+    if toolgate_runtime::trust::forget(path).map_err(anyhow::Error::msg)? {
+        outln!("forgot `{}`: it is no longer trusted", shown.display());
+    } else {
+        outln!("`{}` was not trusted; nothing to forget", shown.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `policy trust`: the policy must load; then its canonical path and digest are recorded.

@@ -105,6 +105,20 @@ fn a_hook_takes_the_policy_of_its_directory_only_as_trusted() {
             "{tool}: {r:?}"
         );
     }
+    // Under another policy (hooks set up with --policy), a trusted policy file is still
+    // toolgate's own: what a `wrap` started here without --policy would take.
+    let mut cmd = in_project(&w, &["hook", "claude-code", "--session", "trust-1"]);
+    cmd.arg("--policy").arg(w.policy());
+    let edit = claude(
+        &project,
+        "PreToolUse",
+        json!({"tool_name": "Write", "tool_input": {"file_path": "toolgate.yaml", "content": "version: 1\ndefault: allow\n"}, "tool_use_id": "t"}),
+    );
+    let r = w.run(cmd, edit.to_string().as_bytes());
+    assert!(
+        denied(&r) && r.stderr.contains("toolgate's self-protection"),
+        "{r:?}"
+    );
     // Changed behind toolgate's back: not trusted as it is any more.
     std::fs::write(
         &file,
@@ -127,6 +141,20 @@ fn a_hook_takes_the_policy_of_its_directory_only_as_trusted() {
         "{}",
         d.stdout
     );
+    // Deleted behind toolgate's back after it was trusted: denied, not the starter, until
+    // the person forgets it.
+    std::fs::write(&file, PROJECT_POLICY).unwrap();
+    assert_eq!(trust(&w).code, Some(0));
+    std::fs::remove_file(&file).unwrap();
+    let r = hook(&w, &read(&w, "README.md"));
+    assert!(
+        denied(&r) && r.stderr.contains("you trusted is gone"),
+        "{r:?}"
+    );
+    let f = w.run(in_project(&w, &["policy", "trust", "--forget"]), b"");
+    assert!(f.stdout.contains("forgot `"), "{f:?}");
+    let r = hook(&w, &read(&w, "notes.txt"));
+    assert!(!denied(&r), "the starter again: {r:?}");
     // A policy that does not load is not trusted.
     std::fs::write(&file, "version: 1\nrules: [\n").unwrap();
     let t = trust(&w);
