@@ -165,7 +165,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             policy,
             forget: true,
         } => forget(&policy.unwrap_or_else(|| PathBuf::from(DEFAULT_POLICY))),
-        Cmd::Trust { policy, .. } => trust(&policy_or_default(policy)?),
+        Cmd::Trust { policy, .. } => {
+            trust(&policy.unwrap_or_else(|| PathBuf::from(DEFAULT_POLICY)))
+        }
         Cmd::Schema => {
             outln!("{}", policy_schema_text());
             Ok(ExitCode::SUCCESS)
@@ -264,8 +266,27 @@ fn policy_or_default(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
             "no `--policy` given, and there is no `{DEFAULT_POLICY}` in this directory\nhelp: write one with `toolgate policy init`, or name one with `--policy PATH`"
         );
     }
-    eprintln!("toolgate: using the policy `{DEFAULT_POLICY}` of this directory");
+    announce_here();
     Ok(path)
+}
+
+/// Says on stderr that a command reads `./toolgate.yaml` because no `--policy` was given, and
+/// when it is not trusted as it is, that `wrap` and `hook` would not use it.
+pub(crate) fn announce_here() {
+    let untrusted = toolgate_runtime::trust::here(Path::new("."))
+        .ok()
+        .flatten()
+        .is_some_and(|here| {
+            !toolgate_runtime::trust::is_trusted(&here.path, &here.sha256).unwrap_or(false)
+        });
+    eprintln!(
+        "toolgate: using the policy `{DEFAULT_POLICY}` of this directory{}",
+        if untrusted {
+            " (it is not trusted as it is: `toolgate wrap` and `toolgate hook` started here without --policy deny every call until you run `toolgate policy trust`)"
+        } else {
+            ""
+        }
+    );
 }
 
 fn check(path: &Path) -> anyhow::Result<ExitCode> {
@@ -302,24 +323,7 @@ fn check(path: &Path) -> anyhow::Result<ExitCode> {
             String::new()
         }
     );
-    if let Some(note) = untrusted_note(path) {
-        eprintln!("{note}");
-    }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The note `policy check` adds for a `./toolgate.yaml` whose content is not trusted.
-fn untrusted_note(path: &Path) -> Option<String> {
-    if path != Path::new(DEFAULT_POLICY) {
-        return None;
-    }
-    let here = toolgate_runtime::trust::here(Path::new(".")).ok()??;
-    match toolgate_runtime::trust::is_trusted(&here.path, &here.sha256) {
-        Ok(true) => None,
-        _ => Some(format!(
-            "note: `{DEFAULT_POLICY}` is not trusted as it is: `toolgate wrap` and `toolgate hook` started here without --policy deny every call until you run `toolgate policy trust`"
-        )),
-    }
 }
 
 /// `policy trust --forget`.
@@ -335,8 +339,12 @@ fn forget(path: &Path) -> anyhow::Result<ExitCode> {
 
 /// `policy trust`: the policy must load; then its canonical path and digest are recorded.
 fn trust(path: &Path) -> anyhow::Result<ExitCode> {
-    let canonical = std::fs::canonicalize(path)
-        .with_context(|| format!("cannot resolve `{}`", path.display()))?;
+    let Ok(canonical) = std::fs::canonicalize(path) else {
+        bail!(
+            "there is no policy `{}` to trust\nhelp: write one with `toolgate policy init`, or name one with `--policy PATH`",
+            path.display()
+        );
+    };
     let source = toolgate_runtime::trust::read_file(&canonical).map_err(anyhow::Error::msg)?;
     match load(&source, &path.display().to_string()) {
         Ok(loaded) => print_diagnostics(&loaded.warnings),

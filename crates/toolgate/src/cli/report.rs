@@ -123,10 +123,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let policy = args.policy.clone().or_else(|| {
         let here = PathBuf::from(crate::cli::policy::DEFAULT_POLICY);
         here.is_file().then(|| {
-            eprintln!(
-                "toolgate: using the policy `{}` of this directory",
-                here.display()
-            );
+            crate::cli::policy::announce_here();
             here
         })
     });

@@ -33,12 +33,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .audit
         .unwrap_or_else(|| toolgate_runtime::paths::default_audit(&workspace));
     // It decides nothing that runs: `./toolgate.yaml` is taken as it is, and named.
+    let args_policy_given = args.policy.is_some();
     let policy = args.policy.or_else(|| {
         let here = PathBuf::from(toolgate_runtime::trust::DEFAULT_POLICY);
         here.is_file().then_some(here)
     });
     match &policy {
-        Some(p) => eprintln!("toolgate serve: policy `{}`", p.display()),
+        Some(p) if args_policy_given => eprintln!("toolgate serve: policy `{}`", p.display()),
+        Some(_) => crate::cli::policy::announce_here(),
         None => eprintln!("toolgate serve: the built-in starter policy"),
     }
     let server = server::Server::new(server::Config {
