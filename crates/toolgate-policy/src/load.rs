@@ -340,23 +340,22 @@ pub fn yaml_error(source: &str, err: &YamlError) -> Diagnostic {
                 .with_label("the policy starts here")
                 .with_help("add `version: 1` at the top of the file");
         }
-        YamlError::SerdeMissingField { field, .. }
+        YamlError::SerdeMissingField { field, .. } => {
             if let Some(p) = pos
                 && let Some((line, indent, sibling)) =
-                    misplaced_key(source, p.line, p.column, field) =>
-        {
-            let want = p.column.saturating_sub(1);
-            return Diagnostic::error(format!(
-                "`{field}` is not indented as the other keys of its mapping"
-            ))
-            .at(pos_at(source, line, indent + 1))
-            .with_label(format!("indented {indent} spaces"))
-            .with_related(pos, format!("its mapping's keys are indented {want} spaces"))
-            .with_help(format!(
-                "indent `{field}` by {want} spaces, exactly as `{sibling}` above it: indented less, it is not part of the mapping"
-            ));
-        }
-        YamlError::SerdeMissingField { field, .. } => {
+                    misplaced_key(source, p.line, p.column, field)
+            {
+                let want = p.column.saturating_sub(1);
+                return Diagnostic::error(format!(
+                    "`{field}` is not indented as the other keys of its mapping"
+                ))
+                .at(pos_at(source, line, indent + 1))
+                .with_label(format!("indented {indent} spaces"))
+                .with_related(pos, format!("its mapping's keys are indented {want} spaces"))
+                .with_help(format!(
+                    "indent `{field}` by {want} spaces, exactly as `{sibling}` above it: indented less, it is not part of the mapping"
+                ));
+            }
             Diagnostic::error(format!("missing field `{field}`"))
                 .with_label("in this mapping")
                 .with_help(match *field {
