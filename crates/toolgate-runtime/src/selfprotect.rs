@@ -51,6 +51,19 @@ fn executables() -> Vec<PathBuf> {
     out
 }
 
+/// The file at `path` and whatever is kept beside it under its name (`NAME.*`: a lock,
+/// rotations, temporary files).
+fn with_siblings(kind: ProtectedKind, path: &Path) -> Protected {
+    let paths = spellings(path);
+    let mut p = Protected::file(kind, &paths);
+    p.globs.extend(
+        paths
+            .iter()
+            .map(|s| format!("{}.*", toolgate_policy::protect::escape(s))),
+    );
+    p
+}
+
 /// toolgate's own files for an engine of `policy` (none: the built-in starter) in
 /// `workspace`, writing its audit to `audit` (none: the workspace's `.toolgate/`).
 pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) -> Vec<Protected> {
@@ -62,15 +75,8 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
     let dot = workspace.join(".toolgate");
     list.push(Protected::tree(K::AuditLog, &spellings(&dot)));
     if let Some(audit) = audit {
-        let paths = spellings(audit);
-        let mut p = Protected::file(K::AuditLog, &paths);
-        // Whatever is kept beside the log under its name (`audit.jsonl.lock`, rotations).
-        p.globs.extend(
-            paths
-                .iter()
-                .map(|s| format!("{}.*", toolgate_policy::protect::escape(s))),
-        );
-        list.push(p);
+        // With its lock and rotations (`audit.jsonl.lock`).
+        list.push(with_siblings(K::AuditLog, audit));
     }
     if let Ok(dir) = crate::pins::default_dir() {
         list.push(Protected::tree(K::PinStore, &spellings(&dir)));
@@ -81,15 +87,8 @@ pub fn protected(policy: Option<&Path>, workspace: &Path, audit: Option<&Path>) 
         list.push(Protected::file(K::PolicyFile, &spellings(&trusted)));
     }
     if let Some(file) = crate::trust::trust_file() {
-        // The list and its lock and temporary files.
-        let paths = spellings(&file);
-        let mut p = Protected::file(K::TrustedPolicies, &paths);
-        p.globs.extend(
-            paths
-                .iter()
-                .map(|s| format!("{}.*", toolgate_policy::protect::escape(s))),
-        );
-        list.push(p);
+        // With its lock and temporary files.
+        list.push(with_siblings(K::TrustedPolicies, &file));
     }
     if let Ok(store) = crate::remote::oauth::store::Store::open_default()
         && let Some(dir) = store.file().parent()

@@ -63,6 +63,29 @@ pub fn node_modules() -> PathBuf {
     repo_root().join("tests").join("node_modules")
 }
 
+/// Waits for `child` at most `limit` and collects its output; kills it and fails past that
+/// (`what` names it).
+pub fn wait_with_output(
+    child: std::process::Child,
+    limit: std::time::Duration,
+    what: &str,
+) -> std::process::Output {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.expect("waiting for a child"),
+        Err(_) => {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status();
+            panic!("`{what}` did not finish within {limit:?}");
+        }
+    }
+}
+
 /// The toolgate binary under test.
 pub fn toolgate_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_toolgate"))

@@ -256,7 +256,7 @@ impl Sandbox {
             .spawn()
             .unwrap();
         child.stdin.take().unwrap().write_all(stdin).unwrap();
-        let out = wait_with_output(child, Duration::from_secs(60), command);
+        let out = common::wait_with_output(child, Duration::from_secs(60), command);
         let (stdout, stderr) = (
             String::from_utf8_lossy(&out.stdout).into_owned(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -307,26 +307,6 @@ impl Sandbox {
         let status = peer.wait_within(Duration::from_secs(30));
         assert!(status.success(), "README's `{command}`: {}", peer.stderr());
         reply.to_string()
-    }
-}
-
-/// Waits for `child` at most `limit`; kills it and fails past that.
-fn wait_with_output(
-    child: std::process::Child,
-    limit: Duration,
-    what: &str,
-) -> std::process::Output {
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("`{what}` did not finish within {limit:?}");
-        }
     }
 }
 
@@ -507,7 +487,7 @@ fn every_readme_command_runs() {
         }
         if command.starts_with("toolgate broker stop") {
             let child = broker.take().expect("README starts the broker first");
-            let out = wait_with_output(child, Duration::from_secs(30), "toolgate broker");
+            let out = common::wait_with_output(child, Duration::from_secs(30), "toolgate broker");
             assert!(out.status.success(), "the broker stopped: {out:?}");
         }
         if command.starts_with("claude mcp add linear") {

@@ -400,18 +400,7 @@ fn run_chromium(bin: &Path, profile: &Path, args: &[String], limit: Duration) ->
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("chromium did not finish within {limit:?}");
-        }
-    }
+    crate::common::wait_with_output(child, limit, "chromium")
 }
 
 #[test]
