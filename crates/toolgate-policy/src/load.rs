@@ -48,6 +48,7 @@ pub fn load(source: &str, name: &str) -> Result<LoadedPolicy, Diagnostics> {
         Err(err) => {
             diags.push(yaml_error(source, &err));
             more_errors(source, &err, &mut diags);
+            diags.sort();
             return Err(diags);
         }
     };
@@ -447,6 +448,12 @@ pub fn yaml_error(source: &str, err: &YamlError) -> Diagnostic {
                 "expected mapping start" => Diagnostic::error("wrong type: expected a mapping")
                     .with_label("expected a mapping")
                     .with_help("write `key: value` pairs"),
+                m if m.contains("tab") => Diagnostic::error(lowered.clone())
+                    .with_label("here")
+                    .with_help("YAML indents with spaces, never tabs: replace the tabs at the start of the lines with spaces"),
+                m if m.contains("unclosed") => Diagnostic::error(lowered.clone())
+                    .with_label("opened here")
+                    .with_help("close it on the same line (`]`, `}` or the quote), or write the list one `- item` per line"),
                 _ => Diagnostic::error(lowered).with_label("here"),
             }
         }
@@ -568,6 +575,17 @@ const MAX_SET_ASIDE: usize = 32;
 /// another top-level key sets that key aside. Stops at an error not under a top-level key
 /// (a syntax error the parser cannot read past), or one met before.
 fn more_errors(source: &str, first: &YamlError, diags: &mut Diagnostics) {
+    // A syntax error the type error came before (the reader stops at the first of either),
+    // which setting an entry aside could hide: the document read as YAML alone.
+    if let Err(syntax) =
+        serde_saphyr::from_str_with_options::<serde::de::IgnoredAny>(source, yaml_options())
+    {
+        let d = yaml_error(source, &syntax);
+        let line_of = |d: &Diagnostic| d.pos.as_ref().map(|p| p.line);
+        if !diags.items.iter().any(|o| line_of(o) == line_of(&d)) {
+            diags.push(d);
+        }
+    }
     let mut lines: Vec<String> = source.lines().map(str::to_owned).collect();
     let mut error = first.location().map(|l| l.line() as usize);
     let mut set_aside: Vec<usize> = Vec::new();
@@ -1130,6 +1148,40 @@ mod tests {
         let found =
             lines_of("version: \"1\"\nrules:\n  - {id: a, effect: allow, operations: [fs.read]}\n");
         assert_eq!(found.len(), 1, "{found:#?}");
+    }
+
+    #[test]
+    fn a_syntax_error_after_a_type_error_is_reported_too_and_errors_come_in_line_order() {
+        let d = load(
+            "version: 1\nrules:\n  - id: a\n    effect: allow\n    operations: [fs.read]\n    resources: \"/x\"\n    description: \"unclosed\n  - id: b\n    effect: deny\n    operations: [fs.read]\n",
+            "p.yaml",
+        )
+        .unwrap_err();
+        let found: Vec<(usize, &str)> = d
+            .items
+            .iter()
+            .map(|d| (d.pos.map_or(0, |p| p.line), d.message.as_str()))
+            .collect();
+        assert_eq!(found[0], (6, "wrong type: expected a list"), "{found:#?}");
+        assert_eq!(found[1], (7, "unclosed quote"), "{found:#?}");
+        assert!(
+            d.items[1]
+                .help
+                .as_deref()
+                .is_some_and(|h| h.contains("close it"))
+        );
+        let d = load(
+            "version: 1\nrules:\n  - id: a\n    effect: allow\n\toperations: [fs.read]\n",
+            "p.yaml",
+        )
+        .unwrap_err();
+        assert!(
+            d.items
+                .iter()
+                .all(|d| d.help.as_deref().is_some_and(|h| h.contains("never tabs"))),
+            "{:#?}",
+            d.items
+        );
     }
 
     #[test]
