@@ -1,12 +1,5 @@
 //! Property: any single tampering that is not confined to the last record is detected, and
 //! the reported line is where the tampering is (or the line right after it).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use proptest::prelude::*;
 use toolgate_audit::{AuditWriter, Event, Kind, ProblemKind, verify_path};

@@ -1,11 +1,4 @@
 //! The writer: modes, restart, concurrency (threads and processes), failures.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -1,11 +1,4 @@
 //! Property tests: classification is total, and builders round-trip ids.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use proptest::prelude::*;
 use toolgate_mcp::{Frame, IdKey, Kind, RawValue, build, classify, classify_value, recover_id};

@@ -2,12 +2,6 @@
 //! records (the sender of an incoming transfer) neither vouches nor is denied; a call to it
 //! asks and names the field. The attacker twin: the same value spelled out in a free-text
 //! field of the same output is tainted as usual.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect and indexing are its assertions"
-)]
 
 use serde_json::{Value, json};
 use toolgate_policy::Effect;

@@ -1,12 +1,5 @@
 //! Argument constraints: canonical, component-wise path prefixes (symlinks resolved),
 //! full-match patterns, allowed values, fail-closed on missing or mistyped arguments.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::collections::BTreeMap;
 

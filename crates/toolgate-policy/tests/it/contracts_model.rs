@@ -1,12 +1,5 @@
 //! `ToolContract`: strict parsing, field-by-field merge (with proptests), validation issues,
 //! tool-name glob precedence, mapping, packs.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::collections::BTreeMap;
 

@@ -1,11 +1,4 @@
 //! Pinning (rug pulls, persisted pins), budgets and session approvals.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::collections::BTreeMap;
 

@@ -2,13 +2,6 @@
 //! undeclared sink parameter, a tainted address hidden in a list, encoded addresses,
 //! look-alikes, a pack override that would drop the gate, `bob@corp.com.evil.net`, and the
 //! memory bound degrading to ask.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::collections::BTreeMap;
 

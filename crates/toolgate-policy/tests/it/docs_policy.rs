@@ -1,13 +1,6 @@
 //! Every YAML example in docs/policy.md is checked: policies load without errors or
 //! warnings and compile; cases blocks parse, and those with an absolute workspace run
 //! against the policy example before them.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use toolgate_policy::cases::{parse_cases, run_case};
 use toolgate_policy::{Engine, LexicalFs, NormalizeContext, Vars, load};

@@ -2,13 +2,6 @@
 //! ask (never a deny) into allow, every contributing result is recorded, determinism, and
 //! the bypasses (symlinks, `..`, wrappers, compounds, disguised URLs) that rules must see
 //! through.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use serde_json::{Value, json};
 use toolgate_policy::{Contract, Effect, MapFs, STARTER_POLICY};

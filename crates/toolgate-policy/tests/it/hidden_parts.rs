@@ -4,13 +4,6 @@
 //! substitutions, `eval`, variables as the command name, case-insensitive filesystems. A part
 //! that hides what it touches never takes `default: allow`, and every deny rule whose
 //! resources could match treats it as matching.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use serde_json::{Value, json};
 use toolgate_policy::shell::{Scan, scan};

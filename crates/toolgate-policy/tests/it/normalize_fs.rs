@@ -1,12 +1,5 @@
 //! Filesystem adapter: table-driven, with `MapFs` fixtures (symlink escape, `~`, `..`,
 //! relative paths, alternate argument names, several files).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use serde_json::{Value, json};
 use toolgate_policy::{

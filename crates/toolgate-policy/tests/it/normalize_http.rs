@@ -1,11 +1,4 @@
 //! HTTP adapter: every URL-bearing argument, hosts from a real URL parser.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use serde_json::{Value, json};
 use toolgate_policy::{

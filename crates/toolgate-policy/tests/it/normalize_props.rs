@@ -1,13 +1,6 @@
 //! Properties: the scanner never calls a string with an unquoted operator simple, quoting
 //! round-trips, lexical normalisation is idempotent, normalisation never panics, and the
 //! "simple" verdict agrees with a real POSIX shell (`/bin/sh`) on the resulting argv.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::process::Command;
 

@@ -1,12 +1,5 @@
 //! Shell adapter: simple commands are exact; everything else is opaque, with the executable of
 //! every segment visible to deny rules (wrappers, env prefixes and inner shells looked through).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use serde_json::{Value, json};
 use toolgate_policy::shell::{Scan, look_through, scan};

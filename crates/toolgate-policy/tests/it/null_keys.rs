@@ -1,10 +1,6 @@
 //! A key written without a value (YAML null) is an error, never an absent key: read as
 //! absent, `resources:` whose list was commented out would make an allow rule match every
 //! path, `allowed_path_prefixes:` would lift a contract's limit.
-#![allow(
-    clippy::panic,
-    reason = "a test fails by panicking, so panic is its assertion"
-)]
 
 use toolgate_policy::load;
 

@@ -3,13 +3,6 @@
 //! versions). These run without Python; `packs_live.rs` runs the same servers, pinned in
 //! `tests/requirements.txt` and installed into `tests/.venv` by `scripts/test`, and asserts
 //! that their live tools/list still equals these fixtures.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use crate::support::packs_check as check;
 

@@ -14,13 +14,6 @@
 //! echo '{}' > creds.json; GDRIVE_CREDENTIALS_PATH=creds.json python3 capture_tools.py \
 //!     node node_modules/@modelcontextprotocol/server-gdrive/dist/index.js
 //! ```
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use crate::support::packs_check as check;
 

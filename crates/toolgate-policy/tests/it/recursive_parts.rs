@@ -4,13 +4,6 @@
 //! `list_directory_with_sizes`, reach beneath their directory. A deny rule matches when its
 //! pattern can match a path beneath it that the call's filters (`glob`, `type`, `pattern`)
 //! do not provably exclude; an allow rule only when it covers all of it.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use serde_json::{Value, json};
 use toolgate_policy::explain::{to_json, to_text};

@@ -1,12 +1,5 @@
 //! Property tests of rule evaluation: deny precedence under any rule order, and adding a
 //! resource never turns a deny into an allow.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use proptest::prelude::*;
 use toolgate_policy::{Action, CallFacts, Effect, Engine, Operation, Part, Vars, load};

@@ -3,13 +3,6 @@
 //! even to a trusted destination; the user typing it in a prompt vouches for it; a value
 //! fingerprinted from a secret file still denies; calls that are no sink are not affected.
 //! Every secret here is fake, built at run time.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use serde_json::json;
 use toolgate_policy::{

@@ -2,13 +2,6 @@
 //! differently cased tool names, deletion tools, a tool named `git`, `git remote`, unusable
 //! destinations, allow rules for URLs passing the sink gate, and the starter policy's
 //! read-only tools.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use serde_json::{Value, json};
 use toolgate_policy::{

@@ -2,13 +2,6 @@
 //! reports exact parts, every argv bash ran is one of them; every executable bash reached is
 //! one toolgate reports, unless the line hides what it runs. Fixed seed, bounded case count;
 //! the `shell_differential` fuzz target runs the same property without bounds.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use crate::support::shell_diff;
 

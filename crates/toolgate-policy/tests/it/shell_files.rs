@@ -3,13 +3,6 @@
 //! and `cd` become `fs.read` / `fs.write` / `fs.delete` parts, so the starter's deny rules
 //! that stop `Read` stop `cat` too; exact compounds are judged command by command; the
 //! starter allows read-only commands inside the workspace.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use crate::support::engine as support;
 

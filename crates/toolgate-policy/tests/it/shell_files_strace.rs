@@ -14,13 +14,6 @@
 //! test skips with a message, except in CI where it fails. Commands whose program is not
 //! installed are skipped by name. Each run is bounded by `timeout -s KILL 10`; nothing
 //! leaves the scratch directory except a connection to a closed loopback port.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

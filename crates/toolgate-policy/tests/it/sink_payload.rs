@@ -1,13 +1,6 @@
 //! Only destination arguments are destinations: a declared sink argument that is absent names
 //! no destination, and payload (titles, bodies, locations) is judged by the shapes in it, not
 //! as a destination. Each benign case has an attack twin that stays denied.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use serde_json::{Value, json};
 use toolgate_policy::contracts::Contracts;

@@ -1,11 +1,4 @@
 //! Taint index: token equality (never substring), canonicalisation, trust labels, bounded memory.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use proptest::prelude::*;
 use serde_json::json;

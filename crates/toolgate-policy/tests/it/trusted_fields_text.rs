@@ -3,13 +3,6 @@
 //! nested objects; text that does not parse is untrusted as a whole; a value that a trusted
 //! field and an untrusted field of the same output both hold is untrusted unless
 //! `trusted_wins: true`.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::collections::BTreeMap;
 

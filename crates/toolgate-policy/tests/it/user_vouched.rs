@@ -1,10 +1,6 @@
 //! Destinations the user typed in a prompt (a client hook's `UserPromptSubmit` /
 //! `beforeSubmitPrompt`): kept as digests, they pass the sink gate even when untrusted output
 //! repeats them; a destination only the output named stays tainted.
-#![allow(
-    clippy::unwrap_used,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use crate::support::engine as support;
 

@@ -1,12 +1,5 @@
 //! The fault-injecting Streamable HTTP server of the test kit, driven directly over HTTP:
 //! each fault does what the `toolgate wrap --url` tests rely on.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::time::{Duration, Instant};
 

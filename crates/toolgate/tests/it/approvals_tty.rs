@@ -1,12 +1,5 @@
 //! `toolgate approvals` as a terminal UI, in a real pseudo-terminal: a request asked by a
 //! wrapped server appears on screen, `o` allows it, `q` quits and restores the terminal.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::fs;
 use std::io::{Read as _, Write as _};

@@ -1,13 +1,6 @@
 //! The approval broker end to end with real processes and sockets: `toolgate broker`,
 //! `toolgate wrap --approval broker` proxies in front of the demo server, and
 //! `toolgate approvals` terminals in `--plain`, `--json` and `--id/--decision` modes.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::io::{Read as _, Write as _};
 use std::os::unix::fs::PermissionsExt as _;

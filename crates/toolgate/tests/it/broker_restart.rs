@@ -3,13 +3,6 @@
 //! denies, a destination the user typed still passes, a budget still counts. When the store
 //! itself is gone (deleted while no broker ran), a session that ran before fails closed: its
 //! sends ask, saying toolgate lost its state; a session that starts anew does not.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use crate::support::hooks as support;
 

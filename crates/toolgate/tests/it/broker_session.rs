@@ -1,13 +1,6 @@
 //! One agent session across wrapped servers: proxies of the same session share, through the
 //! broker, the destination tokens they saw. Reading a poisoned e-mail through one server and
 //! sending to its address through another is a hard deny; another session is unaffected.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -1,12 +1,6 @@
 //! `--help` for toolgate and every command and subcommand: exits 0, has an `Examples:`
 //! section of 2–4 invocations of that very command; the top-level help lists every command;
 //! `--version` prints the crate version.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::time::Duration;
 

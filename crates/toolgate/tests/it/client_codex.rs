@@ -5,12 +5,6 @@
 //! (`support::agent_cli`). `--dangerously-bypass-approvals-and-sandbox` turns Codex's own
 //! approvals off, so toolgate alone decides.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap and indexing are its assertions"
-)]
-
 use std::path::Path;
 
 use serde_json::json;

@@ -4,12 +4,6 @@
 //! offline by a scripted mock of OpenAI's Chat Completions API (`support::agent_cli`).
 //! `--allow-all-tools` turns Copilot CLI's own approvals off, so toolgate alone decides.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap and indexing are its assertions"
-)]
-
 use std::path::Path;
 
 use serde_json::json;

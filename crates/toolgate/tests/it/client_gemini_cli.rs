@@ -3,12 +3,6 @@
 //! scripted mock of Gemini's `generateContent` API (`support::agent_cli`). `--yolo` turns
 //! Gemini CLI's own approvals off, so toolgate alone decides.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap and indexing are its assertions"
-)]
-
 use std::path::Path;
 
 use serde_json::json;

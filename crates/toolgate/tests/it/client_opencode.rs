@@ -4,12 +4,6 @@
 //! provider; `support::agent_cli`). `opencode run` asks for no approval, so toolgate alone
 //! decides.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap and indexing are its assertions"
-)]
-
 use std::path::Path;
 
 use serde_json::json;

@@ -3,12 +3,6 @@
 //! scripted mock of OpenAI's Chat Completions API (`support::agent_cli`). `--yolo` turns
 //! Qwen Code's own approvals off, so toolgate alone decides.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap and indexing are its assertions"
-)]
-
 use std::path::Path;
 
 use serde_json::json;

@@ -1,12 +1,5 @@
 //! `toolgate demo` runs the real proxy in front of the embedded demo server and prints
 //! verdicts read from the proxy's replies.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::process::Command;
 

@@ -1,13 +1,6 @@
 //! `toolgate doctor` checks the policies and workspaces actually in use: each `--policy` and
 //! `--workspace` of every wrapped entry and every hook command of the configurations it
 //! inspects, through the real binary in a fake `HOME` and project directory.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::fs;
 use std::path::PathBuf;

@@ -2,13 +2,6 @@
 //!
 //! The upstream runs behind `tee`, which appends every line the server receives to a
 //! record file: each test proves a denied call never reached the server.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use crate::common;
 

@@ -2,13 +2,6 @@
 //! `toolgate wrap`, recording every line it receives): the upstream's own 2026-07-28
 //! `requestState` passes, withdrawn approvals withdraw their prompt, a verified retry's
 //! result is audited and taint-fed, `resources/read` asks, audit warnings reach stderr.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::os::unix::fs::PermissionsExt;
 

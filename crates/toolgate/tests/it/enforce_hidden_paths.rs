@@ -1,13 +1,6 @@
 //! Paths that hide what they touch, end to end through `toolgate wrap` with the real `/proc`:
 //! `/proc/self` is the wrapped server, not toolgate; a path that cannot be resolved fails
 //! closed. The upstream records every line it receives: a denied call never reaches it.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use serde_json::json;
 

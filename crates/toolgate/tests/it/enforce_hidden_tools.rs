@@ -2,13 +2,6 @@
 //! `tools/list`: the rest of the listing is byte-identical to what the server wrote, the
 //! hidden tool is still pinned, and a call to it is denied and never reaches the server.
 //! With no forbidden tool, every page passes byte for byte.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::process::Command;
 

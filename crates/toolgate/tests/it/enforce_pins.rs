@@ -1,13 +1,6 @@
 //! Pinning tool definitions: a definition that changed since the last run asks once and
 //! shows what changed; after `notifications/tools/list_changed` nothing is trusted until
 //! the tools are listed again.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::path::Path;
 use std::process::Command;

@@ -7,13 +7,6 @@
 //! `fake_upstream` answers a `tools/call` whose `result` argument is a string with that text
 //! as the result, verbatim, so the test knows the exact bytes the server sent. The secrets
 //! are fake, built at run time.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -1,12 +1,5 @@
 //! Approvals through a real rmcp client that supports elicitation: toolgate's
 //! `elicitation/create` must be understood by an SDK client, and its answer obeyed.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use crate::common;
 

@@ -2,13 +2,6 @@
 //! a wrapped file server cannot change the policy in use or the audit log, and a wrapped
 //! shell server cannot run toolgate or signal its processes, under a policy that allows every
 //! file operation and every command. A denied call never reaches the server.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use serde_json::json;
 

@@ -3,13 +3,6 @@
 //! server's `read_file` returns a JSON document as text; its trusted field vouches for a
 //! recipient, its free text taints one, and a text that is not a document is untrusted as a
 //! whole and says so on stderr.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use serde_json::json;
 

@@ -6,13 +6,6 @@
 //! records each one it ran. Every attack is followed by an allowed call, whose answer proves
 //! the upstream has read everything sent before; then its record must hold only the allowed
 //! calls.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::path::PathBuf;
 use std::process::Command;

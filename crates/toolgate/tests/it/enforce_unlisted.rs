@@ -2,13 +2,6 @@
 //! toolgate lists the server's tools itself (every page, ids of its own, nothing shown to
 //! the client), or waits for the client's listing in flight, pins them, then decides. The
 //! built binary against `fake_upstream`, which records every line it receives.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::path::Path;
 use std::process::Command;

@@ -1,13 +1,6 @@
 //! Enforcement in `toolgate wrap`, end to end with real processes: a JSON-RPC client on one
 //! side, the `fake_upstream` server (which records every line it receives) on the other.
 //! Each test proves what reached the upstream by reading that record.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::time::Duration;
 

@@ -4,13 +4,6 @@
 //! summary of the same script run against the server directly.
 //!
 //! Needs `npm ci --prefix tests` (run by `scripts/test`).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use crate::common;
 

@@ -6,13 +6,6 @@
 //! closing both pipes mid-flood, grace and kill (`relay_faults.rs`); broker killed during a
 //! pending approval (`broker_e2e.rs`); an unwritable audit path at start-up and an
 //! unloadable policy (`enforce_wrap.rs`).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

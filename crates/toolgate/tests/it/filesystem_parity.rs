@@ -7,13 +7,6 @@
 //! comparing. The client declares no roots, so the server uses its command-line directory.
 //!
 //! Needs `npm ci --prefix tests` (run by `scripts/test`).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use crate::common;
 

@@ -3,13 +3,6 @@
 //! `init`, `doctor`, `unwrap` and `report`. Each step's printed promise is checked against
 //! what it did (the file it says it wrote is there, the call it says is denied is, the
 //! restore it reports is byte for byte, nothing of toolgate is left behind).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::path::Path;
 use std::process::{Command, Stdio};

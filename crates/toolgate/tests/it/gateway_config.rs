@@ -1,12 +1,5 @@
 //! `toolgate gateway check|hash-token|schema` end to end: the documented example, located
 //! errors for each kind of bad file, token hashing, the published schema.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::path::{Path, PathBuf};
 

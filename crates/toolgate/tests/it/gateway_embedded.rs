@@ -1,13 +1,6 @@
 //! A single-replica gateway with `store: {path: …}`: its agent sessions live in an embedded
 //! store file (0600), so a gateway killed with SIGKILL and started again still denies a send
 //! to a destination tainted before; a second gateway on the same file is refused.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};

@@ -2,13 +2,6 @@
 //! curl session, taken from the page, run by `bash` in a new directory against a gateway
 //! started from the configuration they wrote, with the real filesystem server; what they
 //! print is what the page shows.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -3,13 +3,6 @@
 //! metadata, approvers answering through `toolgate approvals --gateway` (first answer
 //! wins), reload on SIGHUP (a bad file keeps the old one), graceful shutdown on SIGTERM,
 //! metrics, and `audit verify` over the replicas' logs.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,13 +2,6 @@
 //! alternates its requests between them, and the agent session behaves as one (taint,
 //! budgets, approvals, rug pulls), fails closed when Redis is gone or holds garbage, and
 //! survives a replica killed in the middle of a call.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

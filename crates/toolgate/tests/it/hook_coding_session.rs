@@ -13,13 +13,6 @@
 //! - every secret-reading or self-tampering variant: denied (an ask is not enough).
 //!
 //! The test prints the figures (docs/benchmarks.md, "A coding session under the starter").
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use crate::support::hooks as support;
 

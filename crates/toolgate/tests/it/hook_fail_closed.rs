@@ -2,13 +2,6 @@
 //! clients treat as blocking (never 1 or 101, which they read as a non-blocking error and let
 //! the action run): no policy, a bad policy, a broker that cannot be started, garbage or huge
 //! input, an unknown event, a timeout. And two hooks racing start one broker.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use crate::support::hooks as support;
 

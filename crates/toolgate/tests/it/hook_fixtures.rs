@@ -1,13 +1,6 @@
 //! Every hook event of Claude Code and Cursor, shaped as their documentation shows
 //! (`tests/fixtures/hooks/`, sources in its README), through the real binary and a real
 //! broker (started by the first hook): the output JSON and the exit code each client reads.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use crate::support::hooks as support;
 

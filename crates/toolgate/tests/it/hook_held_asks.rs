@@ -3,13 +3,6 @@
 //! session) lets the same call through when the agent makes it again, or at once when they
 //! answer while the hook still waits. A client that asks itself gets its ask, and nothing
 //! waits in the queue.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use crate::support::hooks as support;
 

@@ -4,13 +4,6 @@
 //! or a copy) or signals a toolgate process is denied, a forged `UserPromptSubmit` vouches for
 //! nothing, and the starter's bookkeeping rule covers only the client's own tools. Through
 //! the real `toolgate hook`, `toolgate wrap` and broker.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use crate::support::hooks as support;
 

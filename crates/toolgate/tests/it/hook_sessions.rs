@@ -2,13 +2,6 @@
 //! (`toolgate wrap` proxies), through a real broker: taint flows both ways, destinations the
 //! user typed are vouched for, an MCP server a proxy wraps is decided once (by the proxy),
 //! and the session is found from the client process as `wrap` finds it.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use crate::support::hooks as support;
 

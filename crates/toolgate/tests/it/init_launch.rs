@@ -1,13 +1,6 @@
 //! The entry `toolgate init` writes is one a client can launch: running its
 //! `command` and `args` (with its `env` and `cwd`, as a client does) starts
 //! `toolgate wrap` in front of the original server, which answers through it.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::fs;
 use std::process::Command;

@@ -1,13 +1,6 @@
 //! `toolgate init` with a real terminal on stdin (a pseudo-terminal): the
 //! `apply these changes? [y/N]` prompt, and the refusal to overwrite a file that
 //! changed while the user was reading the diff.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::fs;
 use std::io::{Read as _, Write as _};

@@ -2,13 +2,6 @@
 //! all of them before reading anything), interleaved with client notifications, server
 //! notifications and server-initiated requests that reuse the very ids the client has
 //! pending. Every response must reach the right caller, in the right id space, once.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

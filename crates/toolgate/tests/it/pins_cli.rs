@@ -1,11 +1,4 @@
 //! `toolgate pins list|forget` through the real binary, on pin files in a temp dir.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::path::Path;
 

@@ -1,12 +1,5 @@
 //! `toolgate policy …` end to end: the cases corpus under tests/policy/, snapshots of the
 //! diagnostics for tests/policy/broken/, init, explain (text, JSON, symlinks) and schema.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::path::{Path, PathBuf};
 

@@ -3,13 +3,6 @@
 //! trust`, or `policy init` that wrote it): an untrusted or changed one denies every call, and
 //! the agent can neither change the file in force nor the list of trusted policies. Through
 //! the real `toolgate hook`, `toolgate wrap`, broker and `toolgate policy`.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use crate::support::hooks as support;
 

@@ -7,13 +7,6 @@
 //!
 //! What a command says it did is checked where README says it: `init` writes what README's
 //! "before/after" shows, `unwrap` restores byte for byte, the wrapped server answers.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

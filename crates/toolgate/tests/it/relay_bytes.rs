@@ -1,12 +1,5 @@
 //! The relay is invisible: frames pass byte for byte in both directions, and the two
 //! sides' id spaces (and toolgate's own) never get confused.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::path::Path;
 use std::process::Command;

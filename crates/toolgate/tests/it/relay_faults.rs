@@ -1,11 +1,4 @@
 //! Bad input and faults on either side end with defined replies, in bounded time.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;

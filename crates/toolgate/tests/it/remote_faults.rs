@@ -6,13 +6,6 @@
 //! that says what happened), no message reaches the client twice or not at all, nothing but
 //! JSON-RPC reaches the client's stdout, and the server runs each call at most once (its
 //! log of every HTTP request it received is the witness).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::path::Path;
 use std::process::Command;

@@ -1,9 +1,4 @@
 //! `toolgate completions SHELL` prints a script for every supported shell.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 #[test]
 fn every_shell_gets_a_script_that_knows_wrap() {

@@ -1,13 +1,6 @@
 //! `toolgate serve` driven by a real MCP client (rmcp over the child's stdio): listings,
 //! every tool, prompt and resource, `check_verdict` parity with `toolgate policy explain
 //! --json`, and the audit log left untouched. Also: `wrap` refuses `toolgate serve`.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -1,12 +1,6 @@
 //! `toolgate wrap` warns when its workspace is the home directory, one above it or `/`: the
 //! policy's `${workspace}` would then cover the user's dotfiles and credentials (`init` never
 //! writes such a workspace, `doctor` fails on one; a hand-written config gets this warning).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails by panicking, so unwrap, expect, panic and indexing are its assertions"
-)]
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
