@@ -175,10 +175,7 @@ fn trust_in(file: &Path, path: &Path, source: &str) -> Result<(), String> {
         .parent()
         .ok_or("the list of trusted policies has no directory")?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create `{}` ({e})", dir.display()))?;
-    let _lock = crate::fsutil::lock(&file.with_extension("json.lock")).map_err(|e| {
-        let (crate::fsutil::LockError::Open(e) | crate::fsutil::LockError::Lock(e)) = e;
-        format!("cannot lock the list of trusted policies ({e})")
-    })?;
+    let _lock = lock_list(file)?;
     let mut list = read_list(file)?;
     let shown = path.to_string_lossy().into_owned();
     list.version = 1;
@@ -190,6 +187,14 @@ fn trust_in(file: &Path, path: &Path, source: &str) -> Result<(), String> {
     let excess = list.policies.len().saturating_sub(MAX_TRUSTED);
     list.policies.drain(..excess);
     write_list(file, &list)
+}
+
+/// The lock every change of the list is made under (held until dropped).
+fn lock_list(file: &Path) -> Result<std::fs::File, String> {
+    crate::fsutil::lock(&file.with_extension("json.lock")).map_err(|e| {
+        let (crate::fsutil::LockError::Open(e) | crate::fsutil::LockError::Lock(e)) = e;
+        format!("cannot lock the list of trusted policies ({e})")
+    })
 }
 
 fn write_list(file: &Path, list: &TrustList) -> Result<(), String> {
@@ -247,10 +252,7 @@ fn default_with(list: &Path, cwd: &Path) -> Result<Option<HerePolicy>, String> {
 /// there was anything to forget.
 pub fn forget(path: &Path) -> Result<bool, String> {
     let file = list_file()?;
-    let _lock = crate::fsutil::lock(&file.with_extension("json.lock")).map_err(|e| {
-        let (crate::fsutil::LockError::Open(e) | crate::fsutil::LockError::Lock(e)) = e;
-        format!("cannot lock the list of trusted policies ({e})")
-    })?;
+    let _lock = lock_list(&file)?;
     let mut list = read_list(&file)?;
     let shown = canonical_even_if_gone(path).to_string_lossy().into_owned();
     let before = list.policies.len();
