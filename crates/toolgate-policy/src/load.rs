@@ -580,11 +580,7 @@ fn more_errors(source: &str, first: &YamlError, diags: &mut Diagnostics) {
     if let Err(syntax) =
         serde_saphyr::from_str_with_options::<serde::de::IgnoredAny>(source, yaml_options())
     {
-        let d = yaml_error(source, &syntax);
-        let line_of = |d: &Diagnostic| d.pos.as_ref().map(|p| p.line);
-        if !diags.items.iter().any(|o| line_of(o) == line_of(&d)) {
-            diags.push(d);
-        }
+        push_one_per_line(diags, yaml_error(source, &syntax));
     }
     let mut lines: Vec<String> = source.lines().map(str::to_owned).collect();
     let mut error = first.location().map(|l| l.line() as usize);
@@ -632,15 +628,19 @@ fn more_errors(source: &str, first: &YamlError, diags: &mut Diagnostics) {
                 {
                     return;
                 }
-                // One error per line: a syntax error where an earlier one already points
-                // (`operations:` indented less than its rule) says nothing new.
-                let line_of = |d: &Diagnostic| d.pos.as_ref().map(|p| p.line);
-                if line_of(&d).is_none() || !diags.items.iter().any(|o| line_of(o) == line_of(&d)) {
-                    diags.push(d);
-                }
+                push_one_per_line(diags, d);
                 error = next.location().map(|l| l.line() as usize);
             }
         }
+    }
+}
+
+/// Adds `d` unless an error already points at its line: a syntax error where an earlier one
+/// points (`operations:` indented less than its rule) says nothing new.
+fn push_one_per_line(diags: &mut Diagnostics, d: Diagnostic) {
+    let line_of = |d: &Diagnostic| d.pos.as_ref().map(|p| p.line);
+    if line_of(&d).is_none() || !diags.items.iter().any(|o| line_of(o) == line_of(&d)) {
+        diags.push(d);
     }
 }
 
