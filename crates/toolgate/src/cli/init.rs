@@ -120,6 +120,10 @@ fn policy_here() -> anyhow::Result<Option<PathBuf>> {
             );
             Ok(None)
         }
+        // Gone after it was trusted, or unreadable: that reason, as `wrap` and `hook` give it.
+        Err(reason) if !cwd.join(trust::DEFAULT_POLICY).is_file() => {
+            anyhow::bail!("{reason}; nothing was written")
+        }
         Err(_) => anyhow::bail!(
             "`./{}` is here but not trusted as it is, so `init` does not wire it into your clients\nhelp: review it and run `toolgate policy trust`, or pass `--policy PATH`; nothing was written",
             trust::DEFAULT_POLICY

@@ -290,4 +290,15 @@ fn init_wires_the_policy_of_its_directory_only_as_trusted() {
     let policy = project.join("toolgate.yaml");
     let at = args.iter().position(|a| *a == "--policy").unwrap();
     assert_eq!(args[at + 1], policy.to_str().unwrap(), "{args:?}");
+    // Trusted, then gone: that reason, and nothing written.
+    std::fs::write(&mcp, config).unwrap();
+    std::fs::remove_file(&policy).unwrap();
+    let r = init(&w);
+    assert_ne!(r.code, Some(0), "{r:?}");
+    assert!(
+        r.stderr.contains("you trusted is gone") && r.stderr.contains("nothing was written"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&mcp).unwrap(), config);
 }
